@@ -1,0 +1,50 @@
+-- rowgate: cluster-wide roles (SPEC §8). Roles are shared by every database of a
+-- cluster, so they live here, outside the migrations. Idempotent: run it as a
+-- superuser before `graphile-migrate migrate`, on every deploy if you like.
+--
+-- Passwords are optional and read from settings so that nothing secret is in
+-- this file:  SET rowgate.owner_password = '…'; SET rowgate.authenticator_password = '…';
+-- A role whose password setting is empty keeps the password it has.
+do $roles$
+declare
+  r record;
+begin
+  for r in
+    select * from (values
+      -- owns the schema and runs the migrations
+      ('rowgate_owner',         'login'),
+      -- the server connects as this and switches, per transaction, to a subject role
+      ('rowgate_authenticator', 'login noinherit'),
+      -- one role per subject kind (SPEC §2); no login, reached only by `set local role`
+      ('rowgate_anonymous',     'nologin'),
+      ('rowgate_user',          'nologin'),
+      ('rowgate_organization',  'nologin'),
+      ('rowgate_customer',      'nologin'),
+      ('rowgate_member',        'nologin'),
+      -- analysts' login roles are members of this one (bound to a user)
+      ('rowgate_analyst',       'nologin')
+    ) as t(name, options)
+  loop
+    if not exists (select 1 from pg_roles where rolname = r.name) then
+      execute format('create role %I %s', r.name, r.options);
+    else
+      execute format('alter role %I %s', r.name, r.options);
+    end if;
+  end loop;
+
+  -- None of our roles may bypass row-level security or create roles.
+  alter role rowgate_owner nosuperuser nobypassrls nocreaterole;
+  alter role rowgate_authenticator nosuperuser nobypassrls nocreaterole nocreatedb;
+
+  if coalesce(current_setting('rowgate.owner_password', true), '') <> '' then
+    execute format('alter role rowgate_owner password %L', current_setting('rowgate.owner_password'));
+  end if;
+  if coalesce(current_setting('rowgate.authenticator_password', true), '') <> '' then
+    execute format('alter role rowgate_authenticator password %L', current_setting('rowgate.authenticator_password'));
+  end if;
+end
+$roles$;
+
+-- The authenticator may become any subject role, and nothing else.
+grant rowgate_anonymous, rowgate_user, rowgate_organization, rowgate_customer, rowgate_member
+  to rowgate_authenticator;

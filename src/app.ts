@@ -1,0 +1,202 @@
+// The Express application, built from the route table. Per API request:
+// credential → transaction { authenticate + switch role + settings (one statement)
+// → scopes → validation → handler } → the status the table declares.
+import express, { type NextFunction, type Request, type Response } from 'express';
+import helmet from 'helmet';
+import type pg from 'pg';
+import { z } from 'zod';
+import { inTransaction, type Tx } from './database.ts';
+import { readCredential, type PresentedCredential } from './credentials.ts';
+import {
+  ApiError,
+  fromDatabaseError,
+  insufficientScope,
+  unauthorized,
+  validationError,
+  type ValidationIssue,
+} from './errors.ts';
+import type { ApiRoute, Route, Subject } from './route.ts';
+import { hashToken, type CredentialKind } from './tokens.ts';
+
+export interface AppOptions {
+  pool: pg.Pool;
+  secret: string;
+  routes: readonly Route[];
+  /** check every response against its schema (the test suite turns this on) */
+  validateResponses?: boolean;
+  log?: (line: string) => void;
+}
+
+export const credentialNames: Record<CredentialKind, string> = {
+  web_session: 'a web session cookie',
+  personal_access_token: 'a personal access token',
+  organization_access_token: 'an organization access token',
+  oauth2_user_token: 'an OAuth2 user token',
+  oauth2_organization_token: 'an OAuth2 organization token',
+  customer_session: 'a customer session token',
+  member_session: 'a member session token',
+};
+
+function acceptedCredentials(route: ApiRoute) {
+  return `This endpoint accepts ${route.access.credentials.map((k) => credentialNames[k]).join(', ')}`;
+}
+
+const AUTHENTICATE = `
+  select a.credential_id, a.subject_kind, a.subject_id, a.scopes, a.is_impersonation,
+    set_config('role', 'rowgate_' || a.subject_kind, true) as _role,
+    set_config('rowgate.subject_kind', a.subject_kind, true) as _kind,
+    set_config('rowgate.subject_id', a.subject_id::text, true) as _subject,
+    set_config('rowgate.scopes', array_to_string(a.scopes, ' '), true) as _scopes,
+    set_config('rowgate.credential_kind', $1, true) as _credential
+  from rowgate_private.authenticate($1, $2) a`;
+
+async function authenticate(tx: Tx, secret: string, credential: PresentedCredential): Promise<Subject | null> {
+  const row = await tx.one<{
+    credential_id: string;
+    subject_kind: Subject['kind'];
+    subject_id: string;
+    scopes: string[];
+    is_impersonation: boolean;
+  }>(AUTHENTICATE, [credential.kind, hashToken(secret, credential.token)]);
+  if (!row) return null;
+  return {
+    kind: row.subject_kind,
+    id: row.subject_id,
+    credential: credential.kind,
+    credentialId: row.credential_id,
+    scopes: new Set(row.scopes),
+    isImpersonation: row.is_impersonation,
+  };
+}
+
+function zodIssues(error: z.ZodError, source: string, input: unknown): ValidationIssue[] {
+  // an unknown field is reported at its own location
+  const issues = error.issues.flatMap((issue): { code: string; path: PropertyKey[]; message: string }[] =>
+    issue.code === 'unrecognized_keys'
+      ? issue.keys.map((key) => ({ code: issue.code, path: [...issue.path, key], message: `Unknown field "${key}"` }))
+      : [issue],
+  );
+  return issues.map((issue) => {
+    let value: unknown = input;
+    for (const key of issue.path) value = value == null ? undefined : (value as Record<PropertyKey, unknown>)[key as PropertyKey];
+    return {
+      type: issue.code,
+      loc: [source, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))],
+      msg: issue.message,
+      ...(value === undefined ? {} : { input: value }),
+    };
+  });
+}
+
+function parseInput(route: ApiRoute, req: Request) {
+  const issues: ValidationIssue[] = [];
+  const parse = (schema: z.ZodType | undefined, source: string, input: unknown) => {
+    if (!schema) return undefined;
+    const result = schema.safeParse(input);
+    if (!result.success) issues.push(...zodIssues(result.error, source, input));
+    return result.data;
+  };
+  const params = parse(route.params, 'path', req.params);
+  const query = parse(route.query, 'query', req.query ?? {});
+  let body: unknown;
+  if (route.body) {
+    if (req.body === undefined && Number(req.headers['content-length'] ?? 0) > 0) {
+      throw new ApiError(415, 'UnsupportedMediaType', 'The request body must be application/json');
+    }
+    body = parse(route.body, 'body', req.body ?? {});
+  }
+  if (issues.length) throw validationError(issues);
+  return { params, query, body };
+}
+
+function send(route: Route, res: Response, result: unknown, validate: boolean) {
+  if (res.headersSent) return; // the handler answered itself (documents, redirects)
+  if (route.status === 204 || route.status === 302) {
+    if (!res.headersSent) res.status(route.status).end();
+    return;
+  }
+  if (validate && route.response) {
+    const checked = route.response.safeParse(JSON.parse(JSON.stringify(result ?? null)));
+    if (!checked.success) {
+      throw new Error(`response of ${route.operationId} does not match its schema: ${checked.error.message}`);
+    }
+  }
+  res.status(route.status).json(result);
+}
+
+function apiHandler(route: ApiRoute, options: AppOptions) {
+  return async (req: Request, res: Response) => {
+    const credential = readCredential(req);
+    if (credential === 'malformed') throw unauthorized('The credential is malformed', true);
+    if (!credential) throw unauthorized(`Authentication required. ${acceptedCredentials(route)}`, false);
+    if (!route.access.credentials.includes(credential.kind)) {
+      throw unauthorized(`${acceptedCredentials(route)}; ${credentialNames[credential.kind]} was sent`, true);
+    }
+    const result = await inTransaction(options.pool, async (tx) => {
+      const subject = await authenticate(tx, options.secret, credential);
+      if (!subject) throw unauthorized('The credential is unknown, expired or revoked', true);
+      if (!route.access.scopes.some((s) => subject.scopes.has(s))) throw insufficientScope(route.access.scopes);
+      const { params, query, body } = parseInput(route, req);
+      return route.handler({ tx, subject, secret: options.secret, params: params as never, query: query as never, body, req, res });
+    });
+    send(route, res, result, options.validateResponses ?? false);
+  };
+}
+
+export const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
+
+export function createApp(options: AppOptions) {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple'); // repeated parameters become arrays; nothing nested
+  app.use(helmet());
+  app.use(express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
+  app.use(express.urlencoded({ limit: '1mb', extended: false }));
+
+  const methodsByPath = new Map<string, string[]>();
+  for (const route of options.routes) {
+    const path = expressPath(route.path);
+    const handler =
+      route.access === null
+        ? async (req: Request, res: Response) => send(route, res, await route.handler({ req, res }), false)
+        : apiHandler(route, options);
+    app[route.method](path, handler);
+    methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), route.method.toUpperCase()]);
+  }
+  for (const [path, methods] of methodsByPath) {
+    app.all(path, (_req, res) => {
+      res.setHeader('Allow', methods.join(', '));
+      res.status(405).json({ error: 'MethodNotAllowed', detail: `Allowed: ${methods.join(', ')}` });
+    });
+  }
+  app.use((_req, res) => {
+    res.status(404).json({ error: 'NotFound', detail: 'No such route' });
+  });
+
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const apiError = toApiError(error);
+    if (apiError.status >= 500 && apiError.status !== 503) {
+      options.log?.(`error on ${req.method} ${req.path}: ${(error as Error)?.stack ?? String(error)}`);
+    }
+    if (res.headersSent) return;
+    res.status(apiError.status).set(apiError.headers).json(apiError.body());
+  });
+  return app;
+}
+
+function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  const e = error as { type?: string; status?: number; message?: string };
+  if (e?.type === 'entity.too.large') return new ApiError(413, 'PayloadTooLarge', 'The request body is larger than 1 MiB');
+  if (e?.type === 'entity.parse.failed') {
+    return validationError([{ type: 'json_invalid', loc: ['body'], msg: `Invalid JSON: ${e.message}` }]);
+  }
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
+    return new ApiError(415, 'UnsupportedMediaType', e.message ?? 'Unsupported encoding');
+  }
+  if (e?.status && e.status >= 400 && e.status < 500) {
+    return new ApiError(e.status, 'BadRequest', e.message ?? 'Bad request');
+  }
+  return fromDatabaseError(error) ?? new ApiError(500, 'InternalServerError', 'An unexpected error occurred');
+}

@@ -1,0 +1,155 @@
+#!/usr/bin/env node
+// `npx rowgate <command>`: operator commands (SPEC §10). JSON on stdout; works
+// against DATABASE_URL or the embedded database of ROWGATE_HOME, running or not.
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { ConfigError, loadConfig } from './config.ts';
+import { migrationStatus } from './database-setup.ts';
+import { embeddedUrl } from './embedded-database.ts';
+import { connect, type Connection } from './server.ts';
+import { generateToken, hashToken } from './tokens.ts';
+
+type Options = Record<string, string | boolean | undefined>;
+type Command = (db: pg.Client, options: Options, connection: Connection) => Promise<unknown>;
+
+class UsageError extends Error {}
+
+function required(options: Options, name: string): string {
+  const value = options[name];
+  if (typeof value !== 'string' || !value) throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+async function one<T extends object>(db: pg.Client, text: string, values: unknown[]): Promise<T> {
+  const { rows } = await db.query<T>(text, values);
+  if (!rows[0]) throw new UsageError('not found');
+  return rows[0];
+}
+
+const commands: Record<string, { usage: string; run: Command }> = {
+  'users create': {
+    usage: '--email E [--name N] [--admin]',
+    run: (db, o) =>
+      one(db, 'insert into rowgate.users (email, name, is_admin) values (lower($1), $2, $3) returning id, email, name, is_admin', [
+        required(o, 'email'),
+        o.name ?? null,
+        o.admin === true,
+      ]),
+  },
+  'users set-admin': {
+    usage: '--user-id U',
+    run: (db, o) =>
+      one(db, 'update rowgate.users set is_admin = true where id = $1 and deleted_at is null returning id, is_admin', [
+        required(o, 'user-id'),
+      ]),
+  },
+  'sessions create': {
+    usage: '--user-id U',
+    run: async (db, o, c) => {
+      const token = generateToken('web_session');
+      const session = await one<{ expires_at: Date }>(
+        db,
+        `select s.expires_at from rowgate.users u,
+           rowgate_private.issue_user_session(u.id, $2, interval '31 days') s
+         where u.id = $1 and u.deleted_at is null`,
+        [required(o, 'user-id'), hashToken(c.secret, token)],
+      );
+      return { token, expires_at: session.expires_at };
+    },
+  },
+  'tokens create': {
+    usage: '--user-id U --scopes a,b [--comment C] [--expires-in SECONDS]',
+    run: async (db, o, c) => {
+      const token = generateToken('personal_access_token');
+      const scopes = required(o, 'scopes').split(',').map((s) => s.trim()).filter(Boolean);
+      const expiresIn = o['expires-in'] === undefined ? null : Number(o['expires-in']);
+      if (expiresIn !== null && !(Number.isInteger(expiresIn) && expiresIn > 0)) throw new UsageError('--expires-in must be a positive integer');
+      const row = await one<object>(
+        db,
+        `select t.id, t.comment, t.scopes, t.expires_at from rowgate.users u,
+           rowgate_private.issue_personal_access_token(u.id, $2, $3, now() + make_interval(secs => $4), $5) t
+         where u.id = $1 and u.deleted_at is null`,
+        [required(o, 'user-id'), (o.comment as string) ?? 'created by the operator CLI', scopes, expiresIn, hashToken(c.secret, token)],
+      );
+      return { ...row, token };
+    },
+  },
+  'db migrate': {
+    usage: '(applies the committed migrations; start-up does it too)',
+    run: async () => ({ migrated: true }),
+  },
+  'db status': {
+    usage: '(exit code 1 when migrations are pending or current.sql is not empty)',
+    run: async (_db, _o, c) => {
+      const status = await migrationStatus(c.ownerUrl);
+      const pending = status.remainingMigrations ?? [];
+      if (pending.length || status.hasCurrentMigration) process.exitCode = 1;
+      return { pending_migrations: pending, current_migration_not_empty: status.hasCurrentMigration };
+    },
+  },
+  'db urls': {
+    usage: '(the embedded database\'s connection URLs, for graphile-migrate and psql in development)',
+    run: async (_db, _o, c) => {
+      if (!c.embedded) return { DATABASE_URL: c.ownerUrl, AUTH_DATABASE_URL: c.authenticatorUrl };
+      const { state } = c.embedded;
+      return {
+        DATABASE_URL: c.ownerUrl,
+        AUTH_DATABASE_URL: c.authenticatorUrl,
+        SHADOW_DATABASE_URL: embeddedUrl(state, 'owner', 'rowgate_shadow'),
+        ROOT_DATABASE_URL: embeddedUrl(state, 'superuser', 'postgres'),
+      };
+    },
+  },
+};
+
+function help() {
+  return ['usage: rowgate <command> [options]', ...Object.entries(commands).map(([name, c]) => `  ${name} ${c.usage}`)].join('\n');
+}
+
+async function main(argv: string[]) {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      email: { type: 'string' },
+      name: { type: 'string' },
+      admin: { type: 'boolean' },
+      'user-id': { type: 'string' },
+      scopes: { type: 'string' },
+      comment: { type: 'string' },
+      'expires-in': { type: 'string' },
+      login: { type: 'string' },
+      to: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const name = positionals.slice(0, 2).join(' ');
+  const command = commands[name];
+  if (!command || values.help) {
+    console.error(help());
+    process.exitCode = command || values.help ? 0 : 2;
+    return;
+  }
+  const connection = await connect(loadConfig(), { exclusive: false });
+  const db = new pg.Client({ connectionString: connection.ownerUrl });
+  try {
+    await db.connect();
+    const result = await command.run(db, values, connection);
+    console.log(JSON.stringify(result, null, 2));
+  } finally {
+    await db.end();
+    if (connection.embedded?.startedHere) await connection.embedded.stop();
+  }
+}
+
+main(process.argv.slice(2)).catch((error) => {
+  if (error instanceof UsageError || error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    console.error(error instanceof ConfigError ? error.message : `rowgate: ${error.message}`);
+    process.exitCode = 2;
+  } else {
+    const e = error as { message?: string; detail?: string };
+    console.error(`rowgate: ${e.message ?? error}${e.detail ? ` (${e.detail})` : ''}`);
+    process.exitCode = 1;
+  }
+});

@@ -1,0 +1,39 @@
+// Configuration from the environment, validated once at start with one clear
+// message per bad value (SPEC §1).
+import { z } from 'zod';
+
+const port = z.coerce.number().int().min(0).max(65535);
+const url = z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL');
+
+const schema = z.object({
+  PORT: port.default(8080),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATABASE_URL: url.optional().describe('the owner role (rowgate_owner): runs the migrations'),
+  AUTH_DATABASE_URL: url.optional().describe('the authenticator role the server connects as'),
+  ROOT_DATABASE_URL: url.optional().describe('a superuser, to create the roles (optional)'),
+  ROWGATE_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  ROWGATE_HOME: z.string().min(1).default('.rowgate'),
+  ROWGATE_DB_PORT: port.optional(),
+  ROWGATE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  ROWGATE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  NODE_ENV: z.string().default('development'),
+});
+
+export type Config = z.infer<typeof schema>;
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`rowgate: invalid configuration:\n${lines.join('\n')}`);
+  }
+  const config = parsed.data;
+  if (config.DATABASE_URL && (!config.AUTH_DATABASE_URL || !config.ROWGATE_SECRET)) {
+    throw new ConfigError(
+      'rowgate: invalid configuration:\n  with DATABASE_URL set, AUTH_DATABASE_URL (the authenticator) and ROWGATE_SECRET are required too',
+    );
+  }
+  return config;
+}

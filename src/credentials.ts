@@ -1,0 +1,32 @@
+// Reading the credential a request presents: a bearer token wins over the
+// session cookie (SPEC §2). Only parsing happens here; the database decides
+// whether the token names anybody.
+import type { Request } from 'express';
+import { parseCookie } from 'cookie';
+import { tokenKind, type CredentialKind } from './tokens.ts';
+
+export const SESSION_COOKIE = 'rowgate_session';
+
+export interface PresentedCredential {
+  kind: CredentialKind;
+  token: string;
+}
+
+export function readCredential(req: Request): PresentedCredential | 'malformed' | null {
+  const header = req.headers.authorization;
+  if (header !== undefined) {
+    const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+    const kind = match ? tokenKind(match[1]!) : null;
+    // a web session travels only as the cookie
+    if (!match || !kind || kind === 'web_session') return 'malformed';
+    return { kind, token: match[1]! };
+  }
+  const cookieHeader = req.headers.cookie;
+  if (cookieHeader) {
+    const token = parseCookie(cookieHeader)[SESSION_COOKIE];
+    if (token !== undefined) {
+      return tokenKind(token) === 'web_session' ? { kind: 'web_session', token } : 'malformed';
+    }
+  }
+  return null;
+}

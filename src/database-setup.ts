@@ -1,0 +1,68 @@
+// Bringing a database to the committed schema: the cluster-wide roles (db/roles.sql,
+// as a superuser), the database itself, then graphile-migrate's `migrate` as the owner.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Logger, migrate, status } from 'graphile-migrate';
+import pg from 'pg';
+
+export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface RolePasswords {
+  owner?: string;
+  authenticator?: string;
+}
+
+/** Runs the idempotent roles script; passwords travel as parameters, never in SQL text. */
+export async function ensureRoles(superuserUrl: string, passwords: RolePasswords) {
+  const sql = await readFile(path.join(projectRoot, 'db', 'roles.sql'), 'utf8');
+  const client = new pg.Client({ connectionString: superuserUrl });
+  await client.connect();
+  try {
+    await client.query('begin');
+    await client.query(
+      `select set_config('rowgate.owner_password', $1, true), set_config('rowgate.authenticator_password', $2, true)`,
+      [passwords.owner ?? '', passwords.authenticator ?? ''],
+    );
+    await client.query(sql);
+    await client.query('commit');
+  } finally {
+    await client.end();
+  }
+}
+
+/** Creates `database` owned by rowgate_owner unless it exists. */
+export async function ensureDatabase(superuserUrl: string, database: string, template?: string) {
+  const client = new pg.Client({ connectionString: superuserUrl });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [database]);
+    if (!rowCount) {
+      const from = template ? ` template ${pg.escapeIdentifier(template)}` : '';
+      await client.query(`create database ${pg.escapeIdentifier(database)} owner rowgate_owner${from}`);
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+function migrateSettings(ownerUrl: string) {
+  return {
+    connectionString: ownerUrl,
+    migrationsFolder: path.join(projectRoot, 'migrations'),
+    pgSettings: { search_path: 'pg_catalog' },
+    // only warnings and errors: the server's start-up is not the place for a migration log
+    logger: new Logger(() => (level, message) => {
+      if (level === 'error' || level === 'warning') console.error(`graphile-migrate: ${message}`);
+    }),
+  };
+}
+
+/** Applies the committed migrations (graphile-migrate migrate). */
+export async function migrateDatabase(ownerUrl: string) {
+  await migrate(migrateSettings(ownerUrl));
+}
+
+export async function migrationStatus(ownerUrl: string) {
+  return status(migrateSettings(ownerUrl));
+}

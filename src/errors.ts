@@ -1,0 +1,82 @@
+// One error body everywhere (SPEC §7): {"error": "<Name>", "detail": <string or list>}.
+// Database errors are turned into it here, in one table, and nowhere else.
+import type { DatabaseError } from 'pg';
+
+export interface ValidationIssue {
+  type: string;
+  loc: (string | number)[];
+  msg: string;
+  input?: unknown;
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly error: string;
+  readonly detail: string | ValidationIssue[];
+  readonly headers: Record<string, string>;
+
+  constructor(status: number, error: string, detail: string | ValidationIssue[], headers: Record<string, string> = {}) {
+    super(typeof detail === 'string' ? detail : error);
+    this.status = status;
+    this.error = error;
+    this.detail = detail;
+    this.headers = headers;
+  }
+
+  body() {
+    return { error: this.error, detail: this.detail };
+  }
+}
+
+export const notFound = (detail = 'Not found') => new ApiError(404, 'ResourceNotFound', detail);
+export const notPermitted = (reason: string) => new ApiError(403, 'NotPermitted', reason);
+export const validationError = (issues: ValidationIssue[]) => new ApiError(422, 'RequestValidationError', issues);
+export const invalidField = (loc: (string | number)[], msg: string, input?: unknown) =>
+  validationError([{ type: 'value_error', loc, msg, ...(input === undefined ? {} : { input }) }]);
+
+export const serviceUnavailable = () =>
+  new ApiError(503, 'ServiceUnavailable', 'The database is unavailable; try again shortly', { 'Retry-After': '2' });
+
+const REALM = 'Bearer realm="rowgate"';
+
+export function unauthorized(detail: string, tokenSent: boolean) {
+  return new ApiError(401, 'Unauthorized', detail, {
+    'WWW-Authenticate': tokenSent ? `${REALM}, error="invalid_token"` : REALM,
+  });
+}
+
+export function insufficientScope(anyOf: readonly string[]) {
+  return new ApiError(403, 'InsufficientScope', `The token lacks the required scope: one of ${anyOf.join(', ')}`, {
+    'WWW-Authenticate': `${REALM}, error="insufficient_scope", scope="${anyOf.join(' ')}"`,
+  });
+}
+
+/**
+ * SQLSTATEs our SQL raises on purpose (`raise … using errcode = …`), and the
+ * server-side failures that mean "the database is not there right now".
+ * RG403: a policy denied (message = the reason); RG404: not found or out of
+ * reach; RG422: bad input (detail = the field's location, dotted: `body.email`).
+ */
+export function fromDatabaseError(error: unknown): ApiError | null {
+  const e = error as Partial<DatabaseError> & { code?: string };
+  const code = e?.code ?? '';
+  if (code === 'RG403') return notPermitted(e.message ?? 'Not permitted');
+  if (code === 'RG404') return notFound();
+  if (code === 'RG422') {
+    return invalidField((e.detail ?? 'body').split('.'), e.message ?? 'Invalid value');
+  }
+  if (code === '22P02' || code === '22007' || code === '22008' || code === '22003') {
+    // invalid text representation / datetime / numeric out of range reaching SQL
+    return validationError([{ type: 'value_error', loc: ['body'], msg: e.message ?? 'Invalid value' }]);
+  }
+  if (
+    code.startsWith('08') || // connection exceptions
+    code === '57P01' || code === '57P02' || code === '57P03' || // admin/crash shutdown, cannot connect now
+    code === '53300' || // too many connections
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND'].includes(code) ||
+    /Connection terminated|timeout exceeded when trying to connect/i.test(e?.message ?? '')
+  ) {
+    return serviceUnavailable();
+  }
+  return null;
+}

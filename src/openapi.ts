@@ -1,0 +1,111 @@
+// The OpenAPI 3.1 document, generated from the route table's own zod schemas,
+// the same ones that validate requests (SPEC §9).
+import { createDocument } from 'zod-openapi';
+import { z } from 'zod';
+import { credentialNames } from './app.ts';
+import type { Route } from './route.ts';
+import { doc } from './schemas.ts';
+
+const ValidationIssue = z
+  .object({
+    type: doc(z.string(), 'Kind of problem.', 'too_small'),
+    loc: doc(z.array(z.union([z.string(), z.number()])), 'Where: the source, then the path inside it.', ['body', 'email']),
+    msg: doc(z.string(), 'What is wrong, for a person.', 'Invalid email address'),
+    input: doc(z.unknown().optional(), 'The value that was refused, when there was one.', 'not-an-email'),
+  })
+  .meta({ id: 'ValidationIssue', description: 'One problem with the request.' });
+
+export const ErrorBody = z
+  .object({
+    error: doc(z.string(), 'The error name (SPEC §7).', 'ResourceNotFound'),
+    detail: doc(z.union([z.string(), z.array(ValidationIssue)]), 'A sentence, or the list of validation problems.', 'Not found'),
+  })
+  .meta({ id: 'Error', description: 'The body of every error.' });
+
+const errorDescriptions: Record<number, string> = {
+  401: 'No valid credential of a kind this endpoint accepts (`Unauthorized`).',
+  403: 'The token lacks the scope (`InsufficientScope`), or a policy denies (`NotPermitted`, detail = the reason).',
+  404: 'Not found, or out of reach (`ResourceNotFound`).',
+  413: 'The body is larger than 1 MiB (`PayloadTooLarge`).',
+  415: 'The body is not JSON (`UnsupportedMediaType`).',
+  422: 'The body, path or query is invalid (`RequestValidationError`).',
+  503: 'The database is unavailable (`ServiceUnavailable`).',
+};
+
+const successDescriptions: Record<number, string> = {
+  200: 'OK',
+  201: 'Created',
+  202: 'Accepted',
+  204: 'No content',
+  302: 'Redirect',
+};
+
+export function openApiDocument(routes: readonly Route[]) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const api = route.access !== null;
+    const statuses = new Set<number>(route.errors ?? []);
+    if (api) [401, 403, 422, 503].forEach((s) => statuses.add(s));
+    if (api && (route.params || route.method !== 'get')) statuses.add(404);
+    if (api && route.body) [413, 415].forEach((s) => statuses.add(s));
+    const responses: Record<string, unknown> = {
+      [route.status]: {
+        description: successDescriptions[route.status],
+        ...(route.response ? { content: { 'application/json': { schema: route.response } } } : {}),
+      },
+    };
+    for (const status of [...statuses].sort()) {
+      responses[status] = {
+        description: errorDescriptions[status] ?? 'Error',
+        content: { 'application/json': { schema: ErrorBody } },
+      };
+    }
+    const operation: Record<string, unknown> = {
+      operationId: route.operationId,
+      summary: route.summary,
+      tags: [route.tag],
+      responses,
+    };
+    if (route.access) {
+      const accepts = route.access.credentials.map((k) => credentialNames[k]).join(', ');
+      operation.description = [
+        route.description,
+        `**Credentials:** ${accepts}. **Scopes (any of):** ${route.access.scopes.map((s) => `\`${s}\``).join(', ')}.`,
+      ]
+        .filter(Boolean)
+        .join('\n\n');
+      operation.security = [
+        ...(route.access.credentials.some((k) => k !== 'web_session') ? [{ bearer: [...route.access.scopes] }] : []),
+        ...(route.access.credentials.includes('web_session') ? [{ session: [] }] : []),
+      ];
+      const requestParams: Record<string, unknown> = {};
+      if (route.params) requestParams.path = route.params;
+      if (route.query) requestParams.query = route.query;
+      if (Object.keys(requestParams).length) operation.requestParams = requestParams;
+      if (route.body) {
+        operation.requestBody = { required: true, content: { 'application/json': { schema: route.body } } };
+      }
+    } else {
+      if (route.description) operation.description = route.description;
+      operation.security = [];
+    }
+    (paths[route.path] ??= {})[route.method] = operation;
+  }
+  return createDocument({
+    openapi: '3.1.0',
+    info: {
+      title: 'rowgate',
+      version: '1',
+      description:
+        'A versioned REST API whose authorization lives in PostgreSQL. Errors always have the shape `{error, detail}`.',
+    },
+    servers: [{ url: '/' }],
+    components: {
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'A token: rg_pat_, rg_oat_, rg_at_u_, rg_at_o_, rg_cst_ or rg_mst_.' },
+        session: { type: 'apiKey', in: 'cookie', name: 'rowgate_session', description: 'The web session cookie (rg_us_).' },
+      },
+    },
+    paths: paths as never,
+  });
+}

@@ -1,0 +1,107 @@
+// The shape of one entry of the route table. The table (src/routes.ts) drives the
+// Express router, the authentication and scope checks, validation and the OpenAPI
+// document; nothing else declares a route.
+import type { Request, Response } from 'express';
+import type { z } from 'zod';
+import type { Tx } from './database.ts';
+import type { CredentialKind } from './tokens.ts';
+
+export type SubjectKind = 'user' | 'organization' | 'customer' | 'member';
+
+export interface Subject {
+  kind: SubjectKind;
+  id: string;
+  credential: CredentialKind;
+  credentialId: string;
+  /** the credential's scopes, with the read scopes its write scopes imply */
+  scopes: ReadonlySet<string>;
+  isImpersonation: boolean;
+}
+
+/** Who may call an endpoint: the credential kinds it accepts and the scopes (any of) it needs. */
+export interface Access {
+  credentials: readonly CredentialKind[];
+  scopes: readonly string[];
+}
+
+const userCredentials = ['web_session', 'personal_access_token', 'oauth2_user_token'] as const;
+const organizationCredentials = ['organization_access_token', 'oauth2_organization_token'] as const;
+
+/** Access classes of user-personal endpoints (SPEC §4). */
+export const access = {
+  webUserRead: { credentials: ['web_session'], scopes: ['user:read', 'user:write'] },
+  webUserWrite: { credentials: ['web_session'], scopes: ['user:write'] },
+  webPayoutsRead: { credentials: ['web_session'], scopes: ['payouts:read', 'payouts:write'] },
+  webPayoutsWrite: { credentials: ['web_session'], scopes: ['payouts:write'] },
+  userRead: { credentials: userCredentials, scopes: ['user:read', 'user:write'] },
+  userWrite: { credentials: userCredentials, scopes: ['user:write'] },
+  /** organization data: User and Organization subjects, with any of `scopes` */
+  organization: (...scopes: string[]): Access => ({ credentials: [...userCredentials, ...organizationCredentials], scopes }),
+  /** organization data that only User subjects reach */
+  organizationUser: (...scopes: string[]): Access => ({ credentials: userCredentials, scopes }),
+  customerPortal: (...scopes: string[]): Access => ({ credentials: ['customer_session', 'member_session'], scopes }),
+} satisfies Record<string, Access | ((...s: string[]) => Access)>;
+
+/** A read endpoint accepts the read scope or its write scope (SPEC §3). */
+export const readScopes = (resource: string) => [`${resource}_read`, `${resource}_write`];
+export const writeScopes = (resource: string) => [`${resource}_write`];
+
+type ZodObj = z.ZodObject;
+
+export interface Context<P, Q, B> {
+  tx: Tx;
+  subject: Subject;
+  /** the server secret that keys token hashes */
+  secret: string;
+  params: P;
+  query: Q;
+  body: B;
+  req: Request;
+  res: Response;
+}
+
+export interface PublicContext {
+  req: Request;
+  res: Response;
+}
+
+interface RouteBase {
+  method: 'get' | 'post' | 'patch' | 'delete';
+  /** OpenAPI-style path: `/v1/products/{id}` */
+  path: string;
+  operationId: string;
+  summary: string;
+  tag: string;
+  description?: string;
+  status: 200 | 201 | 202 | 204 | 302;
+  response?: z.ZodType;
+  /** statuses documented beside the success one (401/403/422 are added from the access) */
+  errors?: readonly number[];
+}
+
+export interface ApiRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, B extends z.ZodType = z.ZodType>
+  extends RouteBase {
+  access: Access;
+  params?: P;
+  query?: Q;
+  body?: B;
+  handler: (ctx: Context<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<unknown>;
+}
+
+/** Endpoints outside the API's subjects: health, documents. */
+export interface PublicRoute extends RouteBase {
+  access: null;
+  handler: (ctx: PublicContext) => Promise<unknown>;
+}
+
+export type Route = ApiRoute<any, any, any> | PublicRoute;
+
+export function route<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, B extends z.ZodType = z.ZodType>(
+  r: ApiRoute<P, Q, B>,
+): Route {
+  return r as Route;
+}
+
+export function publicRoute(r: Omit<PublicRoute, 'access'>): Route {
+  return { ...r, access: null };
+}

@@ -1,0 +1,40 @@
+// Schema pieces every resource uses. Every field carries a description and an
+// example: the OpenAPI document is generated from these and a test checks it.
+import { z } from 'zod';
+
+/** Adds the description and example the published document needs. */
+export function doc<T extends z.ZodType>(schema: T, description: string, example: unknown): T {
+  return schema.meta({ description, example }) as T;
+}
+
+export const uuid = (description: string, example = '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b') =>
+  doc(z.uuid(), description, example);
+
+export const timestamp = (description: string) =>
+  doc(z.iso.datetime({ offset: true }), description, '2026-11-21T09:30:00.000Z');
+
+export const nullableTimestamp = (description: string) =>
+  doc(z.iso.datetime({ offset: true }).nullable(), description, '2026-12-21T09:30:00.000Z');
+
+export const timestamps = {
+  created_at: timestamp('When it was created (RFC 3339, UTC).'),
+  updated_at: timestamp('When it last changed (RFC 3339, UTC).'),
+};
+
+export const idParams = z.object({ id: uuid('The resource id.') });
+
+/** An empty object for endpoints without a body, kept strict so extra fields are reported. */
+export const scopeList = (description: string) =>
+  doc(z.array(doc(z.string().min(1).max(100), 'A scope (SPEC §3).', 'products_read')).min(1).max(50), description, [
+    'products_read',
+    'orders_read',
+  ]);
+
+export const expiresIn = doc(
+  z.number().int().min(60).max(10 * 366 * 24 * 3600).nullable().optional(),
+  'Lifetime in seconds from now (at least 60, at most ten years); omitted or null for a token that does not expire.',
+  2592000,
+);
+
+export const tokenField = (prefix: string) =>
+  doc(z.string(), 'The token itself. Shown once, in this answer only: store it now.', `${prefix}Xb3kR9mQ2vLw7tYp4nZs8cVf1hJd6gUe0aKoPiMlNqS`);

@@ -1,0 +1,178 @@
+// A rowgate app on its own database (cloned from the migrated template) for one
+// test file, with fixtures made the way the operator CLI makes them.
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { createApp } from '../src/app.ts';
+import { createPool } from '../src/database.ts';
+import { ensureDatabase } from '../src/database-setup.ts';
+import { allRoutes } from '../src/routes.ts';
+import { generateToken, hashToken, type CredentialKind } from '../src/tokens.ts';
+import { withDatabase } from './database-server.ts';
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+export interface RequestOptions {
+  token?: string;
+  session?: string;
+  body?: unknown;
+  rawBody?: string;
+  headers?: Record<string, string>;
+}
+
+export interface TestUser {
+  id: string;
+  email: string;
+  session: string;
+}
+
+export class TestApp {
+  readonly url: string;
+  readonly owner: pg.Pool;
+  readonly pool: pg.Pool;
+  readonly secret: string;
+  readonly ownerUrl: string;
+  readonly authenticatorUrl: string;
+  readonly database: string;
+  private readonly close_: () => Promise<void>;
+
+  constructor(fields: {
+    url: string;
+    owner: pg.Pool;
+    pool: pg.Pool;
+    secret: string;
+    ownerUrl: string;
+    authenticatorUrl: string;
+    database: string;
+    close: () => Promise<void>;
+  }) {
+    this.url = fields.url;
+    this.owner = fields.owner;
+    this.pool = fields.pool;
+    this.secret = fields.secret;
+    this.ownerUrl = fields.ownerUrl;
+    this.authenticatorUrl = fields.authenticatorUrl;
+    this.database = fields.database;
+    this.close_ = fields.close;
+  }
+
+  close() {
+    return this.close_();
+  }
+
+  async request(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse> {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    if (options.session) headers.cookie = `rowgate_session=${options.session}`;
+    let body: string | undefined = options.rawBody;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const response = await fetch(this.url + path, { method, headers, body, redirect: 'manual' });
+    const text = await response.text();
+    let parsed: unknown = text;
+    if ((response.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);
+    return { status: response.status, headers: response.headers, body: parsed };
+  }
+
+  get = (path: string, options?: RequestOptions) => this.request('GET', path, options);
+  post = (path: string, body: unknown, options?: RequestOptions) => this.request('POST', path, { ...options, body });
+  patch = (path: string, body: unknown, options?: RequestOptions) => this.request('PATCH', path, { ...options, body });
+  delete = (path: string, options?: RequestOptions) => this.request('DELETE', path, options);
+
+  async sql<T extends object = any>(text: string, values: unknown[] = []): Promise<T[]> {
+    return (await this.owner.query<T>(text, values)).rows;
+  }
+
+  async user(options: { email?: string; name?: string; admin?: boolean } = {}): Promise<TestUser> {
+    const email = options.email ?? `user-${randomUUID().slice(0, 8)}@example.com`;
+    const [row] = await this.sql<{ id: string }>(
+      'insert into rowgate.users (email, name, is_admin) values ($1, $2, $3) returning id',
+      [email, options.name ?? null, options.admin ?? false],
+    );
+    return { id: row!.id, email, session: await this.session(row!.id) };
+  }
+
+  async session(userId: string, options: { lifetime?: string; impersonatorId?: string } = {}): Promise<string> {
+    const token = generateToken('web_session');
+    await this.sql('select rowgate_private.issue_user_session($1, $2, $3::interval, $4)', [
+      userId,
+      this.hash(token),
+      options.lifetime ?? '31 days',
+      options.impersonatorId ?? null,
+    ]);
+    return token;
+  }
+
+  async pat(userId: string, scopes: string[], options: { expiresAt?: Date } = {}): Promise<string> {
+    const token = generateToken('personal_access_token');
+    await this.sql('select rowgate_private.issue_personal_access_token($1, $2, $3, $4, $5)', [
+      userId,
+      'test',
+      scopes,
+      options.expiresAt ?? null,
+      this.hash(token),
+    ]);
+    return token;
+  }
+
+  async oauthUserToken(userId: string, scopes: string[], options: { expiresAt?: Date } = {}): Promise<string> {
+    const token = generateToken('oauth2_user_token');
+    await this.sql(
+      `insert into rowgate_private.oauth2_access_tokens (token_hash, client_id, user_id, scopes, expires_at)
+       values ($1, 'test-client', $2, $3, coalesce($4, now() + interval '1 hour'))`,
+      [this.hash(token), userId, scopes, options.expiresAt ?? null],
+    );
+    return token;
+  }
+
+  hash(token: string) {
+    return hashToken(this.secret, token);
+  }
+}
+
+/** A fresh database from the template and an app on a free port. */
+export async function startTestApp(): Promise<TestApp> {
+  const superuserUrl = inject('superuserUrl');
+  const database = `rowgate_test_${randomBytes(6).toString('hex')}`;
+  await ensureDatabase(superuserUrl, database, inject('template'));
+  const ownerUrl = withDatabase(superuserUrl, database, { name: 'rowgate_owner', password: inject('ownerPassword') });
+  const authenticatorUrl = withDatabase(superuserUrl, database, {
+    name: 'rowgate_authenticator',
+    password: inject('authenticatorPassword'),
+  });
+  const owner = new pg.Pool({ connectionString: ownerUrl, max: 2 });
+  const pool = createPool({ connectionString: authenticatorUrl, max: 4, statementTimeoutMs: 10_000 });
+  const secret = randomBytes(32).toString('base64url');
+  const app = createApp({ pool, secret, routes: allRoutes(pool), validateResponses: true, log: (l) => console.error(l) });
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as AddressInfo;
+  return new TestApp({
+    url: `http://127.0.0.1:${port}`,
+    owner,
+    pool,
+    secret,
+    ownerUrl,
+    authenticatorUrl,
+    database,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await pool.end();
+      await owner.end();
+      const admin = new pg.Client({ connectionString: superuserUrl });
+      await admin.connect();
+      await admin.query(`drop database if exists ${database} with (force)`);
+      await admin.end();
+    },
+  });
+}
+
+export type { CredentialKind };
