@@ -100,7 +100,9 @@ function parseInput(route: ApiRoute, req: Request) {
   const query = parse(route.query, 'query', req.query ?? {});
   let body: unknown;
   if (route.body) {
-    if (req.body === undefined && Number(req.headers['content-length'] ?? 0) > 0) {
+    // a body was sent (with a length, or chunked) that no JSON parser read
+    const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+    if (req.body === undefined && hasBody) {
       throw new ApiError(415, 'UnsupportedMediaType', 'The request body must be application/json');
     }
     body = parse(route.body, 'body', req.body ?? {});

@@ -51,6 +51,14 @@ export function insufficientScope(anyOf: readonly string[]) {
   });
 }
 
+/** Constraints whose violation is the client's mistake (unique values, references), and where it is. */
+const constraintFields: Record<string, { loc: string[]; msg: string }> = {
+  memberships_role_fkey: { loc: ['body', 'role'], msg: 'Unknown role' },
+  organizations_slug_live: { loc: ['body', 'slug'], msg: 'An organization with this slug exists already' },
+  customers_email_live: { loc: ['body', 'email'], msg: 'A customer with this e-mail exists already in the organization' },
+  users_email_live: { loc: ['body', 'email'], msg: 'A user with this e-mail exists already' },
+};
+
 /**
  * SQLSTATEs our SQL raises on purpose (`raise … using errcode = …`), and the
  * server-side failures that mean "the database is not there right now".
@@ -64,6 +72,10 @@ export function fromDatabaseError(error: unknown): ApiError | null {
   if (code === 'RG404') return notFound();
   if (code === 'RG422') {
     return invalidField((e.detail ?? 'body').split('.'), e.message ?? 'Invalid value');
+  }
+  if (code === '23505' || code === '23503') {
+    const at = constraintFields[e.constraint ?? ''];
+    return invalidField(at?.loc ?? ['body'], at?.msg ?? (code === '23505' ? 'This value is taken already' : 'A referenced resource does not exist'));
   }
   if (code === '22P02' || code === '22007' || code === '22008' || code === '22003') {
     // invalid text representation / datetime / numeric out of range reaching SQL

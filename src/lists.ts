@@ -84,6 +84,8 @@ export interface ListSpec {
   columns: string;
   /** API sort field → SQL column */
   sortable: Record<string, string>;
+  /** the unique column that breaks ties (default `id`) */
+  id?: string;
   defaultSort?: string;
 }
 
@@ -113,7 +115,7 @@ export async function runList<T extends object>(
     return `${spec.sortable[key.replace(/^-/, '')]} ${descending ? 'desc' : 'asc'}`;
   });
   const lastDescending = keys[keys.length - 1]!.startsWith('-');
-  order.push(`id ${lastDescending ? 'desc' : 'asc'}`);
+  order.push(`${spec.id ?? 'id'} ${lastDescending ? 'desc' : 'asc'}`);
   const where = conditions.length ? `where ${conditions.join(' and ')}` : '';
   const limit = params.add(query.limit);
   const offset = params.add((query.page - 1) * query.limit);

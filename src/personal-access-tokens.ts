@@ -80,6 +80,6 @@ export const personalAccessTokenRoutes = [
 ];
 
 async function revoke(tx: Tx, id: string) {
-  const revoked = await tx.count('update rowgate.personal_access_tokens set deleted_at = now() where id = $1', [id]);
-  if (!revoked) throw notFound();
+  const row = await tx.one<{ revoked: boolean }>('select rowgate.revoke_personal_access_token($1) as revoked', [id]);
+  if (!row?.revoked) throw notFound();
 }

@@ -1,11 +1,24 @@
 // The route table: every endpoint of the API, in one list.
 import type pg from 'pg';
+import { accountRoutes } from './accounts.ts';
 import { serviceRoutes } from './health.ts';
+import { impersonationRoutes } from './impersonations.ts';
+import { memberRoutes } from './members.ts';
+import { organizationAccessTokenRoutes } from './organization-access-tokens.ts';
+import { organizationRoutes } from './organizations.ts';
 import { personalAccessTokenRoutes } from './personal-access-tokens.ts';
 import type { Route } from './route.ts';
 import { userRoutes } from './users.ts';
 
-export const apiRoutes: readonly Route[] = [...userRoutes, ...personalAccessTokenRoutes];
+export const apiRoutes: readonly Route[] = [
+  ...userRoutes,
+  ...personalAccessTokenRoutes,
+  ...organizationRoutes,
+  ...memberRoutes,
+  ...accountRoutes,
+  ...organizationAccessTokenRoutes,
+  ...impersonationRoutes,
+];
 
 export function allRoutes(pool: pg.Pool): Route[] {
   return [...serviceRoutes(pool, () => apiRoutes), ...apiRoutes];

@@ -1,5 +1,5 @@
 --! Previous: -
---! Hash: sha1:9508f376e519a7dafe7a852f3328904df652eafd
+--! Hash: sha1:457c63a61416266d5175a15a079ffa78d7f1bf6d
 --! Message: foundation: schemas, users, credentials, authentication
 
 -- Schemas. `rowgate` is what the API (and later GraphQL) exposes; `rowgate_hidden`
@@ -168,13 +168,8 @@ create trigger _100_timestamps before insert or update on rowgate.personal_acces
 alter table rowgate.personal_access_tokens enable row level security;
 create policy select_own on rowgate.personal_access_tokens for select to rowgate_user
   using (user_id = (select rowgate_hidden.current_user_id()) and deleted_at is null);
-create policy update_own on rowgate.personal_access_tokens for update to rowgate_user
-  using (user_id = (select rowgate_hidden.current_user_id()) and deleted_at is null)
-  with check (user_id = (select rowgate_hidden.current_user_id()));
-grant select (id, user_id, comment, scopes, expires_at, last_used_at, created_at, updated_at, deleted_at)
+grant select (id, user_id, comment, scopes, expires_at, last_used_at, created_at, updated_at)
   on rowgate.personal_access_tokens to rowgate_user;
--- revoking is a soft delete
-grant update (deleted_at) on rowgate.personal_access_tokens to rowgate_user;
 
 -- OAuth2 access tokens (issued by the authorization server of a later issue; stored
 -- and verified from now on). For a user (`rg_at_u_`) or an organization (`rg_at_o_`).
@@ -258,6 +253,19 @@ begin
 end;
 $$;
 grant execute on function rowgate.create_personal_access_token(text, text[], timestamptz, bytea) to rowgate_user;
+
+-- Revoking one's own personal access token: a soft delete. The select policy
+-- hides deleted rows, so the marking update runs here, for the owner only.
+create function rowgate.revoke_personal_access_token(p_id uuid) returns boolean
+language sql volatile security definer set search_path = pg_catalog, pg_temp as $$
+  with revoked as (
+    update rowgate.personal_access_tokens set deleted_at = now()
+    where id = p_id and user_id = rowgate_hidden.current_user_id() and deleted_at is null
+    returning 1
+  )
+  select exists (select 1 from revoked);
+$$;
+grant execute on function rowgate.revoke_personal_access_token(uuid) to rowgate_user;
 
 -- Deleting the current user (SPEC §9): a soft delete that revokes every credential.
 create function rowgate.delete_current_user() returns boolean

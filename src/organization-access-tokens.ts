@@ -1,0 +1,101 @@
+// /v1/organization-access-tokens: tokens that act as an organization (SPEC §2, §9).
+// Users with access_tokens:manage only; an organization token never mints or revokes them.
+import { z } from 'zod';
+import { asArray, listQuery, listSchema, multi, Params, runList } from './lists.ts';
+import { access, readScopes, route, writeScopes } from './route.ts';
+import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from './schemas.ts';
+import { generateToken, hashToken } from './tokens.ts';
+
+export const OrganizationAccessTokenRead = z
+  .object({
+    id: uuid('The token id.'),
+    organization_id: uuid('The organization the token acts as.'),
+    comment: doc(z.string(), 'What the token is for.', 'Storefront backend'),
+    scopes: doc(z.array(z.string()), 'The scopes the token carries.', ['products_read', 'orders_write']),
+    expires_at: nullableTimestamp('When it stops working; null: never.'),
+    last_used_at: nullableTimestamp('When it last authenticated a request (to the minute); null: never used.'),
+    ...timestamps,
+  })
+  .meta({ id: 'OrganizationAccessToken', description: 'An organization access token (the token itself is never shown again).' });
+
+const OrganizationAccessTokenCreate = z
+  .strictObject({
+    organization_id: uuid('The organization the token will act as.'),
+    comment: doc(z.string().trim().min(1).max(200), 'What the token is for.', 'Storefront backend'),
+    scopes: scopeList('Organization scopes for the token; each must be one the calling credential holds.'),
+    expires_in: expiresIn,
+  })
+  .meta({ id: 'OrganizationAccessTokenCreate', description: 'A new organization access token.' });
+
+const OrganizationAccessTokenCreated = OrganizationAccessTokenRead.extend({ token: tokenField('rg_oat_') }).meta({
+  id: 'OrganizationAccessTokenCreated',
+  description: 'The new token, with the token itself (shown once).',
+});
+
+const columns = 'id, organization_id, comment, scopes, expires_at, last_used_at, created_at, updated_at';
+
+export const organizationAccessTokenRoutes = [
+  route({
+    method: 'get',
+    path: '/v1/organization-access-tokens/',
+    operationId: 'organization_access_tokens:list',
+    summary: 'List organization access tokens',
+    description: 'The tokens of the organizations where the user may manage access tokens.',
+    tag: 'organization-access-tokens',
+    access: access.organizationUser(...readScopes('organization_access_tokens')),
+    query: listQuery(['created_at', 'comment', 'last_used_at'], {
+      organization_id: multi(uuid('An organization id.'), 'Only these organizations (repeatable).', '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b'),
+    }),
+    status: 200,
+    response: listSchema(OrganizationAccessTokenRead, 'OrganizationAccessToken'),
+    handler: ({ tx, query }) => {
+      const params = new Params();
+      const conditions: string[] = [];
+      const organizations = asArray(query.organization_id);
+      if (organizations) conditions.push(`organization_id = any(${params.add(organizations)}::uuid[])`);
+      return runList(
+        tx,
+        {
+          from: 'rowgate.organization_access_tokens',
+          columns,
+          sortable: { created_at: 'created_at', comment: 'comment', last_used_at: 'last_used_at' },
+        },
+        query,
+        conditions,
+        params,
+      );
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/organization-access-tokens/',
+    operationId: 'organization_access_tokens:create',
+    summary: 'Create an organization access token',
+    tag: 'organization-access-tokens',
+    access: access.organizationUser(...writeScopes('organization_access_tokens')),
+    body: OrganizationAccessTokenCreate,
+    status: 201,
+    response: OrganizationAccessTokenCreated,
+    handler: async ({ tx, body, secret }) => {
+      const token = generateToken('organization_access_token');
+      const created = await tx.one(
+        `select ${columns} from rowgate.create_organization_access_token($1, $2, $3, now() + make_interval(secs => $4), $5)`,
+        [body.organization_id, body.comment, body.scopes, body.expires_in ?? null, hashToken(secret, token)],
+      );
+      return { ...created, token };
+    },
+  }),
+  route({
+    method: 'delete',
+    path: '/v1/organization-access-tokens/{id}',
+    operationId: 'organization_access_tokens:delete',
+    summary: 'Revoke an organization access token',
+    tag: 'organization-access-tokens',
+    access: access.organizationUser(...writeScopes('organization_access_tokens')),
+    params: idParams,
+    status: 204,
+    handler: async ({ tx, params }) => {
+      await tx.one(`select rowgate.delete_resource('organization_access_token', $1)`, [params.id]);
+    },
+  }),
+];
