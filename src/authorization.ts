@@ -4,7 +4,7 @@
 import type { Tx } from './database.ts';
 import { notFound, notPermitted } from './errors.ts';
 
-export type Resource = 'organization' | 'account' | 'organization_access_token' | 'payout_account';
+export type Resource = 'organization' | 'account' | 'organization_access_token' | 'product' | 'customer' | 'order' | 'payout_account';
 
 /**
  * `policy` is 'read' (organization access only), a named policy

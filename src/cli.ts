@@ -20,6 +20,15 @@ function required(options: Options, name: string): string {
   return value;
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** --user-id, checked before it reaches SQL (a malformed id is bad usage, not a database error) */
+function userId(options: Options): string {
+  const value = required(options, 'user-id');
+  if (!UUID.test(value)) throw new UsageError(`--user-id must be a uuid, got ${JSON.stringify(value)}`);
+  return value;
+}
+
 async function one<T extends object>(db: pg.Client, text: string, values: unknown[]): Promise<T> {
   const { rows } = await db.query<T>(text, values);
   if (!rows[0]) throw new UsageError('not found');
@@ -40,7 +49,7 @@ const commands: Record<string, { usage: string; run: Command }> = {
     usage: '--user-id U',
     run: (db, o) =>
       one(db, 'update rowgate.users set is_admin = true where id = $1 and deleted_at is null returning id, is_admin', [
-        required(o, 'user-id'),
+        userId(o),
       ]),
   },
   'sessions create': {
@@ -52,7 +61,7 @@ const commands: Record<string, { usage: string; run: Command }> = {
         `select s.expires_at from rowgate.users u,
            rowgate_private.issue_user_session(u.id, $2, interval '31 days') s
          where u.id = $1 and u.deleted_at is null`,
-        [required(o, 'user-id'), hashToken(c.secret, token)],
+        [userId(o), hashToken(c.secret, token)],
       );
       return { token, expires_at: session.expires_at };
     },
@@ -62,6 +71,7 @@ const commands: Record<string, { usage: string; run: Command }> = {
     run: async (db, o, c) => {
       const token = generateToken('personal_access_token');
       const scopes = required(o, 'scopes').split(',').map((s) => s.trim()).filter(Boolean);
+      if (!scopes.length) throw new UsageError('--scopes needs at least one scope');
       const expiresIn = o['expires-in'] === undefined ? null : Number(o['expires-in']);
       if (expiresIn !== null && !(Number.isInteger(expiresIn) && expiresIn > 0)) throw new UsageError('--expires-in must be a positive integer');
       const row = await one<object>(
@@ -69,7 +79,7 @@ const commands: Record<string, { usage: string; run: Command }> = {
         `select t.id, t.comment, t.scopes, t.expires_at from rowgate.users u,
            rowgate_private.issue_personal_access_token(u.id, $2, $3, now() + make_interval(secs => $4), $5) t
          where u.id = $1 and u.deleted_at is null`,
-        [required(o, 'user-id'), (o.comment as string) ?? 'created by the operator CLI', scopes, expiresIn, hashToken(c.secret, token)],
+        [userId(o), (o.comment as string) ?? 'created by the operator CLI', scopes, expiresIn, hashToken(c.secret, token)],
       );
       return { ...row, token };
     },
@@ -81,6 +91,12 @@ const commands: Record<string, { usage: string; run: Command }> = {
   'db status': {
     usage: '(exit code 1 when migrations are pending or current.sql is not empty)',
     run: async (_db, _o, c) => {
+      // graphile-migrate's status insists on a shadow database URL, though it never connects to it
+      if (!process.env.SHADOW_DATABASE_URL) {
+        const shadow = new URL(c.ownerUrl);
+        shadow.pathname = `${shadow.pathname}_shadow`;
+        process.env.SHADOW_DATABASE_URL = shadow.toString();
+      }
       const status = await migrationStatus(c.ownerUrl);
       const pending = status.remainingMigrations ?? [];
       if (pending.length || status.hasCurrentMigration) process.exitCode = 1;
@@ -131,6 +147,7 @@ async function main(argv: string[]) {
     process.exitCode = command || values.help ? 0 : 2;
     return;
   }
+  if (positionals.length > 2) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[2])}`);
   const connection = await connect(loadConfig(), { exclusive: false });
   const db = new pg.Client({ connectionString: connection.ownerUrl });
   try {
@@ -144,7 +161,9 @@ async function main(argv: string[]) {
 }
 
 main(process.argv.slice(2)).catch((error) => {
-  if (error instanceof UsageError || error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+  const code = (error as { code?: string } | null)?.code;
+  // RG422: the database refused a value the operator gave (an unknown scope): bad usage too
+  if (error instanceof UsageError || error instanceof ConfigError || code?.startsWith('ERR_PARSE_ARGS') || code === 'RG422') {
     console.error(error instanceof ConfigError ? error.message : `rowgate: ${error.message}`);
     process.exitCode = 2;
   } else {

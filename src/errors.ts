@@ -92,3 +92,9 @@ export function fromDatabaseError(error: unknown): ApiError | null {
   }
   return null;
 }
+
+/** The row, or a 404 when the database returned none (invisible or absent). */
+export function found<T>(row: T | undefined | null): T {
+  if (row === undefined || row === null) throw notFound();
+  return row;
+}

@@ -77,6 +77,40 @@ export class Params {
   }
 }
 
+/** The filters of a list: SQL predicates over parameters. RLS decides the rest. */
+export class Where {
+  readonly params = new Params();
+  readonly conditions: string[] = [];
+
+  /** `column = any(values)` when the filter was given (a repeatable parameter) */
+  anyOf(column: string, values: string | string[] | undefined, type: 'uuid' | 'text' = 'text') {
+    const list = asArray(values);
+    if (list) this.conditions.push(`${column} = any(${this.params.add(list)}::${type}[])`);
+    return this;
+  }
+
+  equals(column: string, value: unknown) {
+    if (value !== undefined) this.conditions.push(`${column} = ${this.params.add(value)}`);
+    return this;
+  }
+
+  /** case-insensitive substring search over some columns */
+  search(columns: string[], text: string | undefined) {
+    if (text !== undefined && text !== '') {
+      const pattern = this.params.add(`%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      this.conditions.push(`(${columns.map((c) => `${c} ilike ${pattern}`).join(' or ')})`);
+    }
+    return this;
+  }
+}
+
+/** `organization_id` narrowing of lists that User subjects call (SPEC §6). */
+export const organizationFilter = multi(
+  z.uuid(),
+  'Only these organizations (repeatable). An organization out of reach yields no rows, not an error.',
+  '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b',
+);
+
 export interface ListSpec {
   /** `rowgate.products` */
   from: string;
@@ -105,9 +139,9 @@ export async function runList<T extends object>(
   tx: Tx,
   spec: ListSpec,
   query: ListQuery,
-  conditions: string[],
-  params: Params = new Params(),
+  where: Where = new Where(),
 ): Promise<ListPage<T>> {
+  const { conditions, params } = where;
   const keys = sortKeys(query.sorting);
   if (!keys.length) keys.push(spec.defaultSort ?? '-created_at');
   const order = keys.map((key) => {
@@ -116,23 +150,21 @@ export async function runList<T extends object>(
   });
   const lastDescending = keys[keys.length - 1]!.startsWith('-');
   order.push(`${spec.id ?? 'id'} ${lastDescending ? 'desc' : 'asc'}`);
-  const where = conditions.length ? `where ${conditions.join(' and ')}` : '';
-  const limit = params.add(query.limit);
-  const offset = params.add((query.page - 1) * query.limit);
+  const filter = conditions.length ? `where ${conditions.join(' and ')}` : '';
+  const values = [...params.values];
+  const limit = `$${values.push(query.limit)}`;
+  const offset = `$${values.push((query.page - 1) * query.limit)}`;
   const rows = await tx.rows<T & { _total_count: number }>(
-    `select ${spec.columns}, (select count(*) from ${spec.from} ${where}) as _total_count
-     from ${spec.from} ${where} order by ${order.join(', ')} limit ${limit} offset ${offset}`,
-    params.values,
+    `select ${spec.columns}, (select count(*) from ${spec.from} ${filter}) as _total_count
+     from ${spec.from} ${filter} order by ${order.join(', ')} limit ${limit} offset ${offset}`,
+    values,
   );
   let total: number;
   if (rows.length) {
     total = rows[0]!._total_count;
   } else {
     // past the last page (or nothing matches): the true total still
-    const counted = await tx.one<{ n: number }>(
-      `select count(*) as n from ${spec.from} ${where}`,
-      params.values.slice(0, -2),
-    );
+    const counted = await tx.one<{ n: number }>(`select count(*) as n from ${spec.from} ${filter}`, params.values);
     total = counted?.n ?? 0;
   }
   const items = rows.map(({ _total_count, ...item }) => item as unknown as T);

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { authorize } from './authorization.ts';
 import { notFound } from './errors.ts';
-import { listQuery, listSchema, multi, asArray, Params, runList } from './lists.ts';
+import { listQuery, listSchema, multi, runList, Where } from './lists.ts';
 import type { Tx } from './database.ts';
 import { access, readScopes, route, writeScopes } from './route.ts';
 import { doc, timestamps, uuid } from './schemas.ts';
@@ -60,16 +60,11 @@ export const memberRoutes = [
     response: listSchema(MembershipRead, 'Membership'),
     handler: async ({ tx, params, query }) => {
       await authorize(tx, 'organization', params.id, 'read');
-      const p = new Params();
-      const conditions = [`m.organization_id = ${p.add(params.id)}`];
-      const roles = asArray(query.role);
-      if (roles) conditions.push(`m.role = any(${p.add(roles)}::text[])`);
       return runList(
         tx,
         { from, columns, id: 'm.id', sortable: { created_at: 'm.created_at', email: 'u.email', role: 'm.role' } },
         query,
-        conditions,
-        p,
+        new Where().equals('m.organization_id', params.id).anyOf('m.role', query.role),
       );
     },
   }),

@@ -91,7 +91,7 @@ export function openApiDocument(routes: readonly Route[]) {
     }
     (paths[route.path] ??= {})[route.method] = operation;
   }
-  return createDocument({
+  const document = createDocument({
     openapi: '3.1.0',
     info: {
       title: 'rowgate',
@@ -108,4 +108,53 @@ export function openApiDocument(routes: readonly Route[]) {
     },
     paths: paths as never,
   });
+  addComponentExamples(document as OpenApiDocument);
+  return document;
+}
+
+type JsonSchema = Record<string, unknown> & {
+  $ref?: string;
+  example?: unknown;
+  examples?: unknown[];
+  properties?: Record<string, JsonSchema>;
+  items?: JsonSchema;
+  anyOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
+  allOf?: JsonSchema[];
+};
+type OpenApiDocument = { components?: { schemas?: Record<string, JsonSchema> } };
+
+/**
+ * Every schema of the document has an example (SPEC §6): zod-openapi renders the
+ * examples of fields, and a named schema (an object, a list) gets one assembled
+ * from its fields' examples, following references.
+ */
+function addComponentExamples(document: OpenApiDocument) {
+  const schemas = document.components?.schemas ?? {};
+  const exampleOf = (schema: JsonSchema | undefined, depth: number): unknown => {
+    if (!schema || depth > 10) return undefined;
+    if ('example' in schema) return schema.example;
+    if (Array.isArray(schema.examples) && schema.examples.length) return schema.examples[0];
+    if (schema.$ref) return exampleOf(schemas[schema.$ref.replace('#/components/schemas/', '')], depth + 1);
+    if (schema.properties) {
+      const entries = Object.entries(schema.properties).map(([key, value]) => [key, exampleOf(value, depth + 1)] as const);
+      return Object.fromEntries(entries.filter(([, value]) => value !== undefined));
+    }
+    if (schema.items) {
+      const item = exampleOf(schema.items, depth + 1);
+      return item === undefined ? undefined : [item];
+    }
+    for (const alternatives of [schema.anyOf, schema.oneOf, schema.allOf]) {
+      for (const alternative of alternatives ?? []) {
+        const example = exampleOf(alternative, depth + 1);
+        if (example !== undefined) return example;
+      }
+    }
+    return undefined;
+  };
+  for (const schema of Object.values(schemas)) {
+    if ('example' in schema || schema.examples) continue;
+    const example = exampleOf(schema, 0);
+    if (example !== undefined) schema.example = example;
+  }
 }

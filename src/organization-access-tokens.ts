@@ -1,7 +1,7 @@
 // /v1/organization-access-tokens: tokens that act as an organization (SPEC §2, §9).
 // Users with access_tokens:manage only; an organization token never mints or revokes them.
 import { z } from 'zod';
-import { asArray, listQuery, listSchema, multi, Params, runList } from './lists.ts';
+import { listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
 import { access, readScopes, route, writeScopes } from './route.ts';
 import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from './schemas.ts';
 import { generateToken, hashToken } from './tokens.ts';
@@ -44,15 +44,11 @@ export const organizationAccessTokenRoutes = [
     tag: 'organization-access-tokens',
     access: access.organizationUser(...readScopes('organization_access_tokens')),
     query: listQuery(['created_at', 'comment', 'last_used_at'], {
-      organization_id: multi(uuid('An organization id.'), 'Only these organizations (repeatable).', '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b'),
+      organization_id: organizationFilter,
     }),
     status: 200,
     response: listSchema(OrganizationAccessTokenRead, 'OrganizationAccessToken'),
     handler: ({ tx, query }) => {
-      const params = new Params();
-      const conditions: string[] = [];
-      const organizations = asArray(query.organization_id);
-      if (organizations) conditions.push(`organization_id = any(${params.add(organizations)}::uuid[])`);
       return runList(
         tx,
         {
@@ -61,8 +57,7 @@ export const organizationAccessTokenRoutes = [
           sortable: { created_at: 'created_at', comment: 'comment', last_used_at: 'last_used_at' },
         },
         query,
-        conditions,
-        params,
+        new Where().anyOf('organization_id', query.organization_id, 'uuid'),
       );
     },
   }),

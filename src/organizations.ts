@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { authorize } from './authorization.ts';
 import { notFound } from './errors.ts';
-import { listQuery, listSchema, Params, runList } from './lists.ts';
+import { listQuery, listSchema, runList, Where } from './lists.ts';
 import { access, readScopes, route, writeScopes } from './route.ts';
 import { doc, idParams, timestamps, uuid } from './schemas.ts';
 
@@ -45,15 +45,11 @@ export const organizationRoutes = [
     status: 200,
     response: listSchema(OrganizationRead, 'Organization'),
     handler: ({ tx, query }) => {
-      const params = new Params();
-      const conditions: string[] = [];
-      if (query.slug !== undefined) conditions.push(`slug = ${params.add(query.slug)}`);
       return runList(
         tx,
         { from: 'rowgate.organizations', columns: organizationColumns, sortable: { created_at: 'created_at', name: 'name', slug: 'slug' } },
         query,
-        conditions,
-        params,
+        new Where().equals('slug', query.slug),
       );
     },
   }),

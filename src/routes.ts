@@ -1,6 +1,13 @@
 // The route table: every endpoint of the API, in one list.
 import type pg from 'pg';
 import { accountRoutes } from './accounts.ts';
+import { customerPortalRoutes } from './customer-portal.ts';
+import { customerSessionRoutes } from './customer-sessions.ts';
+import { customerRoutes } from './customers.ts';
+import { orderRoutes } from './orders.ts';
+import { payoutAccountRoutes } from './payout-accounts.ts';
+import { productRoutes } from './products.ts';
+import { transactionRoutes } from './transactions.ts';
 import { serviceRoutes } from './health.ts';
 import { impersonationRoutes } from './impersonations.ts';
 import { memberRoutes } from './members.ts';
@@ -18,6 +25,13 @@ export const apiRoutes: readonly Route[] = [
   ...accountRoutes,
   ...organizationAccessTokenRoutes,
   ...impersonationRoutes,
+  ...productRoutes,
+  ...customerRoutes,
+  ...orderRoutes,
+  ...transactionRoutes,
+  ...payoutAccountRoutes,
+  ...customerSessionRoutes,
+  ...customerPortalRoutes,
 ];
 
 export function allRoutes(pool: pg.Pool): Route[] {

@@ -166,7 +166,7 @@ for (const route of routes) {
       });
     }
 
-    const admitted = accepted.flatMap((kind) =>
+    const admitted = accepted.flatMap((kind): { kind: CredentialKind; scope: string }[] =>
       kind === 'web_session' ? [{ kind, scope: '(every scope)' }] : scopes.map((scope) => ({ kind, scope })),
     );
     test.each(admitted)('a $kind holding $scope → admitted', async ({ kind, scope }) => {

@@ -1,0 +1,225 @@
+// The operator CLI (SPEC §10), run as a child process against this file's test
+// database and with the test app's secret, so the tokens it prints work on the app.
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { projectRoot } from '../src/database-setup.ts';
+import { expectInsufficientScope, expectUnauthorized } from './expect-api.ts';
+import { startTestApp, type TestApp } from './harness.ts';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp();
+});
+afterAll(async () => app?.close());
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** `node src/cli.ts ...args` with the test database's URLs and secret (and nothing of the caller's). */
+function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
+  const base: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !/^(DATABASE_URL|AUTH_DATABASE_URL|ROOT_DATABASE_URL|SHADOW_DATABASE_URL|ROWGATE_.*)$/.test(key)) base[key] = value;
+  }
+  const childEnv: Record<string, string> = {
+    ...base,
+    DATABASE_URL: app.ownerUrl,
+    AUTH_DATABASE_URL: app.authenticatorUrl,
+    ROWGATE_SECRET: app.secret,
+    // never the repository's own embedded database, whatever happens
+    ROWGATE_HOME: path.join(tmpdir(), `rowgate-cli-test-${process.pid}`),
+  };
+  for (const [key, value] of Object.entries(env)) {
+    if (value === undefined) delete childEnv[key];
+    else childEnv[key] = value;
+  }
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [path.join(projectRoot, 'src', 'cli.ts'), ...args],
+      { cwd: projectRoot, env: childEnv, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+/** A successful run: exit 0, one JSON document on stdout, nothing on stderr. */
+async function cliJson(args: string[]): Promise<any> {
+  const run = await cli(args);
+  expect(run, `rowgate ${args.join(' ')}`).toMatchObject({ code: 0, stderr: '' });
+  return JSON.parse(run.stdout);
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const within = (iso: string, expected: number, toleranceMs = 120_000) =>
+  expect(Math.abs(new Date(iso).getTime() - expected)).toBeLessThan(toleranceMs);
+
+describe('round trips: what the CLI makes works on the API', () => {
+  let userId: string;
+  let email: string;
+  let session: string;
+
+  beforeAll(async () => {
+    email = `Ada.${randomUUID().slice(0, 8)}@Example.com`;
+    const created = await cliJson(['users', 'create', '--email', email, '--name', 'Ada Lovelace']);
+    userId = created.id;
+  });
+
+  test('users create prints the user; the e-mail is stored lower-case', async () => {
+    expect(userId).toMatch(UUID);
+    const [row] = await app.sql('select email, name, is_admin, deleted_at from rowgate.users where id = $1', [userId]);
+    expect(row).toEqual({ email: email.toLowerCase(), name: 'Ada Lovelace', is_admin: false, deleted_at: null });
+  });
+
+  test('sessions create → a web session that GET /v1/users/me accepts', async () => {
+    const out = await cliJson(['sessions', 'create', '--user-id', userId]);
+    expect(Object.keys(out).sort()).toEqual(['expires_at', 'token']);
+    expect(out.token).toMatch(/^rg_us_[0-9A-Za-z]{32,64}$/);
+    within(out.expires_at, Date.now() + 31 * 24 * 3600 * 1000);
+    session = out.token;
+    const res = await app.get('/v1/users/me', { session });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id: userId, email: email.toLowerCase(), name: 'Ada Lovelace', is_admin: false });
+  });
+
+  test('tokens create --scopes user:read → a PAT that is listed, and refused (403) by DELETE /v1/users/me', async () => {
+    const out = await cliJson(['tokens', 'create', '--user-id', userId, '--scopes', 'user:read']);
+    expect(out).toEqual({
+      id: expect.stringMatching(UUID),
+      comment: expect.any(String),
+      scopes: ['user:read'],
+      expires_at: null,
+      token: expect.stringMatching(/^rg_pat_[0-9A-Za-z]{32,64}$/),
+    });
+    const listed = await app.get('/v1/personal-access-tokens/', { session });
+    expect(listed.body.items.map((t: { id: string }) => t.id)).toContain(out.id);
+
+    const res = await app.delete('/v1/users/me', { token: out.token });
+    expectInsufficientScope(res, ['user:write']);
+    expect((await app.sql('select deleted_at from rowgate.users where id = $1', [userId]))[0]).toEqual({ deleted_at: null });
+  });
+
+  test('tokens create with a comment, several scopes and --expires-in', async () => {
+    const out = await cliJson([
+      'tokens', 'create', '--user-id', userId, '--scopes', 'user:write, user:read', '--comment', 'deploys', '--expires-in', '3600',
+    ]);
+    expect(out).toMatchObject({ comment: 'deploys', scopes: ['user:read', 'user:write'] });
+    within(out.expires_at, Date.now() + 3600_000);
+    const [row] = await app.sql('select comment, scopes from rowgate.personal_access_tokens where id = $1', [out.id]);
+    expect(row).toEqual({ comment: 'deploys', scopes: ['user:read', 'user:write'] });
+  });
+
+  test('users set-admin sets the platform-admin flag', async () => {
+    expect(await cliJson(['users', 'set-admin', '--user-id', userId])).toEqual({ id: userId, is_admin: true });
+    expect((await app.get('/v1/users/me', { session })).body.is_admin).toBe(true);
+  });
+
+  test('users create --admin', async () => {
+    const out = await cliJson(['users', 'create', '--email', `grace.${randomUUID().slice(0, 8)}@example.com`, '--admin']);
+    expect(out).toMatchObject({ id: expect.stringMatching(UUID), name: null, is_admin: true });
+  });
+
+  test('a user:write token deletes the user; then its credentials fail and the CLI finds no such user', async () => {
+    const { token } = await cliJson(['tokens', 'create', '--user-id', userId, '--scopes', 'user:write']);
+    expect((await app.delete('/v1/users/me', { token })).status).toBe(204);
+    expectUnauthorized(await app.get('/v1/users/me', { session }), true);
+    for (const args of [
+      ['sessions', 'create', '--user-id', userId],
+      ['tokens', 'create', '--user-id', userId, '--scopes', 'user:read'],
+      ['users', 'set-admin', '--user-id', userId],
+    ]) {
+      const run = await cli(args);
+      expect(run, args.join(' ')).toMatchObject({ code: 2, stdout: '' });
+      expect(run.stderr).toMatch(/not found/);
+    }
+  });
+});
+
+describe('db commands', () => {
+  test('db urls names the given database', async () => {
+    expect(await cliJson(['db', 'urls'])).toEqual({ DATABASE_URL: app.ownerUrl, AUTH_DATABASE_URL: app.authenticatorUrl });
+  });
+
+  test('db migrate is idempotent on a migrated database', async () => {
+    expect(await cliJson(['db', 'migrate'])).toEqual({ migrated: true });
+  });
+
+  test('db status prints JSON, and its exit code says whether anything is pending', async () => {
+    const run = await cli(['db', 'status']);
+    const out = JSON.parse(run.stdout);
+    expect(out).toEqual({ pending_migrations: [], current_migration_not_empty: expect.any(Boolean) });
+    expect(run.code).toBe(out.current_migration_not_empty ? 1 : 0);
+  });
+});
+
+describe('bad usage → exit code 2, a message on stderr, nothing on stdout', () => {
+  let existing: string;
+  beforeAll(async () => {
+    existing = (await app.user()).id;
+  });
+
+  const cases: [name: string, args: (userId: string) => string[], message: RegExp][] = [
+    ['no command', () => [], /usage: rowgate/],
+    ['an unknown command', () => ['frobnicate'], /usage: rowgate/],
+    ['a group without its command', () => ['users'], /usage: rowgate/],
+    ['an extra argument', () => ['users', 'create', '--email', 'x@example.com', 'extra'], /unexpected argument "extra"/],
+    ['an unknown option', () => ['users', 'create', '--email', 'x@example.com', '--bogus'], /--bogus/],
+    ['an option without its value', () => ['users', 'create', '--email'], /--email/],
+    ['users create without --email', () => ['users', 'create', '--name', 'Nobody'], /--email is required/],
+    ['users set-admin without --user-id', () => ['users', 'set-admin'], /--user-id is required/],
+    ['sessions create without --user-id', () => ['sessions', 'create'], /--user-id is required/],
+    ['sessions create with a malformed --user-id', () => ['sessions', 'create', '--user-id', 'ada'], /--user-id must be a uuid/],
+    ['sessions create for an unknown user', () => ['sessions', 'create', '--user-id', randomUUID()], /not found/],
+    ['tokens create without --scopes', (id) => ['tokens', 'create', '--user-id', id], /--scopes is required/],
+    ['tokens create with empty --scopes', (id) => ['tokens', 'create', '--user-id', id, '--scopes', ' , '], /--scopes needs at least one/],
+    ['tokens create with an unknown scope', (id) => ['tokens', 'create', '--user-id', id, '--scopes', 'user:read,root'], /Unknown scope: root/],
+    [
+      'tokens create with a bad --expires-in',
+      (id) => ['tokens', 'create', '--user-id', id, '--scopes', 'user:read', '--expires-in', 'soon'],
+      /--expires-in must be a positive integer/,
+    ],
+  ];
+  // each run is a fresh Node process: run them side by side
+  test.concurrent.for(cases)('%s', async ([, args, message], { expect }) => {
+    const before = await app.sql('select (select count(*) from rowgate.users) as users, (select count(*) from rowgate.personal_access_tokens) as pats');
+    const run = await cli(args(existing));
+    expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(run.stderr).toMatch(message);
+    expect(await app.sql('select (select count(*) from rowgate.users) as users, (select count(*) from rowgate.personal_access_tokens) as pats')).toEqual(
+      before,
+    );
+  });
+
+  const config: [name: string, env: Record<string, string | undefined>, message: RegExp][] = [
+    ['DATABASE_URL without ROWGATE_SECRET', { ROWGATE_SECRET: undefined }, /ROWGATE_SECRET/],
+    ['DATABASE_URL without AUTH_DATABASE_URL', { AUTH_DATABASE_URL: undefined }, /AUTH_DATABASE_URL/],
+    ['a short ROWGATE_SECRET', { ROWGATE_SECRET: 'short' }, /ROWGATE_SECRET: must be at least 32 characters/],
+    ['a DATABASE_URL that is not postgres://', { DATABASE_URL: 'mysql://x' }, /DATABASE_URL: must be a postgres:\/\/ URL/],
+  ];
+  test.concurrent.for(config)('invalid configuration: %s', async ([, env, message], { expect }) => {
+    const run = await cli(['db', 'urls'], env);
+    expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(run.stderr).toMatch(message);
+  });
+
+  test('--help prints the usage (exit 0)', async () => {
+    const run = await cli(['--help']);
+    expect(run).toMatchObject({ code: 0, stdout: '' });
+    for (const command of ['users create', 'users set-admin', 'sessions create', 'tokens create']) expect(run.stderr).toContain(command);
+  });
+});
+
+test('a database that cannot be reached: exit 1 and a message, no JSON', async () => {
+  const run = await cli(['db', 'urls'], { DATABASE_URL: 'postgres://rowgate_owner:x@127.0.0.1:1/nothing' });
+  expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 1, stdout: '' });
+  expect(run.stderr).toMatch(/^rowgate: /);
+});
