@@ -4,6 +4,9 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Logger, migrate, status } from 'graphile-migrate';
+// graphile-migrate keeps its pool 200 ms after use, and exits the process if an
+// idle client of it errors (the database stopping): end the pools when done.
+import { clearAllPools } from 'graphile-migrate/dist/pgReal.js';
 import pg from 'pg';
 
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -60,9 +63,17 @@ function migrateSettings(ownerUrl: string) {
 
 /** Applies the committed migrations (graphile-migrate migrate). */
 export async function migrateDatabase(ownerUrl: string) {
-  await migrate(migrateSettings(ownerUrl));
+  try {
+    await migrate(migrateSettings(ownerUrl));
+  } finally {
+    clearAllPools();
+  }
 }
 
 export async function migrationStatus(ownerUrl: string) {
-  return status(migrateSettings(ownerUrl));
+  try {
+    return await status(migrateSettings(ownerUrl));
+  } finally {
+    clearAllPools();
+  }
 }

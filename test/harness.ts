@@ -132,6 +132,108 @@ export class TestApp {
     return token;
   }
 
+  async oauthOrganizationToken(userId: string, organizationId: string, scopes: string[], options: { expiresAt?: Date } = {}) {
+    const token = generateToken('oauth2_organization_token');
+    await this.sql(
+      `insert into rowgate_private.oauth2_access_tokens (token_hash, client_id, user_id, organization_id, scopes, expires_at)
+       values ($1, 'test-client', $2, $3, $4, coalesce($5, now() + interval '1 hour'))`,
+      [this.hash(token), userId, organizationId, scopes, options.expiresAt ?? null],
+    );
+    return token;
+  }
+
+  /** An organization access token, stored the way the API stores one. */
+  async oat(organizationId: string, scopes: string[], options: { expiresAt?: Date } = {}): Promise<string> {
+    const token = generateToken('organization_access_token');
+    await this.sql(
+      `with t as (
+         insert into rowgate.organization_access_tokens (organization_id, comment, scopes, expires_at)
+         values ($1, 'test', $2, $3) returning id)
+       insert into rowgate_private.access_token_hashes (token_hash, organization_access_token_id) select $4, id from t`,
+      [organizationId, scopes, options.expiresAt ?? null, this.hash(token)],
+    );
+    return token;
+  }
+
+  async customerSession(customerId: string, options: { lifetime?: string } = {}): Promise<string> {
+    const token = generateToken('customer_session');
+    await this.sql(
+      `insert into rowgate_private.sessions (token_hash, kind, customer_id, expires_at) values ($1, 'customer', $2, now() + $3::interval)`,
+      [this.hash(token), customerId, options.lifetime ?? '1 hour'],
+    );
+    return token;
+  }
+
+  async memberSession(memberId: string, options: { lifetime?: string } = {}): Promise<string> {
+    const token = generateToken('member_session');
+    await this.sql(
+      `insert into rowgate_private.sessions (token_hash, kind, member_id, expires_at) values ($1, 'member', $2, now() + $3::interval)`,
+      [this.hash(token), memberId, options.lifetime ?? '1 hour'],
+    );
+    return token;
+  }
+
+  /** An organization whose admin is `adminId`. */
+  async organization(adminId: string, options: { name?: string; slug?: string } = {}): Promise<{ id: string; slug: string }> {
+    const slug = options.slug ?? `org-${randomUUID().slice(0, 8)}`;
+    const [row] = await this.sql<{ id: string }>('insert into rowgate.organizations (name, slug) values ($1, $2) returning id', [
+      options.name ?? slug,
+      slug,
+    ]);
+    await this.membership(row!.id, adminId, 'admin');
+    return { id: row!.id, slug };
+  }
+
+  async membership(organizationId: string, userId: string, role: string) {
+    await this.sql('insert into rowgate.memberships (organization_id, user_id, role) values ($1, $2, $3)', [organizationId, userId, role]);
+  }
+
+  /** The organization's account, administered by `adminId`. */
+  async account(organizationId: string, adminId: string): Promise<string> {
+    const [row] = await this.sql<{ id: string }>(
+      `insert into rowgate.accounts (organization_id, admin_id, country, currency) values ($1, $2, 'US', 'usd') returning id`,
+      [organizationId, adminId],
+    );
+    await this.sql('update rowgate.organizations set account_id = $2 where id = $1', [organizationId, row!.id]);
+    return row!.id;
+  }
+
+  async product(organizationId: string, fields: { name?: string; price_amount?: number; is_archived?: boolean } = {}): Promise<string> {
+    const [row] = await this.sql<{ id: string }>(
+      `insert into rowgate.products (organization_id, name, price_amount, price_currency, is_archived)
+       values ($1, $2, $3, 'usd', $4) returning id`,
+      [organizationId, fields.name ?? 'Product', fields.price_amount ?? 1000, fields.is_archived ?? false],
+    );
+    return row!.id;
+  }
+
+  async customer(organizationId: string, fields: { email?: string; status?: string } = {}): Promise<string> {
+    const [row] = await this.sql<{ id: string }>(
+      'insert into rowgate.customers (organization_id, email, status) values ($1, $2, $3) returning id',
+      [organizationId, fields.email ?? `c-${randomUUID().slice(0, 8)}@example.com`, fields.status ?? 'pending'],
+    );
+    return row!.id;
+  }
+
+  /** A member seat of a (business) customer. */
+  async customerMember(customerId: string): Promise<string> {
+    const [row] = await this.sql<{ id: string }>(
+      `insert into rowgate.customer_members (organization_id, customer_id, email)
+       select organization_id, id, $2 from rowgate.customers where id = $1 returning id`,
+      [customerId, `m-${randomUUID().slice(0, 8)}@example.com`],
+    );
+    return row!.id;
+  }
+
+  async order(productId: string, customerId: string, status = 'pending'): Promise<string> {
+    const [row] = await this.sql<{ id: string }>(
+      `insert into rowgate.orders (organization_id, customer_id, product_id, amount, currency, status)
+       select p.organization_id, $2, p.id, p.price_amount, p.price_currency, $3 from rowgate.products p where p.id = $1 returning id`,
+      [productId, customerId, status],
+    );
+    return row!.id;
+  }
+
   hash(token: string) {
     return hashToken(this.secret, token);
   }
