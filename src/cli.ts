@@ -122,6 +122,22 @@ function help() {
   return ['usage: rowgate <command> [options]', ...Object.entries(commands).map(([name, c]) => `  ${name} ${c.usage}`)].join('\n');
 }
 
+/**
+ * Connecting applies the migrations under graphile-migrate's advisory lock, which
+ * it only tries once: two commands run at the same moment (or a command while the
+ * server starts) would fail with "Failed to get exclusive lock". Wait and retry.
+ */
+async function connectRetrying(config: ReturnType<typeof loadConfig>): Promise<Connection> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await connect(config, { exclusive: false });
+    } catch (error) {
+      if (attempt >= 20 || !/Failed to get exclusive lock/.test((error as Error)?.message ?? '')) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200));
+    }
+  }
+}
+
 async function main(argv: string[]) {
   const { positionals, values } = parseArgs({
     args: argv,
@@ -148,7 +164,7 @@ async function main(argv: string[]) {
     return;
   }
   if (positionals.length > 2) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[2])}`);
-  const connection = await connect(loadConfig(), { exclusive: false });
+  const connection = await connectRetrying(loadConfig());
   const db = new pg.Client({ connectionString: connection.ownerUrl });
   try {
     await db.connect();

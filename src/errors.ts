@@ -63,13 +63,15 @@ const constraintFields: Record<string, { loc: string[]; msg: string }> = {
  * SQLSTATEs our SQL raises on purpose (`raise … using errcode = …`), and the
  * server-side failures that mean "the database is not there right now".
  * RG403: a policy denied (message = the reason); RG404: not found or out of
- * reach; RG422: bad input (detail = the field's location, dotted: `body.email`).
+ * reach; RG422: bad input (detail = the field's location, dotted: `body.email`);
+ * RGSCO: the credential lacks a scope (detail = the scope).
  */
 export function fromDatabaseError(error: unknown): ApiError | null {
   const e = error as Partial<DatabaseError> & { code?: string };
   const code = e?.code ?? '';
   if (code === 'RG403') return notPermitted(e.message ?? 'Not permitted');
   if (code === 'RG404') return notFound();
+  if (code === 'RGSCO') return insufficientScope([e.detail ?? 'unknown']);
   if (code === 'RG422') {
     return invalidField((e.detail ?? 'body').split('.'), e.message ?? 'Invalid value');
   }

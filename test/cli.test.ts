@@ -144,6 +144,13 @@ describe('round trips: what the CLI makes works on the API', () => {
   });
 });
 
+test('commands run at the same moment all succeed (each applies the migrations under a lock)', async () => {
+  const emails = [1, 2, 3].map((i) => `parallel-${i}-${randomUUID().slice(0, 8)}@example.com`);
+  const runs = await Promise.all(emails.map((email) => cli(['users', 'create', '--email', email])));
+  expect(runs.map((r) => ({ code: r.code, stderr: r.stderr }))).toEqual(emails.map(() => ({ code: 0, stderr: '' })));
+  expect(runs.map((r) => JSON.parse(r.stdout).email)).toEqual(emails);
+});
+
 describe('db commands', () => {
   test('db urls names the given database', async () => {
     expect(await cliJson(['db', 'urls'])).toEqual({ DATABASE_URL: app.ownerUrl, AUTH_DATABASE_URL: app.authenticatorUrl });
