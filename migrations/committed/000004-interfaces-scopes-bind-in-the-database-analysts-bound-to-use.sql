@@ -1,5 +1,5 @@
 --! Previous: sha1:5060499f90ec2d71b5d433ab7e93c375dcdf7171
---! Hash: sha1:905f6e3d877ba0839852856378a8d1b53eaf61dc
+--! Hash: sha1:89512059298fe69475405942afc00fdb8b7de1d8
 --! Message: interfaces: scopes bind in the database, analysts bound to users, reporting views, GraphQL smart tags
 
 -- Token scopes bind in the database too (SPEC §3), so every interface over it
@@ -327,7 +327,9 @@ begin
   return rowgate_private.read_scopes();
 end;
 $$;
-grant execute on function rowgate_hidden.analyst_user_id(), rowgate_hidden.analyst_scopes() to rowgate_analyst;
+-- every role that evaluates the subject helpers needs them (they answer null for non-analysts)
+grant execute on function rowgate_hidden.analyst_user_id(), rowgate_hidden.analyst_scopes()
+  to rowgate_anonymous, rowgate_user, rowgate_organization, rowgate_customer, rowgate_member, rowgate_analyst;
 
 -- The subject helpers learn analysts; the API's path (session_user =
 -- rowgate_authenticator) is decided by the first branch and never looks them up.
