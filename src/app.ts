@@ -24,6 +24,8 @@ export interface AppOptions {
   routes: readonly Route[];
   /** check every response against its schema (the test suite turns this on) */
   validateResponses?: boolean;
+  /** more handlers (GraphQL), mounted after the route table and before the 404 and error handlers */
+  mounts?: ((app: express.Express) => void)[];
   log?: (line: string) => void;
 }
 
@@ -172,6 +174,7 @@ export function createApp(options: AppOptions) {
       res.status(405).json({ error: 'MethodNotAllowed', detail: `Allowed: ${methods.join(', ')}` });
     });
   }
+  for (const mount of options.mounts ?? []) mount(app);
   app.use((_req, res) => {
     res.status(404).json({ error: 'NotFound', detail: 'No such route' });
   });
