@@ -43,7 +43,7 @@ function acceptedCredentials(route: ApiRoute) {
   return `This endpoint accepts ${route.access.credentials.map((k) => credentialNames[k]).join(', ')}`;
 }
 
-const AUTHENTICATE = `
+export const AUTHENTICATE = `
   select a.credential_id, a.subject_kind, a.subject_id, a.scopes, a.is_impersonation,
     set_config('role', 'rowgate_' || a.subject_kind, true) as _role,
     set_config('rowgate.subject_kind', a.subject_kind, true) as _kind,

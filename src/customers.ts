@@ -65,10 +65,10 @@ export const customerRoutes = [
     handler: ({ tx, query }) =>
       runList(
         tx,
-        { from: 'rowgate.customers', columns: customerColumns, sortable: { created_at: 'created_at', email: 'email' } },
+        { from: 'rowgate.customers', columns: customerColumns, sortable: { created_at: 'created_at', email: 'email' }, perOrganization: {} },
         query,
         new Where()
-          .anyOf('organization_id', query.organization_id, 'uuid')
+          .organizations(query.organization_id)
           .anyOf('status', query.status)
           .equals('email', query.email?.toLowerCase())
           .search(['email', 'first_name', 'last_name'], query.query),

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { authorize } from './authorization.ts';
 import { currency } from './accounts.ts';
 import { found } from './errors.ts';
-import { listQuery, listSchema, multi, organizationFilter, runList, Where } from './lists.ts';
+import { listQuery, listSchema, multi, organizationFilter, runList, Where, type ListSpec } from './lists.ts';
 import { access, readScopes, route, writeScopes } from './route.ts';
 import { doc, idParams, timestamps, uuid } from './schemas.ts';
 
@@ -43,6 +43,7 @@ const write = writeScopes('orders');
 const idFilter = (what: string) => multi(z.uuid(), `Only orders of this ${what} (repeatable).`, '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b');
 
 export const orderSortable = { created_at: 'created_at', amount: 'amount' };
+export const orderListSpec: ListSpec = { from: 'rowgate.orders', columns: orderColumns, sortable: orderSortable, perOrganization: {} };
 
 export const orderRoutes = [
   route({
@@ -63,10 +64,10 @@ export const orderRoutes = [
     handler: ({ tx, query }) =>
       runList(
         tx,
-        { from: 'rowgate.orders', columns: orderColumns, sortable: orderSortable },
+        orderListSpec,
         query,
         new Where()
-          .anyOf('organization_id', query.organization_id, 'uuid')
+          .organizations(query.organization_id)
           .anyOf('customer_id', query.customer_id, 'uuid')
           .anyOf('product_id', query.product_id, 'uuid')
           .anyOf('status', query.status),

@@ -57,7 +57,7 @@ export const organizationAccessTokenRoutes = [
           sortable: { created_at: 'created_at', comment: 'comment', last_used_at: 'last_used_at' },
         },
         query,
-        new Where().anyOf('organization_id', query.organization_id, 'uuid'),
+        new Where().organizations(query.organization_id),
       );
     },
   }),

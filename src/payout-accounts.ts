@@ -43,7 +43,7 @@ export const payoutAccountRoutes = [
         tx,
         { from: 'rowgate.payout_accounts', columns, sortable: { created_at: 'created_at' } },
         query,
-        new Where().anyOf('organization_id', query.organization_id, 'uuid'),
+        new Where().organizations(query.organization_id),
       ),
   }),
   route({

@@ -68,10 +68,10 @@ export const productRoutes = [
     handler: ({ tx, query }) =>
       runList(
         tx,
-        { from: 'rowgate.products', columns, sortable: { created_at: 'created_at', name: 'name', price_amount: 'price_amount' } },
+        { from: 'rowgate.products', columns, sortable: { created_at: 'created_at', name: 'name', price_amount: 'price_amount' }, perOrganization: {} },
         query,
         new Where()
-          .anyOf('organization_id', query.organization_id, 'uuid')
+          .organizations(query.organization_id)
           .equals('is_archived', query.is_archived)
           .search(['name'], query.query),
       ),

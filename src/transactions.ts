@@ -43,10 +43,12 @@ export const transactionRoutes = [
           from: 'rowgate.transactions',
           columns: 'id, organization_id, order_id, type, amount, currency, created_at, updated_at',
           sortable: { created_at: 'created_at', amount: 'amount' },
+          // the same permission filter as the table's RLS policy
+          perOrganization: { permission: 'finance:read' },
         },
         query,
         new Where()
-          .anyOf('organization_id', query.organization_id, 'uuid')
+          .organizations(query.organization_id)
           .anyOf('order_id', query.order_id, 'uuid')
           .anyOf('type', query.type),
       ),

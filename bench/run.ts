@@ -1,0 +1,333 @@
+// `npm run bench [-- --quick] [-- --json FILE] [-- --scales 100k,1m,10m]`
+//
+// Measures, in one run on this machine: the REST API against pgbench running the
+// API's own SQL (the database ceiling), pgbench running the straightforward SQL
+// (initPlan policy, ORDER BY … LIMIT, count(*)), PostGraphile asking for the same
+// page, and a bare Express route (the HTTP ceiling). Writes bench/results/<date>.json
+// and .md, and with --json FILE the summary {scenarios, ratios}.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { AUTHENTICATE } from '../src/app.ts';
+import { ensureDatabase, ensureRoles, migrateDatabase, projectRoot } from '../src/database-setup.ts';
+import { embeddedUrl, openEmbeddedDatabase } from '../src/embedded-database.ts';
+import { listStatement, Where } from '../src/lists.ts';
+import { orderListSpec } from '../src/orders.ts';
+import { generateToken, hashToken } from '../src/tokens.ts';
+import { benchUsers, isLoaded, load, SCALES, type Scale } from './data.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    json: { type: 'string' },
+    scales: { type: 'string' },
+    duration: { type: 'string' },
+  },
+});
+
+const quick = args.quick!;
+const scales = (args.scales ?? (quick ? '1m' : '100k,1m,10m')).split(',').map((s) => {
+  const scale = SCALES[s.trim()];
+  if (!scale) throw new Error(`unknown scale ${s}; known: ${Object.keys(SCALES).join(', ')}`);
+  return scale;
+});
+const DURATION = Number(args.duration ?? (quick ? 8 : 15));
+const CONNECTIONS = 8;
+const log = (line: string) => console.error(line);
+
+interface Scenario {
+  name: string;
+  rps: number;
+  p50_ms: number;
+  p99_ms: number;
+}
+const scenarios: Scenario[] = [];
+const extra: Record<string, number> = {};
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function ensurePgbench() {
+  try {
+    execFileSync('pgbench', ['--version'], { stdio: 'ignore' });
+  } catch {
+    log('installing pgbench (Debian postgresql-client)…');
+    execFileSync('sh', ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-client >/dev/null'], {
+      stdio: 'inherit',
+    });
+  }
+}
+
+async function waitFor(url: string, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${url} did not answer within ${timeoutMs} ms`);
+}
+
+function startProcess(args: string[], env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, args, { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  child.stderr!.on('data', (d) => process.env.BENCH_VERBOSE && process.stderr.write(d));
+  return child;
+}
+
+async function stopProcess(child: ChildProcess) {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
+
+async function http(
+  name: string,
+  options: { url: string; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; connections?: number },
+  sample?: () => void,
+): Promise<Scenario> {
+  const run = (duration: number) =>
+    autocannon({
+      url: options.url,
+      method: options.method ?? 'GET',
+      headers: options.headers,
+      body: options.body,
+      connections: options.connections ?? CONNECTIONS,
+      duration,
+    });
+  await run(2); // warm-up: prepared statements, JIT, pools
+  const timer = sample ? setInterval(sample, 250) : undefined;
+  const result = await run(DURATION);
+  if (timer) clearInterval(timer);
+  const errors = result.errors + result.timeouts + result.non2xx;
+  if (errors) throw new Error(`${name}: ${errors} failed requests (${result.non2xx} non-2xx)`);
+  const scenario = { name, rps: result.requests.average, p50_ms: result.latency.p50, p99_ms: result.latency.p99 };
+  log(`  ${name}: ${scenario.rps.toFixed(0)} req/s, p50 ${scenario.p50_ms} ms, p99 ${scenario.p99_ms} ms`);
+  scenarios.push(scenario);
+  return scenario;
+}
+
+/** pgbench with a script of `:name` variables (prepared), -c4 -j2; tps and latency percentiles from its log. */
+function pgbench(name: string, url: string, script: string, variables: Record<string, string>): Scenario {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rowgate-pgbench-'));
+  try {
+    writeFileSync(path.join(dir, 'script.sql'), script);
+    const defines = Object.entries(variables).flatMap(([k, v]) => ['-D', `${k}=${v}`]);
+    const output = execFileSync(
+      'pgbench',
+      ['-n', '-c', '4', '-j', '2', '-T', String(DURATION), '-M', 'prepared', '-f', path.join(dir, 'script.sql'), '-l', '--log-prefix', path.join(dir, 'log'), ...defines, url],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const tps = Number(/tps = ([\d.]+)/.exec(output)?.[1]);
+    const latencies = readdirSync(dir)
+      .filter((f) => f.startsWith('log'))
+      .flatMap((f) => readFileSync(path.join(dir, f), 'utf8').trim().split('\n'))
+      .map((line) => Number(line.split(' ')[2]) / 1000)
+      .sort((a, b) => a - b);
+    const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]! * 100) / 100;
+    const scenario = { name, rps: tps, p50_ms: at(0.5), p99_ms: at(0.99) };
+    log(`  ${name}: ${tps.toFixed(0)} tps, p50 ${scenario.p50_ms} ms, p99 ${scenario.p99_ms} ms`);
+    scenarios.push(scenario);
+    return scenario;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** `$n` placeholders → pgbench `:pn` variables. */
+function toPgbench(text: string, values: unknown[]) {
+  const variables: Record<string, string> = {};
+  values.forEach((v, i) => (variables[`p${i + 1}`] = Array.isArray(v) ? `{${v.join(',')}}` : String(v)));
+  return { text: text.replace(/\$(\d+)/g, ':p$1').replace(/\s+/g, ' ').trim(), variables };
+}
+
+const NAIVE_LIST = `select id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at
+  from rowgate.orders order by created_at desc, id desc limit 50`;
+const NAIVE_COUNT = 'select count(*) from rowgate.orders';
+
+async function main() {
+  ensurePgbench();
+  const home = path.join(projectRoot, '.rowgate-bench');
+  mkdirSync(home, { recursive: true });
+  const db = await openEmbeddedDatabase({ home, exclusive: false, log });
+  const superuser = embeddedUrl(db.state, 'superuser', 'postgres');
+  await ensureRoles(superuser, { owner: db.state.ownerPassword, authenticator: db.state.authenticatorPassword });
+  const children: ChildProcess[] = [];
+  const p50ByScale: Record<string, number> = {};
+  try {
+    for (const scale of scales) {
+      await benchScale(scale, db.state, superuser, children, p50ByScale);
+    }
+  } finally {
+    for (const child of children) await stopProcess(child);
+    if (db.startedHere) await db.stop();
+  }
+  const find = (name: string) => scenarios.find((s) => s.name === name);
+  const ratio = (a?: Scenario, b?: Scenario) => (a && b ? Math.round((a.rps / b.rps) * 100) / 100 : null);
+  const main = scales[scales.length - 1]!.name;
+  const ratios: Record<string, number | null> = {
+    rest_vs_sql: ratio(find(`${main}/rest_orders_small_user`), find(`${main}/sql_api_orders_small_user`)),
+    rest_vs_sql_big_user: ratio(find(`${main}/rest_orders_big_user`), find(`${main}/sql_api_orders_big_user`)),
+    sql_vs_naive: ratio(find(`${main}/sql_api_orders_big_user`), find(`${main}/sql_naive_orders_big_user`)),
+    sql_vs_naive_small_user: ratio(find(`${main}/sql_api_orders_small_user`), find(`${main}/sql_naive_orders_small_user`)),
+    rest_vs_graphql: ratio(find(`${main}/rest_orders_small_user`), find(`${main}/graphql_orders_small_user`)),
+    me_vs_bare: ratio(find(`${main}/rest_users_me`), find('bare_express')),
+    rss_mb_at_64_connections: extra.rss_mb_at_64_connections ?? null,
+  };
+  if (p50ByScale['10m'] && p50ByScale['100k']) {
+    ratios.scale_p50_10m_vs_100k = Math.round((p50ByScale['10m'] / p50ByScale['100k']) * 100) / 100;
+  }
+  const summary = { scenarios, ratios };
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const results = path.join(projectRoot, 'bench', 'results');
+  mkdirSync(results, { recursive: true });
+  const meta = { date: new Date().toISOString(), quick, scales: scales.map((s) => s.name), duration_s: DURATION, connections: CONNECTIONS, node: process.version };
+  writeFileSync(path.join(results, `${stamp}.json`), JSON.stringify({ ...meta, ...summary }, null, 2) + '\n');
+  const table = [
+    '| scenario | req/s | p50 ms | p99 ms |',
+    '|---|---:|---:|---:|',
+    ...scenarios.map((s) => `| ${s.name} | ${s.rps.toFixed(0)} | ${s.p50_ms} | ${s.p99_ms} |`),
+    '',
+    '| ratio | value |',
+    '|---|---:|',
+    ...Object.entries(ratios).map(([k, v]) => `| ${k} | ${v} |`),
+  ].join('\n');
+  writeFileSync(path.join(results, `${stamp}.md`), `# Benchmark ${meta.date}\n\n${JSON.stringify(meta)}\n\n${table}\n`);
+  if (args.json) writeFileSync(args.json, JSON.stringify(summary, null, 2) + '\n');
+  console.log(table);
+}
+
+async function benchScale(
+  scale: Scale,
+  state: Parameters<typeof embeddedUrl>[0],
+  superuser: string,
+  children: ChildProcess[],
+  p50ByScale: Record<string, number>,
+) {
+  const database = `bench_${scale.name}`;
+  await ensureDatabase(superuser, database);
+  const ownerUrl = embeddedUrl(state, 'owner', database);
+  const authenticatorUrl = embeddedUrl(state, 'authenticator', database);
+  await migrateDatabase(ownerUrl);
+  if (!(await isLoaded(ownerUrl, scale))) {
+    log(`loading ${scale.name} orders into ${database}…`);
+    const admin = new pg.Client({ connectionString: superuser });
+    await admin.connect();
+    await admin.query(`drop database if exists ${database} with (force)`);
+    await admin.end();
+    await ensureDatabase(superuser, database);
+    await migrateDatabase(ownerUrl);
+    await load(ownerUrl, scale, log);
+  }
+  const users = await benchUsers(ownerUrl);
+  const secret = randomBytes(32).toString('base64url');
+  const owner = new pg.Client({ connectionString: ownerUrl });
+  await owner.connect();
+  const sessions: Record<string, string> = {};
+  for (const [who, id] of Object.entries(users)) {
+    const token = generateToken('web_session');
+    await owner.query(`select rowgate_private.issue_user_session($1, $2, interval '1 day')`, [id, hashToken(secret, token)]);
+    sessions[who] = token;
+  }
+  await owner.end();
+
+  log(`scale ${scale.name}:`);
+  const port = await freePort();
+  const server = startProcess(['src/main.ts'], {
+    DATABASE_URL: ownerUrl,
+    AUTH_DATABASE_URL: authenticatorUrl,
+    ROWGATE_SECRET: secret,
+    PORT: String(port),
+    NODE_ENV: 'production',
+  });
+  children.push(server);
+  const base = `http://127.0.0.1:${port}`;
+  await waitFor(`${base}/readyz`);
+
+  // the database ceiling: the API's own statements for GET /v1/orders/?limit=50, and the straightforward ones
+  const page = listStatement(orderListSpec, { page: 1, limit: 50 }, new Where());
+  for (const who of ['small', 'big'] as const) {
+    const hash = '\\x' + hashToken(secret, sessions[who]!).toString('hex');
+    const list = toPgbench(page.text, page.values);
+    const auth = AUTHENTICATE.replace('$1', ':kind').replace('$2', ':hash').replace(/\s+/g, ' ').trim();
+    const variables = { kind: 'web_session', hash, ...list.variables };
+    pgbench(`${scale.name}/sql_api_orders_${who}_user`, authenticatorUrl, `begin;\n${auth};\n${list.text};\ncommit;\n`, variables);
+    pgbench(
+      `${scale.name}/sql_naive_orders_${who}_user`,
+      authenticatorUrl,
+      `begin;\n${auth};\n${NAIVE_LIST};\n${NAIVE_COUNT};\ncommit;\n`,
+      { kind: 'web_session', hash },
+    );
+    const rest = await http(`${scale.name}/rest_orders_${who}_user`, {
+      url: `${base}/v1/orders/?limit=50`,
+      headers: { cookie: `rowgate_session=${sessions[who]}` },
+    });
+    if (who === 'small') p50ByScale[scale.name] = rest.p50_ms;
+  }
+  const graphqlQuery = JSON.stringify({
+    query: `{ allOrders(first: 50, orderBy: [CREATED_AT_DESC, PRIMARY_KEY_DESC]) { totalCount nodes { id organizationId customerId productId amount currency status createdAt updatedAt } } }`,
+  });
+  const probe = await fetch(`${base}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie: `rowgate_session=${sessions.small}` },
+    body: graphqlQuery,
+  });
+  const probeBody = (await probe.json()) as { errors?: unknown; data?: { allOrders?: { nodes: unknown[] } } };
+  if (probe.ok && !probeBody.errors && probeBody.data?.allOrders?.nodes.length === 50) {
+    await http(`${scale.name}/graphql_orders_small_user`, {
+      url: `${base}/graphql`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie: `rowgate_session=${sessions.small}` },
+      body: graphqlQuery,
+    });
+  } else {
+    log(`  graphql: skipped, the probe query failed: ${JSON.stringify(probeBody).slice(0, 300)}`);
+  }
+  await http(`${scale.name}/rest_users_me`, { url: `${base}/v1/users/me`, headers: { cookie: `rowgate_session=${sessions.small}` } });
+
+  let peak = 0;
+  await http(
+    `${scale.name}/rest_orders_small_user_64_connections`,
+    { url: `${base}/v1/orders/?limit=50`, headers: { cookie: `rowgate_session=${sessions.small}` }, connections: 64 },
+    () => (peak = Math.max(peak, rssMb(server.pid!))),
+  );
+  extra.rss_mb_at_64_connections = Math.round(Math.max(extra.rss_mb_at_64_connections ?? 0, peak));
+  log(`  server RSS peak at 64 connections: ${extra.rss_mb_at_64_connections} MB`);
+  await stopProcess(server);
+
+  if (!scenarios.some((s) => s.name === 'bare_express')) {
+    const barePort = await freePort();
+    const bare = startProcess(['bench/bare-server.ts', String(barePort)], {});
+    children.push(bare);
+    await waitFor(`http://127.0.0.1:${barePort}/bare`);
+    await http('bare_express', { url: `http://127.0.0.1:${barePort}/bare` });
+    await stopProcess(bare);
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
