@@ -7,6 +7,15 @@ import { doc } from './schemas.ts';
 
 export const MAX_LIMIT = 100;
 
+/** A whole number written as plain digits (no `1e1`, `0x5` or spaces), within bounds. */
+function wholeNumber(min: number, max: number) {
+  return z
+    .string()
+    .regex(/^-?[0-9]{1,9}(\.[0-9]+)?$/, 'Expected a whole number written in digits')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+}
+
 /** A query parameter that may repeat: `?status=a&status=b`. */
 export function multi<T extends z.ZodType>(item: T, description: string, example: unknown) {
   return doc(z.union([item, z.array(item).min(1).max(100)]), description, example).optional();
@@ -30,11 +39,11 @@ export function listQuery<F extends z.ZodRawShape>(sortable: readonly string[], 
       }
     });
   return z.strictObject({
-    page: doc(z.coerce.number().int().min(1).max(1_000_000).default(1), 'Page number, from 1.', 1),
+    page: doc(wholeNumber(1, 1_000_000).default(1), 'Page number, from 1.', '1'),
     limit: doc(
-      z.coerce.number().int().min(1).max(MAX_LIMIT).default(10),
+      wholeNumber(1, MAX_LIMIT).default(10),
       `Items per page, 1 to ${MAX_LIMIT}. Out-of-range values are refused, never capped.`,
-      10,
+      '10',
     ),
     sorting: doc(
       sorting.optional(),

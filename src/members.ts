@@ -101,12 +101,14 @@ export const memberRoutes = [
     status: 200,
     response: MembershipRead,
     handler: async ({ tx, params, body }) => {
+      // resolve the membership (404) before the policy (403), as SPEC §5 orders them
+      await readMembership(tx, params.id, params.user_id);
       await authorize(tx, 'organization', params.id, 'members_management');
-      const updated = await tx.count(
-        'update rowgate.memberships set role = $3 where organization_id = $1 and user_id = $2',
-        [params.id, params.user_id, body.role],
-      );
-      if (!updated) throw notFound();
+      await tx.count('update rowgate.memberships set role = $3 where organization_id = $1 and user_id = $2', [
+        params.id,
+        params.user_id,
+        body.role,
+      ]);
       return readMembership(tx, params.id, params.user_id);
     },
   }),

@@ -28,8 +28,12 @@ const OrderCreate = z
     customer_id: uuid('The customer; must belong to the product\'s organization.'),
     product_id: uuid('The product; its organization owns the order.'),
     amount: amount.optional(),
-    currency: currency.optional(),
-    status: status.optional(),
+    currency: doc(currency, 'Currency of `amount` (requires `amount`); default: the product\'s currency.', 'usd').optional(),
+    status: doc(z.enum(['pending', 'paid']), 'pending (default) or paid; an order is refunded later, by an update.', 'paid').optional(),
+  })
+  .refine((o) => o.currency === undefined || o.amount !== undefined, {
+    message: 'amount is required when currency is given',
+    path: ['amount'],
   })
   .meta({ id: 'OrderCreate', description: 'A new order; amount and currency default to the product\'s price, status to pending.' });
 

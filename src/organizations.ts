@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { authorize } from './authorization.ts';
 import { notFound } from './errors.ts';
-import { listQuery, listSchema, runList, Where } from './lists.ts';
+import { listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
 import { access, readScopes, route, writeScopes } from './route.ts';
 import { doc, idParams, timestamps, uuid } from './schemas.ts';
 
@@ -40,6 +40,7 @@ export const organizationRoutes = [
     tag: 'organizations',
     access: access.organization(...readScopes('organizations')),
     query: listQuery(['created_at', 'name', 'slug'], {
+      organization_id: organizationFilter,
       slug: doc(z.string().max(64).optional(), 'Only the organization with this slug.', 'acme'),
     }),
     status: 200,
@@ -49,7 +50,7 @@ export const organizationRoutes = [
         tx,
         { from: 'rowgate.organizations', columns: organizationColumns, sortable: { created_at: 'created_at', name: 'name', slug: 'slug' } },
         query,
-        new Where().equals('slug', query.slug),
+        new Where().anyOf('id', query.organization_id, 'uuid').equals('slug', query.slug),
       );
     },
   }),

@@ -1,0 +1,797 @@
+// The list conventions of SPEC §6, tested once, generically, over every list
+// endpoint of the route table: pagination, sorting (allow-list, both directions,
+// id tie-break), the default order, filters, unknown parameters, and list items
+// equal to the item's own GET. Each list only declares how to seed its rows, which
+// credential reads them, and which rows each filter must return.
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { z } from 'zod';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { ApiRoute, Route } from '../src/route.ts';
+import { apiRoutes } from '../src/routes.ts';
+import { expectValidationError } from './expect-api.ts';
+import { startTestApp, type RequestOptions, type TestApp } from './harness.ts';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp();
+});
+afterAll(async () => app?.close());
+
+/** rows seeded per list: more than four pages of five */
+const N = 23;
+const LIMIT = 5;
+
+// ---------------------------------------------------------------------------
+// Discovery: the list routes and what their query schemas allow.
+
+type Item = Record<string, any>;
+
+const isListSchema = (schema: unknown) => {
+  const shape = (schema as z.ZodObject | undefined)?.shape;
+  return !!shape && 'items' in shape && 'pagination' in shape;
+};
+
+const listRoutes = apiRoutes.filter(
+  (r): r is ApiRoute => r.method === 'get' && r.access !== null && isListSchema(r.response),
+);
+
+const queryShape = (route: ApiRoute): Record<string, z.ZodType> => (route.query as z.ZodObject | undefined)?.shape ?? {};
+
+/** The sortable fields, read from the published description of the `sorting` parameter. */
+function sortableFields(route: ApiRoute): string[] {
+  const description = String(queryShape(route).sorting?.meta()?.description ?? '');
+  const match = /fields of ([a-z_, ]+);/.exec(description);
+  return match ? match[1]!.split(',').map((f) => f.trim()) : [];
+}
+
+const PAGINATION_PARAMS = ['page', 'limit', 'sorting'];
+const filterParams = (route: ApiRoute) => Object.keys(queryShape(route)).filter((k) => !PAGINATION_PARAMS.includes(k));
+
+/** The GET of one item, when the list has one: `/v1/things/` → `/v1/things/{id}`. */
+const getRouteOf = (route: ApiRoute) =>
+  route.path.endsWith('/') ? apiRoutes.find((r) => r.method === 'get' && r.path === `${route.path}{id}`) : undefined;
+
+// ---------------------------------------------------------------------------
+// Seeding helpers (as the table owner).
+
+const pad = (i: number) => String(i).padStart(2, '0');
+/** 8 lower-case hex characters */
+const unique = () => randomBytes(4).toString('hex');
+const BASE = Date.parse('2026-03-01T10:00:00.000Z');
+
+async function insertRow(table: string, values: Record<string, unknown>): Promise<string> {
+  const columns = Object.keys(values);
+  const [row] = await app.sql<{ id: string }>(
+    `insert into ${table} (${columns.join(', ')}) values (${columns.map((_, i) => `$${i + 1}`).join(', ')}) returning id`,
+    Object.values(values),
+  );
+  return row!.id;
+}
+
+/**
+ * Gives the rows distinct-but-tied creation times unrelated to their insertion
+ * order or ids: pairs of rows share a second, in a shuffled order. The timestamp
+ * trigger would overwrite created_at, so it is off for this one transaction.
+ */
+async function stamp(table: string, ids: string[]) {
+  const at = ids.map((_, i) => new Date(BASE + Math.floor(((i * 7) % ids.length) / 2) * 1000).toISOString());
+  const client = await app.owner.connect();
+  try {
+    await client.query('begin');
+    await client.query(`alter table ${table} disable trigger _100_timestamps`);
+    await client.query(
+      `update ${table} t set created_at = v.at from unnest($1::uuid[], $2::timestamptz[]) v(id, at) where t.id = v.id`,
+      [ids, at],
+    );
+    await client.query(`alter table ${table} enable trigger _100_timestamps`);
+    await client.query('commit');
+  } catch (error) {
+    await client.query('rollback');
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/** A user with two organizations it administers, and a stranger's organization. */
+async function world() {
+  const user = await app.user();
+  const stranger = await app.user();
+  const a = (await app.organization(user.id)).id;
+  const b = (await app.organization(user.id)).id;
+  const c = (await app.organization(stranger.id)).id;
+  return { user, stranger, a, b, c };
+}
+
+const product = (organizationId: string, price = 700) =>
+  insertRow('rowgate.products', { organization_id: organizationId, name: 'P', price_amount: price, price_currency: 'usd' });
+const customer = (organizationId: string) =>
+  insertRow('rowgate.customers', { organization_id: organizationId, email: `x${unique()}@example.com` });
+
+// ---------------------------------------------------------------------------
+// The declarations: one per list route.
+
+interface FilterCase {
+  /** a query string: `status=a&status=b` */
+  query: string;
+  /** the keys of exactly the rows it must return */
+  expect: string[];
+}
+
+interface Fixture {
+  /** the concrete list path */
+  path: string;
+  auth: RequestOptions;
+  /** the key of every row this caller sees in the list, no more */
+  keys: string[];
+  filters: FilterCase[];
+  /** the item's key (default: its id) */
+  key?: (item: Item) => string;
+  /** key → the id that breaks ties, when it is not the key itself (memberships) */
+  tie?: Map<string, string>;
+}
+
+interface Declaration {
+  seed: (n: number) => Promise<Fixture>;
+  /** query strings refused with a single issue at ['query', <their first parameter>] */
+  invalid?: string[];
+}
+
+const ids = <T extends { id: string }>(rows: T[], keep: (row: T) => boolean = () => true) => rows.filter(keep).map((r) => r.id);
+
+/** organization_id narrowing: each reachable one, both, an unreachable one, an unknown one, a mix */
+function organizationCases<T extends { id: string; org: string }>(rows: T[], reachable: string[], unreachable: string[]): FilterCase[] {
+  const [a, b] = reachable as [string, string];
+  return [
+    { query: `organization_id=${a}`, expect: ids(rows, (r) => r.org === a) },
+    { query: `organization_id=${b}`, expect: ids(rows, (r) => r.org === b) },
+    { query: `organization_id=${a}&organization_id=${b}`, expect: ids(rows) },
+    ...unreachable.map((o) => ({ query: `organization_id=${o}`, expect: [] })),
+    { query: `organization_id=${randomUUID()}`, expect: [] },
+    { query: `organization_id=${a}&organization_id=${unreachable[0]}`, expect: ids(rows, (r) => r.org === a) },
+  ];
+}
+
+const declarations: Record<string, Declaration> = {
+  'products:list': {
+    invalid: ['is_archived=maybe', 'organization_id=not-a-uuid', `query=${'x'.repeat(201)}`],
+    seed: async (n) => {
+      const { user, a, b, c } = await world();
+      const rows: { id: string; org: string; name: string; archived: boolean }[] = [];
+      for (let i = 0; i < n; i++) {
+        const org = i % 4 === 3 ? b : a;
+        const name = `n${pad(i % 8)}`;
+        const archived = i % 3 === 0;
+        const id = await insertRow('rowgate.products', {
+          organization_id: org,
+          name,
+          description: i % 2 ? `About ${name}` : null,
+          price_amount: ((i * 5) % 7) * 100,
+          price_currency: 'usd',
+          is_archived: archived,
+        });
+        rows.push({ id, org, name, archived });
+      }
+      await stamp('rowgate.products', ids(rows));
+      // out of sight: another organization's products, and a deleted one
+      await insertRow('rowgate.products', { organization_id: c, name: 'n03', price_amount: 1, price_currency: 'usd' });
+      await insertRow('rowgate.products', { organization_id: a, name: 'n03', price_amount: 1, price_currency: 'usd', deleted_at: new Date() });
+      return {
+        path: '/v1/products/',
+        auth: { session: user.session },
+        keys: ids(rows),
+        filters: [
+          ...organizationCases(rows, [a, b], [c]),
+          { query: 'is_archived=true', expect: ids(rows, (r) => r.archived) },
+          { query: 'is_archived=false', expect: ids(rows, (r) => !r.archived) },
+          { query: `organization_id=${a}&is_archived=false`, expect: ids(rows, (r) => r.org === a && !r.archived) },
+          { query: 'query=N03', expect: ids(rows, (r) => r.name === 'n03') },
+          { query: 'query=0', expect: ids(rows) },
+          { query: 'query=%25', expect: [] },
+          { query: 'query=_', expect: [] },
+          { query: 'query=n0&is_archived=true', expect: ids(rows, (r) => r.archived) },
+        ],
+      };
+    },
+  },
+
+  'customers:list': {
+    invalid: ['status=bogus', 'organization_id=not-a-uuid', `email=${'x'.repeat(321)}`],
+    seed: async (n) => {
+      const { user, a, b, c } = await world();
+      // a deleted customer whose e-mail a live one reuses: never listed
+      await insertRow('rowgate.customers', { organization_id: a, email: 'c05@example.com', deleted_at: new Date() });
+      await insertRow('rowgate.customers', { organization_id: c, email: 'c05@example.com', first_name: 'Zelda' });
+      const rows: { id: string; org: string; email: string; status: string; first: string | null; last: string }[] = [];
+      for (let i = 0; i < n; i++) {
+        // pairs share an e-mail across the two organizations (ties when sorting by email)
+        const row = {
+          org: i % 2 === 0 ? a : b,
+          email: `c${pad(Math.floor(i / 2))}@example.com`,
+          status: i % 3 === 0 ? 'active' : 'pending',
+          first: i % 5 === 0 ? 'Zelda' : null,
+          last: i % 4 === 1 ? 'Quux' : `L${pad(i)}`,
+        };
+        const id = await insertRow('rowgate.customers', {
+          organization_id: row.org,
+          email: row.email,
+          status: row.status,
+          first_name: row.first,
+          last_name: row.last,
+        });
+        rows.push({ id, ...row });
+      }
+      await stamp('rowgate.customers', ids(rows));
+      return {
+        path: '/v1/customers/',
+        auth: { session: user.session },
+        keys: ids(rows),
+        filters: [
+          ...organizationCases(rows, [a, b], [c]),
+          { query: 'status=active', expect: ids(rows, (r) => r.status === 'active') },
+          { query: 'status=pending', expect: ids(rows, (r) => r.status === 'pending') },
+          { query: 'status=active&status=pending', expect: ids(rows) },
+          { query: `organization_id=${b}&status=active`, expect: ids(rows, (r) => r.org === b && r.status === 'active') },
+          { query: 'email=C05@Example.com', expect: ids(rows, (r) => r.email === 'c05@example.com') },
+          { query: 'email=c05', expect: [] },
+          { query: 'email=nobody@example.com', expect: [] },
+          { query: 'query=zEL', expect: ids(rows, (r) => r.first === 'Zelda') },
+          { query: 'query=QUUX', expect: ids(rows, (r) => r.last === 'Quux') },
+          { query: 'query=c03@', expect: ids(rows, (r) => r.email === 'c03@example.com') },
+          { query: 'query=%25', expect: [] },
+        ],
+      };
+    },
+  },
+
+  'orders:list': {
+    invalid: ['status=bogus', 'customer_id=nope', 'product_id=nope', 'organization_id=nope'],
+    seed: async (n) => {
+      const { user, a, b, c } = await world();
+      const [pa1, pa2, pb, pc] = [await product(a), await product(a), await product(b), await product(c)];
+      const [ca1, ca2, cb, cc] = [await customer(a), await customer(a), await customer(b), await customer(c)];
+      const rows: { id: string; org: string; product: string; customer: string; status: string }[] = [];
+      for (let i = 0; i < n; i++) {
+        const org = i % 3 === 2 ? b : a;
+        const row = {
+          org,
+          product: org === b ? pb : i % 2 ? pa1 : pa2,
+          customer: org === b ? cb : i % 4 < 2 ? ca1 : ca2,
+          status: ['pending', 'paid', 'refunded'][Math.floor(i / 2) % 3]!,
+        };
+        const id = await insertRow('rowgate.orders', {
+          organization_id: row.org,
+          customer_id: row.customer,
+          product_id: row.product,
+          amount: ((i * 3) % 5) * 100,
+          currency: 'usd',
+          status: row.status,
+        });
+        rows.push({ id, ...row });
+      }
+      await stamp('rowgate.orders', ids(rows));
+      await app.order(pc, cc, 'paid');
+      return {
+        path: '/v1/orders/',
+        auth: { session: user.session },
+        keys: ids(rows),
+        filters: [
+          ...organizationCases(rows, [a, b], [c]),
+          { query: `customer_id=${ca1}`, expect: ids(rows, (r) => r.customer === ca1) },
+          { query: `customer_id=${ca1}&customer_id=${cb}`, expect: ids(rows, (r) => r.customer === ca1 || r.customer === cb) },
+          { query: `customer_id=${cc}`, expect: [] },
+          { query: `product_id=${pa2}`, expect: ids(rows, (r) => r.product === pa2) },
+          { query: `product_id=${pa1}&product_id=${pb}`, expect: ids(rows, (r) => r.product === pa1 || r.product === pb) },
+          { query: `product_id=${pc}`, expect: [] },
+          { query: 'status=paid', expect: ids(rows, (r) => r.status === 'paid') },
+          { query: 'status=pending&status=refunded', expect: ids(rows, (r) => r.status !== 'paid') },
+          {
+            query: `organization_id=${a}&customer_id=${ca2}&product_id=${pa1}&status=paid&status=pending`,
+            expect: ids(rows, (r) => r.customer === ca2 && r.product === pa1 && r.status !== 'refunded'),
+          },
+        ],
+      };
+    },
+  },
+
+  'transactions:list': {
+    invalid: ['type=bogus', 'order_id=nope', 'organization_id=nope'],
+    seed: async (n) => {
+      const { user, stranger, a, b, c } = await world();
+      // an organization the user reaches as a plain member: no finance:read there
+      const d = (await app.organization(stranger.id)).id;
+      await app.membership(d, user.id, 'member');
+      const refunds = Math.floor(n / 3);
+      const payments = n - refunds;
+      const products = { [a]: await product(a), [b]: await product(b) };
+      const customers = { [a]: await customer(a), [b]: await customer(b) };
+      const orders: { id: string; org: string }[] = [];
+      for (let j = 0; j < payments; j++) {
+        const org = j % 3 === 2 ? b : a;
+        const id = await insertRow('rowgate.orders', {
+          organization_id: org,
+          customer_id: customers[org],
+          product_id: products[org],
+          amount: (((j * 3) % 5) + 1) * 100,
+          currency: 'usd',
+          status: 'paid',
+        });
+        orders.push({ id, org });
+      }
+      for (const order of orders.slice(0, refunds)) {
+        await app.sql(`update rowgate.orders set status = 'refunded' where id = $1`, [order.id]);
+      }
+      for (const org of [c, d]) await app.order(await product(org), await customer(org), 'paid');
+      const rows = await app.sql<{ id: string; org: string; order: string; type: string }>(
+        `select id, organization_id as org, order_id as order, type from rowgate.transactions
+         where organization_id = any($1::uuid[]) order by id`,
+        [[a, b]],
+      );
+      expect(rows.length).toBe(n);
+      await stamp('rowgate.transactions', ids(rows));
+      const [o0, o1, o10] = [orders[0]!.id, orders[1]!.id, orders[10]!.id];
+      return {
+        path: '/v1/transactions/',
+        auth: { session: user.session },
+        keys: ids(rows),
+        filters: [
+          ...organizationCases(rows, [a, b], [c, d]),
+          { query: `order_id=${o0}`, expect: ids(rows, (r) => r.order === o0) },
+          { query: `order_id=${o1}&order_id=${o10}`, expect: ids(rows, (r) => r.order === o1 || r.order === o10) },
+          { query: 'type=refund', expect: ids(rows, (r) => r.type === 'refund') },
+          { query: 'type=payment', expect: ids(rows, (r) => r.type === 'payment') },
+          { query: 'type=payment&type=refund', expect: ids(rows) },
+          { query: `organization_id=${b}&type=refund`, expect: ids(rows, (r) => r.org === b && r.type === 'refund') },
+        ],
+      };
+    },
+  },
+
+  'payout_accounts:list': {
+    invalid: ['organization_id=nope'],
+    seed: async (n) => {
+      const { user, stranger, a, b, c } = await world();
+      await app.account(a, user.id);
+      await app.account(b, user.id);
+      await app.account(c, stranger.id);
+      // the user administers organization e, but its account is someone else's
+      const e = (await app.organization(user.id)).id;
+      await app.membership(e, stranger.id, 'admin');
+      await app.account(e, stranger.id);
+      const rows: { id: string; org: string }[] = [];
+      for (let i = 0; i < n; i++) {
+        const org = i % 3 === 0 ? b : a;
+        const id = await insertRow('rowgate.payout_accounts', {
+          organization_id: org,
+          type: ['bank_account', 'stripe', 'open_collective'][i % 3],
+          country: i % 2 ? 'US' : 'DE',
+          currency: i % 2 ? 'usd' : 'eur',
+        });
+        rows.push({ id, org });
+      }
+      await stamp('rowgate.payout_accounts', ids(rows));
+      for (const org of [c, e]) await insertRow('rowgate.payout_accounts', { organization_id: org, type: 'stripe', country: 'US', currency: 'usd' });
+      await insertRow('rowgate.payout_accounts', { organization_id: a, type: 'stripe', country: 'US', currency: 'usd', deleted_at: new Date() });
+      return {
+        path: '/v1/payout-accounts/',
+        auth: { session: user.session },
+        keys: ids(rows),
+        filters: organizationCases(rows, [a, b], [c, e]),
+      };
+    },
+  },
+
+  'organization_access_tokens:list': {
+    invalid: ['organization_id=nope'],
+    seed: async (n) => {
+      const { user, stranger, a, b, c } = await world();
+      // the user is a plain member of f: no access_tokens:manage there
+      const f = (await app.organization(stranger.id)).id;
+      await app.membership(f, user.id, 'member');
+      const rows: { id: string; org: string }[] = [];
+      for (let i = 0; i < n; i++) {
+        const org = i % 3 === 0 ? b : a;
+        const id = await insertRow('rowgate.organization_access_tokens', {
+          organization_id: org,
+          comment: `k${pad(i % 6)}`,
+          scopes: ['products_read'],
+          last_used_at: i % 4 === 0 ? null : new Date(BASE + ((i * 3) % 5) * 60_000),
+        });
+        rows.push({ id, org });
+      }
+      await stamp('rowgate.organization_access_tokens', ids(rows));
+      await app.oat(c, ['products_read']);
+      await app.oat(f, ['products_read']);
+      await insertRow('rowgate.organization_access_tokens', { organization_id: a, comment: 'k00', scopes: ['products_read'], deleted_at: new Date() });
+      return {
+        path: '/v1/organization-access-tokens/',
+        auth: { session: user.session },
+        keys: ids(rows),
+        filters: organizationCases(rows, [a, b], [c, f]),
+      };
+    },
+  },
+
+  'personal_access_tokens:list': {
+    seed: async (n) => {
+      const user = await app.user();
+      const stranger = await app.user();
+      const issue = async (userId: string) => {
+        const [row] = await app.sql<{ id: string }>(
+          'select id from rowgate_private.issue_personal_access_token($1, $2, $3, null, $4)',
+          [userId, 'x', ['user:read'], randomBytes(32)],
+        );
+        return row!.id;
+      };
+      const keys: string[] = [];
+      for (let i = 0; i < n; i++) {
+        const id = await issue(user.id);
+        await app.sql('update rowgate.personal_access_tokens set comment = $2, last_used_at = $3 where id = $1', [
+          id,
+          `k${pad(i % 6)}`,
+          i % 4 === 0 ? null : new Date(BASE + ((i * 3) % 5) * 60_000),
+        ]);
+        keys.push(id);
+      }
+      await stamp('rowgate.personal_access_tokens', keys);
+      await issue(stranger.id);
+      const revoked = await issue(user.id);
+      await app.sql('update rowgate.personal_access_tokens set deleted_at = now() where id = $1', [revoked]);
+      return { path: '/v1/personal-access-tokens/', auth: { session: user.session }, keys, filters: [] };
+    },
+  },
+
+  'organizations:list': {
+    invalid: [`slug=${'x'.repeat(65)}`],
+    seed: async (n) => {
+      const user = await app.user();
+      const stranger = await app.user();
+      const rows: { id: string; slug: string }[] = [];
+      for (let i = 0; i < n; i++) {
+        const options = { name: `o${pad(i % 7)}`, slug: `s${pad((i * 7) % n)}${unique()}` };
+        // most are the user's own; some it joined as a member
+        const owner = i % 5 === 4 ? stranger : user;
+        const { id } = await app.organization(owner.id, options);
+        if (owner === stranger) await app.membership(id, user.id, i % 2 ? 'member' : 'finance');
+        rows.push({ id, slug: options.slug });
+      }
+      await stamp('rowgate.organizations', ids(rows));
+      // out of sight: a stranger's organization, a deleted one, one the user left
+      const foreign = await app.organization(stranger.id);
+      const deleted = await app.organization(user.id);
+      await app.sql('update rowgate.organizations set deleted_at = now() where id = $1', [deleted.id]);
+      const left = await app.organization(stranger.id);
+      await app.membership(left.id, user.id, 'member');
+      await app.sql('update rowgate.memberships set deleted_at = now() where organization_id = $1 and user_id = $2', [left.id, user.id]);
+      return {
+        path: '/v1/organizations/',
+        auth: { session: user.session },
+        keys: ids(rows),
+        filters: [
+          { query: `slug=${rows[3]!.slug}`, expect: [rows[3]!.id] },
+          { query: `slug=${rows[4]!.slug}`, expect: [rows[4]!.id] },
+          { query: `slug=${foreign.slug}`, expect: [] },
+          { query: `slug=${deleted.slug}`, expect: [] },
+          { query: 'slug=no-such-organization', expect: [] },
+        ],
+      };
+    },
+  },
+
+  'members:list': {
+    invalid: [`role=${'x'.repeat(51)}`],
+    seed: async (n) => {
+      const admin = await app.user();
+      const a = (await app.organization(admin.id)).id;
+      const rows: { id: string; role: string }[] = [{ id: admin.id, role: 'admin' }];
+      for (let i = 1; i < n; i++) {
+        const member = await app.user({ email: `m${pad((i * 5) % n)}${unique()}@example.com` });
+        const role = ['member', 'finance', 'admin'][i % 3]!;
+        await app.membership(a, member.id, role);
+        rows.push({ id: member.id, role });
+      }
+      const memberships = await app.sql<{ id: string; user_id: string }>(
+        'select id, user_id from rowgate.memberships where organization_id = $1',
+        [a],
+      );
+      const tie = new Map(memberships.map((m) => [m.user_id, m.id]));
+      await stamp('rowgate.memberships', rows.map((r) => tie.get(r.id)!));
+      // out of sight: a removed member, and the members of another organization
+      const removed = await app.user();
+      await app.membership(a, removed.id, 'member');
+      await app.sql('update rowgate.memberships set deleted_at = now() where organization_id = $1 and user_id = $2', [a, removed.id]);
+      const other = await app.organization(admin.id);
+      await app.membership(other.id, (await app.user()).id, 'member');
+      return {
+        path: `/v1/organizations/${a}/members`,
+        auth: { session: admin.session },
+        keys: ids(rows),
+        key: (item) => item.user_id,
+        tie,
+        filters: [
+          { query: 'role=admin', expect: ids(rows, (r) => r.role === 'admin') },
+          { query: 'role=member&role=finance', expect: ids(rows, (r) => r.role !== 'admin') },
+          { query: 'role=owner', expect: [] },
+        ],
+      };
+    },
+  },
+
+  'customer_portal:list_orders': {
+    invalid: ['status=bogus'],
+    seed: async (n) => {
+      const user = await app.user();
+      const a = (await app.organization(user.id)).id;
+      const [p1, p2] = [await product(a, 500), await product(a, 900)];
+      const [me, neighbour] = [await customer(a), await customer(a)];
+      const rows: { id: string; status: string }[] = [];
+      for (let i = 0; i < n; i++) {
+        const status = ['pending', 'paid', 'refunded'][i % 3]!;
+        const id = await insertRow('rowgate.orders', {
+          organization_id: a,
+          customer_id: me,
+          product_id: i % 2 ? p1 : p2,
+          amount: ((i * 3) % 5) * 100,
+          currency: 'usd',
+          status,
+        });
+        rows.push({ id, status });
+      }
+      await stamp('rowgate.orders', ids(rows));
+      for (const status of ['pending', 'paid', 'refunded']) await app.order(p1, neighbour, status);
+      return {
+        path: '/v1/customer-portal/orders/',
+        auth: { token: await app.customerSession(me) },
+        keys: ids(rows),
+        filters: [
+          { query: 'status=paid', expect: ids(rows, (r) => r.status === 'paid') },
+          { query: 'status=pending&status=refunded', expect: ids(rows, (r) => r.status !== 'paid') },
+        ],
+      };
+    },
+  },
+};
+
+// ---------------------------------------------------------------------------
+// The table itself.
+
+describe('the declarations cover every list route', () => {
+  test('there are list routes, found both by response schema and by path', () => {
+    const byPath = apiRoutes.filter((r) => r.method === 'get' && (r.path.endsWith('/') || r.path.endsWith('/members')));
+    expect(listRoutes.map((r) => r.operationId).sort()).toEqual(byPath.map((r) => r.operationId).sort());
+    expect(listRoutes.length).toBeGreaterThanOrEqual(10);
+  });
+
+  test('every list route has a declaration, and every declaration a route', () => {
+    expect(Object.keys(declarations).sort()).toEqual(listRoutes.map((r) => r.operationId).sort());
+  });
+
+  test('every list names its sortable fields, created_at among them', () => {
+    const missing = listRoutes.filter((r) => !sortableFields(r).includes('created_at')).map((r) => r.operationId);
+    expect(missing).toEqual([]);
+  });
+
+  test('every list of organization-owned items that a User may call can narrow by organization_id', () => {
+    const missing = listRoutes
+      .filter((r) => r.access.credentials.includes('web_session'))
+      .filter((r) => 'organization_id' in (((r.response as z.ZodObject).shape.items as any).element?.shape ?? {}))
+      .filter((r) => !r.path.includes('{id}')) // a list under one organization's path is narrowed already
+      .filter((r) => !filterParams(r).includes('organization_id'))
+      .map((r) => r.operationId);
+    expect(missing).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------
+// The checks, generated for each list.
+
+type SortKey = { field: string; descending: boolean };
+
+const parseSorting = (sorting: string): SortKey[] =>
+  sorting.split(',').map((k) => ({ field: k.replace(/^-/, ''), descending: k.startsWith('-') }));
+
+/** nulls sort after every value (PostgreSQL's default: last ascending, first descending) */
+function compare(x: unknown, y: unknown): number {
+  if (x === y) return 0;
+  if (x === null || x === undefined) return 1;
+  if (y === null || y === undefined) return -1;
+  if (typeof x === 'number' && typeof y === 'number') return x < y ? -1 : 1;
+  return String(x) < String(y) ? -1 : 1;
+}
+
+describe.each(listRoutes.map((r) => [r.operationId, r] as const))('%s', (operationId, route) => {
+  const declaration = declarations[operationId];
+  let fx: Fixture;
+  let keyOf: (item: Item) => string;
+  let tieOf: (item: Item) => string;
+
+  beforeAll(async () => {
+    if (!declaration) throw new Error(`no declaration for the list ${operationId}: add one to the table`);
+    fx = await declaration.seed(N);
+    keyOf = fx.key ?? ((item) => item.id);
+    tieOf = (item) => fx.tie?.get(keyOf(item)) ?? keyOf(item);
+    expect(fx.keys.length).toBe(N);
+  });
+
+  const list = (query = '') => app.get(`${fx.path}${query ? `?${query}` : ''}`, fx.auth);
+
+  async function listOk(query: string) {
+    const res = await list(query);
+    expect({ query, status: res.status }).toEqual({ query, status: 200 });
+    return res.body as { items: Item[]; pagination: { total_count: number; max_page: number } };
+  }
+
+  /** every page of `limit`, checked for sizes and totals, concatenated */
+  async function allPages(query: string, limit: number) {
+    const pages = Math.ceil(N / limit);
+    const seen: Item[] = [];
+    for (let page = 1; page <= pages; page++) {
+      const body = await listOk(`${query}&limit=${limit}&page=${page}`);
+      expect(body.pagination).toEqual({ total_count: N, max_page: pages });
+      expect(body.items.length).toBe(Math.min(limit, N - (page - 1) * limit));
+      seen.push(...body.items);
+    }
+    return seen;
+  }
+
+  /** adjacent items in order by the keys, ties broken by id (one direction throughout) */
+  function orderViolations(items: Item[], keys: SortKey[]): string[] {
+    const violations: string[] = [];
+    let tieDirection: number | undefined;
+    for (let j = 1; j < items.length; j++) {
+      const [p, q] = [items[j - 1]!, items[j]!];
+      let c = 0;
+      for (const { field, descending } of keys) {
+        c = compare(p[field], q[field]) * (descending ? -1 : 1);
+        if (c !== 0) break;
+      }
+      const show = (item: Item) => keys.map((k) => JSON.stringify(item[k.field])).join('/') + ` (${tieOf(item)})`;
+      if (c > 0) violations.push(`#${j - 1} ${show(p)} before #${j} ${show(q)}`);
+      if (c === 0) {
+        const t = compare(tieOf(p), tieOf(q));
+        tieDirection ??= t;
+        if (t === 0 || t !== tieDirection) violations.push(`tie #${j - 1} ${show(p)} / #${j} ${show(q)} not broken by id`);
+      }
+    }
+    return violations;
+  }
+
+  const sortable = sortableFields(route);
+
+  test('pagination: 5 pages of 5 cover every row once, in order, with the true totals', async () => {
+    const full = await listOk('limit=100');
+    expect(full.pagination).toEqual({ total_count: N, max_page: 1 });
+    expect(full.items.map(keyOf).sort()).toEqual([...fx.keys].sort());
+    const paged = await allPages('', LIMIT);
+    expect(paged.map(keyOf)).toEqual(full.items.map(keyOf));
+  });
+
+  test('pagination: defaults to page 1 of 10; limit 1 and 100 are accepted', async () => {
+    const body = await listOk('');
+    expect(body.pagination).toEqual({ total_count: N, max_page: Math.ceil(N / 10) });
+    expect(body.items.map(keyOf)).toEqual((await listOk('limit=10&page=1')).items.map(keyOf));
+    expect(body.items.length).toBe(10);
+    const last = await listOk(`limit=1&page=${N}`);
+    expect({ n: last.items.length, pagination: last.pagination }).toEqual({ n: 1, pagination: { total_count: N, max_page: N } });
+  });
+
+  test.each([Math.ceil(N / LIMIT) + 1, 1_000])('pagination: page %i, past the end, is empty with the true totals', async (page) => {
+    const body = await listOk(`limit=${LIMIT}&page=${page}`);
+    expect(body).toEqual({ items: [], pagination: { total_count: N, max_page: Math.ceil(N / LIMIT) } });
+  });
+
+  test.each([
+    ['limit=0', 'limit'],
+    ['limit=101', 'limit'],
+    ['limit=abc', 'limit'],
+    ['limit=-1', 'limit'],
+    ['limit=2.5', 'limit'],
+    ['limit=', 'limit'],
+    ['limit=5&limit=6', 'limit'],
+    ['limit=5&limit=5', 'limit'],
+    ['page=0', 'page'],
+    ['page=-1', 'page'],
+    ['page=abc', 'page'],
+    ['page=1.5', 'page'],
+    ['page=1&page=2', 'page'],
+  ])('pagination: %s → 422 at query.%s', async (query, param) => {
+    const issues = expectValidationError(await list(query));
+    expect(issues.map((i) => i.loc)).toEqual([['query', param]]);
+  });
+
+  test('sorting: the allow-list read from the schema is the one the 422 names', async () => {
+    expect(sortable.length).toBeGreaterThan(0);
+    const issues = expectValidationError(await list('sorting=unknown'));
+    expect(issues.map((i) => i.loc)).toEqual([['query', 'sorting']]);
+    expect(issues[0]!.msg).toContain(sortable.join(', '));
+  });
+
+  test.each(['unknown', '-unknown', 'created_at,unknown', 'created_at&sorting=unknown', 'deleted_at', 'id', 'created_at%20desc'])(
+    'sorting=%s → 422 at query.sorting',
+    async (sorting) => {
+      const issues = expectValidationError(await list(`sorting=${sorting}`));
+      expect(issues.map((i) => i.loc)).toEqual([['query', 'sorting']]);
+    },
+  );
+
+  test.each(sortable.flatMap((field) => [field, `-${field}`]))('sorting=%s: in order, ties broken by id, pages neither overlap nor skip', async (sorting) => {
+    const full = await listOk(`sorting=${sorting}&limit=100`);
+    expect(full.items.map(keyOf).sort()).toEqual([...fx.keys].sort());
+    expect(orderViolations(full.items, parseSorting(sorting))).toEqual([]);
+    const paged = await allPages(`sorting=${sorting}`, LIMIT);
+    expect(paged.map(keyOf)).toEqual(full.items.map(keyOf));
+  });
+
+  test('sorting by several fields, comma-separated or repeated', async () => {
+    // first by the field with the most repeated values, so that the second key matters
+    const all = (await listOk('limit=100')).items;
+    const repeats = (field: string) => all.length - new Set(all.map((item) => JSON.stringify(item[field]))).size;
+    const candidates = sortable.filter((f) => f !== 'created_at');
+    const first = candidates.sort((x, y) => repeats(y) - repeats(x))[0] ?? 'created_at';
+    const second = 'created_at';
+    if (first !== 'created_at') expect(repeats(first)).toBeGreaterThan(0);
+    const keys = `${first},-${second}`;
+    const comma = await listOk(`sorting=${keys}&limit=100`);
+    expect(orderViolations(comma.items, parseSorting(keys))).toEqual([]);
+    const repeated = await listOk(`sorting=${first}&sorting=-${second}&limit=100`);
+    expect(repeated.items.map(keyOf)).toEqual(comma.items.map(keyOf));
+    const paged = await allPages(`sorting=${keys}`, LIMIT);
+    expect(paged.map(keyOf)).toEqual(comma.items.map(keyOf));
+  });
+
+  test('the default order is -created_at', async () => {
+    const byDefault = await listOk('limit=100');
+    expect(orderViolations(byDefault.items, parseSorting('-created_at'))).toEqual([]);
+    // the seeded rows have creation times unrelated to their insertion order
+    expect(byDefault.items.map(keyOf)).not.toEqual([...fx.keys].reverse());
+    expect(byDefault.items.map(keyOf)).toEqual((await listOk('sorting=-created_at&limit=100')).items.map(keyOf));
+  });
+
+  test('every filter returns exactly the expected rows', async () => {
+    // each filter parameter of the list is exercised by a declared case
+    const exercised = new Set(fx.filters.flatMap((f) => [...new URLSearchParams(f.query).keys()]));
+    expect(filterParams(route).filter((p) => !exercised.has(p))).toEqual([]);
+    const got: Record<string, unknown> = {};
+    const want: Record<string, unknown> = {};
+    for (const { query, expect: expected } of fx.filters) {
+      const body = await listOk(`${query}&limit=100`);
+      got[query] = { keys: body.items.map(keyOf).sort(), pagination: body.pagination };
+      want[query] = {
+        keys: [...expected].sort(),
+        pagination: { total_count: expected.length, max_page: Math.ceil(expected.length / 100) },
+      };
+    }
+    expect(got).toEqual(want);
+    // the cases are not vacuous: some narrow to a proper, non-empty subset
+    expect(fx.filters.some((f) => f.expect.length > 0 && f.expect.length < N) || filterParams(route).length === 0).toBe(true);
+  });
+
+  test.each(declaration?.invalid ?? [])('filter %s → 422 at its parameter', async (query) => {
+    const issues = expectValidationError(await list(query));
+    const param = query.split('=')[0]!;
+    expect(issues.map((i) => i.loc.slice(0, 2))).toEqual([['query', param]]);
+  });
+
+  test.each(['bogus=1', 'per_page=5', 'Limit=5', 'organization=x'])('an unknown query parameter (%s) → 422 at its name', async (query) => {
+    const issues = expectValidationError(await list(query));
+    expect(issues.map((i) => i.loc)).toEqual([['query', query.split('=')[0]]]);
+  });
+
+  const getRoute = getRouteOf(route);
+  test(getRoute ? `a list item equals its GET ${getRoute.path}` : 'a list item has the read schema (no GET route)', async () => {
+    const body = await listOk('limit=100');
+    expect(body.items.length).toBe(N);
+    // the list's own item schema, strictly: no field more, none less
+    const itemSchema = ((route.response as z.ZodObject).shape.items as z.ZodArray<z.ZodObject>).element;
+    for (const item of body.items) expect(Object.keys(item).sort()).toEqual(Object.keys(itemSchema.shape).sort());
+    if (!getRoute) return;
+    const gotten: Item[] = [];
+    for (const item of body.items) {
+      const res = await app.get(getRoute.path.replace('{id}', item.id), fx.auth);
+      expect(res.status).toBe(200);
+      gotten.push(res.body);
+    }
+    expect(gotten).toEqual(body.items);
+  });
+});
+
