@@ -7,6 +7,7 @@ import type { Config } from './config.ts';
 import { createPool } from './database.ts';
 import { DATABASE_NAME, embeddedUrl, openEmbeddedDatabase, type EmbeddedDatabase } from './embedded-database.ts';
 import { ensureDatabase, ensureRoles, migrateDatabase } from './database-setup.ts';
+import { createGraphql, type Graphql } from './graphql.ts';
 import { allRoutes } from './routes.ts';
 
 export interface Connection {
@@ -61,10 +62,15 @@ export async function startServer(config: Config, log: (line: string) => void = 
     max: config.ROWGATE_POOL_SIZE,
     statementTimeoutMs: config.ROWGATE_STATEMENT_TIMEOUT_MS,
   });
-  const app = createApp({ pool, secret: connection.secret, routes: allRoutes(pool), log });
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(s)));
-  }).catch(async (error) => {
+  let graphql: Graphql | undefined;
+  const server = await (async () => {
+    graphql = await createGraphql({ pool, secret: connection.secret, development: config.NODE_ENV === 'development', log });
+    const app = createApp({ pool, secret: connection.secret, routes: allRoutes(pool), log, mounts: [graphql.mount] });
+    return new Promise<Server>((resolve, reject) => {
+      const s = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(s)));
+    });
+  })().catch(async (error) => {
+    await graphql?.release();
     await pool.end();
     await connection.embedded?.stop();
     throw error;
@@ -84,6 +90,7 @@ export async function startServer(config: Config, log: (line: string) => void = 
           server.close(() => resolve());
           server.closeIdleConnections();
         });
+        await graphql?.release();
         await pool.end();
         await connection.embedded?.stop();
       })()),

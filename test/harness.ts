@@ -7,6 +7,8 @@ import { inject } from 'vitest';
 import { createApp } from '../src/app.ts';
 import { createPool } from '../src/database.ts';
 import { ensureDatabase } from '../src/database-setup.ts';
+import { createGraphql } from '../src/graphql.ts';
+import { outboxMailer } from '../src/mailer.ts';
 import { allRoutes } from '../src/routes.ts';
 import { generateToken, hashToken, type CredentialKind } from '../src/tokens.ts';
 import { withDatabase } from './database-server.ts';
@@ -234,6 +236,15 @@ export class TestApp {
     return row!.id;
   }
 
+  /** The development outbox (test apps never send mail), newest first. */
+  async outbox(to?: string): Promise<{ to: string; subject: string; text: string; created_at: Date }[]> {
+    return this.sql(
+      `select recipient as "to", subject, body as text, created_at from rowgate_private.mail_outbox
+       where $1::text is null or recipient = lower($1) order by created_at desc, id`,
+      [to ?? null],
+    );
+  }
+
   hash(token: string) {
     return hashToken(this.secret, token);
   }
@@ -252,7 +263,9 @@ export async function startTestApp(): Promise<TestApp> {
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 2 });
   const pool = createPool({ connectionString: authenticatorUrl, max: 4, statementTimeoutMs: 10_000 });
   const secret = randomBytes(32).toString('base64url');
-  const app = createApp({ pool, secret, routes: allRoutes(pool), validateResponses: true, log: (l) => console.error(l) });
+  const log = (l: string) => console.error(l);
+  const graphql = await createGraphql({ pool, secret, development: false, log });
+  const app = createApp({ pool, secret, routes: allRoutes(pool), validateResponses: true, log, mailer: outboxMailer(() => {}), mounts: [graphql.mount] });
   const server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
@@ -267,6 +280,7 @@ export async function startTestApp(): Promise<TestApp> {
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
+      await graphql.release();
       await pool.end();
       await owner.end();
       const admin = new pg.Client({ connectionString: superuserUrl });

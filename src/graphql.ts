@@ -1,0 +1,331 @@
+// GraphQL at POST /graphql: PostGraphile 5 (Amber preset) over the `rowgate`
+// schema, in the same Express app and on the same authenticator pool as REST.
+//
+// Per request: the credential is read exactly as REST reads it (bearer wins over
+// the cookie), authenticated by rowgate_private.authenticate(kind, hash), and
+// turned into PostGraphile's pgSettings: the subject kind's role and the
+// transaction-local rowgate.* settings. PostGraphile applies them with
+// set_config(…, true) inside the transaction of each operation, so RLS and the
+// SQL functions (which trust the settings only when session_user is
+// rowgate_authenticator) decide what the subject sees and may change; token
+// scopes bind there too (migration 000004). No credential → rowgate_anonymous,
+// which is granted nothing. A malformed, unknown, expired or revoked credential
+// → 401 with the body and WWW-Authenticate header of REST (SPEC §7).
+import type { IncomingMessage } from 'node:http';
+import type express from 'express';
+import type { NextFunction, Request, Response } from 'express';
+import type pg from 'pg';
+// PostGraphile itself is loaded by createGraphql, once GRAPHILE_ENV is settled
+import type { PostGraphileInstance } from 'postgraphile';
+import type { ObjectStep, Step } from 'postgraphile/grafast';
+import type { GraphQLError } from 'postgraphile/graphql';
+import { readCredential } from './credentials.ts';
+import { fromDatabaseError, unauthorized } from './errors.ts';
+import { OmitArchivedPlugin } from './omit-archived.ts';
+import { hashToken } from './tokens.ts';
+
+export const GRAPHQL_PATH = '/graphql';
+export const GRAPHIQL_PATH = '/graphiql';
+const GRAPHIQL_STATIC_PATH = '/graphiql-static/';
+
+/** The roles a subject kind may take; anything else authenticates nobody. */
+const SUBJECT_ROLES: Record<string, string> = {
+  user: 'rowgate_user',
+  organization: 'rowgate_organization',
+  customer: 'rowgate_customer',
+  member: 'rowgate_member',
+};
+export const ANONYMOUS_SETTINGS: Readonly<Record<string, string>> = Object.freeze({ role: 'rowgate_anonymous' });
+
+export type PgSettings = Record<string, string>;
+
+/**
+ * What GraphQL publishes of the rowgate schema beyond RLS-guarded tables is
+ * decided here as well as in the database. The smart tags of the migrations
+ * (`@behavior -*`, PostGraphile 5 honours them) hide token metadata and the
+ * functions that take token hashes or serve only REST; on our side the token
+ * tables are listed, and functions are published only when listed below, so a
+ * lost comment or a new REST-only function cannot appear in GraphQL.
+ */
+export const HIDDEN_TABLES = ['personal_access_tokens', 'organization_access_tokens', 'oauth2_clients'];
+/** the rowgate functions GraphQL publishes (as mutations); every other one is hidden */
+export const GRAPHQL_FUNCTIONS = ['create_organization', 'add_member', 'create_account', 'create_order'];
+/**
+ * Table operations GraphQL leaves out although a grant allows them:
+ * - orders `insert`: `createOrder` is rowgate.create_order, as for POST /v1/orders
+ *   (organization, amount and currency taken from the product); the table's own
+ *   create mutation would clash with its name and let a client choose them;
+ * - users `update`: REST changes a user only with a web session holding
+ *   `user:write`, and the database does not check that scope on users;
+ * - payout_accounts `insert`: REST creates payout accounts with web sessions only.
+ */
+export const TABLE_BEHAVIORS: Record<string, string> = {
+  orders: '-insert',
+  users: '-update',
+  payout_accounts: '-insert',
+};
+
+interface WithTags {
+  extensions?: object;
+}
+function tagsOf(holder: WithTags): Record<string, unknown> {
+  holder.extensions ??= {};
+  const extensions = holder.extensions as { tags?: Record<string, unknown> };
+  return (extensions.tags ??= {});
+}
+function addBehavior(holder: WithTags, behavior: string) {
+  const tags = tagsOf(holder);
+  const existing = tags.behavior as string | string[] | undefined;
+  tags.behavior = [...(existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]), behavior];
+}
+
+interface TableLike {
+  getAttributes(): { attname: string }[];
+  getIndexes(): { indpred: string | null; getKeys(): ({ attname: string } | null | undefined)[] }[];
+}
+/**
+ * Our soft-deleted tables are indexed with partial indexes `where deleted_at is
+ * null`, and their select policies add that condition to every query, so those
+ * indexes serve GraphQL's queries. PostGraphile counts only full indexes when it
+ * decides which relations (Organization.productsByOrganizationId) and columns
+ * (condition, orderBy) to expose; for soft-deleted tables the partial ones count.
+ */
+function indexedWithSoftDelete(table: TableLike, columns: string[], anyPosition = false): boolean {
+  if (!table.getAttributes().some((a) => a.attname === 'deleted_at')) return false;
+  return table.getIndexes().some((index) => {
+    const keys = index.getKeys().map((k) => k?.attname);
+    // like PostGraphile: a relation needs its columns first in the index; a column may sit anywhere (PG 18 skip scans)
+    const usable = anyPosition ? keys : keys.slice(0, columns.length);
+    return index.indpred !== null && columns.every((c) => usable.includes(c));
+  });
+}
+
+const inRowgate = (entity: { getNamespace(): { nspname: string } | undefined }) => entity.getNamespace()?.nspname === 'rowgate';
+
+export const RowgateGraphqlPlugin: GraphileConfig.Plugin = {
+  name: 'RowgateGraphqlPlugin',
+  description: 'What rowgate publishes through GraphQL: no tokens or REST-only functions; soft-delete indexes count',
+  version: '1.0.0',
+  gather: {
+    hooks: {
+      pgCodecs_PgCodec(_info, { pgClass, pgCodec }) {
+        if (pgClass && inRowgate(pgClass) && HIDDEN_TABLES.includes(pgClass.relname)) addBehavior(pgCodec, '-*');
+      },
+      pgTables_PgResourceOptions(_info, { pgClass, resourceOptions }) {
+        if (!inRowgate(pgClass)) return;
+        if (HIDDEN_TABLES.includes(pgClass.relname)) addBehavior(resourceOptions, '-*');
+        const behavior = TABLE_BEHAVIORS[pgClass.relname];
+        if (behavior) addBehavior(resourceOptions, behavior);
+      },
+      pgProcedures_PgResourceOptions(_info, { pgProc, resourceOptions }) {
+        if (inRowgate(pgProc) && !GRAPHQL_FUNCTIONS.includes(pgProc.proname)) addBehavior(resourceOptions, '-*');
+      },
+      pgRelations_relation(_info, { pgConstraint, relation }) {
+        if (!relation.isReferencee) return;
+        const table = pgConstraint.getClass();
+        const columns = pgConstraint.getAttributes()?.map((a) => a.attname) ?? [];
+        if (table && inRowgate(table) && columns.length && indexedWithSoftDelete(table, columns)) {
+          tagsOf(relation).isIndexed = true;
+        }
+      },
+      pgCodecs_attribute(_info, { pgClass, pgAttribute, attribute }) {
+        if (inRowgate(pgClass) && indexedWithSoftDelete(pgClass, [pgAttribute.attname], true)) tagsOf(attribute).isIndexed = true;
+      },
+    },
+  },
+  schema: {
+    hooks: {
+      // PostGraphile 5 answers an update that matched no row with a null payload; we
+      // answer with an error, as REST does (404/403): the row does not exist, or RLS
+      // (the subject's reach, its role's permission, the token's scopes) refused it.
+      GraphQLObjectType_fields_field(field, build, context) {
+        const { isPgUpdateMutation, pgFieldResource } = context.scope;
+        const plan = field.plan;
+        if (!isPgUpdateMutation || !plan) return field;
+        const { lambda, object, SafeError } = build.grafast;
+        const table = pgFieldResource?.name ?? 'the';
+        const message = `No ${table} row was updated: it does not exist, or this credential may not change it`;
+        return {
+          ...field,
+          plan(...args: Parameters<typeof plan>) {
+            const $payload = plan(...args) as ObjectStep<{ result: Step }>;
+            const $result = $payload.getStepForKey('result');
+            const $updated = lambda($result, (row: unknown) => {
+              if (row == null) throw new SafeError(message, { code: 'NotUpdated' });
+              return true;
+            });
+            // the payload depends on the check, so it fails with it
+            return object({ result: $result, updated: $updated });
+          },
+        };
+      },
+    },
+  },
+};
+
+interface AuthenticatedRow {
+  subject_kind: string;
+  subject_id: string;
+  scopes: string[];
+}
+
+/** The pgSettings of a request, or a 401 error (the REST error, thrown to the error handler). */
+export async function pgSettingsFor(pool: pg.Pool, secret: string, req: Request): Promise<PgSettings> {
+  const credential = readCredential(req);
+  if (credential === 'malformed') throw unauthorized('The credential is malformed', true);
+  if (!credential) return { ...ANONYMOUS_SETTINGS };
+  const { rows } = await pool.query<AuthenticatedRow>(
+    'select subject_kind, subject_id, scopes from rowgate_private.authenticate($1, $2)',
+    [credential.kind, hashToken(secret, credential.token)],
+  );
+  const row = rows[0];
+  const role = row ? SUBJECT_ROLES[row.subject_kind] : undefined;
+  if (!row || !role) throw unauthorized('The credential is unknown, expired or revoked', true);
+  return {
+    role,
+    'rowgate.subject_kind': row.subject_kind,
+    'rowgate.subject_id': row.subject_id,
+    'rowgate.scopes': row.scopes.join(' '),
+    'rowgate.credential_kind': credential.kind,
+  };
+}
+
+/** GraphQL errors the client may read: our SQL's deliberate errors, as REST words them; the rest is masked. */
+function makeMaskError(GraphQLErrorClass: typeof GraphQLError, isSafeError: (e: Error) => boolean, log: (line: string) => void) {
+  return (error: GraphQLError): GraphQLError => {
+    const original = error.originalError as (Error & { code?: string; extensions?: Record<string, unknown> }) | undefined;
+    if (!original || original instanceof GraphQLErrorClass) return error;
+    if (isSafeError(original)) {
+      // our own errors (an update that changed nothing): meant for the client
+      return new GraphQLErrorClass(original.message, {
+        nodes: error.nodes,
+        source: error.source,
+        positions: error.positions,
+        path: error.path,
+        originalError: original,
+        extensions: original.extensions ?? {},
+      });
+    }
+    const copy = (message: string, code: string) =>
+      new GraphQLErrorClass(message, {
+        nodes: error.nodes,
+        source: error.source,
+        positions: error.positions,
+        path: error.path,
+        originalError: original,
+        extensions: { code },
+      });
+    // insufficient_privilege: a grant is missing (an anonymous request) or RLS refused a row
+    if (original.code === '42501') return copy(original.message, 'NotPermitted');
+    const apiError = fromDatabaseError(original);
+    if (apiError && apiError.status !== 500) {
+      const detail = apiError.detail;
+      const message =
+        typeof detail === 'string' ? detail : detail.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; ');
+      return copy(message, apiError.error);
+    }
+    log(`graphql error at ${error.path?.join('.') ?? '(request)'}: ${original.stack ?? String(original)}`);
+    return copy('An unexpected error occurred', 'InternalServerError');
+  };
+}
+
+export interface GraphqlOptions {
+  pool: pg.Pool;
+  secret: string;
+  /** serves Ruru, the GraphQL explorer, at GET /graphiql */
+  development: boolean;
+  log?: (line: string) => void;
+  /** more configuration on top of ours (the tests turn simple lists on with it) */
+  preset?: GraphileConfig.Preset;
+}
+
+export interface Graphql {
+  /** for AppOptions.mounts: synchronous, after the route table, before the 404 and error handlers */
+  mount(app: express.Express): void;
+  instance: PostGraphileInstance;
+  release(): Promise<void>;
+}
+
+/** Builds the PostGraphile instance and its schema (so a broken schema fails the start, not the first request). */
+export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
+  const log = options.log ?? (() => {});
+  // Grafast reads its mode once, when loaded: development checks with the explorer, none otherwise
+  process.env.GRAPHILE_ENV ??= options.development ? 'development' : 'production';
+  const [{ postgraphile }, { makePgService }, { grafserv }, { PostGraphileAmberPreset }, { GraphQLError }, { isSafeError }] = await Promise.all([
+    import('postgraphile'),
+    import('postgraphile/adaptors/pg'),
+    import('postgraphile/grafserv/express/v4'),
+    import('postgraphile/presets/amber'),
+    import('postgraphile/graphql'),
+    import('postgraphile/grafast'),
+  ]);
+  const settings = new WeakMap<IncomingMessage, PgSettings>();
+  // on the server's pool (PostGraphile does not end a pool it was given); no LISTEN client
+  const pgService = makePgService({ pool: options.pool, schemas: ['rowgate'], pubsub: false });
+  const preset: GraphileConfig.Preset = {
+    extends: [PostGraphileAmberPreset, ...(options.preset ? [options.preset] : [])],
+    plugins: [RowgateGraphqlPlugin, OmitArchivedPlugin],
+    pgServices: [pgService],
+    grafserv: {
+      graphqlPath: GRAPHQL_PATH,
+      graphiql: options.development,
+      graphiqlOnGraphQLGET: false,
+      graphiqlPath: GRAPHIQL_PATH,
+      graphiqlStaticPath: GRAPHIQL_STATIC_PATH,
+      graphqlOverGET: false,
+      watch: false,
+      websockets: false,
+      maxRequestLength: 1024 * 1024,
+      maskError: makeMaskError(GraphQLError, isSafeError, log),
+    },
+    grafast: {
+      explain: false,
+      // the settings the authentication middleware left for this request; none → anonymous
+      context(requestContext) {
+        const req = requestContext.expressv4?.req ?? requestContext.node?.req;
+        return { pgSettings: (req && settings.get(req)) ?? { ...ANONYMOUS_SETTINGS } };
+      },
+    },
+  };
+  const instance = postgraphile(preset);
+  const release = async () => {
+    await instance.release(); // and the grafserv instance with it
+    await pgService.release?.();
+  };
+  try {
+    await instance.getSchema();
+  } catch (error) {
+    await release();
+    throw error;
+  }
+  const serv = instance.createServ(grafserv);
+
+  const authenticate = async (req: Request, _res: Response, next: NextFunction) => {
+    try {
+      settings.set(req, await pgSettingsFor(options.pool, options.secret, req));
+      next();
+    } catch (error) {
+      next(error);
+    }
+  };
+
+  let released: Promise<void> | undefined;
+  return {
+    instance,
+    mount(app) {
+      app.use(GRAPHQL_PATH, authenticate);
+      if (options.development) {
+        // Ruru's page runs inline scripts, which helmet's Content-Security-Policy forbids
+        const allowExplorer = (_req: Request, res: Response, next: NextFunction) => {
+          res.removeHeader('Content-Security-Policy');
+          next();
+        };
+        app.use(GRAPHIQL_PATH, allowExplorer);
+        app.use(GRAPHIQL_STATIC_PATH, allowExplorer);
+      }
+      // without websockets, addTo mounts its handler synchronously and has nothing left to await
+      serv.addTo(app, null, false).catch((error: unknown) => log(`graphql: ${String(error)}`));
+    },
+    release: () => (released ??= release()),
+  };
+}
