@@ -1,6 +1,8 @@
 // The Express application, built from the route table. Per API request:
 // credential → transaction { authenticate + switch role + settings (one statement)
-// → scopes → validation → handler } → the status the table declares.
+// → scopes → validation → handler } → the status the table declares. An endpoint
+// that takes no credential (access.anonymous) reads none and runs the same
+// transaction as rowgate_anonymous, with no subject and no scope check.
 import express, { type NextFunction, type Request, type Response } from 'express';
 import helmet from 'helmet';
 import type pg from 'pg';
@@ -9,13 +11,15 @@ import { inTransaction, type Tx } from './database.ts';
 import { readCredential, type PresentedCredential } from './credentials.ts';
 import {
   ApiError,
+  asOAuth2Error,
   fromDatabaseError,
   insufficientScope,
   unauthorized,
   validationError,
   type ValidationIssue,
 } from './errors.ts';
-import type { ApiRoute, Route, Subject } from './route.ts';
+import { environmentMailer, type Mailer } from './mailer.ts';
+import { isAnonymous, type ApiRoute, type BodyType, type Route, type Subject } from './route.ts';
 import { hashToken, type CredentialKind } from './tokens.ts';
 
 export interface AppOptions {
@@ -27,6 +31,8 @@ export interface AppOptions {
   /** more handlers (GraphQL), mounted after the route table and before the 404 and error handlers */
   mounts?: ((app: express.Express) => void)[];
   log?: (line: string) => void;
+  /** how mail (sign-in codes) is sent; default: SMTP_URL's server, or the log and the development outbox */
+  mailer?: Mailer;
 }
 
 export const credentialNames: Record<CredentialKind, string> = {
@@ -49,8 +55,12 @@ export const AUTHENTICATE = `
     set_config('rowgate.subject_kind', a.subject_kind, true) as _kind,
     set_config('rowgate.subject_id', a.subject_id::text, true) as _subject,
     set_config('rowgate.scopes', array_to_string(a.scopes, ' '), true) as _scopes,
-    set_config('rowgate.credential_kind', $1, true) as _credential
+    set_config('rowgate.credential_kind', $1, true) as _credential,
+    set_config('rowgate.credential_id', a.credential_id::text, true) as _credential_id
   from rowgate_private.authenticate($1, $2) a`;
+
+/** The role of a request without a credential; no setting names a subject. */
+const ANONYMOUS = `select set_config('role', 'rowgate_anonymous', true) as _role`;
 
 async function authenticate(tx: Tx, secret: string, credential: PresentedCredential): Promise<Subject | null> {
   const row = await tx.one<{
@@ -90,6 +100,12 @@ function zodIssues(error: z.ZodError, source: string, input: unknown): Validatio
   });
 }
 
+/** The media types of each kind of body a route may take (the parsers mounted in createApp). */
+export const mediaTypes: Record<BodyType, string[]> = {
+  json: ['application/json', 'application/*+json'],
+  form: ['application/x-www-form-urlencoded'],
+};
+
 function parseInput(route: ApiRoute, req: Request) {
   const issues: ValidationIssue[] = [];
   const parse = (schema: z.ZodType | undefined, source: string, input: unknown) => {
@@ -102,10 +118,11 @@ function parseInput(route: ApiRoute, req: Request) {
   const query = parse(route.query, 'query', req.query ?? {});
   let body: unknown;
   if (route.body) {
-    // a body was sent (with a length, or chunked) that no JSON parser read
+    // a body was sent (with a length, or chunked) that no parser read, or of a type the route does not take
     const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-    if (req.body === undefined && hasBody) {
-      throw new ApiError(415, 'UnsupportedMediaType', 'The request body must be application/json');
+    const accepted = route.bodyTypes ?? ['json'];
+    if (hasBody && (req.body === undefined || !req.is(accepted.flatMap((t) => mediaTypes[t])))) {
+      throw new ApiError(415, 'UnsupportedMediaType', `The request body must be ${accepted.map((t) => mediaTypes[t][0]).join(' or ')}`);
     }
     body = parse(route.body, 'body', req.body ?? {});
   }
@@ -115,8 +132,13 @@ function parseInput(route: ApiRoute, req: Request) {
 
 function send(route: Route, res: Response, result: unknown, validate: boolean) {
   if (res.headersSent) return; // the handler answered itself (documents, redirects)
-  if (route.status === 204 || route.status === 302) {
-    if (!res.headersSent) res.status(route.status).end();
+  if (route.status === 302) {
+    // a redirecting handler returns the Location: sent after its transaction committed
+    res.redirect(302, String(result));
+    return;
+  }
+  if (route.status === 204) {
+    res.status(route.status).end();
     return;
   }
   if (validate && route.response) {
@@ -128,21 +150,50 @@ function send(route: Route, res: Response, result: unknown, validate: boolean) {
   res.status(route.status).json(result);
 }
 
-function apiHandler(route: ApiRoute, options: AppOptions) {
+/** The credential of a request, when it is of a kind the route accepts; a 401 otherwise. */
+function acceptedCredential(route: ApiRoute, req: Request): PresentedCredential {
+  const credential = readCredential(req);
+  if (credential === 'malformed') throw unauthorized('The credential is malformed', true);
+  if (!credential) throw unauthorized(`Authentication required. ${acceptedCredentials(route)}`, false);
+  if (!route.access.credentials.includes(credential.kind)) {
+    throw unauthorized(`${acceptedCredentials(route)}; ${credentialNames[credential.kind]} was sent`, true);
+  }
+  return credential;
+}
+
+function apiHandler(route: ApiRoute, options: AppOptions, mailer: Mailer) {
+  // an anonymous endpoint reads no credential: an Authorization header there is
+  // not ours to judge (an OAuth2 client's HTTP Basic credentials)
+  const anonymous = isAnonymous(route.access);
   return async (req: Request, res: Response) => {
-    const credential = readCredential(req);
-    if (credential === 'malformed') throw unauthorized('The credential is malformed', true);
-    if (!credential) throw unauthorized(`Authentication required. ${acceptedCredentials(route)}`, false);
-    if (!route.access.credentials.includes(credential.kind)) {
-      throw unauthorized(`${acceptedCredentials(route)}; ${credentialNames[credential.kind]} was sent`, true);
-    }
+    const credential = anonymous ? null : acceptedCredential(route, req);
     const result = await inTransaction(options.pool, async (tx) => {
-      const subject = await authenticate(tx, options.secret, credential);
-      if (!subject) throw unauthorized('The credential is unknown, expired or revoked', true);
-      if (!route.access.scopes.some((s) => subject.scopes.has(s))) throw insufficientScope(route.access.scopes);
+      let subject: Subject | null = null;
+      if (credential) {
+        subject = await authenticate(tx, options.secret, credential);
+        if (!subject) throw unauthorized('The credential is unknown, expired or revoked', true);
+        const scopes = subject.scopes;
+        if (!route.access.scopes.some((s) => scopes.has(s))) throw insufficientScope(route.access.scopes);
+      } else {
+        await tx.rows(ANONYMOUS);
+      }
       const { params, query, body } = parseInput(route, req);
-      return route.handler({ tx, subject, secret: options.secret, params: params as never, query: query as never, body, req, res });
+      // anonymous routes are declared with a handler that takes no subject (anonymousRoute)
+      return route.handler({
+        tx,
+        subject: subject as Subject,
+        secret: options.secret,
+        mailer,
+        params: params as never,
+        query: query as never,
+        body,
+        req,
+        res,
+      });
     });
+    // a handler that *returns* an error has recorded something that must stay
+    // (a failed attempt, a revoked token family): the transaction committed
+    if (result instanceof ApiError) throw result;
     send(route, res, result, options.validateResponses ?? false);
   };
 }
@@ -155,16 +206,27 @@ export function createApp(options: AppOptions) {
   app.set('etag', false);
   app.set('query parser', 'simple'); // repeated parameters become arrays; nothing nested
   app.use(helmet());
+  // the error shape of each path, recorded before its body is parsed (a malformed
+  // body on an OAuth2 endpoint is answered in RFC 6749's shape too)
+  for (const route of options.routes) {
+    if (route.errorFormat) {
+      app.all(expressPath(route.path), (_req, res, next) => {
+        res.locals.errorFormat = route.errorFormat;
+        next();
+      });
+    }
+  }
   app.use(express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
   app.use(express.urlencoded({ limit: '1mb', extended: false }));
 
+  const mailer = options.mailer ?? environmentMailer(options.log ?? console.log);
   const methodsByPath = new Map<string, string[]>();
   for (const route of options.routes) {
     const path = expressPath(route.path);
     const handler =
       route.access === null
         ? async (req: Request, res: Response) => send(route, res, await route.handler({ req, res }), false)
-        : apiHandler(route, options);
+        : apiHandler(route, options, mailer);
     app[route.method](path, handler);
     methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), route.method.toUpperCase()]);
   }
@@ -180,7 +242,7 @@ export function createApp(options: AppOptions) {
   });
 
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const apiError = toApiError(error);
+    const apiError = res.locals.errorFormat === 'oauth2' ? asOAuth2Error(toApiError(error)) : toApiError(error);
     if (apiError.status >= 500 && apiError.status !== 503) {
       options.log?.(`error on ${req.method} ${req.path}: ${(error as Error)?.stack ?? String(error)}`);
     }

@@ -3,14 +3,30 @@
 // against DATABASE_URL or the embedded database of ROWGATE_HOME, running or not.
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { ConfigError, loadConfig } from './config.ts';
-import { migrationStatus } from './database-setup.ts';
-import { embeddedUrl } from './embedded-database.ts';
+import { AnalystError, grantAnalyst, listAnalysts, revokeAnalyst } from './analysts.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { ensureDatabase, ensureRoles, migrationStatus } from './database-setup.ts';
+import { DATABASE_NAME, embeddedUrl, openEmbeddedDatabase } from './embedded-database.ts';
 import { connect, type Connection } from './server.ts';
 import { generateToken, hashToken } from './tokens.ts';
 
 type Options = Record<string, string | boolean | undefined>;
-type Command = (db: pg.Client, options: Options, connection: Connection) => Promise<unknown>;
+type Command = (db: pg.Client, options: Options, connection: Connection, config: Config) => Promise<unknown>;
+
+interface CommandSpec {
+  usage: string;
+  run: Command;
+  /** false: the command reports on the schema, so it must not migrate it first */
+  migrate?: boolean;
+  /** true: needs only DATABASE_URL (no AUTH_DATABASE_URL, no ROWGATE_SECRET): a DBA's command */
+  databaseOnly?: boolean;
+  /**
+   * true: ROOT_DATABASE_URL is for the command itself (role DDL), so connecting
+   * does not also rerun the roles script with it (cluster-wide ALTER ROLEs that
+   * commands run side by side would race on)
+   */
+  ownsRoot?: boolean;
+}
 
 class UsageError extends Error {}
 
@@ -35,7 +51,20 @@ async function one<T extends object>(db: pg.Client, text: string, values: unknow
   return rows[0];
 }
 
-const commands: Record<string, { usage: string; run: Command }> = {
+/**
+ * A connection that may create roles, for the analysts' LOGIN roles:
+ * ROOT_DATABASE_URL, else the embedded database's superuser.
+ */
+function rootUrl(connection: Connection, config: Config): string {
+  if (config.ROOT_DATABASE_URL) return config.ROOT_DATABASE_URL;
+  if (connection.embedded) return embeddedUrl(connection.embedded.state, 'superuser', 'postgres');
+  throw new UsageError(
+    'analysts commands create and drop LOGIN roles: set ROOT_DATABASE_URL to a superuser ' +
+      '(or a role with CREATEROLE and ADMIN OPTION on rowgate_analyst) of the DATABASE_URL server',
+  );
+}
+
+const commands: Record<string, CommandSpec> = {
   'users create': {
     usage: '--email E [--name N] [--admin]',
     run: (db, o) =>
@@ -84,12 +113,53 @@ const commands: Record<string, { usage: string; run: Command }> = {
       return { ...row, token };
     },
   },
+  'analysts grant': {
+    usage: '--user-id U --login NAME (a LOGIN role bound to the user, reading what it reads; needs ROOT_DATABASE_URL or the embedded database)',
+    databaseOnly: true,
+    ownsRoot: true,
+    run: async (_db, o, c, config) => {
+      const { login, password, database_url } = await grantAnalyst({
+        ownerUrl: c.ownerUrl,
+        rootUrl: rootUrl(c, config),
+        userId: userId(o),
+        login: required(o, 'login'),
+      });
+      return { login, password, database_url };
+    },
+  },
+  'analysts revoke': {
+    usage: '--login NAME (unbinds the analyst and drops its role)',
+    databaseOnly: true,
+    ownsRoot: true,
+    run: (_db, o, c, config) => revokeAnalyst({ ownerUrl: c.ownerUrl, rootUrl: rootUrl(c, config), login: required(o, 'login') }),
+  },
+  'analysts list': {
+    usage: '(the analysts bound in this database)',
+    databaseOnly: true,
+    run: (_db, _o, c) => listAnalysts(c.ownerUrl),
+  },
+  'mail outbox': {
+    usage: '[--to EMAIL] (the latest messages of the development outbox, kept when no SMTP_URL is set)',
+    run: async (db, o, _c, config) => {
+      if (config.SMTP_URL) throw new UsageError('SMTP_URL is set: mail goes to that server, and the development outbox stays empty');
+      const to = typeof o.to === 'string' ? o.to : null;
+      const { rows } = await db.query(
+        `select recipient as "to", subject, body as text, created_at from rowgate_private.mail_outbox
+         where $1::text is null or recipient = lower($1) order by created_at desc, id limit 20`,
+        [to],
+      );
+      return rows;
+    },
+  },
   'db migrate': {
     usage: '(applies the committed migrations; start-up does it too)',
+    databaseOnly: true,
     run: async () => ({ migrated: true }),
   },
   'db status': {
     usage: '(exit code 1 when migrations are pending or current.sql is not empty)',
+    migrate: false,
+    databaseOnly: true,
     run: async (_db, _o, c) => {
       // graphile-migrate's status insists on a shadow database URL, though it never connects to it
       if (!process.env.SHADOW_DATABASE_URL) {
@@ -127,7 +197,7 @@ function help() {
  * it only tries once: two commands run at the same moment (or a command while the
  * server starts) would fail with "Failed to get exclusive lock". Wait and retry.
  */
-async function connectRetrying(config: ReturnType<typeof loadConfig>): Promise<Connection> {
+async function connectRetrying(config: Config): Promise<Connection> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await connect(config, { exclusive: false });
@@ -136,6 +206,47 @@ async function connectRetrying(config: ReturnType<typeof loadConfig>): Promise<C
       await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200));
     }
   }
+}
+
+/**
+ * The database without migrating it (for `db status`): DATABASE_URL as given, or
+ * the embedded cluster with its roles and (maybe empty) database.
+ */
+async function connectWithoutMigrating(config: Config): Promise<Connection> {
+  if (config.DATABASE_URL) {
+    return { ownerUrl: config.DATABASE_URL, authenticatorUrl: config.AUTH_DATABASE_URL ?? '', secret: config.ROWGATE_SECRET ?? '' };
+  }
+  const embedded = await openEmbeddedDatabase({ home: config.ROWGATE_HOME, port: config.ROWGATE_DB_PORT, exclusive: false });
+  try {
+    const { state } = embedded;
+    const superuser = embeddedUrl(state, 'superuser', 'postgres');
+    await ensureRoles(superuser, { owner: state.ownerPassword, authenticator: state.authenticatorPassword });
+    await ensureDatabase(superuser, DATABASE_NAME);
+    return {
+      ownerUrl: embeddedUrl(state, 'owner'),
+      authenticatorUrl: embeddedUrl(state, 'authenticator'),
+      secret: config.ROWGATE_SECRET ?? state.secret,
+      embedded,
+    };
+  } catch (error) {
+    await embedded.stop();
+    throw error;
+  }
+}
+
+/**
+ * The configuration; a DBA's commands (migrations, analysts) need only
+ * DATABASE_URL, not the server's AUTH_DATABASE_URL and ROWGATE_SECRET.
+ */
+function commandConfig(command: CommandSpec): Config {
+  const env = process.env;
+  if (!command.databaseOnly || !env.DATABASE_URL) return loadConfig(env);
+  const config = loadConfig({
+    ...env,
+    AUTH_DATABASE_URL: env.AUTH_DATABASE_URL || env.DATABASE_URL,
+    ROWGATE_SECRET: env.ROWGATE_SECRET || 'x'.repeat(32),
+  });
+  return { ...config, AUTH_DATABASE_URL: env.AUTH_DATABASE_URL || undefined, ROWGATE_SECRET: env.ROWGATE_SECRET || undefined };
 }
 
 async function main(argv: string[]) {
@@ -164,11 +275,13 @@ async function main(argv: string[]) {
     return;
   }
   if (positionals.length > 2) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[2])}`);
-  const connection = await connectRetrying(loadConfig());
+  const config = commandConfig(command);
+  const connectConfig = command.ownsRoot ? { ...config, ROOT_DATABASE_URL: undefined } : config;
+  const connection = command.migrate === false ? await connectWithoutMigrating(config) : await connectRetrying(connectConfig);
   const db = new pg.Client({ connectionString: connection.ownerUrl });
   try {
     await db.connect();
-    const result = await command.run(db, values, connection);
+    const result = await command.run(db, values, connection, config);
     console.log(JSON.stringify(result, null, 2));
   } finally {
     await db.end();
@@ -179,7 +292,7 @@ async function main(argv: string[]) {
 main(process.argv.slice(2)).catch((error) => {
   const code = (error as { code?: string } | null)?.code;
   // RG422: the database refused a value the operator gave (an unknown scope): bad usage too
-  if (error instanceof UsageError || error instanceof ConfigError || code?.startsWith('ERR_PARSE_ARGS') || code === 'RG422') {
+  if (error instanceof UsageError || error instanceof AnalystError || error instanceof ConfigError || code?.startsWith('ERR_PARSE_ARGS') || code === 'RG422') {
     console.error(error instanceof ConfigError ? error.message : `rowgate: ${error.message}`);
     process.exitCode = 2;
   } else {

@@ -17,6 +17,15 @@ const schema = z.object({
   ROWGATE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   ROWGATE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   NODE_ENV: z.string().default('development'),
+  SMTP_URL: z
+    .string()
+    .regex(/^smtps?:\/\/[^\s/]+/, 'must be an smtp:// or smtps:// URL (smtp://user:password@host:587)')
+    .optional()
+    .describe('the mail server for sign-in codes; unset: codes go to the log and the development outbox'),
+  MAIL_FROM: z
+    .string()
+    .regex(/^(?:[^<>]*<[^@\s<>]+@[^@\s<>]+>|[^@\s<>]+@[^@\s<>]+)$/, 'must be an address, or "Name <address>"')
+    .default('rowgate <no-reply@rowgate.localhost>'),
 });
 
 export type Config = z.infer<typeof schema>;

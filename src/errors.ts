@@ -23,9 +23,44 @@ export class ApiError extends Error {
     this.headers = headers;
   }
 
-  body() {
+  body(): Record<string, unknown> {
     return { error: this.error, detail: this.detail };
   }
+}
+
+/**
+ * An error of the OAuth2 protocol endpoints (token, revocation, introspection,
+ * metadata), whose body RFC 6749 §5.2 fixes: `{error, error_description}`. The
+ * error handler renders it like any ApiError; the /v1 resources keep SPEC §7.
+ */
+export class OAuth2Error extends ApiError {
+  constructor(status: number, error: string, description: string, headers: Record<string, string> = {}) {
+    super(status, error, description, { 'Cache-Control': 'no-store', Pragma: 'no-cache', ...headers });
+  }
+
+  override body() {
+    return { error: this.error, error_description: this.detail as string };
+  }
+}
+
+export const oauth2InvalidRequest = (description: string) => new OAuth2Error(400, 'invalid_request', description);
+/** RFC 6749 §5.2: a failed client authentication is a 401, with a challenge for HTTP Basic. */
+export const oauth2InvalidClient = () =>
+  new OAuth2Error(401, 'invalid_client', 'Client authentication failed', { 'WWW-Authenticate': 'Basic realm="rowgate"' });
+
+/** Any error of an OAuth2 protocol endpoint in RFC 6749's shape. */
+export function asOAuth2Error(error: ApiError): OAuth2Error {
+  if (error instanceof OAuth2Error) return error;
+  const description =
+    typeof error.detail === 'string'
+      ? error.detail
+      : error.detail.map((issue) => `${issue.loc.slice(1).join('.') || issue.loc[0]}: ${issue.msg}`).join('; ');
+  const { 'WWW-Authenticate': _challenge, ...headers } = error.headers;
+  if (error.status === 503) return new OAuth2Error(503, 'temporarily_unavailable', description, headers);
+  if (error.status >= 500) return new OAuth2Error(error.status, 'server_error', description, headers);
+  if (error.status === 401) return oauth2InvalidClient();
+  // a bad body, path or query, and an unsupported or oversized body, are malformed requests
+  return new OAuth2Error(error.status === 413 || error.status === 415 ? error.status : 400, 'invalid_request', description, headers);
 }
 
 export const notFound = (detail = 'Not found') => new ApiError(404, 'ResourceNotFound', detail);

@@ -2,8 +2,8 @@
 // the same ones that validate requests (SPEC §9).
 import { createDocument } from 'zod-openapi';
 import { z } from 'zod';
-import { credentialNames } from './app.ts';
-import type { Route } from './route.ts';
+import { credentialNames, mediaTypes } from './app.ts';
+import { isAnonymous, type Route } from './route.ts';
 import { doc } from './schemas.ts';
 
 const ValidationIssue = z
@@ -22,14 +22,41 @@ export const ErrorBody = z
   })
   .meta({ id: 'Error', description: 'The body of every error.' });
 
+export const OAuth2ErrorBody = z
+  .object({
+    error: doc(
+      z.string(),
+      'The RFC 6749 error code: invalid_request, invalid_client, invalid_grant, unsupported_grant_type, invalid_scope, server_error or temporarily_unavailable.',
+      'invalid_grant',
+    ),
+    error_description: doc(z.string(), 'What went wrong, for the developer.', 'The authorization code has expired'),
+  })
+  .meta({ id: 'OAuth2Error', description: 'The body of an error of the OAuth2 protocol endpoints (RFC 6749 §5.2).' });
+
 const errorDescriptions: Record<number, string> = {
   401: 'No valid credential of a kind this endpoint accepts (`Unauthorized`).',
   403: 'The token lacks the scope (`InsufficientScope`), or a policy denies (`NotPermitted`, detail = the reason).',
   404: 'Not found, or out of reach (`ResourceNotFound`).',
   413: 'The body is larger than 1 MiB (`PayloadTooLarge`).',
-  415: 'The body is not JSON (`UnsupportedMediaType`).',
+  415: 'The body is not of a media type this endpoint takes (`UnsupportedMediaType`).',
   422: 'The body, path or query is invalid (`RequestValidationError`).',
+  429: 'Too many requests (`TooManyRequests`); try again after `Retry-After` seconds.',
   503: 'The database is unavailable (`ServiceUnavailable`).',
+};
+
+/** an endpoint without a credential answers 401 only for what its body proves (a sign-in code) */
+const anonymousErrorDescriptions: Record<number, string> = {
+  ...errorDescriptions,
+  401: 'What the body presents does not authenticate: a wrong, used or expired code (`Unauthorized`).',
+};
+
+/** the errors of the OAuth2 protocol endpoints (RFC 6749 §5.2) */
+const oauth2ErrorDescriptions: Record<number, string> = {
+  400: 'A malformed request (`invalid_request`), or a grant or scope refused (`invalid_grant`, `invalid_scope`, `unsupported_grant_type`).',
+  401: 'Client authentication failed (`invalid_client`).',
+  413: 'The body is larger than 1 MiB (`invalid_request`).',
+  415: 'The body is not of a media type this endpoint takes (`invalid_request`).',
+  503: 'The database is unavailable (`temporarily_unavailable`).',
 };
 
 const successDescriptions: Record<number, string> = {
@@ -44,20 +71,27 @@ export function openApiDocument(routes: readonly Route[]) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const api = route.access !== null;
+    // an endpoint that takes no credential never answers 401/403 for one (only when its route says so)
+    const credentialed = api && !isAnonymous(route.access);
+    const oauth2 = route.errorFormat === 'oauth2';
     const statuses = new Set<number>(route.errors ?? []);
-    if (api) [401, 403, 422, 503].forEach((s) => statuses.add(s));
-    if (api && (route.params || route.method !== 'get')) statuses.add(404);
+    if (credentialed) [401, 403].forEach((s) => statuses.add(s));
+    if (api) [oauth2 ? 400 : 422, 503].forEach((s) => statuses.add(s));
+    if (credentialed && (route.params || route.method !== 'get')) statuses.add(404);
     if (api && route.body) [413, 415].forEach((s) => statuses.add(s));
+    const content = route.response
+      ? { 'application/json': { schema: route.response } }
+      : route.responseType === 'text/html'
+        ? { 'text/html': { schema: { type: 'string', description: 'An HTML page.', example: '<!doctype html>…' } } }
+        : undefined;
     const responses: Record<string, unknown> = {
-      [route.status]: {
-        description: successDescriptions[route.status],
-        ...(route.response ? { content: { 'application/json': { schema: route.response } } } : {}),
-      },
+      [route.status]: { description: successDescriptions[route.status], ...(content ? { content } : {}) },
     };
     for (const status of [...statuses].sort()) {
       responses[status] = {
-        description: errorDescriptions[status] ?? 'Error',
-        content: { 'application/json': { schema: ErrorBody } },
+        description:
+          (oauth2 ? oauth2ErrorDescriptions : credentialed ? errorDescriptions : anonymousErrorDescriptions)[status] ?? 'Error',
+        content: { 'application/json': { schema: oauth2 ? OAuth2ErrorBody : ErrorBody } },
       };
     }
     const operation: Record<string, unknown> = {
@@ -70,7 +104,9 @@ export function openApiDocument(routes: readonly Route[]) {
       const accepts = route.access.credentials.map((k) => credentialNames[k]).join(', ');
       operation.description = [
         route.description,
-        `**Credentials:** ${accepts}. **Scopes (any of):** ${route.access.scopes.map((s) => `\`${s}\``).join(', ')}.`,
+        credentialed
+          ? `**Credentials:** ${accepts}. **Scopes (any of):** ${route.access.scopes.map((s) => `\`${s}\``).join(', ')}.`
+          : '**Credentials:** none.',
       ]
         .filter(Boolean)
         .join('\n\n');
@@ -83,7 +119,8 @@ export function openApiDocument(routes: readonly Route[]) {
       if (route.query) requestParams.query = route.query;
       if (Object.keys(requestParams).length) operation.requestParams = requestParams;
       if (route.body) {
-        operation.requestBody = { required: true, content: { 'application/json': { schema: route.body } } };
+        const types = (route.bodyTypes ?? ['json']).map((t) => mediaTypes[t][0]!);
+        operation.requestBody = { required: true, content: Object.fromEntries(types.map((t) => [t, { schema: route.body }])) };
       }
     } else {
       if (route.description) operation.description = route.description;
@@ -97,7 +134,7 @@ export function openApiDocument(routes: readonly Route[]) {
       title: 'rowgate',
       version: '1',
       description:
-        'A versioned REST API whose authorization lives in PostgreSQL. Errors always have the shape `{error, detail}`.',
+        'A versioned REST API whose authorization lives in PostgreSQL. Errors have the shape `{error, detail}`, except on the OAuth2 protocol endpoints (token, revocation, introspection, metadata), which answer RFC 6749\'s `{error, error_description}`.',
     },
     servers: [{ url: '/' }],
     components: {

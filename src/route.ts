@@ -4,6 +4,7 @@
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { Tx } from './database.ts';
+import type { Mailer } from './mailer.ts';
 import type { CredentialKind } from './tokens.ts';
 
 export type SubjectKind = 'user' | 'organization' | 'customer' | 'member';
@@ -18,11 +19,18 @@ export interface Subject {
   isImpersonation: boolean;
 }
 
-/** Who may call an endpoint: the credential kinds it accepts and the scopes (any of) it needs. */
+/**
+ * Who may call an endpoint: the credential kinds it accepts and the scopes (any of) it needs.
+ * No credential kinds (`access.anonymous`): the endpoint reads no credential and runs its
+ * transaction as rowgate_anonymous, with no subject (sign-in, the OAuth2 token endpoints).
+ */
 export interface Access {
   credentials: readonly CredentialKind[];
   scopes: readonly string[];
 }
+
+/** Whether an endpoint takes no credential at all. */
+export const isAnonymous = (a: Access) => a.credentials.length === 0;
 
 const userCredentials = ['web_session', 'personal_access_token', 'oauth2_user_token'] as const;
 const organizationCredentials = ['organization_access_token', 'oauth2_organization_token'] as const;
@@ -40,6 +48,8 @@ export const access = {
   /** organization data that only User subjects reach */
   organizationUser: (...scopes: string[]): Access => ({ credentials: userCredentials, scopes }),
   customerPortal: (...scopes: string[]): Access => ({ credentials: ['customer_session', 'member_session'], scopes }),
+  /** no credential: the transaction runs as rowgate_anonymous, with no subject */
+  anonymous: { credentials: [], scopes: [] },
 } satisfies Record<string, Access | ((...s: string[]) => Access)>;
 
 /** A read endpoint accepts the read scope or its write scope (SPEC §3). */
@@ -53,6 +63,7 @@ export interface Context<P, Q, B> {
   subject: Subject;
   /** the server secret that keys token hashes */
   secret: string;
+  mailer: Mailer;
   params: P;
   query: Q;
   body: B;
@@ -75,9 +86,20 @@ interface RouteBase {
   description?: string;
   status: 200 | 201 | 202 | 204 | 302;
   response?: z.ZodType;
+  /** `text/html`: the handler sends an HTML page itself (default: `response`, as JSON) */
+  responseType?: 'text/html';
   /** statuses documented beside the success one (401/403/422 are added from the access) */
   errors?: readonly number[];
+  /** the body's accepted media types (default JSON only); any other is a 415 */
+  bodyTypes?: readonly BodyType[];
+  /**
+   * `oauth2`: errors have RFC 6749's shape `{error, error_description}` (the OAuth2
+   * protocol endpoints); otherwise SPEC §7's `{error, detail}`.
+   */
+  errorFormat?: 'oauth2';
 }
+
+export type BodyType = 'json' | 'form';
 
 export interface ApiRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, B extends z.ZodType = z.ZodType>
   extends RouteBase {
@@ -85,7 +107,20 @@ export interface ApiRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, 
   params?: P;
   query?: Q;
   body?: B;
+  /**
+   * The answer, sent with `status`. Throwing an error rolls the transaction back;
+   * returning an ApiError commits it and then answers the error (a failed attempt
+   * that must be recorded, a reused refresh token whose family is revoked).
+   */
   handler: (ctx: Context<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<unknown>;
+}
+
+/** What an anonymous endpoint's handler gets: no subject. */
+export type AnonymousContext<P, Q, B> = Omit<Context<P, Q, B>, 'subject'>;
+
+export interface AnonymousRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, B extends z.ZodType = z.ZodType>
+  extends Omit<ApiRoute<P, Q, B>, 'access' | 'handler'> {
+  handler: (ctx: AnonymousContext<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<unknown>;
 }
 
 /** Endpoints outside the API's subjects: health, documents. */
@@ -100,6 +135,13 @@ export function route<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, B ex
   r: ApiRoute<P, Q, B>,
 ): Route {
   return r as Route;
+}
+
+/** An endpoint that takes no credential; its transaction runs as rowgate_anonymous. */
+export function anonymousRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, B extends z.ZodType = z.ZodType>(
+  r: AnonymousRoute<P, Q, B>,
+): Route {
+  return { ...r, access: access.anonymous } as Route;
 }
 
 export function publicRoute(r: Omit<PublicRoute, 'access'>): Route {

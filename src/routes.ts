@@ -10,6 +10,8 @@ import { productRoutes } from './products.ts';
 import { transactionRoutes } from './transactions.ts';
 import { serviceRoutes } from './health.ts';
 import { impersonationRoutes } from './impersonations.ts';
+import { loginCodeRoutes } from './login-code.ts';
+import { oauth2Routes } from './oauth2.ts';
 import { memberRoutes } from './members.ts';
 import { organizationAccessTokenRoutes } from './organization-access-tokens.ts';
 import { organizationRoutes } from './organizations.ts';
@@ -32,6 +34,8 @@ export const apiRoutes: readonly Route[] = [
   ...payoutAccountRoutes,
   ...customerSessionRoutes,
   ...customerPortalRoutes,
+  ...loginCodeRoutes,
+  ...oauth2Routes,
 ];
 
 export function allRoutes(pool: pg.Pool): Route[] {

@@ -3,7 +3,7 @@
 // to src/routes.ts is covered without touching this file.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { ApiRoute } from '../src/route.ts';
+import { isAnonymous, type ApiRoute } from '../src/route.ts';
 import { apiRoutes } from '../src/routes.ts';
 import { credentialKinds, generateToken, type CredentialKind } from '../src/tokens.ts';
 import { expectInsufficientScope, expectUnauthorized } from './expect-api.ts';
@@ -21,7 +21,9 @@ beforeAll(async () => {
 });
 afterAll(async () => app?.close());
 
-const routes = apiRoutes.filter((r): r is ApiRoute => r.access !== null);
+const routes = apiRoutes.filter((r): r is ApiRoute => r.access !== null && !isAnonymous(r.access));
+/** the routes that take no credential (sign-in, the OAuth2 token endpoints): tested at the end */
+const anonymousRoutes = apiRoutes.filter((r): r is ApiRoute => r.access !== null && isAnonymous(r.access));
 
 /** How each kind names itself in a 401 detail. A new kind is a compile error here until it is added. */
 const credentialWords: Record<CredentialKind, RegExp> = {
@@ -180,3 +182,21 @@ for (const route of routes) {
     });
   });
 }
+
+describe.each(anonymousRoutes.map((r) => ({ route: r, name: `${r.method.toUpperCase()} ${r.path}` })))(
+  '$name (no credential)',
+  ({ route }) => {
+    test('answers without a credential, never a 401 for the lack of one', async () => {
+      const res = await callRoute(route, {});
+      expect([401, 403], JSON.stringify(res.body)).not.toContain(res.status);
+      expect(res.status, JSON.stringify(res.body)).toBeLessThan(500);
+    });
+
+    test.each(credentialKinds)('a %s sent along is never read: the same answer', async (kind) => {
+      const minted = await minters[kind]?.(scopeUniverse.map((u) => u.name));
+      const none = await callRoute(route, {});
+      const sent = await callRoute(route, minted?.options ?? bearer(generateToken(kind)));
+      expect(sent.status, JSON.stringify(sent.body)).toBe(none.status);
+    });
+  },
+);

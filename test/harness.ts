@@ -10,6 +10,7 @@ import { ensureDatabase } from '../src/database-setup.ts';
 import { createGraphql } from '../src/graphql.ts';
 import { outboxMailer } from '../src/mailer.ts';
 import { allRoutes } from '../src/routes.ts';
+import { answerClientErrors } from '../src/server.ts';
 import { generateToken, hashToken, type CredentialKind } from '../src/tokens.ts';
 import { withDatabase } from './database-server.ts';
 
@@ -267,6 +268,7 @@ export async function startTestApp(): Promise<TestApp> {
   const graphql = await createGraphql({ pool, secret, development: false, log });
   const app = createApp({ pool, secret, routes: allRoutes(pool), validateResponses: true, log, mailer: outboxMailer(() => {}), mounts: [graphql.mount] });
   const server = app.listen(0, '127.0.0.1');
+  answerClientErrors(server); // as src/server.ts does: parser-level errors in SPEC §7's shape
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
   return new TestApp({

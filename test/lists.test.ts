@@ -441,6 +441,30 @@ const declarations: Record<string, Declaration> = {
     },
   },
 
+  'oauth2_clients:list': {
+    seed: async (n) => {
+      const user = await app.user();
+      const stranger = await app.user();
+      const client = (userId: string, name: string, deletedAt: Date | null = null) =>
+        insertRow('rowgate.oauth2_clients', {
+          client_id: `rg_ci_${randomBytes(12).toString('hex')}`,
+          user_id: userId,
+          client_name: name,
+          redirect_uris: ['https://app.example.com/cb'],
+          scopes: ['user:read'],
+          token_endpoint_auth_method: 'none',
+          deleted_at: deletedAt,
+        });
+      const keys: string[] = [];
+      for (let i = 0; i < n; i++) keys.push(await client(user.id, `k${pad(i % 6)}`));
+      await stamp('rowgate.oauth2_clients', keys);
+      // out of sight: a stranger's client, a deleted one
+      await client(stranger.id, 'k00');
+      await client(user.id, 'k00', new Date());
+      return { path: '/v1/oauth2/clients/', auth: { session: user.session }, keys, filters: [] };
+    },
+  },
+
   'organizations:list': {
     invalid: [`slug=${'x'.repeat(65)}`],
     seed: async (n) => {

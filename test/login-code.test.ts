@@ -1,0 +1,432 @@
+// Sign-in by e-mail code and sign-out (SPEC §12), the development outbox and its
+// CLI command (SPEC §10), and the mailer: over HTTP, against a real database.
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { projectRoot } from '../src/database-setup.ts';
+import { createMailer } from '../src/mailer.ts';
+import { expectError, expectUnauthorized, expectValidationError } from './expect-api.ts';
+import { startTestApp, type ApiResponse, type TestApp } from './harness.ts';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp();
+});
+afterAll(async () => app?.close());
+
+const newEmail = () => `ada.${randomUUID().slice(0, 8)}@example.com`;
+
+const requestCode = (email: string) => app.post('/v1/login-code/request', { email });
+const authenticate = (email: string, code: string) => app.post('/v1/login-code/authenticate', { email, code });
+
+/** The code of the latest message to `email` in the development outbox. */
+async function latestCode(email: string): Promise<string> {
+  const [message] = await app.outbox(email);
+  expect(message, `a message to ${email}`).toBeDefined();
+  const code = /code is ([A-Z0-9]{4}-[A-Z0-9]{4})/.exec(message!.text)?.[1];
+  expect(code, message!.text).toBeDefined();
+  return code!;
+}
+
+/** The session token a response sets, checking the cookie's attributes (SPEC §2). */
+function sessionCookie(res: ApiResponse): string {
+  const cookie = res.headers.getSetCookie().find((c) => c.startsWith('rowgate_session='));
+  expect(cookie).toBeDefined();
+  expect(cookie).toMatch(/; HttpOnly/i);
+  expect(cookie).toMatch(/; SameSite=Lax/i);
+  expect(cookie).toMatch(/; Path=\//i);
+  const token = /^rowgate_session=([^;]*)/.exec(cookie!)![1]!;
+  expect(token).toMatch(/^rg_us_[0-9A-Za-z]{43}$/);
+  return token;
+}
+
+async function signIn(email: string) {
+  expect((await requestCode(email)).status).toBe(202);
+  const res = await authenticate(email, await latestCode(email));
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return { user: res.body, session: sessionCookie(res) };
+}
+
+describe('POST /v1/login-code/request', () => {
+  test('202 for an address nobody has: the code goes to the outbox, and no user is created yet', async () => {
+    const email = newEmail();
+    const res = await requestCode(email);
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ email, expires_in: 900 });
+    const messages = await app.outbox(email);
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toMatchObject({ to: email, subject: expect.stringMatching(/sign-in code/) });
+    expect(messages[0]!.text).toMatch(/valid for 15 minutes/);
+    expect(await app.sql('select 1 from rowgate.users where email = $1', [email])).toEqual([]);
+  });
+
+  test('202 for a known address too, with the same answer; the address is taken lower-case', async () => {
+    const user = await app.user();
+    const res = await requestCode(user.email.toUpperCase());
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ email: user.email, expires_in: 900 });
+    expect(await app.outbox(user.email)).toHaveLength(1);
+  });
+
+  test('the code is stored only as a keyed hash, valid 15 minutes', async () => {
+    const email = newEmail();
+    await requestCode(email);
+    const code = await latestCode(email);
+    const rows = await app.sql<{ code_hash: Buffer; ttl: number }>(
+      `select code_hash, extract(epoch from expires_at - created_at)::int as ttl from rowgate_private.login_codes where email = $1`,
+      [email],
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.ttl).toBe(900);
+    expect(rows[0]!.code_hash).toHaveLength(32);
+    const stored = JSON.stringify(await app.sql('select * from rowgate_private.login_codes where email = $1', [email]));
+    expect(stored).not.toContain(code);
+    expect(stored).not.toContain(code.replace('-', ''));
+  });
+
+  test('a sixth code for the same address within 15 minutes → 429, and no sixth message', async () => {
+    const email = newEmail();
+    for (let i = 0; i < 5; i++) expect((await requestCode(email)).status).toBe(202);
+    const res = await requestCode(email);
+    expectError(res, 429, 'TooManyRequests');
+    expect(res.headers.get('retry-after')).toBe('900');
+    expect(await app.outbox(email)).toHaveLength(5);
+    // another address is not affected
+    expect((await requestCode(newEmail())).status).toBe(202);
+  });
+
+  test.each([
+    [{ email: 'not-an-email' }, ['body', 'email']],
+    [{}, ['body', 'email']],
+    [{ email: 'a@example.com', extra: 1 }, ['body', 'extra']],
+  ])('%j → 422 at %j', async (body, loc) => {
+    const issues = expectValidationError(await app.post('/v1/login-code/request', body));
+    expect(issues.map((i) => i.loc)).toEqual([loc]);
+  });
+
+  test('a form-encoded body → 415 (JSON only)', async () => {
+    const res = await app.request('POST', '/v1/login-code/request', {
+      rawBody: 'email=a%40example.com',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expectError(res, 415, 'UnsupportedMediaType');
+  });
+});
+
+describe('POST /v1/login-code/authenticate', () => {
+  test('the first sign-in creates the user, answers it and sets the session cookie, which then works', async () => {
+    const email = newEmail();
+    const { user, session } = await signIn(email);
+    expect(user).toEqual({
+      id: expect.any(String),
+      email,
+      name: null,
+      avatar_url: null,
+      is_admin: false,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    });
+    const me = await app.get('/v1/users/me', { session });
+    expect(me.status).toBe(200);
+    expect(me.body.id).toBe(user.id);
+    const [row] = await app.sql<{ days: number }>(
+      `select round(extract(epoch from expires_at - created_at) / 86400)::int as days from rowgate_private.sessions where user_id = $1`,
+      [user.id],
+    );
+    expect(row!.days).toBe(31);
+  });
+
+  test('a known user signs in as itself (no new user)', async () => {
+    const existing = await app.user();
+    const { user } = await signIn(existing.email);
+    expect(user.id).toBe(existing.id);
+    expect(await app.sql('select id from rowgate.users where email = $1', [existing.email])).toEqual([{ id: existing.id }]);
+  });
+
+  test('case, spaces and dashes in the typed code do not matter; the address is case-insensitive', async () => {
+    const email = newEmail();
+    await requestCode(email);
+    const code = await latestCode(email);
+    const res = await authenticate(email.toUpperCase(), ` ${code.toLowerCase().replace('-', ' ')} `);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    sessionCookie(res);
+  });
+
+  test('a wrong code → 401 and no cookie; the right one still works afterwards', async () => {
+    const email = newEmail();
+    await requestCode(email);
+    const code = await latestCode(email);
+    const wrong = await authenticate(email, code === 'AAAA-AAAA' ? 'BBBB-BBBB' : 'AAAA-AAAA');
+    expectUnauthorized(wrong, false);
+    expect(wrong.headers.getSetCookie()).toEqual([]);
+    expect((await authenticate(email, code)).status).toBe(200);
+  });
+
+  test('5 wrong attempts are recorded (committed) and end every pending code of the address', async () => {
+    const email = newEmail();
+    await requestCode(email);
+    const first = await latestCode(email);
+    await requestCode(email);
+    const second = await latestCode(email);
+    for (let i = 0; i < 5; i++) expectUnauthorized(await authenticate(email, 'ZZZZ-ZZZ2'), false);
+    const attempts = await app.sql<{ attempts: number }>('select attempts from rowgate_private.login_codes where email = $1', [email]);
+    expect(attempts.map((a) => a.attempts)).toEqual([5, 5]);
+    expectUnauthorized(await authenticate(email, first), false);
+    expectUnauthorized(await authenticate(email, second), false);
+    expect(await app.sql('select 1 from rowgate.users where email = $1', [email])).toEqual([]);
+  });
+
+  test('a code signs in once', async () => {
+    const email = newEmail();
+    await requestCode(email);
+    const code = await latestCode(email);
+    expect((await authenticate(email, code)).status).toBe(200);
+    expectUnauthorized(await authenticate(email, code), false);
+  });
+
+  test('an expired code → 401', async () => {
+    const email = newEmail();
+    await requestCode(email);
+    const code = await latestCode(email);
+    await app.sql(`update rowgate_private.login_codes set expires_at = now() - interval '1 second' where email = $1`, [email]);
+    expectUnauthorized(await authenticate(email, code), false);
+  });
+
+  test('a code is good for its own address only', async () => {
+    const email = newEmail();
+    const other = newEmail();
+    await requestCode(email);
+    await requestCode(other);
+    expectUnauthorized(await authenticate(other, await latestCode(email)), false);
+  });
+
+  test('a sign-in for a deleted user creates a new user with the address', async () => {
+    const { user, session } = await signIn(newEmail());
+    expect((await app.delete('/v1/users/me', { session })).status).toBe(204);
+    const again = await signIn(user.email);
+    expect(again.user.id).not.toBe(user.id);
+  });
+
+  test('the body is validated: 422 at its fields', async () => {
+    const issues = expectValidationError(await app.post('/v1/login-code/authenticate', { email: 'x' }));
+    expect(issues.map((i) => i.loc).sort()).toEqual([
+      ['body', 'code'],
+      ['body', 'email'],
+    ]);
+  });
+});
+
+describe('POST /v1/auth/logout', () => {
+  test('revokes the session server-side (204), clears the cookie, and leaves the user\'s other sessions alone', async () => {
+    const { user, session } = await signIn(newEmail());
+    const other = await app.session(user.id);
+    const res = await app.post('/v1/auth/logout', undefined, { session });
+    expect(res.status).toBe(204);
+    expect(res.body).toBe('');
+    const cleared = res.headers.getSetCookie().find((c) => c.startsWith('rowgate_session='));
+    expect(cleared).toMatch(/^rowgate_session=;.*Expires=Thu, 01 Jan 1970/i);
+    // the token itself no longer works, whoever keeps it
+    expectUnauthorized(await app.get('/v1/users/me', { session }), true);
+    const [row] = await app.sql('select revoked_at from rowgate_private.sessions where token_hash = $1', [app.hash(session)]);
+    expect(row!.revoked_at).toBeInstanceOf(Date);
+    expect((await app.get('/v1/users/me', { session: other })).status).toBe(200);
+  });
+
+  test('an impersonation session can sign out too', async () => {
+    const admin = await app.user({ admin: true });
+    const target = await app.user();
+    const session = await app.session(target.id, { impersonatorId: admin.id, lifetime: '1 hour' });
+    expect((await app.post('/v1/auth/logout', undefined, { session })).status).toBe(204);
+    expectUnauthorized(await app.get('/v1/users/me', { session }), true);
+  });
+
+  test('without a session → 401; with a token → 401 (web sessions only)', async () => {
+    expectUnauthorized(await app.post('/v1/auth/logout', undefined), false);
+    const user = await app.user();
+    expectUnauthorized(await app.post('/v1/auth/logout', undefined, { token: await app.pat(user.id, ['user:write']) }), true);
+  });
+});
+
+describe('the anonymous role reaches only what sign-in needs', () => {
+  async function asAnonymous<T>(work: (c: pg.Client) => Promise<T>): Promise<T> {
+    const client = new pg.Client({ connectionString: app.authenticatorUrl });
+    await client.connect();
+    try {
+      await client.query('begin');
+      await client.query(`select set_config('role', 'rowgate_anonymous', true)`);
+      return await work(client);
+    } finally {
+      await client.query('rollback').catch(() => {});
+      await client.end();
+    }
+  }
+  const refused = (sql: string, values: unknown[] = []) =>
+    asAnonymous(async (c) => {
+      const error = await c.query(sql, values).then(
+        () => null,
+        (e: { code?: string }) => e,
+      );
+      expect({ sql, code: error?.code }).toEqual({ sql, code: '42501' });
+    });
+
+  test.each([
+    'select * from rowgate_private.login_codes',
+    'select * from rowgate_private.mail_outbox',
+    'select * from rowgate_private.sessions',
+    'select * from rowgate.users',
+    'select * from rowgate.oauth2_clients',
+    'select * from rowgate_private.oauth2_refresh_tokens',
+    'select rowgate.revoke_current_session()',
+    'select rowgate.delete_oauth2_client(gen_random_uuid())',
+  ])('%s → permission denied', (sql) => refused(sql));
+
+  test('it may ask for a code (the function checks nothing it should not)', async () => {
+    const row = await asAnonymous(async (c) => (await c.query(`select rowgate.request_login_code('x@example.com', '\\x00') as s`)).rows[0]);
+    expect(row).toEqual({ s: 'created' });
+  });
+});
+
+describe('the mailer', () => {
+  test('with no SMTP_URL: the log and the outbox', async () => {
+    const lines: string[] = [];
+    const mailer = createMailer(loadConfig({}), (l) => lines.push(l));
+    const client = new pg.Client({ connectionString: app.authenticatorUrl });
+    await client.connect();
+    const to = newEmail();
+    try {
+      await client.query('begin');
+      await client.query(`select set_config('role', 'rowgate_anonymous', true)`);
+      const tx = { rows: async (text: string, values: unknown[]) => (await client.query(text, values)).rows } as never;
+      await mailer.send({ to, subject: 'Hello', text: 'code is ABCD-EFGH' }, tx);
+      await client.query('commit');
+    } finally {
+      await client.end();
+    }
+    expect(lines.join('\n')).toContain('ABCD-EFGH');
+    expect(await app.outbox(to)).toMatchObject([{ to, subject: 'Hello', text: 'code is ABCD-EFGH' }]);
+  });
+
+  test('with SMTP_URL: through that server (nodemailer), and nothing in the outbox', async () => {
+    const received: string[] = [];
+    const server = await smtpServer(received);
+    try {
+      const port = (server.address() as { port: number }).port;
+      const mailer = createMailer(loadConfig({ SMTP_URL: `smtp://127.0.0.1:${port}`, MAIL_FROM: 'rowgate <auth@example.com>' }), () => {
+        throw new Error('nothing is logged');
+      });
+      const to = newEmail();
+      await mailer.send({ to, subject: 'Your code', text: 'code is WXYZ-2345' }, null as never);
+      const message = received.join('');
+      expect(message).toContain(`RCPT TO:<${to}>`);
+      expect(message).toContain('MAIL FROM:<auth@example.com>');
+      expect(message).toContain('WXYZ-2345');
+      expect(await app.outbox(to)).toEqual([]);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  test.each([
+    [{ SMTP_URL: 'http://mail.example.com' }, 'SMTP_URL'],
+    [{ SMTP_URL: 'mail.example.com:25' }, 'SMTP_URL'],
+    [{ MAIL_FROM: 'not an address' }, 'MAIL_FROM'],
+  ])('configuration %j is refused with a message naming %s', (env, name) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(new RegExp(`${name}: `));
+  });
+});
+
+/** A minimal SMTP server (RFC 5321's happy path) that records what it is told. */
+async function smtpServer(received: string[]): Promise<Server> {
+  const server = createServer((socket) => {
+    let data = false;
+    let buffer = '';
+    socket.write('220 test ESMTP\r\n');
+    socket.on('data', (chunk) => {
+      received.push(chunk.toString());
+      buffer += chunk.toString();
+      let end: number;
+      while ((end = data ? buffer.indexOf('\r\n.\r\n') : buffer.indexOf('\r\n')) >= 0) {
+        const line = buffer.slice(0, end);
+        buffer = buffer.slice(end + (data ? 5 : 2));
+        if (data) {
+          data = false;
+          socket.write('250 queued\r\n');
+        } else if (/^(EHLO|HELO)/i.test(line)) socket.write('250 test\r\n');
+        else if (/^DATA/i.test(line)) {
+          data = true;
+          socket.write('354 go ahead\r\n');
+        } else if (/^QUIT/i.test(line)) socket.end('221 bye\r\n');
+        else socket.write('250 ok\r\n');
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return server;
+}
+
+describe('npx rowgate mail outbox', () => {
+  function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+    const base: Record<string, string> = {};
+    for (const [key, value] of Object.entries(process.env)) {
+      if (value !== undefined && !/^(DATABASE_URL|AUTH_DATABASE_URL|ROOT_DATABASE_URL|SHADOW_DATABASE_URL|ROWGATE_.*|SMTP_URL|MAIL_FROM)$/.test(key)) base[key] = value;
+    }
+    return new Promise((resolve) => {
+      execFile(
+        process.execPath,
+        [path.join(projectRoot, 'src', 'cli.ts'), ...args],
+        {
+          cwd: projectRoot,
+          timeout: 60_000,
+          env: {
+            ...base,
+            DATABASE_URL: app.ownerUrl,
+            AUTH_DATABASE_URL: app.authenticatorUrl,
+            ROWGATE_SECRET: app.secret,
+            ROWGATE_HOME: path.join(tmpdir(), `rowgate-mail-test-${process.pid}`),
+            ...env,
+          },
+        },
+        (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+      );
+    });
+  }
+
+  test('--to prints that address\'s messages, newest first, as [{to, subject, text, created_at}]; the code signs in', async () => {
+    const email = newEmail();
+    await requestCode(email);
+    await requestCode(email);
+    await requestCode(newEmail());
+    const run = await cli(['mail', 'outbox', '--to', email.toUpperCase()]);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    const messages = JSON.parse(run.stdout);
+    expect(messages).toHaveLength(2);
+    for (const m of messages) expect(Object.keys(m).sort()).toEqual(['created_at', 'subject', 'text', 'to']);
+    expect(messages.every((m: { to: string }) => m.to === email)).toBe(true);
+    expect(Date.parse(messages[0].created_at)).toBeGreaterThanOrEqual(Date.parse(messages[1].created_at));
+    const code = /code is ([A-Z0-9-]+)/.exec(messages[0].text)![1]!;
+    expect((await authenticate(email, code)).status).toBe(200);
+  });
+
+  test('without --to: the latest messages of every address', async () => {
+    const email = newEmail();
+    await requestCode(email);
+    const run = await cli(['mail', 'outbox']);
+    expect(run.code).toBe(0);
+    const messages = JSON.parse(run.stdout);
+    expect(messages.length).toBeGreaterThan(1);
+    expect(messages.length).toBeLessThanOrEqual(20);
+    expect(messages[0].to).toBe(email);
+  });
+
+  test('with SMTP_URL set there is no outbox to read: exit 2 with a message', async () => {
+    const run = await cli(['mail', 'outbox'], { SMTP_URL: 'smtp://127.0.0.1:2525' });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/SMTP_URL is set/);
+  });
+});
