@@ -65,7 +65,7 @@ export const customerRoutes = [
     handler: ({ tx, query }) =>
       runList(
         tx,
-        { from: 'rowgate.customers', columns: customerColumns, sortable: { created_at: 'created_at', email: 'email' }, perOrganization: {} },
+        { from: 'rowgate.customers', columns: customerColumns, sortable: { created_at: 'created_at', email: 'email' }, perOrganization: { counter: 'customers' } },
         query,
         new Where()
           .organizations(query.organization_id)

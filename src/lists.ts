@@ -145,7 +145,14 @@ export interface ListSpec {
    * `permission` names the permission filter of the table's RLS policy, so that
    * only organizations whose rows the subject may see are scanned.
    */
-  perOrganization?: { permission?: string };
+  perOrganization?: {
+    permission?: string;
+    /**
+     * The resource name of the table's per-organization row counts (kept by
+     * triggers): an unfiltered list's total is their sum, not a count of rows.
+     */
+    counter?: string;
+  };
 }
 
 export interface ListQuery {
@@ -189,7 +196,10 @@ export function listStatement(spec: ListSpec, query: ListQuery, where: Where): L
     const filter = ['organization_id = any((select ids from scope)::uuid[])', ...conditions].join(' and ');
     const limit = `$${values.push(query.limit)}`;
     const offset = `$${values.push((query.page - 1) * query.limit)}`;
-    const count = `(select count(*) from ${spec.from} where ${filter})`;
+    const count =
+      spec.perOrganization.counter && !conditions.length
+        ? `rowgate_hidden.organization_row_count('${spec.perOrganization.counter}', (select ids from scope)::uuid[])`
+        : `(select count(*) from ${spec.from} where ${filter})`;
     text = `with scope as (select ${scope} as ids)
       select page.*, ${count} as _total_count
       from unnest((select ids from scope)::uuid[]) as organization(id)

@@ -47,7 +47,7 @@ const write = writeScopes('orders');
 const idFilter = (what: string) => multi(z.uuid(), `Only orders of this ${what} (repeatable).`, '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b');
 
 export const orderSortable = { created_at: 'created_at', amount: 'amount' };
-export const orderListSpec: ListSpec = { from: 'rowgate.orders', columns: orderColumns, sortable: orderSortable, perOrganization: {} };
+export const orderListSpec: ListSpec = { from: 'rowgate.orders', columns: orderColumns, sortable: orderSortable, perOrganization: { counter: 'orders' } };
 
 export const orderRoutes = [
   route({

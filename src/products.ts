@@ -68,7 +68,7 @@ export const productRoutes = [
     handler: ({ tx, query }) =>
       runList(
         tx,
-        { from: 'rowgate.products', columns, sortable: { created_at: 'created_at', name: 'name', price_amount: 'price_amount' }, perOrganization: {} },
+        { from: 'rowgate.products', columns, sortable: { created_at: 'created_at', name: 'name', price_amount: 'price_amount' }, perOrganization: { counter: 'products' } },
         query,
         new Where()
           .organizations(query.organization_id)

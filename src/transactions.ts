@@ -44,7 +44,7 @@ export const transactionRoutes = [
           columns: 'id, organization_id, order_id, type, amount, currency, created_at, updated_at',
           sortable: { created_at: 'created_at', amount: 'amount' },
           // the same permission filter as the table's RLS policy
-          perOrganization: { permission: 'finance:read' },
+          perOrganization: { permission: 'finance:read', counter: 'transactions' },
         },
         query,
         new Where()

@@ -497,6 +497,12 @@ const declarations: Record<string, Declaration> = {
           { query: `slug=${foreign.slug}`, expect: [] },
           { query: `slug=${deleted.slug}`, expect: [] },
           { query: 'slug=no-such-organization', expect: [] },
+          // organization_id narrows to some of the user's organizations; others yield nothing
+          { query: `organization_id=${rows[0]!.id}`, expect: [rows[0]!.id] },
+          { query: `organization_id=${rows[0]!.id}&organization_id=${rows[4]!.id}`, expect: [rows[0]!.id, rows[4]!.id].sort() },
+          { query: `organization_id=${foreign.id}`, expect: [] },
+          { query: `organization_id=${deleted.id}`, expect: [] },
+          { query: `organization_id=${left.id}`, expect: [] },
         ],
       };
     },

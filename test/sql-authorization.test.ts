@@ -196,7 +196,9 @@ describe('what a subject reaches (RLS)', () => {
   });
 
   test('a customer sees itself and its own orders; its seat likewise', async () => {
-    for (const subject of [{ kind: 'customer', id: custA }, { kind: 'member', id: seatA }] as Subject[]) {
+    // portal sessions carry the portal scopes (rowgate_private.authenticate)
+    const portal = ['customer_portal_read', 'customer_portal_write'];
+    for (const subject of [{ kind: 'customer', id: custA, scopes: portal }, { kind: 'member', id: seatA, scopes: portal }] as Subject[]) {
       await as(subject, async (c) => {
         expect(await ids(c, 'select id from rowgate.customers')).toEqual([custA]);
         const orders = await c.query<{ customer_id: string }>('select customer_id from rowgate.orders');
