@@ -190,7 +190,7 @@ function apiHandler(route: ApiRoute, options: AppOptions, mailer: Mailer) {
         req,
         res,
       });
-    });
+    }, { deferCommit: route.method === 'get' });
     // a handler that *returns* an error has recorded something that must stay
     // (a failed attempt, a revoked token family): the transaction committed
     if (result instanceof ApiError) throw result;

@@ -24,6 +24,9 @@ export function createPool(options: PoolOptions): pg.Pool {
     statement_timeout: options.statementTimeoutMs,
     idle_in_transaction_session_timeout: options.statementTimeoutMs * 2,
     application_name: 'rowgate',
+    // queries queued on a connection go out without waiting for the previous
+    // answer: `begin` and the authentication travel together (one round trip)
+    pipeline: true,
   });
   // an idle client losing its server must not crash the process
   pool.on('error', () => {});
@@ -63,23 +66,42 @@ export class Tx {
   }
 }
 
-/** Runs `work` in one transaction on a pooled connection; rolls back on any error. */
-export async function inTransaction<T>(pool: pg.Pool, work: (tx: Tx) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` in one transaction on a pooled connection; rolls back on any error.
+ * `begin` is pipelined with the first statement of `work`. With `deferCommit`
+ * (reads), the answer does not wait for the commit: the connection goes back
+ * to the pool once the commit is done, and what follows on it queues behind.
+ */
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  work: (tx: Tx) => Promise<T>,
+  options: { deferCommit?: boolean } = {},
+): Promise<T> {
   const client = await pool.connect();
-  let broken = false;
+  const begun = client.query('begin');
+  begun.catch(() => {}); // awaited below; its failure also fails the first statement
+  let result: T;
   try {
-    await client.query('begin');
-    const result = await work(new Tx(client));
-    await client.query('commit');
-    return result;
+    result = await work(new Tx(client));
+    await begun;
   } catch (error) {
-    try {
-      await client.query('rollback');
-    } catch {
-      broken = true;
-    }
+    await client.query('rollback').then(
+      () => client.release(),
+      () => client.release(true),
+    );
     throw error;
-  } finally {
-    client.release(broken);
   }
+  const committed = client.query('commit').then(
+    () => client.release(),
+    (error: unknown) => {
+      client.release(true);
+      throw error;
+    },
+  );
+  if (options.deferCommit) {
+    committed.catch(() => {}); // a read's commit failing loses nothing
+  } else {
+    await committed;
+  }
+  return result;
 }
