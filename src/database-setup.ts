@@ -34,7 +34,12 @@ export async function ensureRoles(superuserUrl: string, passwords: RolePasswords
   }
 }
 
-/** Creates `database` owned by rowgate_owner unless it exists. */
+/**
+ * Creates `database` owned by rowgate_owner unless it exists. From a template,
+ * the copy gets the template's database-level grants too: CREATE DATABASE
+ * copies the schema but not the database's own ACL, and the migrations put
+ * grants there (TEMPORARY revoked from PUBLIC, CONNECT for the login roles).
+ */
 export async function ensureDatabase(superuserUrl: string, database: string, template?: string) {
   const client = new pg.Client({ connectionString: superuserUrl });
   await client.connect();
@@ -43,9 +48,28 @@ export async function ensureDatabase(superuserUrl: string, database: string, tem
     if (!rowCount) {
       const from = template ? ` template ${pg.escapeIdentifier(template)}` : '';
       await client.query(`create database ${pg.escapeIdentifier(database)} owner rowgate_owner${from}`);
+      if (template) await copyDatabaseGrants(client, template, database);
     }
   } finally {
     await client.end();
+  }
+}
+
+async function copyDatabaseGrants(client: pg.Client, from: string, to: string) {
+  const { rows } = await client.query<{ grantee: string | null; privilege_type: string; is_grantable: boolean }>(
+    `select case when a.grantee = 0 then null else a.grantee::regrole::text end as grantee, a.privilege_type, a.is_grantable
+     from pg_database d, aclexplode(d.datacl) a
+     where d.datname = $1 and a.grantee <> d.datdba`,
+    [from],
+  );
+  if (!rows.length) return; // the template has the default ACL, as the copy has
+  const db = pg.escapeIdentifier(to);
+  await client.query(`revoke all on database ${db} from public`);
+  for (const { grantee, privilege_type, is_grantable } of rows) {
+    // grantee::regrole::text is already quoted as needed
+    await client.query(
+      `grant ${privilege_type} on database ${db} to ${grantee ?? 'public'}${is_grantable ? ' with grant option' : ''}`,
+    );
   }
 }
 

@@ -1,0 +1,758 @@
+// Analysts (SPEC §8, §10): `rowgate analysts grant` makes a LOGIN role bound to a
+// user; plain SQL under it (a pg client is what psql is: the simple query
+// protocol, COPY included) reads exactly what that user reads through the API
+// with the read scopes, writes nothing, and every way around that fails.
+import { execFile } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import { projectRoot } from '../src/database-setup.ts';
+import { withDatabase } from './database-server.ts';
+import { startTestApp, type TestApp, type TestUser } from './harness.ts';
+
+let app: TestApp;
+const superuserUrl = () => inject('superuserUrl');
+/** roles are cluster-wide and the test files share the cluster: names unique to this run and file */
+const loginName = (label: string) => `${inject('runId')}_${label}_${randomBytes(3).toString('hex')}`;
+const made = new Set<string>();
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** `node src/cli.ts ...args` against this file's database, with a superuser as ROOT_DATABASE_URL. */
+function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
+  const base: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !/^(DATABASE_URL|AUTH_DATABASE_URL|ROOT_DATABASE_URL|SHADOW_DATABASE_URL|ROWGATE_.*)$/.test(key)) base[key] = value;
+  }
+  const childEnv: Record<string, string> = {
+    ...base,
+    DATABASE_URL: app.ownerUrl,
+    AUTH_DATABASE_URL: app.authenticatorUrl,
+    ROWGATE_SECRET: app.secret,
+    ROOT_DATABASE_URL: superuserUrl(),
+    ROWGATE_HOME: path.join(tmpdir(), `rowgate-analysts-test-${process.pid}`),
+  };
+  for (const [key, value] of Object.entries(env)) {
+    if (value === undefined) delete childEnv[key];
+    else childEnv[key] = value;
+  }
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [path.join(projectRoot, 'src', 'cli.ts'), ...args],
+      { cwd: projectRoot, env: childEnv, timeout: 60_000 },
+      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+interface Grant {
+  login: string;
+  password: string;
+  database_url: string;
+}
+
+async function grant(userId: string, label: string): Promise<Grant> {
+  const login = loginName(label);
+  made.add(login);
+  const run = await cli(['analysts', 'grant', '--user-id', userId, '--login', login]);
+  expect(run, `analysts grant --login ${login}`).toMatchObject({ code: 0, stderr: '' });
+  return JSON.parse(run.stdout);
+}
+
+async function connect(url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => {}); // a terminated session reports on its next query
+  await client.connect();
+  return client;
+}
+
+async function superuser<T extends object = any>(sql: string, values: unknown[] = [], database = app.database): Promise<T[]> {
+  const client = new pg.Client({ connectionString: withDatabase(superuserUrl(), database) });
+  await client.connect();
+  try {
+    return (await client.query<T>(sql, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** The statement fails with insufficient_privilege (42501), whatever it tried. */
+async function expectDenied(client: pg.Client, sql: string, values?: unknown[]) {
+  const error = await client.query(sql, values).then(
+    () => null,
+    (e: { code?: string; message: string }) => e,
+  );
+  expect(error, `${sql} must be refused`).not.toBeNull();
+  expect({ sql, code: error!.code }).toEqual({ sql, code: '42501' });
+}
+
+/** COPY … TO STDOUT as psql runs it: the rows arrive as CopyData messages. */
+function copyOut(client: pg.Client, sql: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const query = new pg.Query(sql) as pg.Query & { handleCopyData(message: { chunk: Buffer }): void };
+    query.handleCopyData = (message) => void chunks.push(message.chunk);
+    query.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    query.on('error', reject);
+    void client.query(query);
+  });
+}
+
+/** Every item of a list endpoint, page by page, with a bearer token or a web session. */
+async function listAll(pathname: string, credential: string | { session: string }): Promise<any[]> {
+  const items: any[] = [];
+  const auth = typeof credential === 'string' ? { token: credential } : credential;
+  for (let page = 1; ; page++) {
+    const res = await app.get(`${pathname}${pathname.includes('?') ? '&' : '?'}limit=100&page=${page}`, auth);
+    expect(res.status, `GET ${pathname}`).toBe(200);
+    items.push(...res.body.items);
+    if (page >= res.body.pagination.max_page) return items;
+  }
+}
+
+/** SQL rows in the API's shape: its fields only, timestamps as ISO strings, bigints as numbers. */
+function asApi(rows: Record<string, unknown>[], like: Record<string, unknown>[]): Record<string, unknown>[] {
+  const keys = like[0] ? Object.keys(like[0]) : rows[0] ? Object.keys(rows[0]) : [];
+  return rows.map((row) =>
+    Object.fromEntries(
+      keys.map((k) => {
+        const v = row[k];
+        const api = like[0]?.[k];
+        return [k, v instanceof Date ? v.toISOString() : typeof api === 'number' && typeof v === 'string' ? Number(v) : v];
+      }),
+    ),
+  );
+}
+
+const byKey =
+  (...keys: string[]) =>
+  (a: Record<string, unknown>, b: Record<string, unknown>) =>
+    keys.map((k) => String(a[k])).join('|').localeCompare(keys.map((k) => String(b[k])).join('|'));
+
+// The world: ann is the analysts' user.
+//   A: ann admin and account admin (finance visible)   B: ann member (no finance:read)
+//   E: ann finance role                                  C: bob's, ann not a member
+//   D: ann's membership removed                          F: ann admin, organization deleted
+let ann: TestUser;
+let bob: TestUser;
+const org: Record<'A' | 'B' | 'C' | 'D' | 'E' | 'F', string> = {} as never;
+let readToken: string;
+/** an impersonation session: a web session with the read scopes (payout accounts take web sessions only) */
+let readSession: { session: string };
+let analyst: Grant;
+
+async function fill(organizationId: string, label: string) {
+  const products = [
+    await app.product(organizationId, { name: `${label} basic`, price_amount: 1000 }),
+    await app.product(organizationId, { name: `${label} pro`, price_amount: 2500, is_archived: true }),
+  ];
+  const deletedProduct = await app.product(organizationId, { name: `${label} gone` });
+  await app.sql('update rowgate.products set deleted_at = now() where id = $1', [deletedProduct]);
+  const customers = [await app.customer(organizationId), await app.customer(organizationId, { status: 'active' })];
+  const deletedCustomer = await app.customer(organizationId);
+  await app.sql('update rowgate.customers set deleted_at = now() where id = $1', [deletedCustomer]);
+  await app.customerMember(customers[1]!);
+  await app.sql(`insert into rowgate.payout_accounts (organization_id, type, country, currency) values ($1, 'bank_account', 'US', 'usd')`, [
+    organizationId,
+  ]);
+  await app.order(products[0]!, customers[0]!, 'pending');
+  await app.order(products[1]!, customers[1]!, 'paid');
+  const refunded = await app.order(products[0]!, customers[1]!, 'paid');
+  await app.sql(`update rowgate.orders set status = 'refunded' where id = $1`, [refunded]);
+  // a payment of an earlier day, for the per-day views (past the timestamps trigger)
+  const earlier = await app.order(products[0]!, customers[0]!, 'paid');
+  await superuser(`begin; set local session_replication_role = replica;
+    update rowgate.transactions set created_at = created_at - interval '3 days' where order_id = ${pg.escapeLiteral(earlier)};
+    update rowgate.orders set created_at = created_at - interval '3 days' where id = ${pg.escapeLiteral(earlier)};
+    commit`);
+}
+
+beforeAll(async () => {
+  app = await startTestApp();
+  ann = await app.user({ name: 'Ann Analyst' });
+  bob = await app.user({ name: 'Bob' });
+  org.A = (await app.organization(ann.id, { name: 'A' })).id;
+  await app.account(org.A, ann.id);
+  org.B = (await app.organization(bob.id, { name: 'B' })).id;
+  await app.membership(org.B, ann.id, 'member');
+  await app.account(org.B, bob.id);
+  org.C = (await app.organization(bob.id, { name: 'C' })).id;
+  await app.account(org.C, bob.id);
+  org.D = (await app.organization(bob.id, { name: 'D' })).id;
+  await app.membership(org.D, ann.id, 'member');
+  await app.sql('update rowgate.memberships set deleted_at = now() where organization_id = $1 and user_id = $2', [org.D, ann.id]);
+  org.E = (await app.organization(bob.id, { name: 'E' })).id;
+  await app.membership(org.E, ann.id, 'finance');
+  org.F = (await app.organization(ann.id, { name: 'F' })).id;
+  for (const [label, id] of Object.entries(org)) await fill(id, label);
+  await app.sql('update rowgate.organizations set deleted_at = now() where id = $1', [org.F]);
+
+  const [read] = await app.sql<{ scopes: string[] }>('select rowgate_private.read_scopes() as scopes');
+  readToken = await app.pat(ann.id, read!.scopes);
+  const operator = await app.user({ admin: true });
+  readSession = { session: await app.session(ann.id, { impersonatorId: operator.id, lifetime: '1 hour' }) };
+  analyst = await grant(ann.id, 'ann');
+});
+
+afterAll(async () => {
+  if (app) {
+    for (const login of made) await superuser(`drop role if exists ${pg.escapeIdentifier(login)}`).catch(() => {});
+    await app.close();
+  }
+});
+
+describe('analysts grant', () => {
+  test('prints {login, password, database_url}: a URL of this database, as the new role', () => {
+    expect(Object.keys(analyst).sort()).toEqual(['database_url', 'login', 'password']);
+    const url = new URL(analyst.database_url);
+    const owner = new URL(app.ownerUrl);
+    expect({ user: url.username, password: decodeURIComponent(url.password), host: url.host, path: url.pathname }).toEqual({
+      user: analyst.login,
+      password: analyst.password,
+      host: owner.host,
+      path: `/${app.database}`,
+    });
+    expect(analyst.password.length).toBeGreaterThanOrEqual(24);
+  });
+
+  test('the role: LOGIN, a member of rowgate_analyst only, no attributes, a SCRAM verifier; the binding', async () => {
+    const [role] = await superuser(
+      `select r.rolcanlogin, r.rolsuper, r.rolcreaterole, r.rolcreatedb, r.rolreplication, r.rolbypassrls, r.rolinherit,
+         starts_with(a.rolpassword, 'SCRAM-SHA-256$') as scram,
+         array(select m.roleid::regrole::text from pg_auth_members m where m.member = r.oid) as member_of
+       from pg_roles r join pg_authid a on a.oid = r.oid where r.rolname = $1`,
+      [analyst.login],
+    );
+    expect(role).toEqual({
+      rolcanlogin: true,
+      rolsuper: false,
+      rolcreaterole: false,
+      rolcreatedb: false,
+      rolreplication: false,
+      rolbypassrls: false,
+      rolinherit: true,
+      scram: true,
+      member_of: ['rowgate_analyst'],
+    });
+    expect(await app.sql('select login::text, user_id from rowgate_private.analysts where login = $1', [analyst.login])).toEqual([
+      { login: analyst.login, user_id: ann.id },
+    ]);
+  });
+
+  test('analysts list shows the binding', async () => {
+    const run = await cli(['analysts', 'list']);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(run.stdout)).toContainEqual({ login: analyst.login, user_id: ann.id, created_at: expect.any(String), role_exists: true });
+  });
+
+  test('the session is that user with the read scopes, whatever it is called', async () => {
+    const client = await connect(analyst.database_url);
+    try {
+      const { rows } = await client.query(
+        `select session_user::text, rowgate_hidden.current_subject_kind() as kind, rowgate_hidden.current_user_id() as user_id`,
+      );
+      expect(rows[0]).toEqual({ session_user: analyst.login, kind: 'user', user_id: ann.id });
+      const { rows: scopes } = await client.query('select rowgate_hidden.current_scopes() as s');
+      const [{ expected }] = await app.sql('select rowgate_private.read_scopes() as expected');
+      expect(scopes[0].s).toEqual(expected);
+      expect(scopes[0].s.every((s: string) => s.endsWith('read'))).toBe(true);
+    } finally {
+      await client.end();
+    }
+  });
+
+  const refusals: [name: string, args: (userId: string) => string[], message: RegExp][] = [
+    ['an upper-case login', (u) => ['--user-id', u, '--login', 'Ann'], /--login must be a lower-case identifier/],
+    ['a login with a quote', (u) => ['--user-id', u, '--login', `ann"; drop role postgres; --`], /--login must be a lower-case identifier/],
+    ['a login too long for a role', (u) => ['--user-id', u, '--login', 'a'.repeat(64)], /--login must be/],
+    ["a login in PostgreSQL's pg_ namespace", (u) => ['--user-id', u, '--login', 'pg_analyst'], /reserved by PostgreSQL/],
+    ["an API role's name", (u) => ['--user-id', u, '--login', 'rowgate_owner'], /belong to the API's own roles/],
+    ['an existing role that is not an analyst', (u) => ['--user-id', u, '--login', 'postgres'], /exists and is not an analyst/],
+    ['an unknown user', () => ['--user-id', randomUUID(), '--login', 'nobody_analyst'], /not found/],
+    ['a malformed user id', () => ['--user-id', 'ann', '--login', 'nobody_analyst'], /--user-id must be a uuid/],
+    ['no --login', (u) => ['--user-id', u], /--login is required/],
+  ];
+  /** the roles in rowgate_analyst, and the role named --login (other test files make roles too: only these) */
+  const analystRoles = (login: string | undefined) =>
+    superuser(
+      `select rolname::text, pg_has_role(oid, 'rowgate_analyst', 'member') as analyst from pg_roles
+       where pg_has_role(oid, 'rowgate_analyst', 'member') and rolname <> 'rowgate_analyst' or rolname = $1 order by 1`,
+      [login ?? ''],
+    );
+  // each run is a fresh Node process: run them side by side
+  test.concurrent.for(refusals)('refuses %s: exit 2, a message, no role', async ([, args, message], { expect }) => {
+    const login = args(ann.id)[args(ann.id).indexOf('--login') + 1];
+    const before = await analystRoles(login);
+    const run = await cli(['analysts', 'grant', ...args(ann.id)]);
+    expect(run).toEqual({ code: 2, stdout: '', stderr: expect.stringMatching(message) });
+    expect(await analystRoles(login)).toEqual(before);
+    expect(await app.sql('select count(*)::int as n from rowgate_private.analysts')).toEqual([{ n: 1 }]);
+  });
+
+  test('refuses a login that is an analyst already (no rebinding to another user)', async () => {
+    const run = await cli(['analysts', 'grant', '--user-id', bob.id, '--login', analyst.login]);
+    expect(run).toEqual({ code: 2, stdout: '', stderr: expect.stringMatching(/analyst already/) });
+    expect(await app.sql('select user_id from rowgate_private.analysts where login = $1', [analyst.login])).toEqual([{ user_id: ann.id }]);
+  });
+
+  test('without ROOT_DATABASE_URL (and no embedded database) it says what it needs', async () => {
+    const run = await cli(['analysts', 'grant', '--user-id', ann.id, '--login', loginName('noroot')], { ROOT_DATABASE_URL: undefined });
+    expect(run).toEqual({ code: 2, stdout: '', stderr: expect.stringMatching(/set ROOT_DATABASE_URL/) });
+  });
+});
+
+describe('the analyst reads exactly what the API shows the user with read scopes', () => {
+  let client: pg.Client;
+  beforeAll(async () => {
+    client = await connect(analyst.database_url);
+  });
+  afterAll(async () => client?.end());
+
+  const sql = async (text: string) => (await client.query(text)).rows;
+
+  test('organizations', async () => {
+    const api = await listAll('/v1/organizations/', readToken);
+    const rows = await sql('select id, name, slug, account_id, created_at, updated_at from rowgate.organizations');
+    expect(asApi(rows, api).sort(byKey('id'))).toEqual(api.sort(byKey('id')));
+    expect(api.map((o) => o.id).sort()).toEqual([org.A, org.B, org.E].sort());
+  });
+
+  for (const [name, pathname, query] of [
+    ['products', '/v1/products/', 'select * from rowgate.products'],
+    ['customers', '/v1/customers/', 'select * from rowgate.customers'],
+    ['orders', '/v1/orders/', 'select * from rowgate.orders'],
+    ['transactions', '/v1/transactions/', 'select * from rowgate.transactions'],
+  ] as const) {
+    test(name, async () => {
+      const api = await listAll(pathname, readToken);
+      const columns = Object.keys(api[0] ?? { id: null }).join(', ');
+      const rows = await sql(query.replace('*', columns));
+      expect(asApi(rows, api).sort(byKey('id'))).toEqual(api.sort(byKey('id')));
+      expect(api.length).toBeGreaterThan(0);
+      // never a row of an organization the user does not reach (C, D, F), nor one the finance filter hides (B)
+      const hidden = name === 'transactions' ? [org.B, org.C, org.D, org.F] : [org.C, org.D, org.F];
+      expect(api.filter((r) => hidden.includes(r.organization_id))).toEqual([]);
+    });
+  }
+
+  test('payout accounts (the finance-read policy: the account admin only)', async () => {
+    const api = await listAll('/v1/payout-accounts/', readSession);
+    const rows = await sql('select id, organization_id, type, country, currency, created_at, updated_at from rowgate.payout_accounts');
+    expect(asApi(rows, api).sort(byKey('id'))).toEqual(api.sort(byKey('id')));
+    expect(api.map((p) => p.organization_id)).toEqual([org.A]);
+  });
+
+  test("accounts: the ones GET /v1/organizations/{id}/account shows, and no other", async () => {
+    const api: any[] = [];
+    for (const id of Object.values(org)) {
+      const res = await app.get(`/v1/organizations/${id}/account`, { token: readToken });
+      expect([200, 403, 404], `${id}: ${JSON.stringify(res.body)}`).toContain(res.status);
+      if (res.status === 200) api.push(res.body);
+    }
+    const rows = await sql('select id, organization_id, admin_id, country, currency, status, created_at, updated_at from rowgate.accounts');
+    expect(asApi(rows, api).sort(byKey('id'))).toEqual(api.sort(byKey('id')));
+    expect(api.map((a) => a.organization_id)).toEqual([org.A]);
+  });
+
+  test('memberships (with the colleagues they name)', async () => {
+    const api = (await Promise.all([org.A, org.B, org.E].map((id) => listAll(`/v1/organizations/${id}/members`, readToken)))).flat();
+    const rows = await sql(
+      `select m.user_id, m.organization_id, m.role, u.email, u.name, m.created_at, m.updated_at
+       from rowgate.memberships m join rowgate.users u on u.id = m.user_id`,
+    );
+    expect(asApi(rows, api).sort(byKey('organization_id', 'user_id'))).toEqual(api.sort(byKey('organization_id', 'user_id')));
+    expect(api.length).toBe(5); // A: ann; B: bob, ann; E: bob, ann
+  });
+
+  test('revenue_by_day: the API\'s transactions summed per organization, UTC day and currency', async () => {
+    const transactions = await listAll('/v1/transactions/', readToken);
+    const expected = new Map<string, { organization_id: string; day: string; currency: string; gross_amount: number; refunded_amount: number; net_amount: number; payments: number }>();
+    for (const t of transactions) {
+      const day = new Date(t.created_at).toISOString().slice(0, 10);
+      const key = `${t.organization_id}|${day}|${t.currency}`;
+      const row = expected.get(key) ?? { organization_id: t.organization_id, day, currency: t.currency, gross_amount: 0, refunded_amount: 0, net_amount: 0, payments: 0 };
+      if (t.type === 'payment') (row.gross_amount += t.amount), (row.payments += 1);
+      else row.refunded_amount -= t.amount;
+      row.net_amount += t.amount;
+      expected.set(key, row);
+    }
+    const rows = await sql(
+      `select organization_id, day::text as day, currency, gross_amount::float8, refunded_amount::float8, net_amount::float8, payments::int
+       from rowgate.revenue_by_day`,
+    );
+    const key = byKey('organization_id', 'day', 'currency');
+    expect(rows.sort(key)).toEqual([...expected.values()].sort(key));
+    expect(rows.length).toBeGreaterThanOrEqual(4); // A and E, today and three days ago
+  });
+
+  test("orders_by_day: the API's orders counted per organization, UTC day and status", async () => {
+    const orders = await listAll('/v1/orders/', readToken);
+    const expected = new Map<string, { organization_id: string; day: string; status: string; orders: number; amount: number }>();
+    for (const o of orders) {
+      const day = new Date(o.created_at).toISOString().slice(0, 10);
+      const key = `${o.organization_id}|${day}|${o.status}`;
+      const row = expected.get(key) ?? { organization_id: o.organization_id, day, status: o.status, orders: 0, amount: 0 };
+      row.orders += 1;
+      row.amount += o.amount;
+      expected.set(key, row);
+    }
+    const rows = await sql('select organization_id, day::text as day, status, orders::int, amount::float8 from rowgate.orders_by_day');
+    const key = byKey('organization_id', 'day', 'status');
+    expect(rows.sort(key)).toEqual([...expected.values()].sort(key));
+  });
+
+  test('COPY (columns) TO STDOUT, as psql \\copy does it, gives the same rows as SELECT: RLS applies', async () => {
+    const copied = (await copyOut(client, 'copy rowgate.products (id) to stdout')).trim().split('\n').sort();
+    const selected = (await sql('select id from rowgate.products')).map((r) => r.id).sort();
+    expect(copied).toEqual(selected);
+    expect(copied.length).toBe(6); // two live products in each of A, B and E
+  });
+});
+
+describe('writes fail', () => {
+  let client: pg.Client;
+  beforeAll(async () => {
+    client = await connect(analyst.database_url);
+  });
+  afterAll(async () => client?.end());
+
+  const tables = [
+    'organizations', 'memberships', 'products', 'customers', 'customer_members', 'orders', 'transactions',
+    'accounts', 'payout_accounts', 'users', 'personal_access_tokens', 'organization_access_tokens', 'roles',
+    'role_permissions', 'permissions',
+  ];
+  /** a column of each table, for UPDATE … SET c = c */
+  const column = (table: string) => (table === 'role_permissions' ? 'role' : ['roles', 'permissions'].includes(table) ? 'name' : 'id');
+  test.for(tables)('insert, update, delete on rowgate.%s, with or without write scopes set', async (table) => {
+    const before = await app.sql(`select md5(string_agg(t::text, ',' order by t::text)) as digest from rowgate.${table} t`);
+    await expectDenied(client, `insert into rowgate.${table} default values`);
+    await expectDenied(client, `update rowgate.${table} set ${column(table)} = ${column(table)}`);
+    await expectDenied(client, `delete from rowgate.${table}`);
+    await client.query('begin');
+    try {
+      await client.query(`select set_config('rowgate.scopes', $1, true)`, ['products_write customers_write orders_write organizations_write members_write']);
+      await expectDenied(client, `delete from rowgate.${table}`);
+    } finally {
+      await client.query('rollback');
+    }
+    expect(await app.sql(`select md5(string_agg(t::text, ',' order by t::text)) as digest from rowgate.${table} t`)).toEqual(before);
+  });
+
+  test('the write functions are not theirs: create_order, create_organization, delete_resource', async () => {
+    const [product] = await app.sql('select id from rowgate.products where organization_id = $1 and deleted_at is null limit 1', [org.A]);
+    const [customer] = await app.sql('select id from rowgate.customers where organization_id = $1 and deleted_at is null limit 1', [org.A]);
+    await expectDenied(client, 'select * from rowgate.create_order($1, $2, null, null, null)', [product.id, customer.id]);
+    await expectDenied(client, `select rowgate.create_organization('Mine', $1)`, [`mine-${randomUUID().slice(0, 8)}`]);
+    await expectDenied(client, `select rowgate.delete_resource('product', $1)`, [product.id]);
+    expect(await app.sql('select deleted_at from rowgate.products where id = $1', [product.id])).toEqual([{ deleted_at: null }]);
+  });
+
+  test('COPY … FROM STDIN is refused before any row is read', async () => {
+    await expectDenied(client, 'copy rowgate.products (organization_id, name, price_amount, price_currency) from stdin');
+  });
+
+  // PostgreSQL grants lo_create/lo_creat/lo_from_bytea to PUBLIC, in every database. Fails until a
+  // superuser runs, in the rowgate database: revoke execute on function pg_catalog.lo_create(oid),
+  // pg_catalog.lo_creat(integer), pg_catalog.lo_from_bytea(oid, bytea) from public; (docs/operations.md)
+  test('no large objects: nothing of theirs is stored in the database', async () => {
+    await expectDenied(client, 'select lo_create(0)');
+    await expectDenied(client, `select lo_from_bytea(0, '\\x00'::bytea)`);
+    await expectDenied(client, 'select lo_creat(-1)');
+  });
+});
+
+describe('bypass attempts fail', () => {
+  /** what ann's analyst sees with no tricks: the baseline every attempt is compared with */
+  let baseline: { products: string[]; organizations: string[] };
+  const probe = async (client: pg.Client) => ({
+    products: (await client.query('select id from rowgate.products order by id')).rows.map((r) => r.id),
+    organizations: (await client.query('select id from rowgate.organizations order by id')).rows.map((r) => r.id),
+  });
+  const session = async <T>(run: (client: pg.Client) => Promise<T>): Promise<T> => {
+    const client = await connect(analyst.database_url);
+    try {
+      return await run(client);
+    } finally {
+      await client.end();
+    }
+  };
+  beforeAll(async () => {
+    baseline = await session(probe);
+    expect(baseline.organizations).toEqual([org.A, org.B, org.E].sort());
+  });
+
+  test("1. session settings naming another user (bob), with all scopes: still ann's rows", async () => {
+    await session(async (client) => {
+      await client.query(`select set_config('rowgate.subject_kind', 'user', false), set_config('rowgate.subject_id', $1, false),
+        set_config('rowgate.scopes', 'organizations_read organizations_write products_read products_write finance:read', false)`, [bob.id]);
+      expect(await probe(client)).toEqual(baseline);
+      expect((await client.query('select rowgate_hidden.current_user_id() as id')).rows).toEqual([{ id: ann.id }]);
+    });
+  });
+
+  test('2. the same settings transaction-local, as the API sets them', async () => {
+    await session(async (client) => {
+      await client.query('begin');
+      await client.query(`select set_config('rowgate.subject_kind', 'user', true), set_config('rowgate.subject_id', $1, true),
+        set_config('rowgate.scopes', 'products_write', true)`, [bob.id]);
+      expect(await probe(client)).toEqual(baseline);
+      await expectDenied(client, `update rowgate.products set name = 'mine'`);
+      await client.query('rollback');
+    });
+  });
+
+  test("3. settings naming organization C as an Organization subject: still ann's rows", async () => {
+    await session(async (client) => {
+      await client.query(`set rowgate.subject_kind = 'organization'`);
+      await client.query(`select set_config('rowgate.subject_id', $1, false)`, [org.C]);
+      expect(await probe(client)).toEqual(baseline);
+      expect((await client.query('select rowgate_hidden.current_subject_kind() as kind')).rows).toEqual([{ kind: 'user' }]);
+    });
+  });
+
+  test('4. SET ROLE to any API role or the superuser is refused', async () => {
+    await session(async (client) => {
+      for (const role of ['rowgate_user', 'rowgate_authenticator', 'rowgate_owner', 'rowgate_organization', 'rowgate_customer', 'rowgate_member', 'rowgate_anonymous', 'postgres']) {
+        await expectDenied(client, `set role ${role}`);
+      }
+      expect((await client.query('select current_user::text as who')).rows).toEqual([{ who: analyst.login }]);
+    });
+  });
+
+  test('5. SET SESSION AUTHORIZATION to the authenticator (whose settings are trusted) is refused', async () => {
+    await session(async (client) => {
+      await expectDenied(client, 'set session authorization rowgate_authenticator');
+      await expectDenied(client, 'set session authorization rowgate_owner');
+    });
+  });
+
+  test('6. SET ROLE rowgate_analyst (allowed: its own group) changes nothing: identity is the login, not current_user', async () => {
+    await session(async (client) => {
+      await client.query('set role rowgate_analyst');
+      await client.query(`select set_config('rowgate.subject_id', $1, false)`, [bob.id]);
+      expect(await probe(client)).toEqual(baseline);
+    });
+  });
+
+  test('7. the secrets are out of reach: sessions, token hashes, OAuth2 tokens, the analysts table, token metadata', async () => {
+    await session(async (client) => {
+      for (const table of ['rowgate_private.sessions', 'rowgate_private.access_token_hashes', 'rowgate_private.oauth2_access_tokens', 'rowgate_private.analysts', 'rowgate_private.scopes']) {
+        await expectDenied(client, `select * from ${table}`);
+      }
+      await expectDenied(client, 'select * from rowgate.personal_access_tokens');
+      await expectDenied(client, 'select * from rowgate.organization_access_tokens');
+    });
+  });
+
+  test('8. rowgate_private.authenticate (and the token issuers) cannot be called', async () => {
+    await session(async (client) => {
+      await expectDenied(client, `select * from rowgate_private.authenticate('web_session', $1)`, [Buffer.alloc(32)]);
+      await expectDenied(client, `select * from rowgate_private.issue_user_session($1, $2, interval '1 day')`, [bob.id, Buffer.alloc(32)]);
+      await expectDenied(client, `select rowgate.create_personal_access_token('x', '{user:write}', null, $1)`, [Buffer.alloc(32)]);
+    });
+  });
+
+  test("9. security-definer resolution with another organization's ids is refused", async () => {
+    await session(async (client) => {
+      await expectDenied(client, `select rowgate_hidden.resource_organization_id('organization', $1)`, [org.C]);
+      await expectDenied(client, `select * from rowgate_hidden.authorize('organization', $1, 'read')`, [org.C]);
+    });
+  });
+
+  test("10. security-definer writes aimed at another organization: add_member, create_account, create_customer_session", async () => {
+    await session(async (client) => {
+      await expectDenied(client, `select rowgate.add_member($1, $2, 'admin')`, [org.C, ann.email]);
+      await expectDenied(client, `select rowgate.create_account($1, 'US', 'usd')`, [org.C]);
+      await expectDenied(client, `select * from rowgate.create_customer_session(gen_random_uuid(), null, $1)`, [Buffer.alloc(32)]);
+      await expectDenied(client, `select * from rowgate.create_impersonation_session($1, $2)`, [bob.id, Buffer.alloc(32)]);
+    });
+    expect(await app.sql('select count(*)::int as n from rowgate.memberships where organization_id = $1 and user_id = $2', [org.C, ann.id])).toEqual([{ n: 0 }]);
+  });
+
+  test("11. the helpers it may call answer for ann only, whatever ids it passes", async () => {
+    await session(async (client) => {
+      await client.query(`select set_config('rowgate.subject_id', $1, false)`, [bob.id]);
+      const { rows } = await client.query(
+        `select rowgate_hidden.current_organization_ids() as orgs, rowgate_hidden.has_permission($1, 'products:write') as c_write,
+           rowgate_hidden.current_customer_id() as customer, rowgate_hidden.role_permission_denial($1, 'products:write') is not null as c_denied`,
+        [org.C],
+      );
+      expect(rows[0].orgs.sort()).toEqual([org.A, org.B, org.E].sort());
+      expect(rows[0]).toMatchObject({ c_write: false, customer: null, c_denied: true });
+    });
+  });
+
+  test("12. the finance policy helper tells nothing about an organization the user does not reach", async () => {
+    // finance_denial is a security definer granted to analysts (their RLS uses it): for
+    // an unreachable organization it must answer as for one that does not exist, not
+    // reveal whether C exists, has an account, or who administers it. Fails until a
+    // migration adds `and p_organization_id = any (rowgate_hidden.current_organization_ids())`
+    // to the account lookup of rowgate_hidden.finance_denial.
+    await session(async (client) => {
+      const { rows } = await client.query(
+        `select rowgate_hidden.finance_denial($1, false) as c, rowgate_hidden.finance_denial(gen_random_uuid(), false) as nothing,
+           rowgate_hidden.finance_read_denial($1) as c_read, rowgate_hidden.policy_denial($1, 'finance_read') as c_policy`,
+        [org.C],
+      );
+      expect(rows[0]).toEqual({ c: rows[0].nothing, nothing: rows[0].nothing, c_read: rows[0].nothing, c_policy: rows[0].nothing });
+    });
+  });
+
+  test('13. CREATE FUNCTION, CREATE TABLE, CREATE TEMP TABLE, CREATE SCHEMA, CREATE EXTENSION: all refused', async () => {
+    await session(async (client) => {
+      for (const schema of ['public', 'rowgate', 'rowgate_hidden']) {
+        await expectDenied(client, `create function ${schema}.current_user_id() returns uuid language sql as $$ select null::uuid $$`);
+        await expectDenied(client, `create table ${schema}.mine (x int)`);
+        await expectDenied(client, `create view ${schema}.mine as select 1 as x`);
+      }
+      await expectDenied(client, 'create temp table mine (x int)');
+      await expectDenied(client, 'create function pg_temp.mine() returns int language sql as $$ select 1 $$');
+      await expectDenied(client, 'create schema mine');
+      await expectDenied(client, 'create extension if not exists dblink');
+    });
+  });
+
+  test('14. COPY products TO STDOUT (all columns) is refused; COPY … TO a server file is refused', async () => {
+    await session(async (client) => {
+      await expectDenied(client, 'copy rowgate.products to stdout');
+      await expectDenied(client, `copy (select id from rowgate.products) to '${path.join(tmpdir(), `rowgate-${randomUUID()}.csv`)}'`);
+      await expectDenied(client, `copy (select 1) to program 'true'`);
+      await expectDenied(client, `select pg_read_file('/etc/passwd')`);
+    });
+  });
+
+  test('15. ALTER ROLE self: no attributes, no settings, no other roles', async () => {
+    await session(async (client) => {
+      const self = pg.escapeIdentifier(analyst.login);
+      for (const change of ['superuser', 'bypassrls', 'createrole', 'createdb', 'replication']) {
+        await expectDenied(client, `alter role ${self} ${change}`);
+      }
+      await expectDenied(client, `alter role ${self} set rowgate.subject_id = '${bob.id}'`);
+      await expectDenied(client, `grant rowgate_user to ${self}`);
+      await expectDenied(client, `grant rowgate_authenticator to ${self}`);
+    });
+  });
+
+  test('16. what the role may touch is an allow-list: read-only relations, a few security-definer helpers', async () => {
+    const [grants] = await superuser(
+      `select
+         array(select c.oid::regclass::text from pg_class c join pg_namespace n on n.oid = c.relnamespace
+           where n.nspname not in ('pg_catalog', 'information_schema') and n.nspname not like 'pg\\_toast%'
+             and has_any_column_privilege($1, c.oid, 'select') order by 1) as readable,
+         array(select c.oid::regclass::text from pg_class c join pg_namespace n on n.oid = c.relnamespace
+           where n.nspname not in ('pg_catalog', 'information_schema') and n.nspname not like 'pg\\_toast%' and c.relkind in ('r', 'v', 'm', 'p', 'f')
+             and (has_table_privilege($1, c.oid, 'insert, update, delete, truncate, references, trigger')
+               or has_any_column_privilege($1, c.oid, 'insert, update, references')) order by 1) as writable,
+         array(select p.oid::regprocedure::text from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+           where n.nspname not in ('pg_catalog', 'information_schema') and p.prosecdef
+             and has_function_privilege($1, p.oid, 'execute') order by 1) as definers,
+         array(select n.nspname::text from pg_namespace n where has_schema_privilege($1, n.oid, 'create') order by 1) as creatable_schemas,
+         has_database_privilege($1, current_database(), 'create') as create_schema,
+         has_database_privilege($1, current_database(), 'temporary') as temporary`,
+      [analyst.login],
+    );
+    expect(grants).toEqual({
+      readable: [
+        'rowgate.accounts', 'rowgate.customer_members', 'rowgate.customers', 'rowgate.memberships', 'rowgate.orders',
+        'rowgate.orders_by_day', 'rowgate.organizations', 'rowgate.payout_accounts', 'rowgate.permissions', 'rowgate.products',
+        'rowgate.revenue_by_day', 'rowgate.role_permissions', 'rowgate.roles', 'rowgate.transactions', 'rowgate.users',
+      ],
+      writable: [],
+      definers: [
+        'rowgate_hidden.analyst_scopes()', 'rowgate_hidden.analyst_user_id()', 'rowgate_hidden.current_colleague_ids()',
+        'rowgate_hidden.current_customer_id()', 'rowgate_hidden.current_organization_ids(text)',
+        'rowgate_hidden.finance_denial(uuid,boolean)',
+        // counts only over the organizations the subject reaches (migration 000006)
+        'rowgate_hidden.organization_row_count(text,uuid[])',
+      ],
+      creatable_schemas: [],
+      create_schema: false,
+      temporary: false,
+    });
+  });
+
+  test('17. statistics of the RLS tables stay hidden (pg_stats), even after ANALYZE', async () => {
+    await app.sql('analyze rowgate.products, rowgate.customers, rowgate.orders');
+    await session(async (client) => {
+      const { rows } = await client.query(`select tablename, attname from pg_stats where schemaname = 'rowgate'`);
+      expect(rows).toEqual([]);
+    });
+  });
+});
+
+describe('the binding decides', () => {
+  test("a deleted user's analyst sees nothing", async () => {
+    const carol = await app.user();
+    const organization = await app.organization(carol.id);
+    await app.product(organization.id);
+    const carolAnalyst = await grant(carol.id, 'carol');
+    const client = await connect(carolAnalyst.database_url);
+    try {
+      expect((await client.query('select count(*)::int as n from rowgate.products')).rows).toEqual([{ n: 1 }]);
+      await app.sql('update rowgate.users set deleted_at = now() where id = $1', [carol.id]);
+      expect((await client.query('select count(*)::int as n from rowgate.products')).rows).toEqual([{ n: 0 }]);
+      expect((await client.query('select rowgate_hidden.current_user_id() as id')).rows).toEqual([{ id: null }]);
+    } finally {
+      await client.end();
+    }
+  });
+
+  test('a role in rowgate_analyst without a binding sees nothing', async () => {
+    const login = loginName('unbound');
+    made.add(login);
+    const password = randomBytes(18).toString('base64url');
+    await superuser(`create role ${pg.escapeIdentifier(login)} login password ${pg.escapeLiteral(password)} in role rowgate_analyst`);
+    const url = new URL(analyst.database_url);
+    url.username = login;
+    url.password = password;
+    const client = await connect(url.toString());
+    try {
+      await client.query(`select set_config('rowgate.subject_id', $1, false), set_config('rowgate.subject_kind', 'user', false)`, [ann.id]);
+      expect((await client.query('select count(*)::int as n from rowgate.products')).rows).toEqual([{ n: 0 }]);
+      expect((await client.query('select rowgate_hidden.current_subject_kind() as kind')).rows).toEqual([{ kind: null }]);
+    } finally {
+      await client.end();
+    }
+  });
+});
+
+describe('analysts revoke', () => {
+  test('refuses roles that are not bound analysts: the API roles, the superuser, an unbound member', async () => {
+    for (const login of ['rowgate_user', 'rowgate_authenticator', 'postgres', 'nobody_at_all']) {
+      const run = await cli(['analysts', 'revoke', '--login', login]);
+      expect(run, login).toEqual({ code: 2, stdout: '', stderr: expect.stringMatching(/not an analyst|API's own roles/) });
+    }
+    expect(await superuser(`select rolname::text from pg_roles where rolname in ('rowgate_user', 'rowgate_authenticator', 'postgres') order by 1`)).toEqual([
+      { rolname: 'postgres' },
+      { rolname: 'rowgate_authenticator' },
+      { rolname: 'rowgate_user' },
+    ]);
+  });
+
+  test('unbinds and drops the role, ends its open session; the URL no longer logs in', async () => {
+    const open = await connect(analyst.database_url);
+    const run = await cli(['analysts', 'revoke', '--login', analyst.login]);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(run.stdout)).toEqual({ login: analyst.login, user_id: ann.id, role_dropped: true, sessions_terminated: 1 });
+    await expect(open.query('select 1')).rejects.toThrow();
+    await open.end().catch(() => {});
+
+    expect(await superuser('select 1 from pg_roles where rolname = $1', [analyst.login])).toEqual([]);
+    expect(await app.sql('select 1 from rowgate_private.analysts where login = $1', [analyst.login])).toEqual([]);
+    const error = await connect(analyst.database_url).then(
+      async (c) => (await c.end(), null),
+      (e: { code?: string }) => e,
+    );
+    expect(error?.code).toMatch(/^28/); // invalid_authorization_specification / invalid_password
+
+    const again = await cli(['analysts', 'revoke', '--login', analyst.login]);
+    expect(again).toEqual({ code: 2, stdout: '', stderr: expect.stringMatching(/not an analyst of this database/) });
+  });
+});
