@@ -16,7 +16,7 @@ type Command = (db: pg.Client, options: Options, connection: Connection, config:
 interface CommandSpec {
   usage: string;
   run: Command;
-  /** false: the command reports on the schema, so it must not migrate it first */
+  /** true: applies the migrations (db migrate); false: must not (db status reports on them); default: only the embedded database is migrated */
   migrate?: boolean;
   /** true: needs only DATABASE_URL (no AUTH_DATABASE_URL, no ROWGATE_SECRET): a DBA's command */
   databaseOnly?: boolean;
@@ -154,6 +154,7 @@ const commands: Record<string, CommandSpec> = {
   'db migrate': {
     usage: '(applies the committed migrations; start-up does it too)',
     databaseOnly: true,
+    migrate: true,
     run: async () => ({ migrated: true }),
   },
   'db status': {
@@ -197,10 +198,10 @@ function help() {
  * it only tries once: two commands run at the same moment (or a command while the
  * server starts) would fail with "Failed to get exclusive lock". Wait and retry.
  */
-async function connectRetrying(config: Config): Promise<Connection> {
+async function connectRetrying(config: Config, migrate: boolean): Promise<Connection> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await connect(config, { exclusive: false });
+      return await connect(config, { exclusive: false, migrate });
     } catch (error) {
       if (attempt >= 20 || !/Failed to get exclusive lock/.test((error as Error)?.message ?? '')) throw error;
       await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200));
@@ -208,31 +209,6 @@ async function connectRetrying(config: Config): Promise<Connection> {
   }
 }
 
-/**
- * The database without migrating it (for `db status`): DATABASE_URL as given, or
- * the embedded cluster with its roles and (maybe empty) database.
- */
-async function connectWithoutMigrating(config: Config): Promise<Connection> {
-  if (config.DATABASE_URL) {
-    return { ownerUrl: config.DATABASE_URL, authenticatorUrl: config.AUTH_DATABASE_URL ?? '', secret: config.ROWGATE_SECRET ?? '' };
-  }
-  const embedded = await openEmbeddedDatabase({ home: config.ROWGATE_HOME, port: config.ROWGATE_DB_PORT, exclusive: false });
-  try {
-    const { state } = embedded;
-    const superuser = embeddedUrl(state, 'superuser', 'postgres');
-    await ensureRoles(superuser, { owner: state.ownerPassword, authenticator: state.authenticatorPassword });
-    await ensureDatabase(superuser, DATABASE_NAME);
-    return {
-      ownerUrl: embeddedUrl(state, 'owner'),
-      authenticatorUrl: embeddedUrl(state, 'authenticator'),
-      secret: config.ROWGATE_SECRET ?? state.secret,
-      embedded,
-    };
-  } catch (error) {
-    await embedded.stop();
-    throw error;
-  }
-}
 
 /**
  * The configuration; a DBA's commands (migrations, analysts) need only
@@ -277,7 +253,11 @@ async function main(argv: string[]) {
   if (positionals.length > 2) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[2])}`);
   const config = commandConfig(command);
   const connectConfig = command.ownsRoot ? { ...config, ROOT_DATABASE_URL: undefined } : config;
-  const connection = command.migrate === false ? await connectWithoutMigrating(config) : await connectRetrying(connectConfig);
+  // The embedded database is brought up to date by any command (a newcomer's
+  // convenience); a given DATABASE_URL only by `db migrate`: deploying the schema
+  // is the operator's explicit step, never a side effect.
+  const migrate = command.migrate ?? !config.DATABASE_URL;
+  const connection = await connectRetrying(connectConfig, migrate);
   const db = new pg.Client({ connectionString: connection.ownerUrl });
   try {
     await db.connect();

@@ -34,6 +34,20 @@ export async function ensureRoles(superuserUrl: string, passwords: RolePasswords
   }
 }
 
+/** Runs db/database.sql (per-database hardening a superuser must do) in `database`. */
+export async function hardenDatabase(superuserUrl: string, database: string) {
+  const sql = await readFile(path.join(projectRoot, 'db', 'database.sql'), 'utf8');
+  const url = new URL(superuserUrl);
+  url.pathname = `/${database}`;
+  const client = new pg.Client({ connectionString: url.toString() });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
 /**
  * Creates `database` owned by rowgate_owner unless it exists. From a template,
  * the copy gets the template's database-level grants too: CREATE DATABASE

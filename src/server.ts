@@ -1,12 +1,13 @@
 // Starting and stopping rowgate: the database (embedded or given), the roles and
 // migrations, the pool, the HTTP server; stopping in the reverse order.
 import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type pg from 'pg';
 import { createApp } from './app.ts';
 import type { Config } from './config.ts';
 import { createPool } from './database.ts';
 import { DATABASE_NAME, embeddedUrl, openEmbeddedDatabase, type EmbeddedDatabase } from './embedded-database.ts';
-import { ensureDatabase, ensureRoles, migrateDatabase } from './database-setup.ts';
+import { ensureDatabase, ensureRoles, hardenDatabase, migrateDatabase } from './database-setup.ts';
 import { createGraphql, type Graphql } from './graphql.ts';
 import { allRoutes } from './routes.ts';
 
@@ -17,12 +18,22 @@ export interface Connection {
   embedded?: EmbeddedDatabase;
 }
 
-/** The database the configuration names, or the embedded one; roles and migrations applied. */
-export async function connect(config: Config, options: { exclusive: boolean; log?: (l: string) => void }): Promise<Connection> {
+/**
+ * The database the configuration names, or the embedded one, with its roles and
+ * (unless `migrate` is false) the committed migrations applied.
+ */
+export async function connect(
+  config: Config,
+  options: { exclusive: boolean; migrate?: boolean; log?: (l: string) => void },
+): Promise<Connection> {
+  const migrate = options.migrate ?? true;
   if (config.DATABASE_URL) {
-    if (config.ROOT_DATABASE_URL) await ensureRoles(config.ROOT_DATABASE_URL, {});
-    await migrateDatabase(config.DATABASE_URL);
-    return { ownerUrl: config.DATABASE_URL, authenticatorUrl: config.AUTH_DATABASE_URL!, secret: config.ROWGATE_SECRET! };
+    if (config.ROOT_DATABASE_URL) {
+      await ensureRoles(config.ROOT_DATABASE_URL, {});
+      await hardenDatabase(config.ROOT_DATABASE_URL, new URL(config.DATABASE_URL).pathname.slice(1));
+    }
+    if (migrate) await migrateDatabase(config.DATABASE_URL);
+    return { ownerUrl: config.DATABASE_URL, authenticatorUrl: config.AUTH_DATABASE_URL ?? '', secret: config.ROWGATE_SECRET ?? '' };
   }
   const embedded = await openEmbeddedDatabase({
     home: config.ROWGATE_HOME,
@@ -35,7 +46,8 @@ export async function connect(config: Config, options: { exclusive: boolean; log
     const superuser = embeddedUrl(state, 'superuser', 'postgres');
     await ensureRoles(superuser, { owner: state.ownerPassword, authenticator: state.authenticatorPassword });
     await ensureDatabase(superuser, DATABASE_NAME);
-    await migrateDatabase(embeddedUrl(state, 'owner'));
+    await hardenDatabase(superuser, DATABASE_NAME);
+    if (migrate) await migrateDatabase(embeddedUrl(state, 'owner'));
     return {
       ownerUrl: embeddedUrl(state, 'owner'),
       authenticatorUrl: embeddedUrl(state, 'authenticator'),
@@ -46,6 +58,33 @@ export async function connect(config: Config, options: { exclusive: boolean; log
     await embedded.stop();
     throw error;
   }
+}
+
+/**
+ * Errors Node's HTTP parser answers before Express sees the request (headers
+ * over 16 KiB, a malformed request line, a request that took too long) get
+ * SPEC §7's body too, instead of Node's empty one. Found by the HTTP fuzzer
+ * (test/fuzz): a 16 KiB query string was a bare `431` with no body.
+ */
+export function answerClientErrors(server: Server) {
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    const [status, reason, name, detail] =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large', 'RequestHeaderFieldsTooLarge', 'The request line and headers are larger than 16 KiB']
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout', 'RequestTimeout', 'The request took too long to arrive']
+          : [400, 'Bad Request', 'BadRequest', 'The request is not valid HTTP'];
+    const body = JSON.stringify({ error: name, detail });
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
 }
 
 export interface Running {
@@ -76,6 +115,8 @@ export async function startServer(config: Config, log: (line: string) => void = 
     throw error;
   });
   server.keepAliveTimeout = 5_000;
+  answerClientErrors(server);
+  const drain = drainOnStop(server);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   let stopping: Promise<void> | undefined;
@@ -85,14 +126,42 @@ export async function startServer(config: Config, log: (line: string) => void = 
     url: `http://${config.HOST}:${port}`,
     stop: () =>
       (stopping ??= (async () => {
-        // no new connections; in-flight requests finish; idle keep-alive sockets close
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-        });
+        // no new connections; in-flight requests finish; then the pool; the database last
+        await drain();
         await graphql?.release();
         await pool.end();
         await connection.embedded?.stop();
       })()),
   };
+}
+
+/** How long in-flight requests may take to finish once the server stops (main.ts gives up at 20 s). */
+export const DRAIN_MS = 15_000;
+
+/**
+ * The HTTP half of a graceful stop. `server.close()` refuses new connections
+ * but waits for every open one, and a client that keeps its connection busy
+ * (keep-alive under load) kept it open until main.ts gave up at 20 s, exiting 1
+ * with the database still running (found by test/long/shutdown.process.long.ts).
+ * So once stopping, every answer carries `Connection: close` (the connection
+ * ends after the request in flight on it), idle connections are closed as they
+ * appear, and after DRAIN_MS whatever is left is cut.
+ */
+export function drainOnStop(server: Server): () => Promise<void> {
+  let draining = false;
+  server.prependListener('request', (_req, res) => {
+    if (draining) res.setHeader('Connection', 'close');
+  });
+  return () =>
+    new Promise<void>((resolve) => {
+      draining = true;
+      const sweep = setInterval(() => server.closeIdleConnections(), 50);
+      const deadline = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
+      server.close(() => {
+        clearInterval(sweep);
+        clearTimeout(deadline);
+        resolve();
+      });
+      server.closeIdleConnections();
+    });
 }

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { ensureDatabase, ensureRoles, migrateDatabase } from '../src/database-setup.ts';
+import { ensureDatabase, ensureRoles, hardenDatabase, migrateDatabase } from '../src/database-setup.ts';
 import { startDatabaseServer, withDatabase } from './database-server.ts';
 
 declare module 'vitest' {
@@ -59,6 +59,7 @@ export default async function setup(project: TestProject) {
     await ensureRoles(server.superuserUrl, { owner: ownerPassword, authenticator: authenticatorPassword });
     created = true;
     await ensureDatabase(server.superuserUrl, template);
+    await hardenDatabase(server.superuserUrl, template);
     await migrateDatabase(withDatabase(server.superuserUrl, template, { name: 'rowgate_owner', password: ownerPassword }));
     project.provide('superuserUrl', server.superuserUrl);
     project.provide('ownerPassword', ownerPassword);
