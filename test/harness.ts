@@ -251,18 +251,41 @@ export class TestApp {
   }
 }
 
+/**
+ * TEST_PGBOUNCER_PORT (scripts/test-pgbouncer.sh): the app's authenticator
+ * connections go through the PgBouncer listening there on 127.0.0.1 (transaction
+ * pooling), in front of the suite's server; the owner and superuser connections do not.
+ */
+function throughPgBouncer(url: string): string {
+  const port = process.env.TEST_PGBOUNCER_PORT;
+  if (!port) return url;
+  const u = new URL(url);
+  u.hostname = '127.0.0.1';
+  u.port = port;
+  return u.toString();
+}
+
 /** A fresh database from the template and an app on a free port. */
 export async function startTestApp(): Promise<TestApp> {
   const superuserUrl = inject('superuserUrl');
   const database = `rowgate_test_${randomBytes(6).toString('hex')}`;
   await ensureDatabase(superuserUrl, database, inject('template'));
   const ownerUrl = withDatabase(superuserUrl, database, { name: 'rowgate_owner', password: inject('ownerPassword') });
-  const authenticatorUrl = withDatabase(superuserUrl, database, {
-    name: 'rowgate_authenticator',
-    password: inject('authenticatorPassword'),
-  });
+  const authenticatorUrl = throughPgBouncer(
+    withDatabase(superuserUrl, database, {
+      name: 'rowgate_authenticator',
+      password: inject('authenticatorPassword'),
+    }),
+  );
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 2 });
-  const pool = createPool({ connectionString: authenticatorUrl, max: 4, statementTimeoutMs: 10_000 });
+  owner.on('error', () => {}); // the database is dropped at close while a client may still be closing
+  const pool = createPool({
+    connectionString: authenticatorUrl,
+    max: 4,
+    statementTimeoutMs: 10_000,
+    // through PgBouncer 1.18 (scripts/test-pgbouncer.ts), named prepared statements cannot be shared
+    statements: process.env.TEST_PGBOUNCER_STATEMENTS === 'unnamed' ? 'unnamed' : 'named',
+  });
   const secret = randomBytes(32).toString('base64url');
   const log = (l: string) => console.error(l);
   const graphql = await createGraphql({ pool, secret, development: false, log });
