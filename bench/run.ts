@@ -97,6 +97,14 @@ async function stopProcess(child: ChildProcess) {
   await exited;
 }
 
+/** `npm start`'s node arguments (its V8 memory settings included), so the bench runs the server as users do. */
+function startArguments(): string[] {
+  const scripts = JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')).scripts as Record<string, string>;
+  const [command, ...rest] = scripts.start!.split(/\s+/);
+  if (command !== 'node') throw new Error(`npm start is not a node command: ${scripts.start}`);
+  return rest;
+}
+
 function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
@@ -255,7 +263,7 @@ async function benchScale(
 
   log(`scale ${scale.name}:`);
   const port = await freePort();
-  const server = startProcess(['src/main.ts'], {
+  const server = startProcess(startArguments(), {
     DATABASE_URL: ownerUrl,
     AUTH_DATABASE_URL: authenticatorUrl,
     ROWGATE_SECRET: secret,

@@ -198,7 +198,8 @@ export function listStatement(spec: ListSpec, query: ListQuery, where: Where): L
     const offset = `$${values.push((query.page - 1) * query.limit)}`;
     const count =
       spec.perOrganization.counter && !conditions.length
-        ? `rowgate_hidden.organization_row_count('${spec.perOrganization.counter}', (select ids from scope)::uuid[])`
+        ? // a scalar subquery: evaluated once (an initPlan), not once per row of the page
+          `(select rowgate_hidden.organization_row_count('${spec.perOrganization.counter}', (select ids from scope)::uuid[]))`
         : `(select count(*) from ${spec.from} where ${filter})`;
     text = `with scope as (select ${scope} as ids)
       select page.*, ${count} as _total_count
