@@ -11,7 +11,21 @@ export interface PoolOptions {
   connectionString: string;
   max: number;
   statementTimeoutMs: number;
+  /**
+   * 'named' (the default): each statement is prepared once per connection and
+   * reused. 'unnamed': parsed on every use, for a transaction-pooling PgBouncer
+   * older than 1.21, which cannot carry named prepared statements from one
+   * transaction to the next (scripts/test-pgbouncer.ts).
+   */
+  statements?: 'named' | 'unnamed';
 }
+
+interface PoolSettings {
+  /** what opens a transaction: BEGIN and the transaction-local timeouts, one simple query */
+  begin: string;
+  named: boolean;
+}
+const poolSettings = new WeakMap<pg.Pool, PoolSettings>();
 
 export function createPool(options: PoolOptions): pg.Pool {
   const pool = new pg.Pool({
@@ -30,6 +44,22 @@ export function createPool(options: PoolOptions): pg.Pool {
   });
   // an idle client losing its server must not crash the process
   pool.on('error', () => {});
+  // Nor may a checked-out one. pg-pool removes its own error listener from a
+  // client while it is checked out, so a FATAL from the server (an admin
+  // shutdown, 57P01, a restart, a terminated backend) arriving between two
+  // statements of a transaction, ours or PostGraphile's, was an unhandled
+  // 'error' event that killed the process (found by test/faults: the database
+  // stopped under load). With a listener the client is only marked unusable:
+  // its queries fail (a 503) and the pool drops it when it comes back.
+  pool.on('connect', (client) => client.on('error', () => {}));
+  // The timeouts above are startup parameters, which a transaction-pooling
+  // PgBouncer does not pass on (1.18 refuses them unless told to ignore them):
+  // each transaction sets them again, transaction-locally, with its BEGIN.
+  const timeout = Math.trunc(options.statementTimeoutMs);
+  poolSettings.set(pool, {
+    begin: `begin; set local statement_timeout = ${timeout}; set local idle_in_transaction_session_timeout = ${timeout * 2}`,
+    named: (options.statements ?? 'named') === 'named',
+  });
   return pool;
 }
 
@@ -46,19 +76,23 @@ function statementName(text: string) {
 /** A transaction's queries: every one parameterised and prepared once per connection. */
 export class Tx {
   readonly client: pg.PoolClient;
-  constructor(client: pg.PoolClient) {
+  private readonly named: boolean;
+  constructor(client: pg.PoolClient, named = true) {
     this.client = client;
+    this.named = named;
+  }
+
+  private query<T extends object>(text: string, values: unknown[]) {
+    return this.client.query<T>(this.named ? { name: statementName(text), text, values } : { text, values });
   }
 
   async rows<T extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T[]> {
-    const result = await this.client.query<T>({ name: statementName(text), text, values });
-    return result.rows;
+    return (await this.query<T>(text, values)).rows;
   }
 
   /** the number of rows a statement touched */
   async count(text: string, values: unknown[] = []): Promise<number> {
-    const result = await this.client.query({ name: statementName(text), text, values });
-    return result.rowCount ?? 0;
+    return (await this.query(text, values)).rowCount ?? 0;
   }
 
   async one<T extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T | undefined> {
@@ -78,11 +112,12 @@ export async function inTransaction<T>(
   options: { deferCommit?: boolean } = {},
 ): Promise<T> {
   const client = await pool.connect();
-  const begun = client.query('begin');
+  const settings = poolSettings.get(pool);
+  const begun = client.query(settings?.begin ?? 'begin');
   begun.catch(() => {}); // awaited below; its failure also fails the first statement
   let result: T;
   try {
-    result = await work(new Tx(client));
+    result = await work(new Tx(client, settings?.named ?? true));
     await begun;
   } catch (error) {
     await client.query('rollback').then(

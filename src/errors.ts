@@ -65,7 +65,27 @@ export function asOAuth2Error(error: ApiError): OAuth2Error {
 
 export const notFound = (detail = 'Not found') => new ApiError(404, 'ResourceNotFound', detail);
 export const notPermitted = (reason: string) => new ApiError(403, 'NotPermitted', reason);
-export const validationError = (issues: ValidationIssue[]) => new ApiError(422, 'RequestValidationError', issues);
+/**
+ * The refused input echoed in a validation issue, bounded: a string of at most
+ * 1,000 characters, at most 50 items or fields, at most 8 levels deep (deeper
+ * parts become "…"). Found by the HTTP fuzzer (test/fuzz): a JSON body nested
+ * 4,000 levels deep was echoed whole, and serialising the 422 overflowed the
+ * stack, so Express answered with its HTML error page and a stack trace.
+ */
+export function boundedInput(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return value.length > 1000 ? `${value.slice(0, 1000)}…` : value;
+  if (value === null || typeof value !== 'object') return value;
+  if (depth >= 8) return '…';
+  if (Array.isArray(value)) return value.slice(0, 50).map((v) => boundedInput(v, depth + 1));
+  return Object.fromEntries(Object.entries(value).slice(0, 50).map(([k, v]) => [k, boundedInput(v, depth + 1)]));
+}
+
+export const validationError = (issues: ValidationIssue[]) =>
+  new ApiError(
+    422,
+    'RequestValidationError',
+    issues.map((issue) => ('input' in issue ? { ...issue, input: boundedInput(issue.input) } : issue)),
+  );
 export const invalidField = (loc: (string | number)[], msg: string, input?: unknown) =>
   validationError([{ type: 'value_error', loc, msg, ...(input === undefined ? {} : { input }) }]);
 
@@ -122,8 +142,10 @@ export function fromDatabaseError(error: unknown): ApiError | null {
     code.startsWith('08') || // connection exceptions
     code === '57P01' || code === '57P02' || code === '57P03' || // admin/crash shutdown, cannot connect now
     code === '53300' || // too many connections
+    code === '57014' || // query_canceled: the statement timeout ended a statement that waited or ran too long
+    code === '55P03' || // lock_not_available: a lock timeout
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND'].includes(code) ||
-    /Connection terminated|timeout exceeded when trying to connect/i.test(e?.message ?? '')
+    /Connection terminated|timeout exceeded when trying to connect|not queryable/i.test(e?.message ?? '')
   ) {
     return serviceUnavailable();
   }

@@ -79,7 +79,9 @@ export function answerClientErrors(server: Server) {
         : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
           ? [408, 'Request Timeout', 'RequestTimeout', 'The request took too long to arrive']
           : [400, 'Bad Request', 'BadRequest', 'The request is not valid HTTP'];
-    const body = JSON.stringify({ error: name, detail });
+    // an answer to HEAD has no body (the request line is at the start of the unparsed data)
+    const head = /^HEAD /.test((error as { rawPacket?: Buffer }).rawPacket?.subarray(0, 5).toString('latin1') ?? '');
+    const body = head ? '' : JSON.stringify({ error: name, detail });
     socket.end(
       `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,

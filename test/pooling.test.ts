@@ -1,0 +1,93 @@
+// Pooling (issue 8, part 4): what rowgate sets on a connection is
+// transaction-local, so connections can be shared between subjects (by the
+// app's own pool, or by a transaction-pooling PgBouncer in front:
+// scripts/test-pgbouncer.ts runs this file through one); and many concurrent
+// requests of every kind over a small pool all get their answers.
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { inTransaction } from '../src/database.ts';
+import { startTestApp, type TestApp, type TestUser } from './harness.ts';
+
+let app: TestApp;
+let admin: TestUser;
+let org: { id: string };
+let pat: string;
+let oat: string;
+let product: string;
+beforeAll(async () => {
+  app = await startTestApp();
+  admin = await app.user();
+  org = await app.organization(admin.id);
+  pat = await app.pat(admin.id, ['products_read', 'customers_write', 'orders_read']);
+  oat = await app.oat(org.id, ['products_write', 'customers_read']);
+  product = await app.product(org.id);
+  const customer = await app.customer(org.id);
+  await app.order(product, customer, 'paid');
+});
+afterAll(() => app?.close());
+
+/** What a fresh transaction on one of the pool's connections sees of the last subject. */
+const LEFTOVERS = `select current_user::text as role,
+  coalesce(current_setting('rowgate.subject_kind', true), '') as kind,
+  coalesce(current_setting('rowgate.subject_id', true), '') as subject,
+  coalesce(current_setting('rowgate.scopes', true), '') as scopes,
+  coalesce(current_setting('rowgate.credential_id', true), '') as credential`;
+
+test('after requests of every subject kind, no connection of the pool keeps a role or a setting', async () => {
+  const requests = [
+    () => app.get('/v1/products/', { token: pat }),
+    () => app.get('/v1/products/', { token: oat }),
+    () => app.get('/v1/users/me', { session: admin.session }),
+    () => app.post('/v1/customers/', { organization_id: org.id, email: `c-${Math.random().toString(36).slice(2)}@example.com` }, { token: pat }),
+    () => app.post('/graphql', { query: '{ allProducts { totalCount } }' }, { token: oat }),
+    () => app.get('/v1/products/', {}),
+  ];
+  const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => requests[i % requests.length]!()));
+  expect(answers.filter((a) => a.status >= 500)).toEqual([]);
+  // every connection the pool (or the PgBouncer behind it) hands out, many times over
+  const seen = await Promise.all(
+    Array.from({ length: 40 }, async () => {
+      const client = await app.pool.connect();
+      try {
+        await client.query('begin');
+        const { rows } = await client.query(LEFTOVERS);
+        await client.query('commit');
+        return rows[0];
+      } finally {
+        client.release();
+      }
+    }),
+  );
+  for (const row of seen) expect(row).toEqual({ role: 'rowgate_authenticator', kind: '', subject: '', scopes: '', credential: '' });
+});
+
+test('400 concurrent requests of every kind over a pool of 4: every answer, none a 5xx', async () => {
+  const kinds = [
+    () => app.get('/v1/products/?limit=5', { token: pat }),
+    () => app.get(`/v1/products/${product}`, { token: oat }),
+    () => app.get('/v1/orders/', { token: pat }),
+    () => app.get('/v1/organizations/', { session: admin.session }),
+    () => app.patch(`/v1/products/${product}`, { name: 'Renamed' }, { token: oat }),
+    () => app.get('/v1/customers/', { token: oat }),
+    () => app.post('/graphql', { query: '{ allOrders { totalCount } }' }, { token: pat }),
+    () => app.get('/v1/transactions/', { token: pat }), // 403: no finance scope
+  ];
+  const answers = await Promise.all(Array.from({ length: 400 }, (_, i) => kinds[i % kinds.length]!()));
+  const statuses = answers.map((a) => a.status);
+  expect(statuses.filter((s) => s >= 500).length, JSON.stringify(answers.find((a) => a.status >= 500)?.body)).toBe(0);
+  expect(statuses.filter((s) => s === 200).length).toBe(350);
+  expect(statuses.filter((s) => s === 403).length).toBe(50);
+});
+
+test('every transaction of the pool runs under the statement and idle-in-transaction timeouts, whatever connection it gets', async () => {
+  // set per transaction, so they hold through a transaction-pooling PgBouncer too (which drops startup parameters)
+  const seen = await Promise.all(
+    Array.from({ length: 20 }, () =>
+      inTransaction(app.pool, (tx) =>
+        tx.one<{ statement: string; idle: string }>(
+          `select current_setting('statement_timeout') as statement, current_setting('idle_in_transaction_session_timeout') as idle`,
+        ),
+      ),
+    ),
+  );
+  for (const row of seen) expect(row).toEqual({ statement: '10s', idle: '20s' });
+});
