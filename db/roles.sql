@@ -45,6 +45,12 @@ begin
 end
 $roles$;
 
+-- A safety net for every session of the server's login (GraphQL's included): no
+-- statement runs for ever, no transaction idles for ever. The API's own
+-- transactions set tighter, transaction-local values (ROWGATE_STATEMENT_TIMEOUT_MS).
+alter role rowgate_authenticator set statement_timeout = '30s';
+alter role rowgate_authenticator set idle_in_transaction_session_timeout = '60s';
+
 -- The authenticator may become any subject role, and nothing else.
 grant rowgate_anonymous, rowgate_user, rowgate_organization, rowgate_customer, rowgate_member
   to rowgate_authenticator;

@@ -16,6 +16,8 @@ const schema = z.object({
   ROWGATE_DB_PORT: port.optional(),
   ROWGATE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   ROWGATE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  // 'unnamed' for a transaction-pooling PgBouncer older than 1.21 (docs/operations.md)
+  ROWGATE_PREPARED_STATEMENTS: z.enum(['named', 'unnamed']).default('named'),
   NODE_ENV: z.string().default('development'),
   SMTP_URL: z
     .string()

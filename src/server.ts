@@ -102,7 +102,10 @@ export async function startServer(config: Config, log: (line: string) => void = 
     connectionString: connection.authenticatorUrl,
     max: config.ROWGATE_POOL_SIZE,
     statementTimeoutMs: config.ROWGATE_STATEMENT_TIMEOUT_MS,
+    statements: config.ROWGATE_PREPARED_STATEMENTS,
   });
+  // PostGraphile's own statement cache follows the same choice
+  if (config.ROWGATE_PREPARED_STATEMENTS === 'unnamed') process.env.DATAPLAN_PG_PREPARED_STATEMENT_CACHE_SIZE ??= '0';
   let graphql: Graphql | undefined;
   const server = await (async () => {
     graphql = await createGraphql({ pool, secret: connection.secret, development: config.NODE_ENV === 'development', log });
