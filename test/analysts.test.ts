@@ -2,14 +2,13 @@
 // user; plain SQL under it (a pg client is what psql is: the simple query
 // protocol, COPY included) reads exactly what that user reads through the API
 // with the read scopes, writes nothing, and every way around that fails.
-import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { projectRoot } from '../src/database-setup.ts';
 import { withDatabase } from './database-server.ts';
+import { runCli, type CliRun } from './cli-runner.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
 let app: TestApp;
@@ -18,38 +17,10 @@ const superuserUrl = () => inject('superuserUrl');
 const loginName = (label: string) => `${inject('runId')}_${label}_${randomBytes(3).toString('hex')}`;
 const made = new Set<string>();
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 /** `node src/cli.ts ...args` against this file's database, with a superuser as ROOT_DATABASE_URL. */
-function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
-  const base: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !/^(DATABASE_URL|AUTH_DATABASE_URL|ROOT_DATABASE_URL|SHADOW_DATABASE_URL|ROWGATE_.*)$/.test(key)) base[key] = value;
-  }
-  const childEnv: Record<string, string> = {
-    ...base,
-    DATABASE_URL: app.ownerUrl,
-    AUTH_DATABASE_URL: app.authenticatorUrl,
-    ROWGATE_SECRET: app.secret,
-    ROOT_DATABASE_URL: superuserUrl(),
-    ROWGATE_HOME: path.join(tmpdir(), `rowgate-analysts-test-${process.pid}`),
-  };
-  for (const [key, value] of Object.entries(env)) {
-    if (value === undefined) delete childEnv[key];
-    else childEnv[key] = value;
-  }
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [path.join(projectRoot, 'src', 'cli.ts'), ...args],
-      { cwd: projectRoot, env: childEnv, timeout: 60_000 },
-      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
-    );
-  });
+function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
+  return runCli(app, args, { ROOT_DATABASE_URL: superuserUrl(), ...env });
 }
 
 interface Grant {

@@ -1,12 +1,9 @@
 // The operator CLI (SPEC §10), run as a child process against this file's test
 // database and with the test app's secret, so the tokens it prints work on the app.
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { projectRoot } from '../src/database-setup.ts';
 import { expectInsufficientScope, expectUnauthorized } from './expect-api.ts';
+import { runCli, type CliRun } from './cli-runner.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 
 let app: TestApp;
@@ -15,41 +12,9 @@ beforeAll(async () => {
 });
 afterAll(async () => app?.close());
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
-/** `node src/cli.ts ...args` with the test database's URLs and secret (and nothing of the caller's). */
-function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
-  const base: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !/^(DATABASE_URL|AUTH_DATABASE_URL|ROOT_DATABASE_URL|SHADOW_DATABASE_URL|ROWGATE_.*)$/.test(key)) base[key] = value;
-  }
-  const childEnv: Record<string, string> = {
-    ...base,
-    DATABASE_URL: app.ownerUrl,
-    AUTH_DATABASE_URL: app.authenticatorUrl,
-    ROWGATE_SECRET: app.secret,
-    // never the repository's own embedded database, whatever happens
-    ROWGATE_HOME: path.join(tmpdir(), `rowgate-cli-test-${process.pid}`),
-  };
-  for (const [key, value] of Object.entries(env)) {
-    if (value === undefined) delete childEnv[key];
-    else childEnv[key] = value;
-  }
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [path.join(projectRoot, 'src', 'cli.ts'), ...args],
-      { cwd: projectRoot, env: childEnv, timeout: 60_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
+function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
+  return runCli(app, args, env);
 }
 
 /** A successful run: exit 0, one JSON document on stdout, nothing on stderr. */
