@@ -155,6 +155,11 @@ function connects(port: number): Promise<boolean> {
  * is accepted after it, every request in flight completes with its answer, the
  * process exits 0 well before main.ts's 20 s limit, and the database stops
  * last, after the last answer.
+ *
+ * Which requests are in flight at the signal is made certain, not left to
+ * timing: a DBA's lock on the transactions table (which the load does not
+ * read) holds two transaction lists inside the database; the signal goes once
+ * PostgreSQL shows both waiting, and the lock is released HOLD_MS after it.
  */
 export async function sigtermUnderLoad(server: ServerProcess, data: Seeded, options: { clients: number; loadMs: number }) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: options.clients });
@@ -170,14 +175,38 @@ export async function sigtermUnderLoad(server: ServerProcess, data: Seeded, opti
     for (let i = 0; running; i++) outcomes.push(await call(agent, server.url + paths[(i + w) % paths.length]!, { token: data.token }));
   });
   await new Promise((r) => setTimeout(r, options.loadMs));
+
+  const HOLD_MS = 300;
+  const locker = new pg.Client({ connectionString: server.ownerUrl });
+  await locker.connect();
+  await locker.query('begin');
+  await locker.query('lock table rowgate.transactions in access exclusive mode');
+  const held = [0, 1].map(() => call(agent, `${server.url}/v1/transactions/?limit=5`, { token: data.token }));
+  const lockWaiters = async () =>
+    Number(
+      (
+        await locker.query<{ n: string }>(
+          `select count(*) as n from pg_locks where relation = 'rowgate.transactions'::regclass and not granted`,
+        )
+      ).rows[0]!.n,
+    );
+  for (const until = Date.now() + 10_000; (await lockWaiters()) < held.length; ) {
+    if (Date.now() > until) throw new Error(`the held requests never reached the database: ${JSON.stringify(await Promise.race([Promise.all(held), 'pending']))}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+
   let databaseStoppedAt: number | null = null;
   const watch = setInterval(async () => {
     if (databaseStoppedAt === null && !(await databaseRunning(server.home))) databaseStoppedAt = Date.now();
   }, 5);
   const signalled = Date.now();
   server.child.kill('SIGTERM');
+  const release = new Promise((r) => setTimeout(r, HOLD_MS)).then(() => locker.query('rollback'));
   await new Promise((r) => setTimeout(r, 200));
   const newConnection = await connects(server.port);
+  await release;
+  await locker.end();
+  const inFlight = await Promise.all(held);
   const exit = await server.exited;
   running = false;
   await Promise.all(workers);
@@ -185,15 +214,16 @@ export async function sigtermUnderLoad(server: ServerProcess, data: Seeded, opti
   agent.destroy();
   if (databaseStoppedAt === null && !(await databaseRunning(server.home))) databaseStoppedAt = Date.now();
 
-  // in flight at the signal: sent at least 20 ms before it (the server had read them), answered after it
-  const inFlight = outcomes.filter((o) => o.start <= signalled - 20 && o.end >= signalled);
+  // also in flight at the signal: load requests sent at least 20 ms before it (the server had read them), answered after it
+  const loadInFlight = outcomes.filter((o) => o.start <= signalled - 20 && o.end >= signalled);
   const afterSignal = outcomes.filter((o) => o.start > signalled);
-  const lastAnswer = Math.max(...outcomes.filter((o) => o.status > 0).map((o) => o.end));
+  const lastAnswer = Math.max(...[...outcomes, ...inFlight].filter((o) => o.status > 0).map((o) => o.end));
   const lines = server.lines.map((l) => l.line);
   const report = {
     requests: outcomes.length,
     before_signal: { answered: outcomes.filter((o) => o.end < signalled).length, p99_ms: percentile(outcomes.filter((o) => o.end < signalled).map((o) => o.end - o.start), 99) },
-    in_flight_at_signal: { count: inFlight.length, statuses: [...new Set(inFlight.map((o) => o.status || o.error))] },
+    held_in_database_at_signal: inFlight.map((o) => ({ status: o.status || o.error, ms_after_signal: o.end - signalled })),
+    load_in_flight_at_signal: { count: loadInFlight.length, statuses: [...new Set(loadInFlight.map((o) => o.status || o.error))] },
     sent_after_signal: { count: afterSignal.length, outcomes: [...new Set(afterSignal.map((o) => o.status || o.error))] },
     new_connection_200_ms_after: newConnection ? 'accepted' : 'refused',
     exit: { code: exit.code, signal: exit.signal, ms_after_signal: exit.at - signalled },
@@ -203,8 +233,9 @@ export async function sigtermUnderLoad(server: ServerProcess, data: Seeded, opti
   };
   console.log(`SIGTERM under load: ${JSON.stringify(report, null, 2)}`);
 
-  expect(inFlight.length).toBeGreaterThan(0);
-  expect(inFlight.filter((o) => o.status !== 200).map((o) => o.error ?? o.status)).toEqual([]);
+  expect(inFlight.map((o) => o.error ?? o.status)).toEqual([200, 200]);
+  for (const o of inFlight) expect(o.end - signalled).toBeGreaterThanOrEqual(HOLD_MS - 5);
+  expect(loadInFlight.filter((o) => o.status !== 200).map((o) => o.error ?? o.status)).toEqual([]);
   expect(outcomes.filter((o) => o.end < signalled && o.status !== 200)).toEqual([]);
   expect(newConnection).toBe(false);
   expect(exit.code).toBe(0);
