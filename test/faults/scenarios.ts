@@ -214,7 +214,13 @@ export async function sigtermUnderLoad(server: ServerProcess, data: Seeded, opti
   agent.destroy();
   if (databaseStoppedAt === null && !(await databaseRunning(server.home))) databaseStoppedAt = Date.now();
 
-  // also in flight at the signal: load requests sent at least 20 ms before it (the server had read them), answered after it
+  // Load requests sent before the signal and answered after it are reported, not
+  // asserted: whether the server had read one is unknowable from here. One still
+  // in the socket buffer of a keep-alive connection the server saw as idle is
+  // reset when that connection closes, the race of HTTP/1.1 keep-alive that
+  // clients answer by retrying (RFC 9112 §9.3.1); on a loaded machine a request
+  // can wait there for hundreds of milliseconds. The held requests above are
+  // the ones known to be in flight.
   const loadInFlight = outcomes.filter((o) => o.start <= signalled - 20 && o.end >= signalled);
   const afterSignal = outcomes.filter((o) => o.start > signalled);
   const lastAnswer = Math.max(...[...outcomes, ...inFlight].filter((o) => o.status > 0).map((o) => o.end));
@@ -235,7 +241,6 @@ export async function sigtermUnderLoad(server: ServerProcess, data: Seeded, opti
 
   expect(inFlight.map((o) => o.error ?? o.status)).toEqual([200, 200]);
   for (const o of inFlight) expect(o.end - signalled).toBeGreaterThanOrEqual(HOLD_MS - 5);
-  expect(loadInFlight.filter((o) => o.status !== 200).map((o) => o.error ?? o.status)).toEqual([]);
   expect(outcomes.filter((o) => o.end < signalled && o.status !== 200)).toEqual([]);
   expect(newConnection).toBe(false);
   expect(exit.code).toBe(0);

@@ -1,0 +1,42 @@
+// `node bench/serve.ts [--scale 1m]`: for profiling by hand. Opens the bench
+// cluster (.rowgate-bench/, loaded by `npm run bench`), issues web sessions for
+// the bench's small and big users, and prints the environment and commands that
+// run the API over that data, e.g. with `--cpu-prof`:
+//
+//   eval "$(node bench/serve.ts --scale 1m)"
+//   node --cpu-prof --cpu-prof-dir=/tmp/prof src/main.ts &
+//   npx autocannon -c 8 -d 10 -H "cookie: rowgate_session=$SMALL" "http://127.0.0.1:$PORT/v1/orders/?limit=50"
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { projectRoot } from '../src/database-setup.ts';
+import { embeddedUrl, openEmbeddedDatabase } from '../src/embedded-database.ts';
+import { generateToken, hashToken } from '../src/tokens.ts';
+import { benchUsers } from './data.ts';
+
+const { values: args } = parseArgs({ options: { scale: { type: 'string', default: '1m' }, port: { type: 'string', default: '8099' } } });
+const db = await openEmbeddedDatabase({ home: path.join(projectRoot, '.rowgate-bench'), exclusive: false, log: (l) => console.error(l) });
+const database = `bench_${args.scale}`;
+const ownerUrl = embeddedUrl(db.state, 'owner', database);
+const secret = randomBytes(32).toString('base64url');
+const users = await benchUsers(ownerUrl);
+const owner = new pg.Client({ connectionString: ownerUrl });
+await owner.connect();
+const sessions: Record<string, string> = {};
+for (const [who, id] of Object.entries(users)) {
+  const token = generateToken('web_session');
+  await owner.query(`select rowgate_private.issue_user_session($1, $2, interval '1 day')`, [id, hashToken(secret, token)]);
+  sessions[who] = token;
+}
+await owner.end();
+const exports = {
+  DATABASE_URL: ownerUrl,
+  AUTH_DATABASE_URL: embeddedUrl(db.state, 'authenticator', database),
+  ROWGATE_SECRET: secret,
+  PORT: args.port!,
+  NODE_ENV: 'production',
+  SMALL: sessions.small!,
+  BIG: sessions.big!,
+};
+for (const [k, v] of Object.entries(exports)) console.log(`export ${k}='${v}'`);
