@@ -8,9 +8,10 @@
 // set_config(…, true) inside the transaction of each operation, so RLS and the
 // SQL functions (which trust the settings only when session_user is
 // rowgate_authenticator) decide what the subject sees and may change; token
-// scopes bind there too (migration 000004). No credential → rowgate_anonymous,
-// which is granted nothing. A malformed, unknown, expired or revoked credential
-// → 401 with the body and WWW-Authenticate header of REST (SPEC §7).
+// scopes bind there too (policies and write functions require them). No
+// credential → rowgate_anonymous, which is granted nothing. A malformed,
+// unknown, expired or revoked credential → 401 with the body and
+// WWW-Authenticate header of REST (SPEC §7).
 import type { IncomingMessage } from 'node:http';
 import type express from 'express';
 import type { NextFunction, Request, Response } from 'express';

@@ -2,9 +2,9 @@
 // client registration and management by a signed-in user, the authorization
 // code grant with PKCE (S256) behind a consent page, rotating refresh tokens,
 // revocation, introspection, userinfo and the server's metadata. The rules are
-// SQL functions (migration "sign-in and OAuth2"); this file parses the
-// protocol, makes the secrets (only their keyed hashes reach SQL) and maps the
-// database's answers onto RFC 6749's responses.
+// SQL functions (the sign-in and OAuth2 part of the migration); this file
+// parses the protocol, makes the secrets (only their keyed hashes reach SQL) and
+// maps the database's answers onto RFC 6749's responses.
 import { createHash, randomInt } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { z } from 'zod';

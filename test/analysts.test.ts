@@ -640,7 +640,7 @@ describe('bypass attempts fail', () => {
         'rowgate_hidden.analyst_scopes()', 'rowgate_hidden.analyst_user_id()', 'rowgate_hidden.current_colleague_ids()',
         'rowgate_hidden.current_customer_id()', 'rowgate_hidden.current_organization_ids(text)',
         'rowgate_hidden.finance_denial(uuid,boolean)',
-        // counts only over the organizations the subject reaches (migration 000006)
+        // counts only over the organizations the subject reaches
         'rowgate_hidden.organization_row_count(text,uuid[])',
       ],
       creatable_schemas: [],

@@ -402,7 +402,7 @@ const describeOutcome = (o: Outcome) =>
     scope: () => '403 InsufficientScope',
   })[o.kind]();
 
-// SPEC §5 denial reasons; "<verb> <things>" from the permissions table of migration 000002
+// SPEC §5 denial reasons; "<verb> <things>" from the permissions table (rowgate.permissions)
 const R = {
   noAccount: 'Organization has no account',
   financeRead: 'Only the account admin can access financial information',

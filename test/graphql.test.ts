@@ -620,7 +620,7 @@ describe('what the schema publishes', () => {
          from pg_class c join pg_description d on d.objoid = c.oid and d.classoid = 'pg_class'::regclass and d.objsubid = 0
          where c.relnamespace = 'rowgate'::regnamespace and d.description like '%@behavior%'`,
     );
-    // the two token tables and the seven functions of migration 000004, at least
+    // the two token tables and seven REST-only functions, at least
     expect(tagged.filter((t) => t.kind === 'table').length).toBeGreaterThanOrEqual(2);
     expect(tagged.filter((t) => t.kind === 'function').length).toBeGreaterThanOrEqual(7);
     const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;

@@ -144,7 +144,7 @@ describe('every committed migration, applied to an empty database', () => {
 
   test('records every committed migration, in order, as graphile-migrate migrate does', async () => {
     const files = (await readdir(path.join(projectRoot, 'migrations', 'committed'))).filter((f) => f.endsWith('.sql')).sort();
-    expect(files.length).toBeGreaterThanOrEqual(4);
+    expect(files.length).toBeGreaterThanOrEqual(1);
     const client = new pg.Client({ connectionString: asSuperuser(fresh) });
     await client.connect();
     const { rows } = await client

@@ -37,7 +37,7 @@ const REASON = {
   manageMembers: "You don't have permission to manage members",
   writeProducts: "You don't have permission to write products",
 };
-/** "You don't have permission to <verb> <things>" for each permission of migration 000002 */
+/** "You don't have permission to <verb> <things>" for each permission of rowgate.permissions */
 const PERMISSION_REASONS: Record<string, string> = {
   'organization:manage': "You don't have permission to manage the organization",
   'members:manage': "You don't have permission to manage members",

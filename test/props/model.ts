@@ -430,7 +430,7 @@ export function transactionsOf(o: MOrder): ('payment' | 'refund')[] {
  * The scopes that let a credential read each collection: any of them (SPEC §3;
  * the credential's scopes are expanded, a write scope implying its read scope).
  * Where the contract leaves it open (users, payout accounts), the choice of
- * migration 000006 is modelled: a user row is read with `user:read` (oneself)
+ * the select policies is modelled: a user row is read with `user:read` (oneself)
  * or `members_read` (colleagues); payout accounts with `payouts:read` or `payouts_read`.
  */
 export const COLLECTION_SCOPES: Record<keyof Visible, readonly string[]> = {
