@@ -197,7 +197,7 @@ export async function revokeAnalyst(options: { ownerUrl: string; rootUrl: string
 export interface AnalystListing {
   login: string;
   user_id: string;
-  created_at: Date;
+  created_at: string;
   role_exists: boolean;
 }
 

@@ -85,7 +85,7 @@ const commands: Record<string, CommandSpec> = {
     usage: '--user-id U',
     run: async (db, o, c) => {
       const token = generateToken('web_session');
-      const session = await one<{ expires_at: Date }>(
+      const session = await one<{ expires_at: string }>(
         db,
         `select s.expires_at from rowgate.users u,
            rowgate_private.issue_user_session(u.id, $2, interval '31 days') s

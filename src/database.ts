@@ -1,9 +1,11 @@
 // The pool of authenticator connections and the per-request transaction.
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { rfc3339 } from './timestamps.ts';
 
-// timestamps come back as Date and are serialised as RFC 3339 UTC by JSON.stringify;
+// timestamps come back as RFC 3339 UTC text (src/timestamps.ts);
 // bigint (count(*)) as a JS number: our counts stay far below 2^53
+pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, rfc3339);
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
 

@@ -33,7 +33,7 @@ export const impersonationRoutes = [
     response: Impersonation,
     handler: async ({ tx, body, secret, res }) => {
       const token = generateToken('web_session');
-      const session = await tx.one<{ user_id: string; expires_at: Date; scopes: string[] }>(
+      const session = await tx.one<{ user_id: string; expires_at: string; scopes: string[] }>(
         'select user_id, expires_at, scopes from rowgate.create_impersonation_session($1, $2)',
         [body.user_id, hashToken(secret, token)],
       );

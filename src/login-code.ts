@@ -106,7 +106,7 @@ export const loginCodeRoutes = [
     handler: async ({ tx, body, secret, res }) => {
       const address = body.email.toLowerCase();
       const token = generateToken('web_session');
-      const row = await tx.one<Record<(typeof userColumns)[number], unknown> & { status: string; session_expires_at: Date }>(
+      const row = await tx.one<Record<(typeof userColumns)[number], unknown> & { status: string; session_expires_at: string }>(
         `select status, ${userColumns.join(', ')}, session_expires_at from rowgate.authenticate_login_code($1, $2, $3)`,
         [address, loginCodeHash(secret, address, body.code), hashToken(secret, token)],
       );

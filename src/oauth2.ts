@@ -449,7 +449,7 @@ interface GrantRow {
   description: string | null;
   token_kind: CredentialKind | null;
   scopes: string[] | null;
-  expires_at: Date | null;
+  expires_at: string | null;
 }
 
 /** An RFC 6749 §5.1 answer from the database's, or the §5.2 error (returned, so what was recorded stays). */
@@ -460,7 +460,7 @@ function tokenAnswer(res: Response, row: GrantRow | undefined, tokens: Partial<R
   return {
     access_token: tokens[row.token_kind!]!,
     token_type: 'Bearer',
-    expires_in: Math.max(0, Math.round((row.expires_at!.getTime() - Date.now()) / 1000)),
+    expires_in: Math.max(0, Math.round((Date.parse(row.expires_at!) - Date.now()) / 1000)),
     refresh_token: refreshToken,
     scope: row.scopes!.join(' '),
   };
@@ -691,8 +691,8 @@ export const oauth2Routes = [
         user_id: string | null;
         username: string | null;
         organization_id: string | null;
-        expires_at: Date | null;
-        issued_at: Date | null;
+        expires_at: string | null;
+        issued_at: string | null;
       }>(
         'select status, active, token_type, scopes, user_id, username, organization_id, expires_at, issued_at from rowgate.introspect_oauth2_token($1, $2, $3)',
         [...clientHashes(secret, client), hashToken(secret, body.token)],
@@ -700,7 +700,7 @@ export const oauth2Routes = [
       if (!row || row.status !== 'ok') return oauth2InvalidClient();
       res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' });
       if (!row.active) return { active: false };
-      const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
+      const seconds = (timestamp: string) => Math.floor(Date.parse(timestamp) / 1000);
       return {
         active: true,
         scope: row.scopes!.join(' '),
@@ -729,11 +729,11 @@ export const oauth2Routes = [
     response: UserInfo,
     handler: async ({ tx }) => {
       const user = found(
-        await tx.one<{ id: string; email: string; name: string | null; avatar_url: string | null; updated_at: Date }>(
+        await tx.one<{ id: string; email: string; name: string | null; avatar_url: string | null; updated_at: string }>(
           'select id, email, name, avatar_url, updated_at from rowgate.users where id = rowgate_hidden.current_user_id()',
         ),
       );
-      return { sub: user.id, email: user.email, name: user.name, picture: user.avatar_url, updated_at: Math.floor(user.updated_at.getTime() / 1000) };
+      return { sub: user.id, email: user.email, name: user.name, picture: user.avatar_url, updated_at: Math.floor(Date.parse(user.updated_at) / 1000) };
     },
   }),
   anonymousRoute({

@@ -2,13 +2,14 @@
 import type { Response } from 'express';
 import { SESSION_COOKIE } from './credentials.ts';
 
-export function setSessionCookie(res: Response, token: string, expiresAt: Date) {
+/** `expiresAt`: the session's expiry as the database answered it (RFC 3339) */
+export function setSessionCookie(res: Response, token: string, expiresAt: string) {
   res.cookie(SESSION_COOKIE, token, {
     httpOnly: true,
     sameSite: 'lax',
     secure: res.req.secure,
     path: '/',
-    expires: expiresAt,
+    expires: new Date(expiresAt),
   });
 }
 

@@ -96,7 +96,7 @@ function asApi(rows: Record<string, unknown>[], like: Record<string, unknown>[])
       keys.map((k) => {
         const v = row[k];
         const api = like[0]?.[k];
-        return [k, v instanceof Date ? v.toISOString() : typeof api === 'number' && typeof v === 'string' ? Number(v) : v];
+        return [k, typeof api === 'number' && typeof v === 'string' ? Number(v) : v];
       }),
     ),
   );

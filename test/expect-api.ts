@@ -2,6 +2,9 @@
 import { expect } from 'vitest';
 import type { ApiResponse } from './harness.ts';
 
+/** a timestamp as the API and its pool write it: RFC 3339 UTC with milliseconds (src/timestamps.ts) */
+export const aTimestamp = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+
 export const REALM = 'Bearer realm="rowgate"';
 
 /** One body shape for every error: exactly `{error, detail}`, served as JSON. */

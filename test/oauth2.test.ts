@@ -4,7 +4,7 @@
 // revocation, introspection, user and organization tokens.
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { expectError, expectInsufficientScope, expectUnauthorized, expectValidationError } from './expect-api.ts';
+import { aTimestamp, expectError, expectInsufficientScope, expectUnauthorized, expectValidationError } from './expect-api.ts';
 import { startTestApp, type ApiResponse, type TestApp, type TestUser } from './harness.ts';
 
 let app: TestApp;
@@ -797,7 +797,7 @@ describe('what an OAuth2 user token reaches', () => {
     const issued = await tokens(user, client);
     const res = await app.delete('/v1/users/me', { token: issued.access_token });
     expect(res.status).toBe(204);
-    expect((await app.sql('select deleted_at from rowgate.users where id = $1', [user.id]))[0]!.deleted_at).toBeInstanceOf(Date);
+    expect((await app.sql('select deleted_at from rowgate.users where id = $1', [user.id]))[0]!.deleted_at).toEqual(aTimestamp);
     expectUnauthorized(await userinfo(issued.access_token), true);
     expectOAuth2Error(await refresh(client, issued.refresh_token), 401, 'invalid_client');
   });
