@@ -18,6 +18,7 @@ import {
   validationError,
   type ValidationIssue,
 } from './errors.ts';
+import { ListPage } from './lists.ts';
 import { environmentMailer, type Mailer } from './mailer.ts';
 import { isAnonymous, type ApiRoute, type BodyType, type Route, type Subject } from './route.ts';
 import { hashToken, type CredentialKind } from './tokens.ts';
@@ -146,6 +147,10 @@ function send(route: Route, res: Response, result: unknown, validate: boolean) {
     if (!checked.success) {
       throw new Error(`response of ${route.operationId} does not match its schema: ${checked.error.message}`);
     }
+  }
+  if (result instanceof ListPage) {
+    res.status(route.status).type('application/json').send(result.json());
+    return;
   }
   res.status(route.status).json(result);
 }

@@ -11,10 +11,10 @@ export const uuid = (description: string, example = '3f2b1c9e-8a4d-4e5f-9b6a-1c2
   doc(z.uuid(), description, example);
 
 export const timestamp = (description: string) =>
-  doc(z.iso.datetime({ offset: true }), description, '2026-11-21T09:30:00.000Z');
+  doc(z.iso.datetime({ offset: true }), description, '2026-11-21T09:30:00.123456+00:00');
 
 export const nullableTimestamp = (description: string) =>
-  doc(z.iso.datetime({ offset: true }).nullable(), description, '2026-12-21T09:30:00.000Z');
+  doc(z.iso.datetime({ offset: true }).nullable(), description, '2026-12-21T09:30:00.123456+00:00');
 
 export const timestamps = {
   created_at: timestamp('When it was created (RFC 3339, UTC).'),
