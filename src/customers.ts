@@ -84,7 +84,7 @@ export const customerRoutes = [
     params: idParams,
     status: 200,
     response: CustomerRead,
-    handler: async ({ tx, params }) => found(await tx.one(`select ${customerColumns} from rowgate.customers where id = $1`, [params.id])),
+    handler: async ({ tx, params }) => found(await tx.last(`select ${customerColumns} from rowgate.customers where id = $1`, [params.id])),
   }),
   route({
     method: 'post',

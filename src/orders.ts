@@ -87,7 +87,7 @@ export const orderRoutes = [
     params: idParams,
     status: 200,
     response: OrderRead,
-    handler: async ({ tx, params }) => found(await tx.one(`select ${orderColumns} from rowgate.orders where id = $1`, [params.id])),
+    handler: async ({ tx, params }) => found(await tx.last(`select ${orderColumns} from rowgate.orders where id = $1`, [params.id])),
   }),
   route({
     method: 'post',

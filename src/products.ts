@@ -86,7 +86,7 @@ export const productRoutes = [
     params: idParams,
     status: 200,
     response: ProductRead,
-    handler: async ({ tx, params }) => found(await tx.one(`select ${columns} from rowgate.products where id = $1`, [params.id])),
+    handler: async ({ tx, params }) => found(await tx.last(`select ${columns} from rowgate.products where id = $1`, [params.id])),
   }),
   route({
     method: 'post',

@@ -39,7 +39,7 @@ export const userRoutes = [
     status: 200,
     response: UserRead,
     handler: async ({ tx }) => {
-      const user = await tx.one(`select ${columns} from rowgate.users where id = rowgate_hidden.current_user_id()`);
+      const user = await tx.last(`select ${columns} from rowgate.users where id = rowgate_hidden.current_user_id()`);
       if (!user) throw notFound();
       return user;
     },

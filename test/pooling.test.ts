@@ -3,8 +3,8 @@
 // app's own pool, or by a transaction-pooling PgBouncer in front:
 // scripts/test-pgbouncer.ts runs this file through one); and many concurrent
 // requests of every kind over a small pool all get their answers.
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { inTransaction } from '../src/database.ts';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createPool, inTransaction } from '../src/database.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
 let app: TestApp;
@@ -90,4 +90,66 @@ test('every transaction of the pool runs under the statement and idle-in-transac
     ),
   );
   for (const row of seen) expect(row).toEqual({ statement: '10s', idle: '20s' });
+});
+
+describe("a read's last statement carries its commit (Tx.last)", () => {
+  // now() is the start of the transaction
+  const state = `select now()::text as started`;
+
+  test('its statement runs in the transaction, and the transaction ends with it', async () => {
+    // one connection, so the next transaction is surely on the same one
+    const single = createPool({ connectionString: app.authenticatorUrl, max: 1, statementTimeoutMs: 10_000 });
+    try {
+      const [first, inside] = await inTransaction(
+        single,
+        async (tx) => {
+          const first = await tx.one<{ started: string }>(state);
+          return [first, await tx.last<{ started: string }>(state)] as const;
+        },
+        { deferCommit: true },
+      );
+      // the same transaction: the same start time as the statement before it
+      expect(inside!.started).toBe(first!.started);
+      // and it ended: the connection's next transaction starts afresh, not inside it
+      const next = await inTransaction(single, (tx) => tx.one<{ started: string }>(state));
+      expect(next!.started).not.toBe(inside!.started);
+    } finally {
+      await single.end();
+    }
+  });
+
+  test('nothing may follow it: a later statement throws instead of running outside the transaction', async () => {
+    const error = await inTransaction(
+      app.pool,
+      async (tx) => {
+        await tx.last('select 1');
+        return tx.one('select 2').then(
+          () => null,
+          (e: Error) => e.message,
+        );
+      },
+      { deferCommit: true },
+    );
+    expect(error).toBe('a statement after the last statement of its transaction');
+  });
+
+  test("a read's writes (a token's last use) are committed", async () => {
+    const token = await app.pat(admin.id, ['products_read']);
+    expect((await app.get('/v1/products/', { token })).status).toBe(200);
+    const [row] = await app.sql(
+      `select t.last_used_at from rowgate.personal_access_tokens t
+       join rowgate_private.access_token_hashes h on h.personal_access_token_id = t.id where h.token_hash = $1`,
+      [app.hash(token)],
+    );
+    expect(row!.last_used_at).not.toBeNull();
+  });
+
+  test('in a write transaction it is a plain statement: the commit waits for the end', async () => {
+    const seen = await inTransaction(app.pool, async (tx) => {
+      const last = await tx.last<{ started: string }>(state);
+      const after = await tx.one<{ started: string }>(state);
+      return [last, after];
+    });
+    expect(seen[1]!.started).toBe(seen[0]!.started);
+  });
 });
