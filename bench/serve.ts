@@ -5,7 +5,7 @@
 //
 //   eval "$(node bench/serve.ts --scale 1m)"
 //   node --cpu-prof --cpu-prof-dir=/tmp/prof src/main.ts &
-//   npx autocannon -c 8 -d 10 -H "cookie: rowgate_session=$SMALL" "http://127.0.0.1:$PORT/v1/orders/?limit=50"
+//   wrk -t1 -c8 -d10s -H "cookie: rowgate_session=$SMALL" "http://127.0.0.1:$PORT/v1/orders/?limit=50"
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { parseArgs } from 'node:util';

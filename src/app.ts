@@ -205,6 +205,16 @@ function apiHandler(route: ApiRoute, options: AppOptions, mailer: Mailer) {
 
 export const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
 
+/** The router of an Express path's resource (`/v1/orders` for `/v1/orders/:id`), and the path within it. */
+function resourceRouter(routers: Map<string, express.Router>, path: string) {
+  const fixed = path.split('/').slice(1, 3);
+  const parameter = fixed.findIndex((segment) => segment.includes(':'));
+  const prefix = `/${(parameter < 0 ? fixed : fixed.slice(0, parameter)).join('/')}`;
+  let router = routers.get(prefix);
+  if (!router) routers.set(prefix, (router = express.Router()));
+  return { router, rest: prefix === '/' ? path : path.slice(prefix.length) || '/' };
+}
+
 export function createApp(options: AppOptions) {
   const app = express();
   app.disable('x-powered-by');
@@ -225,6 +235,10 @@ export function createApp(options: AppOptions) {
   app.use(express.urlencoded({ limit: '1mb', extended: false }));
 
   const mailer = options.mailer ?? environmentMailer(options.log ?? console.log);
+  // One router per resource (a path's first two segments, `/v1/orders`): a
+  // request is matched against its resource's routes, not against the whole
+  // table (Express tries a router's layers one by one).
+  const routers = new Map<string, express.Router>();
   const methodsByPath = new Map<string, string[]>();
   for (const route of options.routes) {
     const path = expressPath(route.path);
@@ -232,15 +246,18 @@ export function createApp(options: AppOptions) {
       route.access === null
         ? async (req: Request, res: Response) => send(route, res, await route.handler({ req, res }), false)
         : apiHandler(route, options, mailer);
-    app[route.method](path, handler);
+    const { router, rest } = resourceRouter(routers, path);
+    router[route.method](rest, handler);
     methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), route.method.toUpperCase()]);
   }
   for (const [path, methods] of methodsByPath) {
-    app.all(path, (_req, res) => {
+    const { router, rest } = resourceRouter(routers, path);
+    router.all(rest, (_req, res) => {
       res.setHeader('Allow', methods.join(', '));
       res.status(405).json({ error: 'MethodNotAllowed', detail: `Allowed: ${methods.join(', ')}` });
     });
   }
+  for (const [prefix, router] of routers) app.use(prefix, router);
   for (const mount of options.mounts ?? []) mount(app);
   app.use((_req, res) => {
     res.status(404).json({ error: 'NotFound', detail: 'No such route' });
@@ -249,7 +266,7 @@ export function createApp(options: AppOptions) {
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const apiError = res.locals.errorFormat === 'oauth2' ? asOAuth2Error(toApiError(error)) : toApiError(error);
     if (apiError.status >= 500 && apiError.status !== 503) {
-      options.log?.(`error on ${req.method} ${req.path}: ${(error as Error)?.stack ?? String(error)}`);
+      options.log?.(`error on ${req.method} ${req.originalUrl.split('?')[0]}: ${(error as Error)?.stack ?? String(error)}`);
     }
     if (res.headersSent) return;
     res.status(apiError.status).set(apiError.headers).json(apiError.body());
