@@ -227,7 +227,7 @@ async function main() {
   const p50ByScale: Record<string, number> = {};
   try {
     for (const scale of scales) {
-      await benchScale(scale, db.state, superuser, children, p50ByScale);
+      await benchScale(scale, db.state, db.socketDir, superuser, children, p50ByScale);
     }
   } finally {
     for (const child of children) await stopProcess(child);
@@ -271,6 +271,7 @@ async function main() {
 async function benchScale(
   scale: Scale,
   state: Parameters<typeof embeddedUrl>[0],
+  socketDir: string | null,
   superuser: string,
   children: ChildProcess[],
   p50ByScale: Record<string, number>,
@@ -278,7 +279,8 @@ async function benchScale(
   const database = `bench_${scale.name}`;
   await ensureDatabase(superuser, database);
   const ownerUrl = embeddedUrl(state, 'owner', database);
-  const authenticatorUrl = embeddedUrl(state, 'authenticator', database);
+  // the server's connections and pgbench's take the same way: the socket, as `npm start` does
+  const authenticatorUrl = embeddedUrl(state, 'authenticator', database, socketDir);
   await migrateDatabase(ownerUrl);
   if (!(await isLoaded(ownerUrl, scale))) {
     log(`loading ${scale.name} orders into ${database}…`);

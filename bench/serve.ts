@@ -32,7 +32,7 @@ for (const [who, id] of Object.entries(users)) {
 await owner.end();
 const exports = {
   DATABASE_URL: ownerUrl,
-  AUTH_DATABASE_URL: embeddedUrl(db.state, 'authenticator', database),
+  AUTH_DATABASE_URL: embeddedUrl(db.state, 'authenticator', database, db.socketDir),
   ROWGATE_SECRET: secret,
   PORT: args.port!,
   NODE_ENV: 'production',

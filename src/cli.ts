@@ -194,23 +194,6 @@ function help() {
 }
 
 /**
- * Connecting applies the migrations under graphile-migrate's advisory lock, which
- * it only tries once: two commands run at the same moment (or a command while the
- * server starts) would fail with "Failed to get exclusive lock". Wait and retry.
- */
-async function connectRetrying(config: Config, migrate: boolean): Promise<Connection> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await connect(config, { exclusive: false, migrate });
-    } catch (error) {
-      if (attempt >= 20 || !/Failed to get exclusive lock/.test((error as Error)?.message ?? '')) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200));
-    }
-  }
-}
-
-
-/**
  * The configuration; a DBA's commands (migrations, analysts) need only
  * DATABASE_URL, not the server's AUTH_DATABASE_URL and ROWGATE_SECRET.
  */
@@ -257,7 +240,7 @@ async function main(argv: string[]) {
   // convenience); a given DATABASE_URL only by `db migrate`: deploying the schema
   // is the operator's explicit step, never a side effect.
   const migrate = command.migrate ?? !config.DATABASE_URL;
-  const connection = await connectRetrying(connectConfig, migrate);
+  const connection = await connect(connectConfig, { exclusive: false, migrate });
   const db = new pg.Client({ connectionString: connection.ownerUrl });
   try {
     await db.connect();

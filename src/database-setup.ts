@@ -99,12 +99,24 @@ function migrateSettings(ownerUrl: string) {
   };
 }
 
-/** Applies the committed migrations (graphile-migrate migrate). */
+/**
+ * Applies the committed migrations (graphile-migrate migrate). graphile-migrate
+ * tries its advisory lock once and fails with "Failed to get exclusive lock"
+ * when another process migrates at that moment (two replicas starting together,
+ * a CLI command while the server starts): wait for it and try again, for up to
+ * about half a minute.
+ */
 export async function migrateDatabase(ownerUrl: string) {
-  try {
-    await migrate(migrateSettings(ownerUrl));
-  } finally {
-    clearAllPools();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await migrate(migrateSettings(ownerUrl));
+      return;
+    } catch (error) {
+      if (attempt >= 100 || !/Failed to get exclusive lock/.test((error as Error)?.message ?? '')) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200));
+    } finally {
+      clearAllPools();
+    }
   }
 }
 

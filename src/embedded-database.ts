@@ -27,6 +27,8 @@ export interface EmbeddedDatabase {
   state: EmbeddedState;
   /** true when this process started the database (and so must stop it) */
   startedHere: boolean;
+  /** the directory of its Unix-domain socket, when it listens on one (embeddedUrl) */
+  socketDir: string | null;
   stop(): Promise<void>;
 }
 
@@ -42,16 +44,18 @@ async function binaries(): Promise<{ pg_ctl: string }> {
 }
 
 /** The pid in postmaster.pid when that process is alive, else null. */
-export async function runningPostmaster(home: string): Promise<{ pid: number; port: number } | null> {
+export async function runningPostmaster(home: string): Promise<{ pid: number; port: number; socketDir: string | null } | null> {
   const pidFile = path.join(dataDir(home), 'postmaster.pid');
   if (!existsSync(pidFile)) return null;
   const lines = (await readFile(pidFile, 'utf8')).split('\n');
   const pid = Number(lines[0]);
   const port = Number(lines[3]);
+  // the fifth line names the first socket directory, empty when there is none
+  const socketDir = lines[4]?.trim() || null;
   if (!Number.isInteger(pid) || pid <= 0) return null;
   try {
     process.kill(pid, 0);
-    return { pid, port };
+    return { pid, port, socketDir };
   } catch {
     return null;
   }
@@ -193,10 +197,10 @@ export async function openEmbeddedDatabase(options: {
       const { pg_ctl } = await binaries();
       const ids = await postgresIds(home);
       state.port = running.port;
-      return { home, state, startedHere: true, stop: () => stopCluster(pg_ctl, home, ids, serverPidFile) };
+      return { home, state, startedHere: true, socketDir: running.socketDir, stop: () => stopCluster(pg_ctl, home, ids, serverPidFile) };
     }
     state.port = running.port;
-    return { home, state, startedHere: false, stop: async () => {} };
+    return { home, state, startedHere: false, socketDir: running.socketDir, stop: async () => {} };
   }
 
   if (!existsSync(path.join(dataDir(home), 'PG_VERSION'))) {
@@ -211,12 +215,7 @@ export async function openEmbeddedDatabase(options: {
   const logFile = path.join(home, 'postgres.log');
   await writeFile(logFile, '', { flag: 'a' });
   if (ids.uid !== undefined) await chown(logFile, ids.uid, ids.gid!);
-  const serverOptions = [
-    `-p ${state.port}`,
-    `-c listen_addresses=127.0.0.1`,
-    `-c unix_socket_directories=''`,
-    `-c max_connections=200`,
-  ].join(' ');
+  const { options: serverOptions, socketDir } = postgresOptions(home, state.port);
   log(`starting the embedded PostgreSQL on 127.0.0.1:${state.port}`);
   await run(pg_ctl, ['start', '-D', dataDir(home), '-w', '-t', '60', '-l', logFile, '-o', serverOptions], ids);
 
@@ -224,8 +223,29 @@ export async function openEmbeddedDatabase(options: {
     home,
     state,
     startedHere: true,
+    socketDir,
     stop: () => stopCluster(pg_ctl, home, ids, options.exclusive ? serverPidFile : null),
   };
+}
+
+/**
+ * The options the embedded PostgreSQL runs with: TCP on loopback for psql and
+ * analysts, and a Unix-domain socket in the data directory (which only the
+ * postgres OS user and root may enter) for the server's own connections:
+ * measured here, short transactions go ~45% faster through a socket than over
+ * loopback TCP for the same client CPU (docs/performance.md). A path too long
+ * for a socket address, or one the options string cannot carry, keeps TCP only.
+ */
+export function postgresOptions(home: string, port: number): { options: string; socketDir: string | null } {
+  const dir = dataDir(home);
+  const socketDir = `${dir}/.s.PGSQL.${port}`.length <= 100 && /^[\w./-]+$/.test(dir) ? dir : null;
+  const options = [
+    `-p ${port}`,
+    `-c listen_addresses=127.0.0.1`,
+    socketDir ? `-c unix_socket_directories=${socketDir} -c unix_socket_permissions=0700` : `-c unix_socket_directories=''`,
+    `-c max_connections=200`,
+  ].join(' ');
+  return { options, socketDir };
 }
 
 async function stopCluster(pg_ctl: string, home: string, ids: { uid?: number; gid?: number }, serverPidFile: string | null) {
@@ -247,12 +267,21 @@ async function alivePid(file: string): Promise<number | null> {
   }
 }
 
-export function embeddedUrl(state: EmbeddedState, role: 'superuser' | 'owner' | 'authenticator', database = DATABASE_NAME) {
+/** A connection URL of the embedded cluster: over loopback TCP, or through its socket directory when given. */
+export function embeddedUrl(
+  state: EmbeddedState,
+  role: 'superuser' | 'owner' | 'authenticator',
+  database = DATABASE_NAME,
+  socketDir: string | null = null,
+) {
   const [user, password] =
     role === 'superuser'
       ? [SUPERUSER, state.superuserPassword]
       : role === 'owner'
         ? ['rowgate_owner', state.ownerPassword]
         : ['rowgate_authenticator', state.authenticatorPassword];
-  return `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${state.port}/${database}`;
+  const credentials = `${user}:${encodeURIComponent(password)}`;
+  return socketDir
+    ? `postgres://${credentials}@/${database}?host=${encodeURIComponent(socketDir)}&port=${state.port}`
+    : `postgres://${credentials}@127.0.0.1:${state.port}/${database}`;
 }

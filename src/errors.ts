@@ -122,7 +122,7 @@ const constraintFields: Record<string, { loc: string[]; msg: string }> = {
  * RGSCO: the credential lacks a scope (detail = the scope).
  */
 export function fromDatabaseError(error: unknown): ApiError | null {
-  const e = error as Partial<DatabaseError> & { code?: string };
+  const e = error as Partial<DatabaseError> & { code?: string; syscall?: string };
   const code = e?.code ?? '';
   if (code === 'RG403') return notPermitted(e.message ?? 'Not permitted');
   if (code === 'RG404') return notFound();
@@ -145,6 +145,7 @@ export function fromDatabaseError(error: unknown): ApiError | null {
     code === '57014' || // query_canceled: the statement timeout ended a statement that waited or ran too long
     code === '55P03' || // lock_not_available: a lock timeout
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND'].includes(code) ||
+    (code === 'ENOENT' && e?.syscall === 'connect') || // a Unix-domain socket that is gone: the database is down
     /Connection terminated|timeout exceeded when trying to connect|not queryable/i.test(e?.message ?? '')
   ) {
     return serviceUnavailable();

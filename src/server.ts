@@ -50,7 +50,8 @@ export async function connect(
     if (migrate) await migrateDatabase(embeddedUrl(state, 'owner'));
     return {
       ownerUrl: embeddedUrl(state, 'owner'),
-      authenticatorUrl: embeddedUrl(state, 'authenticator'),
+      // the server's own connections go through the socket when there is one
+      authenticatorUrl: embeddedUrl(state, 'authenticator', DATABASE_NAME, embedded.socketDir),
       secret: config.ROWGATE_SECRET ?? state.secret,
       embedded,
     };

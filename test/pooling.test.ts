@@ -136,12 +136,16 @@ describe("a read's last statement carries its commit (Tx.last)", () => {
   test("a read's writes (a token's last use) are committed", async () => {
     const token = await app.pat(admin.id, ['products_read']);
     expect((await app.get('/v1/products/', { token })).status).toBe(200);
-    const [row] = await app.sql(
-      `select t.last_used_at from rowgate.personal_access_tokens t
-       join rowgate_private.access_token_hashes h on h.personal_access_token_id = t.id where h.token_hash = $1`,
-      [app.hash(token)],
-    );
-    expect(row!.last_used_at).not.toBeNull();
+    // a read answers before its commit is done (deferCommit): the record follows within moments
+    const lastUsed = async () =>
+      (
+        await app.sql(
+          `select t.last_used_at from rowgate.personal_access_tokens t
+           join rowgate_private.access_token_hashes h on h.personal_access_token_id = t.id where h.token_hash = $1`,
+          [app.hash(token)],
+        )
+      )[0]!.last_used_at;
+    await expect.poll(lastUsed, { timeout: 2_000, interval: 20 }).not.toBeNull();
   });
 
   test('in a write transaction it is a plain statement: the commit waits for the end', async () => {

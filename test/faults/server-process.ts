@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { arch, platform, tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { embeddedUrl, runningPostmaster, type EmbeddedState } from '../../src/embedded-database.ts';
+import { embeddedUrl, postgresOptions, runningPostmaster, type EmbeddedState } from '../../src/embedded-database.ts';
 import { projectRoot } from '../../src/database-setup.ts';
 import { generateToken, hashToken } from '../../src/tokens.ts';
 
@@ -127,8 +127,7 @@ export const stopDatabase = (home: string) => pgCtl(home, ['stop', '-m', 'fast',
 
 /** Starts it again, with the options src/embedded-database.ts starts it with; resolves when it accepts connections. */
 export async function startDatabase(home: string, port: number) {
-  const options = [`-p ${port}`, '-c listen_addresses=127.0.0.1', "-c unix_socket_directories=''", '-c max_connections=200'].join(' ');
-  await pgCtl(home, ['start', '-w', '-t', '60', '-l', path.join(home, 'postgres.log'), '-o', options]);
+  await pgCtl(home, ['start', '-w', '-t', '60', '-l', path.join(home, 'postgres.log'), '-o', postgresOptions(home, port).options]);
 }
 
 /** Is the postmaster of the home alive? (its pid file may vanish while it is read: then it is not) */
