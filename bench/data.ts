@@ -2,6 +2,7 @@
 // them, users of 1–3 organizations and an admin of 50. Generated in SQL by the
 // owner (triggers off while loading: transactions are not part of these lists).
 import pg from 'pg';
+import { generateToken, hashToken } from '../src/tokens.ts';
 
 export interface Scale {
   name: string;
@@ -121,5 +122,22 @@ export async function benchUsers(ownerUrl: string): Promise<BenchUsers> {
     return { big: id('bench-0@example.com'), small: id('bench-2@example.com') };
   } finally {
     await client.end();
+  }
+}
+
+/** A web session for each bench user, hashed with `secret` (the server's ROWGATE_SECRET): who → token. */
+export async function issueSessions(ownerUrl: string, users: BenchUsers, secret: string): Promise<Record<keyof BenchUsers, string>> {
+  const owner = new pg.Client({ connectionString: ownerUrl });
+  await owner.connect();
+  try {
+    const sessions = {} as Record<keyof BenchUsers, string>;
+    for (const [who, id] of Object.entries(users) as [keyof BenchUsers, string][]) {
+      const token = generateToken('web_session');
+      await owner.query(`select rowgate_private.issue_user_session($1, $2, interval '1 day')`, [id, hashToken(secret, token)]);
+      sessions[who] = token;
+    }
+    return sessions;
+  } finally {
+    await owner.end();
   }
 }

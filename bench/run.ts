@@ -18,8 +18,8 @@ import { ensureDatabase, ensureRoles, migrateDatabase, projectRoot } from '../sr
 import { embeddedUrl, openEmbeddedDatabase } from '../src/embedded-database.ts';
 import { listStatement, Where } from '../src/lists.ts';
 import { orderListSpec } from '../src/orders.ts';
-import { generateToken, hashToken } from '../src/tokens.ts';
-import { benchUsers, isLoaded, load, SCALES, type Scale } from './data.ts';
+import { hashToken } from '../src/tokens.ts';
+import { benchUsers, isLoaded, issueSessions, load, SCALES, type Scale } from './data.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -292,17 +292,8 @@ async function benchScale(
     await migrateDatabase(ownerUrl);
     await load(ownerUrl, scale, log);
   }
-  const users = await benchUsers(ownerUrl);
   const secret = randomBytes(32).toString('base64url');
-  const owner = new pg.Client({ connectionString: ownerUrl });
-  await owner.connect();
-  const sessions: Record<string, string> = {};
-  for (const [who, id] of Object.entries(users)) {
-    const token = generateToken('web_session');
-    await owner.query(`select rowgate_private.issue_user_session($1, $2, interval '1 day')`, [id, hashToken(secret, token)]);
-    sessions[who] = token;
-  }
-  await owner.end();
+  const sessions = await issueSessions(ownerUrl, await benchUsers(ownerUrl), secret);
 
   log(`scale ${scale.name}:`);
   const port = await freePort();

@@ -9,27 +9,16 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { projectRoot } from '../src/database-setup.ts';
 import { embeddedUrl, openEmbeddedDatabase } from '../src/embedded-database.ts';
-import { generateToken, hashToken } from '../src/tokens.ts';
-import { benchUsers } from './data.ts';
+import { benchUsers, issueSessions } from './data.ts';
 
 const { values: args } = parseArgs({ options: { scale: { type: 'string', default: '1m' }, port: { type: 'string', default: '8099' } } });
 const db = await openEmbeddedDatabase({ home: path.join(projectRoot, '.rowgate-bench'), exclusive: false, log: (l) => console.error(l) });
 const database = `bench_${args.scale}`;
 const ownerUrl = embeddedUrl(db.state, 'owner', database);
 const secret = randomBytes(32).toString('base64url');
-const users = await benchUsers(ownerUrl);
-const owner = new pg.Client({ connectionString: ownerUrl });
-await owner.connect();
-const sessions: Record<string, string> = {};
-for (const [who, id] of Object.entries(users)) {
-  const token = generateToken('web_session');
-  await owner.query(`select rowgate_private.issue_user_session($1, $2, interval '1 day')`, [id, hashToken(secret, token)]);
-  sessions[who] = token;
-}
-await owner.end();
+const sessions = await issueSessions(ownerUrl, await benchUsers(ownerUrl), secret);
 const exports = {
   DATABASE_URL: ownerUrl,
   AUTH_DATABASE_URL: embeddedUrl(db.state, 'authenticator', database, db.socketDir),

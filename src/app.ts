@@ -170,31 +170,38 @@ function apiHandler(route: ApiRoute, options: AppOptions, mailer: Mailer) {
   // an anonymous endpoint reads no credential: an Authorization header there is
   // not ours to judge (an OAuth2 client's HTTP Basic credentials)
   const anonymous = isAnonymous(route.access);
+  // A JSON read does not wait for the authentication's answer to send its own
+  // statements: they leave together (one write, one round trip; with Tx.last the
+  // commit too). Until the authentication has switched the role they would run
+  // as rowgate_authenticator, which may read nothing, so a bad credential only
+  // makes them fail, and the answer is decided as for every route: the
+  // credential, then the scopes, then the input, then the handler's result.
+  const early = route.method === 'get' && route.responseType === undefined;
   return async (req: Request, res: Response) => {
     const credential = anonymous ? null : acceptedCredential(route, req);
     const result = await inTransaction(options.pool, async (tx) => {
-      let subject: Subject | null = null;
+      const authenticated = credential ? authenticate(tx, options.secret, credential) : tx.rows(ANONYMOUS).then(() => null);
+      const run = () => {
+        const { params, query, body } = parseInput(route, req);
+        return route.handler({ tx, secret: options.secret, mailer, params: params as never, query: query as never, body, req, res });
+      };
+      let started: Promise<unknown> | undefined;
+      if (early) {
+        // now, not in a later tick: its first statement must join the authentication's write
+        try {
+          started = run();
+        } catch (error) {
+          started = Promise.reject(error);
+        }
+        started.catch(() => {}); // its failure is answered below, after the credential's and the scopes'
+      }
+      const subject = await authenticated;
       if (credential) {
-        subject = await authenticate(tx, options.secret, credential);
         if (!subject) throw unauthorized('The credential is unknown, expired or revoked', true);
         const scopes = subject.scopes;
         if (!route.access.scopes.some((s) => scopes.has(s))) throw insufficientScope(route.access.scopes);
-      } else {
-        await tx.rows(ANONYMOUS);
       }
-      const { params, query, body } = parseInput(route, req);
-      // anonymous routes are declared with a handler that takes no subject (anonymousRoute)
-      return route.handler({
-        tx,
-        subject: subject as Subject,
-        secret: options.secret,
-        mailer,
-        params: params as never,
-        query: query as never,
-        body,
-        req,
-        res,
-      });
+      return started ?? run();
     }, { deferCommit: route.method === 'get' });
     // a handler that *returns* an error has recorded something that must stay
     // (a failed attempt, a revoked token family): the transaction committed

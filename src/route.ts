@@ -58,9 +58,15 @@ export const writeScopes = (resource: string) => [`${resource}_write`];
 
 type ZodObj = z.ZodObject;
 
+/**
+ * What a handler gets. The subject is not among it: the transaction runs under
+ * the subject's role and settings, and the database decides what it may do.
+ * A JSON read's handler starts before the authentication has answered (its
+ * statements leave with it): it must not touch the response before its first
+ * statement's answer.
+ */
 export interface Context<P, Q, B> {
   tx: Tx;
-  subject: Subject;
   /** the server secret that keys token hashes */
   secret: string;
   mailer: Mailer;
@@ -115,8 +121,8 @@ export interface ApiRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, 
   handler: (ctx: Context<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<unknown>;
 }
 
-/** What an anonymous endpoint's handler gets: no subject. */
-export type AnonymousContext<P, Q, B> = Omit<Context<P, Q, B>, 'subject'>;
+/** What an anonymous endpoint's handler gets. */
+export type AnonymousContext<P, Q, B> = Context<P, Q, B>;
 
 export interface AnonymousRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, B extends z.ZodType = z.ZodType>
   extends Omit<ApiRoute<P, Q, B>, 'access' | 'handler'> {

@@ -563,9 +563,8 @@ describe('bypass attempts fail', () => {
   test("12. the finance policy helper tells nothing about an organization the user does not reach", async () => {
     // finance_denial is a security definer granted to analysts (their RLS uses it): for
     // an unreachable organization it must answer as for one that does not exist, not
-    // reveal whether C exists, has an account, or who administers it. Fails until a
-    // migration adds `and p_organization_id = any (rowgate_hidden.current_organization_ids())`
-    // to the account lookup of rowgate_hidden.finance_denial.
+    // reveal whether C exists, has an account, or who administers it (its account
+    // lookup is limited to rowgate_hidden.current_organization_ids()).
     await session(async (client) => {
       const { rows } = await client.query(
         `select rowgate_hidden.finance_denial($1, false) as c, rowgate_hidden.finance_denial(gen_random_uuid(), false) as nothing,
