@@ -19,6 +19,7 @@ import { embeddedUrl, openEmbeddedDatabase } from '../src/embedded-database.ts';
 import { listStatement, Where } from '../src/lists.ts';
 import { orderListSpec } from '../src/orders.ts';
 import { hashToken } from '../src/tokens.ts';
+import { ME } from '../src/users.ts';
 import { benchUsers, isLoaded, issueSessions, load, SCALES, type Scale } from './data.ts';
 
 const { values: args } = parseArgs({
@@ -243,6 +244,8 @@ async function main() {
     sql_vs_naive_small_user: ratio(find(`${main}/sql_api_orders_small_user`), find(`${main}/sql_naive_orders_small_user`)),
     rest_vs_graphql: ratio(find(`${main}/rest_orders_small_user`), find(`${main}/graphql_orders_small_user`)),
     me_vs_bare: ratio(find(`${main}/rest_users_me`), find('bare_express')),
+    // the database alone, on GET /v1/users/me's transaction, against the same HTTP ceiling
+    me_sql_vs_bare: ratio(find(`${main}/sql_users_me`), find('bare_express')),
     rss_mb_at_64_connections: extra.rss_mb_at_64_connections ?? null,
   };
   if (p50ByScale['10m'] && p50ByScale['100k']) {
@@ -347,6 +350,12 @@ async function benchScale(
   } else {
     log(`  graphql: skipped, the probe query failed: ${JSON.stringify(probeBody).slice(0, 300)}`);
   }
+  // GET /v1/users/me's own transaction: what the database alone does per request
+  const auth = AUTHENTICATE.replace('$1', ':kind').replace('$2', ':hash').replace(/\s+/g, ' ').trim();
+  pgbench(`${scale.name}/sql_users_me`, authenticatorUrl, `begin;\n${auth};\n${ME};\ncommit;\n`, {
+    kind: 'web_session',
+    hash: '\\x' + hashToken(secret, sessions.small!).toString('hex'),
+  });
   await http(`${scale.name}/rest_users_me`, { url: `${base}/v1/users/me`, headers: { cookie: `rowgate_session=${sessions.small}` } });
 
   let peak = 0;

@@ -27,6 +27,8 @@ const UserUpdate = z
   .meta({ id: 'UserUpdate', description: 'Fields to change; only the fields sent change.' });
 
 const columns = 'id, email, name, avatar_url, is_admin, created_at, updated_at';
+/** GET /v1/users/me's statement (exported for the benchmark's pgbench comparator) */
+export const ME = `select ${columns} from rowgate.users where id = rowgate_hidden.current_user_id()`;
 
 export const userRoutes = [
   route({
@@ -39,7 +41,7 @@ export const userRoutes = [
     status: 200,
     response: UserRead,
     handler: async ({ tx }) => {
-      const user = await tx.last(`select ${columns} from rowgate.users where id = rowgate_hidden.current_user_id()`);
+      const user = await tx.last(ME);
       if (!user) throw notFound();
       return user;
     },
