@@ -195,11 +195,18 @@ function apiHandler(route: ApiRoute, options: AppOptions, mailer: Mailer) {
         }
         started.catch(() => {}); // its failure is answered below, after the credential's and the scopes'
       }
-      const subject = await authenticated;
-      if (credential) {
-        if (!subject) throw unauthorized('The credential is unknown, expired or revoked', true);
-        const scopes = subject.scopes;
-        if (!route.access.scopes.some((s) => scopes.has(s))) throw insufficientScope(route.access.scopes);
+      try {
+        const subject = await authenticated;
+        if (credential) {
+          if (!subject) throw unauthorized('The credential is unknown, expired or revoked', true);
+          const scopes = subject.scopes;
+          if (!route.access.scopes.some((s) => scopes.has(s))) throw insufficientScope(route.access.scopes);
+        }
+      } catch (refusal) {
+        // a read started early ends before its transaction does: nothing of it may
+        // reach the connection once it is back in the pool
+        await started?.catch(() => {});
+        throw refusal;
       }
       return started ?? run();
     }, { deferCommit: route.method === 'get' });

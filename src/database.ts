@@ -101,8 +101,11 @@ export class Tx {
     this.read = read;
   }
 
+  /** set when the transaction ends: a statement after it is a bug, never sent */
+  ended = false;
+
   private query<T extends object>(text: string, values: unknown[]) {
-    if (this.committed) throw new Error('a statement after the last statement of its transaction');
+    if (this.committed || this.ended) throw new Error('a statement after the last statement of its transaction');
     return this.client.query<T>(this.named ? { name: statementName(text), text, values } : { text, values });
   }
 
@@ -166,12 +169,14 @@ export async function inTransaction<T>(
     result = await working;
     await begun;
   } catch (error) {
+    tx.ended = true;
     await client.query('rollback').then(
       () => client.release(),
       () => client.release(true),
     );
     throw error;
   }
+  tx.ended = true;
   const committed = (tx.committed ?? client.query('commit')).then(
     () => client.release(),
     (error: unknown) => {
