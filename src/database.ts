@@ -130,10 +130,14 @@ export class Tx {
   async last<T extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T | undefined> {
     if (!this.read) return this.one<T>(text, values);
     const writes = corked(this.client);
-    const answer = this.query<T>(text, values);
-    this.committed = this.client.query('commit');
-    this.committed.catch(() => {}); // settled by inTransaction
-    writes.release();
+    let answer: Promise<pg.QueryResult<T>>;
+    try {
+      answer = this.query<T>(text, values);
+      this.committed = this.client.query('commit');
+      this.committed.catch(() => {}); // settled by inTransaction
+    } finally {
+      writes.release();
+    }
     return (await answer).rows[0];
   }
 }

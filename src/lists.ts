@@ -29,13 +29,19 @@ export function listQuery<F extends z.ZodRawShape>(sortable: readonly string[], 
   const sorting = z
     .union([z.string(), z.array(z.string())])
     .superRefine((value, ctx) => {
+      const seen = new Set<string>();
       for (const key of sortKeys(value)) {
-        if (!keys.has(key.replace(/^-/, ''))) {
+        const field = key.replace(/^-/, '');
+        if (!keys.has(field)) {
           ctx.addIssue({
             code: 'custom',
             message: `Unknown sort field ${JSON.stringify(key)}; sortable: ${sortable.join(', ')} (prefix - for descending)`,
           });
+        } else if (seen.has(field)) {
+          // each field once: the sort is the same, and every distinct statement is prepared on its connections
+          ctx.addIssue({ code: 'custom', message: `Sort field ${JSON.stringify(field)} given more than once` });
         }
+        seen.add(field);
       }
     });
   return z.strictObject({
