@@ -8,14 +8,13 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { AUTHENTICATE } from '../src/app.ts';
 import { ensureDatabase, ensureRoles, migrateDatabase, projectRoot } from '../src/database-setup.ts';
-import { embeddedUrl, openEmbeddedDatabase } from '../src/embedded-database.ts';
+import { embeddedUrl, freePort, openEmbeddedDatabase } from '../src/embedded-database.ts';
 import { listStatement, Where } from '../src/lists.ts';
 import { orderListSpec } from '../src/orders.ts';
 import { hashToken } from '../src/tokens.ts';
@@ -49,16 +48,6 @@ interface Scenario {
 }
 const scenarios: Scenario[] = [];
 const extra: Record<string, number> = {};
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const port = (server.address() as { port: number }).port;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** pgbench and wrk, from Debian's packages, when the machine lacks them */
 function ensureTools() {

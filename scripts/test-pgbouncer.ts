@@ -18,11 +18,10 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { chmod, chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { embeddedUrl, openEmbeddedDatabase } from '../src/embedded-database.ts';
+import { embeddedUrl, freePort, openEmbeddedDatabase } from '../src/embedded-database.ts';
 import { projectRoot } from '../src/database-setup.ts';
 
 const DEFAULT_FILES = [
@@ -61,17 +60,6 @@ function install(): string | null {
     if (!run(['apt-get', 'install', '-y', '--no-install-recommends', 'pgbouncer'])) return null;
   }
   return findPgbouncer();
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 async function waitFor(url: string, timeoutMs: number) {

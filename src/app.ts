@@ -20,7 +20,7 @@ import {
 } from './errors.ts';
 import { ListPage } from './lists.ts';
 import { environmentMailer, type Mailer } from './mailer.ts';
-import { isAnonymous, type ApiRoute, type BodyType, type Route, type Subject } from './route.ts';
+import { isAnonymous, type ApiRoute, type BodyType, type Route } from './route.ts';
 import { hashToken, type CredentialKind } from './tokens.ts';
 
 export interface AppOptions {
@@ -50,36 +50,27 @@ function acceptedCredentials(route: ApiRoute) {
   return `This endpoint accepts ${route.access.credentials.map((k) => credentialNames[k]).join(', ')}`;
 }
 
+/**
+ * The authentication step: the credential's subject becomes the transaction's
+ * role and settings. One row when the credential is good, none otherwise; what
+ * the server itself needs of it is the scopes (the `rowgate.scopes` setting).
+ */
 export const AUTHENTICATE = `
-  select a.credential_id, a.subject_kind, a.subject_id, a.scopes, a.is_impersonation,
-    set_config('role', 'rowgate_' || a.subject_kind, true) as _role,
+  select set_config('role', 'rowgate_' || a.subject_kind, true) as _role,
     set_config('rowgate.subject_kind', a.subject_kind, true) as _kind,
     set_config('rowgate.subject_id', a.subject_id::text, true) as _subject,
-    set_config('rowgate.scopes', array_to_string(a.scopes, ' '), true) as _scopes,
     set_config('rowgate.credential_kind', $1, true) as _credential,
-    set_config('rowgate.credential_id', a.credential_id::text, true) as _credential_id
+    set_config('rowgate.credential_id', a.credential_id::text, true) as _credential_id,
+    set_config('rowgate.scopes', array_to_string(a.scopes, ' '), true) as scopes
   from rowgate_private.authenticate($1, $2) a`;
 
 /** The role of a request without a credential; no setting names a subject. */
 const ANONYMOUS = `select set_config('role', 'rowgate_anonymous', true) as _role`;
 
-async function authenticate(tx: Tx, secret: string, credential: PresentedCredential): Promise<Subject | null> {
-  const row = await tx.one<{
-    credential_id: string;
-    subject_kind: Subject['kind'];
-    subject_id: string;
-    scopes: string[];
-    is_impersonation: boolean;
-  }>(AUTHENTICATE, [credential.kind, hashToken(secret, credential.token)]);
-  if (!row) return null;
-  return {
-    kind: row.subject_kind,
-    id: row.subject_id,
-    credential: credential.kind,
-    credentialId: row.credential_id,
-    scopes: new Set(row.scopes),
-    isImpersonation: row.is_impersonation,
-  };
+/** The credential's scopes (with the read scopes its write scopes imply), or null when it is not good. */
+async function authenticate(tx: Tx, secret: string, credential: PresentedCredential): Promise<ReadonlySet<string> | null> {
+  const row = await tx.one<{ scopes: string }>(AUTHENTICATE, [credential.kind, hashToken(secret, credential.token)]);
+  return row ? new Set(row.scopes.split(' ').filter(Boolean)) : null;
 }
 
 function zodIssues(error: z.ZodError, source: string, input: unknown): ValidationIssue[] {
@@ -196,10 +187,9 @@ function apiHandler(route: ApiRoute, options: AppOptions, mailer: Mailer) {
         started.catch(() => {}); // its failure is answered below, after the credential's and the scopes'
       }
       try {
-        const subject = await authenticated;
+        const scopes = await authenticated;
         if (credential) {
-          if (!subject) throw unauthorized('The credential is unknown, expired or revoked', true);
-          const scopes = subject.scopes;
+          if (!scopes) throw unauthorized('The credential is unknown, expired or revoked', true);
           if (!route.access.scopes.some((s) => scopes.has(s))) throw insufficientScope(route.access.scopes);
         }
       } catch (refusal) {

@@ -61,7 +61,8 @@ export async function runningPostmaster(home: string): Promise<{ pid: number; po
   }
 }
 
-async function freePort(preferred?: number): Promise<number> {
+/** A free TCP port on loopback: `preferred` when it is free, else any. */
+export async function freePort(preferred?: number): Promise<number> {
   const tryListen = (port: number) =>
     new Promise<number | null>((resolve) => {
       const server = createServer();
@@ -76,7 +77,7 @@ async function freePort(preferred?: number): Promise<number> {
     if (got) return got;
   }
   const any = await tryListen(0);
-  if (!any) throw new Error('rowgate: no free TCP port for the embedded database');
+  if (!any) throw new Error('rowgate: no free TCP port on 127.0.0.1');
   return any;
 }
 

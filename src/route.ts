@@ -7,18 +7,6 @@ import type { Tx } from './database.ts';
 import type { Mailer } from './mailer.ts';
 import type { CredentialKind } from './tokens.ts';
 
-export type SubjectKind = 'user' | 'organization' | 'customer' | 'member';
-
-export interface Subject {
-  kind: SubjectKind;
-  id: string;
-  credential: CredentialKind;
-  credentialId: string;
-  /** the credential's scopes, with the read scopes its write scopes imply */
-  scopes: ReadonlySet<string>;
-  isImpersonation: boolean;
-}
-
 /**
  * Who may call an endpoint: the credential kinds it accepts and the scopes (any of) it needs.
  * No credential kinds (`access.anonymous`): the endpoint reads no credential and runs its

@@ -6,24 +6,12 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import http from 'node:http';
-import { createServer } from 'node:net';
 import { arch, platform, tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { embeddedUrl, postgresOptions, runningPostmaster, type EmbeddedState } from '../../src/embedded-database.ts';
+import { embeddedUrl, freePort, postgresOptions, runningPostmaster, type EmbeddedState } from '../../src/embedded-database.ts';
 import { projectRoot } from '../../src/database-setup.ts';
 import { generateToken, hashToken } from '../../src/tokens.ts';
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 export interface ServerProcess {
   url: string;
