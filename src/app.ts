@@ -7,6 +7,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import helmet from 'helmet';
 import type pg from 'pg';
 import { z } from 'zod';
+import { CHANGED_USERS, type AnswerCache } from './answer-cache.ts';
 import { inTransaction, type Tx } from './database.ts';
 import { readCredential, type PresentedCredential } from './credentials.ts';
 import {
@@ -34,6 +35,8 @@ export interface AppOptions {
   log?: (line: string) => void;
   /** how mail (sign-in codes) is sent; default: SMTP_URL's server, or the log and the development outbox */
   mailer?: Mailer;
+  /** answers of `cache: 'credential'` routes kept between requests (src/answer-cache.ts); none: always asked */
+  answerCache?: AnswerCache;
 }
 
 export const credentialNames: Record<CredentialKind, string> = {
@@ -53,24 +56,35 @@ function acceptedCredentials(route: ApiRoute) {
 /**
  * The authentication step: the credential's subject becomes the transaction's
  * role and settings. One row when the credential is good, none otherwise; what
- * the server itself needs of it is the scopes (the `rowgate.scopes` setting).
+ * the server itself needs of it: the scopes (the `rowgate.scopes` setting's
+ * text), and for the answer cache the subject and until when the credential holds.
  */
 export const AUTHENTICATE = `
   select set_config('role', 'rowgate_' || a.subject_kind, true) as _role,
     set_config('rowgate.subject_kind', a.subject_kind, true) as _kind,
-    set_config('rowgate.subject_id', a.subject_id::text, true) as _subject,
+    set_config('rowgate.subject_id', a.subject_id::text, true) as subject_id,
     set_config('rowgate.credential_kind', $1, true) as _credential,
     set_config('rowgate.credential_id', a.credential_id::text, true) as _credential_id,
-    set_config('rowgate.scopes', array_to_string(a.scopes, ' '), true) as scopes
+    set_config('rowgate.scopes', array_to_string(a.scopes, ' '), true) as scopes,
+    a.expires_at
   from rowgate_private.authenticate($1, $2) a`;
 
 /** The role of a request without a credential; no setting names a subject. */
 const ANONYMOUS = `select set_config('role', 'rowgate_anonymous', true) as _role`;
 
-/** The credential's scopes (with the read scopes its write scopes imply), or null when it is not good. */
-async function authenticate(tx: Tx, secret: string, credential: PresentedCredential): Promise<ReadonlySet<string> | null> {
-  const row = await tx.one<{ scopes: string }>(AUTHENTICATE, [credential.kind, hashToken(secret, credential.token)]);
-  return row ? new Set(row.scopes.split(' ').filter(Boolean)) : null;
+interface Authenticated {
+  /** with the read scopes its write scopes imply */
+  scopes: ReadonlySet<string>;
+  subjectId: string;
+  /** RFC 3339; null: it does not expire */
+  expiresAt: string | null;
+}
+
+/** What the database says of the credential: null when it is not good. */
+async function authenticate(tx: Tx, credential: PresentedCredential, tokenHash: Buffer): Promise<Authenticated | null> {
+  const row = await tx.one<{ scopes: string; subject_id: string; expires_at: string | null }>(AUTHENTICATE, [credential.kind, tokenHash]);
+  if (!row) return null;
+  return { scopes: new Set(row.scopes.split(' ').filter(Boolean)), subjectId: row.subject_id, expiresAt: row.expires_at };
 }
 
 function zodIssues(error: z.ZodError, source: string, input: unknown): ValidationIssue[] {
@@ -133,17 +147,29 @@ function send(route: Route, res: Response, result: unknown, validate: boolean) {
     res.status(route.status).end();
     return;
   }
-  if (validate && route.response) {
-    const checked = route.response.safeParse(JSON.parse(JSON.stringify(result ?? null)));
-    if (!checked.success) {
-      throw new Error(`response of ${route.operationId} does not match its schema: ${checked.error.message}`);
-    }
-  }
+  if (validate) checkResponse(route, JSON.stringify(result ?? null));
   if (result instanceof ListPage) {
     res.status(route.status).type('application/json').send(result.json());
     return;
   }
   res.status(route.status).json(result);
+}
+
+function checkResponse(route: Route, json: string) {
+  const checked = route.response?.safeParse(JSON.parse(json));
+  if (checked && !checked.success) {
+    throw new Error(`response of ${route.operationId} does not match its schema: ${checked.error.message}`);
+  }
+}
+
+/** An answer from the answer cache: what `send` sends for the same result. */
+function sendCached(route: ApiRoute, res: Response, body: string, validate: boolean) {
+  if (validate) checkResponse(route, body);
+  res.status(route.status).type('application/json').send(body);
+}
+
+function checkScopes(route: ApiRoute, scopes: ReadonlySet<string>) {
+  if (!route.access.scopes.some((s) => scopes.has(s))) throw insufficientScope(route.access.scopes);
 }
 
 /** The credential of a request, when it is of a kind the route accepts; a 401 otherwise. */
@@ -168,10 +194,29 @@ function apiHandler(route: ApiRoute, options: AppOptions, mailer: Mailer) {
   // makes them fail, and the answer is decided as for every route: the
   // credential, then the scopes, then the input, then the handler's result.
   const early = route.method === 'get' && route.responseType === undefined;
+  if (route.cache && (route.method !== 'get' || anonymous || route.params || route.query)) {
+    throw new Error(`${route.operationId}: only a GET without parameters that takes a credential may be cached`);
+  }
+  const cache = route.cache ? options.answerCache : undefined;
+  // a write that changed a user or a session says so with its commit, and this
+  // server forgets their answers before it answers (src/answer-cache.ts)
+  const announces = route.method !== 'get' && options.answerCache !== undefined;
+  const validate = options.validateResponses ?? false;
   return async (req: Request, res: Response) => {
     const credential = anonymous ? null : acceptedCredential(route, req);
+    const tokenHash = credential && hashToken(options.secret, credential.token);
+    const cacheKey = cache && tokenHash ? tokenHash.toString('base64') : undefined;
+    const cached = cacheKey ? cache!.get(cacheKey) : undefined;
+    if (cached) {
+      checkScopes(route, cached.scopes);
+      sendCached(route, res, cached.body, validate);
+      return;
+    }
+    const ticket = cacheKey ? cache!.ticket() : null;
+    let subject: Authenticated | null = null;
+    let changedUsers: string | null = null;
     const result = await inTransaction(options.pool, async (tx) => {
-      const authenticated = credential ? authenticate(tx, options.secret, credential) : tx.rows(ANONYMOUS).then(() => null);
+      const authenticated = credential ? authenticate(tx, credential, tokenHash!) : tx.rows(ANONYMOUS).then(() => null);
       const run = () => {
         const { params, query, body } = parseInput(route, req);
         return route.handler({ tx, secret: options.secret, mailer, params: params as never, query: query as never, body, req, res });
@@ -187,10 +232,10 @@ function apiHandler(route: ApiRoute, options: AppOptions, mailer: Mailer) {
         started.catch(() => {}); // its failure is answered below, after the credential's and the scopes'
       }
       try {
-        const scopes = await authenticated;
+        subject = await authenticated;
         if (credential) {
-          if (!scopes) throw unauthorized('The credential is unknown, expired or revoked', true);
-          if (!route.access.scopes.some((s) => scopes.has(s))) throw insufficientScope(route.access.scopes);
+          if (!subject) throw unauthorized('The credential is unknown, expired or revoked', true);
+          checkScopes(route, subject.scopes);
         }
       } catch (refusal) {
         // a read started early ends before its transaction does: nothing of it may
@@ -198,12 +243,21 @@ function apiHandler(route: ApiRoute, options: AppOptions, mailer: Mailer) {
         await started?.catch(() => {});
         throw refusal;
       }
-      return started ?? run();
+      const answer = await (started ?? run());
+      if (announces && !tx.committed) changedUsers = (await tx.withCommit<{ users: string | null }>(CHANGED_USERS))?.users ?? null;
+      return answer;
     }, { deferCommit: route.method === 'get' });
+    // committed: what it changed is forgotten before anybody is answered
+    options.answerCache?.forget(changedUsers);
     // a handler that *returns* an error has recorded something that must stay
     // (a failed attempt, a revoked token family): the transaction committed
     if (result instanceof ApiError) throw result;
-    send(route, res, result, options.validateResponses ?? false);
+    send(route, res, result, validate);
+    const known = subject as Authenticated | null; // (assigned in the transaction)
+    if (ticket !== null && known) {
+      const body = JSON.stringify(result);
+      cache!.put(ticket, cacheKey!, { userId: known.subjectId, scopes: known.scopes, body }, known.expiresAt === null ? null : Date.parse(known.expiresAt));
+    }
   };
 }
 

@@ -127,8 +127,15 @@ export class Tx {
    * same write, instead of after its answer (one round trip less). Nothing
    * may follow it in the transaction. In a write it is `one`.
    */
-  async last<T extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T | undefined> {
-    if (!this.read) return this.one<T>(text, values);
+  last<T extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T | undefined> {
+    return this.read ? this.withCommit<T>(text, values) : this.one<T>(text, values);
+  }
+
+  /**
+   * The transaction's last statement, sent with its commit in one write; its
+   * answer does not wait for the commit (inTransaction does, for a write).
+   */
+  async withCommit<T extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T | undefined> {
     const writes = corked(this.client);
     let answer: Promise<pg.QueryResult<T>>;
     try {

@@ -102,6 +102,12 @@ export interface ApiRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, 
   query?: Q;
   body?: B;
   /**
+   * `credential`: a GET whose answer depends on nothing but the credential (no
+   * parameters, no query): served from the server's answer cache while the
+   * database has not said it changed (src/answer-cache.ts).
+   */
+  cache?: 'credential';
+  /**
    * The answer, sent with `status`. Throwing an error rolls the transaction back;
    * returning an ApiError commits it and then answers the error (a failed attempt
    * that must be recorded, a reused refresh token whose family is revoked).

@@ -3,6 +3,7 @@
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type pg from 'pg';
+import { AnswerCache } from './answer-cache.ts';
 import { createApp } from './app.ts';
 import type { Config } from './config.ts';
 import { createPool } from './database.ts';
@@ -108,13 +109,19 @@ export async function startServer(config: Config, log: (line: string) => void = 
   // PostGraphile's own statement cache follows the same choice
   if (config.ROWGATE_PREPARED_STATEMENTS === 'unnamed') process.env.DATAPLAN_PG_PREPARED_STATEMENT_CACHE_SIZE ??= '0';
   let graphql: Graphql | undefined;
+  const answerCache =
+    config.ROWGATE_ANSWER_CACHE_SECONDS > 0
+      ? new AnswerCache({ connectionString: connection.authenticatorUrl, maxAgeMs: config.ROWGATE_ANSWER_CACHE_SECONDS * 1000, log })
+      : undefined;
   const server = await (async () => {
+    await answerCache?.start();
     graphql = await createGraphql({ pool, secret: connection.secret, development: config.NODE_ENV === 'development', log });
-    const app = createApp({ pool, secret: connection.secret, routes: allRoutes(pool), log, mounts: [graphql.mount] });
+    const app = createApp({ pool, secret: connection.secret, routes: allRoutes(pool), log, mounts: [graphql.mount], answerCache });
     return new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(s)));
     });
   })().catch(async (error) => {
+    await answerCache?.stop();
     await graphql?.release();
     await pool.end();
     await connection.embedded?.stop();
@@ -134,6 +141,7 @@ export async function startServer(config: Config, log: (line: string) => void = 
       (stopping ??= (async () => {
         // no new connections; in-flight requests finish; then the pool; the database last
         await drain();
+        await answerCache?.stop();
         await graphql?.release();
         await pool.end();
         await connection.embedded?.stop();

@@ -85,6 +85,8 @@ describe('round trips: what the CLI makes works on the API', () => {
 
   test('users set-admin sets the platform-admin flag', async () => {
     expect(await cliJson(['users', 'set-admin', '--user-id', userId])).toEqual({ id: userId, is_admin: true });
+    // the operator's change reaches the server's answer cache with its notification
+    await app.synced();
     expect((await app.get('/v1/users/me', { session })).body.is_admin).toBe(true);
   });
 

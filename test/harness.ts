@@ -4,6 +4,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { AnswerCache } from '../src/answer-cache.ts';
 import { createApp } from '../src/app.ts';
 import { createPool } from '../src/database.ts';
 import { ensureDatabase } from '../src/database-setup.ts';
@@ -42,6 +43,10 @@ export class TestApp {
   readonly ownerUrl: string;
   readonly authenticatorUrl: string;
   readonly database: string;
+  /** the server's answer cache (src/answer-cache.ts), on as in production */
+  readonly answerCache: AnswerCache;
+  /** the authenticator, never through PgBouncer: what the answer cache listens on */
+  readonly listenUrl: string;
   private readonly close_: () => Promise<void>;
 
   constructor(fields: {
@@ -52,6 +57,8 @@ export class TestApp {
     ownerUrl: string;
     authenticatorUrl: string;
     database: string;
+    answerCache: AnswerCache;
+    listenUrl: string;
     close: () => Promise<void>;
   }) {
     this.url = fields.url;
@@ -61,7 +68,18 @@ export class TestApp {
     this.ownerUrl = fields.ownerUrl;
     this.authenticatorUrl = fields.authenticatorUrl;
     this.database = fields.database;
+    this.answerCache = fields.answerCache;
+    this.listenUrl = fields.listenUrl;
     this.close_ = fields.close;
+  }
+
+  /**
+   * Resolves once the server has applied every change committed so far: a change
+   * made in SQL (as an operator makes it) reaches the server's answer cache with
+   * its notification, not with the commit (docs/decisions.md).
+   */
+  synced(): Promise<void> {
+    return this.answerCache.sync(this.owner);
   }
 
   close() {
@@ -271,12 +289,11 @@ export async function startTestApp(): Promise<TestApp> {
   const database = `rowgate_test_${randomBytes(6).toString('hex')}`;
   await ensureDatabase(superuserUrl, database, inject('template'));
   const ownerUrl = withDatabase(superuserUrl, database, { name: 'rowgate_owner', password: inject('ownerPassword') });
-  const authenticatorUrl = throughPgBouncer(
-    withDatabase(superuserUrl, database, {
-      name: 'rowgate_authenticator',
-      password: inject('authenticatorPassword'),
-    }),
-  );
+  const directAuthenticatorUrl = withDatabase(superuserUrl, database, {
+    name: 'rowgate_authenticator',
+    password: inject('authenticatorPassword'),
+  });
+  const authenticatorUrl = throughPgBouncer(directAuthenticatorUrl);
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 2 });
   owner.on('error', () => {}); // the database is dropped at close while a client may still be closing
   const pool = createPool({
@@ -289,7 +306,19 @@ export async function startTestApp(): Promise<TestApp> {
   const secret = randomBytes(32).toString('base64url');
   const log = (l: string) => console.error(l);
   const graphql = await createGraphql({ pool, secret, development: false, log });
-  const app = createApp({ pool, secret, routes: allRoutes(pool), validateResponses: true, log, mailer: outboxMailer(() => {}), mounts: [graphql.mount] });
+  // LISTEN needs a session of its own: never through a transaction-pooling PgBouncer
+  const answerCache = new AnswerCache({ connectionString: directAuthenticatorUrl, maxAgeMs: 30_000, log });
+  await answerCache.start();
+  const app = createApp({
+    pool,
+    secret,
+    routes: allRoutes(pool),
+    validateResponses: true,
+    log,
+    mailer: outboxMailer(() => {}),
+    mounts: [graphql.mount],
+    answerCache,
+  });
   const server = app.listen(0, '127.0.0.1');
   answerClientErrors(server); // as src/server.ts does: parser-level errors in SPEC §7's shape
   await new Promise((resolve) => server.once('listening', resolve));
@@ -302,9 +331,12 @@ export async function startTestApp(): Promise<TestApp> {
     ownerUrl,
     authenticatorUrl,
     database,
+    answerCache,
+    listenUrl: directAuthenticatorUrl,
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
+      await answerCache.stop();
       await graphql.release();
       await pool.end();
       await owner.end();

@@ -1,0 +1,205 @@
+// The server's memory of answers that depend on nothing but the credential
+// (a route declaring `cache: 'credential'`: GET /v1/users/me). It keeps what
+// the database answered for a credential — good until a time, with these
+// scopes, for this user, and the answer's body — and forgets it when the
+// database says the answer changed. The database says so from triggers, in the
+// transaction that makes the change (migration 000002): a notification on
+// `rowgate_user_changes` that every server receives at commit, and the same
+// user ids in a transaction-local setting that the server making the change
+// reads with its commit (CHANGED_USERS) and applies before it answers.
+//
+// So a change made through this server holds for its next request, exactly; a
+// change made elsewhere (another server, psql) once its notification arrives.
+// An answer is kept until the credential expires and never longer than
+// `maxAgeMs`; without the listening connection nothing is kept or served. Why
+// and what it costs: docs/decisions.md ("The users/me cache").
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+
+export const CHANGES_CHANNEL = 'rowgate_user_changes';
+
+/** Read with a write's commit: the users whose answers the transaction changed ('*': everybody). */
+export const CHANGED_USERS = `select current_setting('rowgate.changed_users', true) as users`;
+
+export interface CachedAnswer {
+  userId: string;
+  scopes: ReadonlySet<string>;
+  /** the answer's JSON text */
+  body: string;
+}
+
+interface Entry extends CachedAnswer {
+  /** Date.now() past which it is not served */
+  until: number;
+}
+
+export interface AnswerCacheOptions {
+  /** a direct connection (not a transaction-pooling PgBouncer: LISTEN needs its session) */
+  connectionString: string;
+  maxAgeMs: number;
+  maxEntries?: number;
+  /** how long to wait before listening again after the connection is lost */
+  retryMs?: number;
+  log?: (line: string) => void;
+}
+
+export class AnswerCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly keysByUser = new Map<string, Set<string>>();
+  /** moves on with every forgetting: an answer read before it may be stale */
+  private generation = 0;
+  private listener?: pg.Client;
+  private listening = false;
+  private stopped = false;
+  private retry?: NodeJS.Timeout;
+  private readonly syncs = new Map<string, () => void>();
+  private readonly options: Required<Omit<AnswerCacheOptions, 'log'>> & Pick<AnswerCacheOptions, 'log'>;
+
+  constructor(options: AnswerCacheOptions) {
+    this.options = { maxEntries: 10_000, retryMs: 1_000, ...options };
+  }
+
+  /** Starts listening; resolves once listening, or after the first failure (it keeps trying). */
+  async start(): Promise<void> {
+    await this.listen();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retry);
+    const listener = this.listener;
+    this.lost(listener);
+    await listener?.end().catch(() => {});
+  }
+
+  get size() {
+    return this.entries.size;
+  }
+
+  /** listening for changes: only then is anything kept or served */
+  get active() {
+    return this.listening;
+  }
+
+  /** answers served from the cache so far */
+  hits = 0;
+
+  /** The answer kept for a credential's key, while it holds. */
+  get(key: string): CachedAnswer | undefined {
+    if (!this.listening) return undefined;
+    const entry = this.entries.get(key);
+    if (entry && entry.until <= Date.now()) {
+      this.remove(key);
+      return undefined;
+    }
+    if (entry) this.hits++;
+    return entry;
+  }
+
+  /**
+   * Taken before asking the database: an answer may be kept only if nothing
+   * was forgotten between the ticket and the answer. Null: not keeping anything now.
+   */
+  ticket(): number | null {
+    return this.listening ? this.generation : null;
+  }
+
+  /** Keeps an answer read under `ticket`, until `expiresAt` (the credential's, ms; null: none) or the maximum age. */
+  put(ticket: number, key: string, answer: CachedAnswer, expiresAt: number | null) {
+    if (!this.listening || ticket !== this.generation) return;
+    const until = Math.min(expiresAt ?? Infinity, Date.now() + this.options.maxAgeMs);
+    if (until <= Date.now()) return;
+    this.remove(key);
+    if (this.entries.size >= this.options.maxEntries) this.remove(this.entries.keys().next().value!);
+    this.entries.set(key, { ...answer, until });
+    let keys = this.keysByUser.get(answer.userId);
+    if (!keys) this.keysByUser.set(answer.userId, (keys = new Set()));
+    keys.add(key);
+  }
+
+  /** Forgets the answers of these users: a space-separated list of ids, or '*' for everybody. */
+  forget(users: string | null | undefined) {
+    if (!users) return;
+    this.generation++;
+    if (users === '*') {
+      this.entries.clear();
+      this.keysByUser.clear();
+      return;
+    }
+    for (const userId of users.split(' ')) {
+      for (const key of this.keysByUser.get(userId) ?? []) this.entries.delete(key);
+      this.keysByUser.delete(userId);
+    }
+  }
+
+  /**
+   * Resolves once every notification committed before it has been applied
+   * (notifications arrive in commit order): after a change made in SQL,
+   * the next request is answered knowing it.
+   */
+  async sync(pool: pg.Pool | pg.Client): Promise<void> {
+    if (!this.listening) return;
+    const marker = `sync:${randomUUID()}`;
+    const seen = new Promise<void>((resolve) => this.syncs.set(marker, resolve));
+    await pool.query('select pg_notify($1, $2)', [CHANGES_CHANNEL, marker]);
+    await seen;
+  }
+
+  private remove(key: string) {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    const keys = this.keysByUser.get(entry.userId);
+    keys?.delete(key);
+    if (keys?.size === 0) this.keysByUser.delete(entry.userId);
+  }
+
+  protected notified(payload: string | undefined) {
+    if (payload?.startsWith('sync:')) {
+      this.syncs.get(payload)?.();
+      this.syncs.delete(payload);
+      return;
+    }
+    this.forget(payload);
+  }
+
+  private async listen() {
+    if (this.stopped) return;
+    const listener = new pg.Client({
+      connectionString: this.options.connectionString,
+      application_name: 'rowgate listener',
+      keepAlive: true,
+    });
+    this.listener = listener;
+    listener.on('notification', (message) => this.notified(message.payload));
+    listener.on('error', () => this.lost(listener));
+    listener.on('end', () => this.lost(listener));
+    try {
+      await listener.connect();
+      await listener.query(`listen ${CHANGES_CHANNEL}`);
+    } catch (error) {
+      this.options.log?.(`answer cache: cannot listen for changes (${(error as Error).message}); serving from the database`);
+      this.lost(listener);
+      await listener.end().catch(() => {});
+      return;
+    }
+    if (this.listener !== listener) return; // lost meanwhile
+    // whatever was read before listening may have missed a change
+    this.generation++;
+    this.listening = true;
+  }
+
+  /** The listening connection is gone: nothing kept may be trusted, nothing is served until it is back. */
+  private lost(listener: pg.Client | undefined) {
+    if (!listener || this.listener !== listener) return;
+    this.listener = undefined;
+    this.listening = false;
+    this.forget('*');
+    for (const resolve of this.syncs.values()) resolve();
+    this.syncs.clear();
+    if (!this.stopped) {
+      this.retry = setTimeout(() => void this.listen(), this.options.retryMs);
+      this.retry.unref();
+    }
+  }
+}
