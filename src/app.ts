@@ -3,8 +3,8 @@
 // → scopes → validation → handler } → the status the table declares. An endpoint
 // that takes no credential (access.anonymous) reads none and runs the same
 // transaction as rowgate_anonymous, with no subject and no scope check.
+import { hash } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import helmet from 'helmet';
 import type pg from 'pg';
 import { z } from 'zod';
 import { CHANGED_USERS, type AnswerCache } from './answer-cache.ts';
@@ -22,6 +22,7 @@ import {
 import { ListPage } from './lists.ts';
 import { environmentMailer, type Mailer } from './mailer.ts';
 import { isAnonymous, type ApiRoute, type BodyType, type Route } from './route.ts';
+import { apiSecurityHeaders, pageSecurityHeaders } from './security-headers.ts';
 import { hashToken, type CredentialKind } from './tokens.ts';
 
 export interface AppOptions {
@@ -165,7 +166,8 @@ function checkResponse(route: Route, json: string) {
 /** An answer from the answer cache: what `send` sends for the same result. */
 function sendCached(route: ApiRoute, res: Response, body: string, validate: boolean) {
   if (validate) checkResponse(route, body);
-  res.status(route.status).type('application/json').send(body);
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.status(route.status).send(body);
 }
 
 function checkScopes(route: ApiRoute, scopes: ReadonlySet<string>) {
@@ -204,8 +206,9 @@ function apiHandler(route: ApiRoute, options: AppOptions, mailer: Mailer) {
   const validate = options.validateResponses ?? false;
   return async (req: Request, res: Response) => {
     const credential = anonymous ? null : acceptedCredential(route, req);
-    const tokenHash = credential && hashToken(options.secret, credential.token);
-    const cacheKey = cache && tokenHash ? tokenHash.toString('base64') : undefined;
+    // The cache's key: the token's SHA-256, which nobody can turn back into a
+    // 256-bit random token, at a tenth of the HMAC's cost (0.3 µs against 2.4)
+    const cacheKey = cache && credential ? hash('sha256', credential.token, 'base64') : undefined;
     const cached = cacheKey ? cache!.get(cacheKey) : undefined;
     if (cached) {
       checkScopes(route, cached.scopes);
@@ -216,7 +219,9 @@ function apiHandler(route: ApiRoute, options: AppOptions, mailer: Mailer) {
     let subject: Authenticated | null = null;
     let changedUsers: string | null = null;
     const result = await inTransaction(options.pool, async (tx) => {
-      const authenticated = credential ? authenticate(tx, credential, tokenHash!) : tx.rows(ANONYMOUS).then(() => null);
+      const authenticated = credential
+        ? authenticate(tx, credential, hashToken(options.secret, credential.token))
+        : tx.rows(ANONYMOUS).then(() => null);
       const run = () => {
         const { params, query, body } = parseInput(route, req);
         return route.handler({ tx, secret: options.secret, mailer, params: params as never, query: query as never, body, req, res });
@@ -278,19 +283,26 @@ export function createApp(options: AppOptions) {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple'); // repeated parameters become arrays; nothing nested
-  app.use(helmet());
-  // the error shape of each path, recorded before its body is parsed (a malformed
-  // body on an OAuth2 endpoint is answered in RFC 6749's shape too)
-  for (const route of options.routes) {
+  app.use(apiSecurityHeaders);
+  // what a route needs before its handler, in its own chain (a request pays for
+  // what its route needs, not for every route's): a page's headers; the error
+  // shape, recorded before the body is parsed (a malformed body on an OAuth2
+  // endpoint is answered in RFC 6749's shape too); the body parsers of a route
+  // that takes a body
+  const json = express.json({ limit: '1mb', type: mediaTypes.json });
+  const form = express.urlencoded({ limit: '1mb', extended: false });
+  const before = (route: Route) => {
+    const chain: express.RequestHandler[] = [];
+    if (route.headers === 'page') chain.push(pageSecurityHeaders);
     if (route.errorFormat) {
-      app.all(expressPath(route.path), (_req, res, next) => {
+      chain.push((_req, res, next) => {
         res.locals.errorFormat = route.errorFormat;
         next();
       });
     }
-  }
-  app.use(express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
-  app.use(express.urlencoded({ limit: '1mb', extended: false }));
+    if (route.access !== null && route.body) chain.push(json, form);
+    return chain;
+  };
 
   const mailer = options.mailer ?? environmentMailer(options.log ?? console.log);
   // One router per resource (a path's first two segments, `/v1/orders`): a
@@ -305,7 +317,7 @@ export function createApp(options: AppOptions) {
         ? async (req: Request, res: Response) => send(route, res, await route.handler({ req, res }), false)
         : apiHandler(route, options, mailer);
     const { router, rest } = resourceRouter(routers, path);
-    router[route.method](rest, handler);
+    router[route.method](rest, ...before(route), handler);
     methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), route.method.toUpperCase()]);
   }
   for (const [path, methods] of methodsByPath) {

@@ -23,6 +23,7 @@ import type { GraphQLError } from 'postgraphile/graphql';
 import { readCredential } from './credentials.ts';
 import { fromDatabaseError, unauthorized } from './errors.ts';
 import { OmitArchivedPlugin } from './omit-archived.ts';
+import { pageSecurityHeaders } from './security-headers.ts';
 import { hashToken } from './tokens.ts';
 
 export const GRAPHQL_PATH = '/graphql';
@@ -316,13 +317,14 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
     mount(app) {
       app.use(GRAPHQL_PATH, authenticate);
       if (options.development) {
-        // Ruru's page runs inline scripts, which helmet's Content-Security-Policy forbids
+        // a page: helmet's headers, but Ruru's page runs inline scripts, which
+        // helmet's Content-Security-Policy forbids
         const allowExplorer = (_req: Request, res: Response, next: NextFunction) => {
           res.removeHeader('Content-Security-Policy');
           next();
         };
-        app.use(GRAPHIQL_PATH, allowExplorer);
-        app.use(GRAPHIQL_STATIC_PATH, allowExplorer);
+        app.use(GRAPHIQL_PATH, pageSecurityHeaders, allowExplorer);
+        app.use(GRAPHIQL_STATIC_PATH, pageSecurityHeaders, allowExplorer);
       }
       // without websockets, addTo mounts its handler synchronously and has nothing left to await
       serv.addTo(app, null, false).catch((error: unknown) => log(`graphql: ${String(error)}`));

@@ -58,6 +58,7 @@ export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[]):
       operationId: 'docs',
       summary: 'The API reference, rendered',
       tag: 'documents',
+      headers: 'page',
       status: 200,
       handler: async ({ res }) => {
         res.type('html').send(DOCS_PAGE);
@@ -69,6 +70,7 @@ export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[]):
       operationId: 'docs:assets',
       summary: 'Files of the rendered reference',
       tag: 'documents',
+      headers: 'page',
       status: 200,
       handler: async ({ req, res }) => {
         const file = String(req.params.file);

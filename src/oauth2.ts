@@ -553,6 +553,7 @@ export const oauth2Routes = [
     query: AuthorizeQuery,
     status: 200,
     responseType: 'text/html',
+    headers: 'page',
     handler: async ({ tx, query, req, res }) => {
       const checked = await checkRequest(tx, query, 'query');
       if (checked instanceof RedirectError) {

@@ -82,6 +82,8 @@ interface RouteBase {
   response?: z.ZodType;
   /** `text/html`: the handler sends an HTML page itself (default: `response`, as JSON) */
   responseType?: 'text/html';
+  /** `page`: an HTML document's security headers (helmet's defaults) instead of an API answer's (src/security-headers.ts) */
+  headers?: 'page';
   /** statuses documented beside the success one (401/403/422 are added from the access) */
   errors?: readonly number[];
   /** the body's accepted media types (default JSON only); any other is a 415 */

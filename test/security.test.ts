@@ -19,24 +19,41 @@ beforeAll(async () => {
 });
 afterAll(() => app?.close());
 
-describe('security headers (helmet) on every kind of answer', () => {
+describe("security headers: an API answer's on every answer, errors included (src/security-headers.ts)", () => {
   const answers = () => [
     ['a JSON answer', () => app.get('/v1/users/me', { session: admin.session })],
+    ['a JSON answer from the answer cache', () => app.get('/v1/users/me', { session: admin.session })],
     ['a 401', () => app.get('/v1/users/me')],
     ['a 404 route', () => app.get('/v1/nothing-here')],
+    ['a 405', () => app.request('PUT', '/v1/users/me', { session: admin.session })],
     ['a 422', () => app.get('/v1/products/?limit=0', { session: admin.session })],
     ['malformed JSON', () => app.request('POST', '/v1/organizations/', { session: admin.session, rawBody: '{', headers: { 'content-type': 'application/json' } })],
+    ['an OAuth2 error', () => app.request('POST', '/v1/oauth2/token', { rawBody: '{', headers: { 'content-type': 'application/json' } })],
     ['the OpenAPI document', () => app.get('/v1/openapi.json')],
+    ['GraphQL', () => app.request('POST', '/graphql', { body: { query: '{ __typename }' } })],
   ] as const;
   test.each(answers().map(([name], i) => [name, i] as const))('%s', async (_name, i) => {
     const res = await answers()[i]![1]();
+    expect(res.headers.get('content-type')).toMatch(/json/);
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
-    expect(res.headers.get('content-security-policy')).toContain("default-src 'self'");
+    expect(res.headers.get('content-security-policy')).toBe("default-src 'none'; frame-ancestors 'none'");
     expect(res.headers.get('strict-transport-security')).toMatch(/max-age=\d+/);
-    expect(res.headers.get('x-frame-options')).toBe('SAMEORIGIN');
+    expect(res.headers.get('x-frame-options')).toBe('DENY');
+    expect(res.headers.get('cross-origin-resource-policy')).toBe('same-origin');
     expect(res.headers.get('referrer-policy')).toBe('no-referrer');
-    expect(res.headers.get('cross-origin-opener-policy')).toBe('same-origin');
     expect(res.headers.get('x-powered-by')).toBeNull();
+  });
+});
+
+describe("security headers: a page's (helmet's defaults) on the HTML pages and their files", () => {
+  test.each(['/docs', '/docs/init.js', '/docs/swagger-ui.css'])('%s', async (path) => {
+    const res = await app.get(path);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-security-policy')).toContain("default-src 'self'");
+    expect(res.headers.get('x-frame-options')).toBe('SAMEORIGIN');
+    expect(res.headers.get('cross-origin-opener-policy')).toBe('same-origin');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('strict-transport-security')).toMatch(/max-age=\d+/);
   });
 });
 
