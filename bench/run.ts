@@ -238,6 +238,8 @@ async function main() {
     me_vs_bare: ratio(find(`${main}/rest_users_me`), find('bare_express')),
     // the database alone, on GET /v1/users/me's transaction, against the same HTTP ceiling
     me_sql_vs_bare: ratio(find(`${main}/sql_users_me`), find('bare_express')),
+    // without the answer cache: the REST endpoint against the database alone on its transaction
+    me_uncached_vs_sql: ratio(find(`${main}/rest_users_me_uncached`), find(`${main}/sql_users_me`)),
     rss_mb_at_64_connections: extra.rss_mb_at_64_connections ?? null,
   };
   if (p50ByScale['10m'] && p50ByScale['100k']) {
@@ -359,6 +361,24 @@ async function benchScale(
   extra.rss_mb_at_64_connections = Math.round(Math.max(extra.rss_mb_at_64_connections ?? 0, peak));
   log(`  server RSS peak at 64 connections: ${extra.rss_mb_at_64_connections} MB`);
   await stopProcess(server);
+
+  // GET /v1/users/me asked of the database every time: a server without the answer cache
+  const uncachedPort = await freePort();
+  const uncached = startProcess(startArguments(), {
+    DATABASE_URL: ownerUrl,
+    AUTH_DATABASE_URL: authenticatorUrl,
+    ROWGATE_SECRET: secret,
+    PORT: String(uncachedPort),
+    NODE_ENV: 'production',
+    ROWGATE_ANSWER_CACHE_SECONDS: '0',
+  });
+  children.push(uncached);
+  await waitFor(`http://127.0.0.1:${uncachedPort}/readyz`);
+  await http(`${scale.name}/rest_users_me_uncached`, {
+    url: `http://127.0.0.1:${uncachedPort}/v1/users/me`,
+    headers: { cookie: `rowgate_session=${sessions.small}` },
+  });
+  await stopProcess(uncached);
 
   if (!scenarios.some((s) => s.name === 'bare_express')) {
     const barePort = await freePort();
