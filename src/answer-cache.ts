@@ -52,6 +52,7 @@ export class AnswerCache {
   private listening = false;
   private stopped = false;
   private retry?: NodeJS.Timeout;
+  private failures = 0;
   private readonly syncs = new Map<string, () => void>();
   private readonly options: Required<Omit<AnswerCacheOptions, 'log'>> & Pick<AnswerCacheOptions, 'log'>;
 
@@ -178,12 +179,17 @@ export class AnswerCache {
       await listener.connect();
       await listener.query(`listen ${CHANGES_CHANNEL}`);
     } catch (error) {
-      this.options.log?.(`answer cache: cannot listen for changes (${(error as Error).message}); serving from the database`);
+      // said once an outage, not at every retry
+      if (this.failures++ === 0) {
+        this.options.log?.(`answer cache: cannot listen for changes (${(error as Error).message}); answering from the database until it can`);
+      }
       this.lost(listener);
       await listener.end().catch(() => {});
       return;
     }
     if (this.listener !== listener) return; // lost meanwhile
+    if (this.failures > 0) this.options.log?.('answer cache: listening for changes again');
+    this.failures = 0;
     // whatever was read before listening may have missed a change
     this.generation++;
     this.listening = true;
@@ -192,6 +198,10 @@ export class AnswerCache {
   /** The listening connection is gone: nothing kept may be trusted, nothing is served until it is back. */
   private lost(listener: pg.Client | undefined) {
     if (!listener || this.listener !== listener) return;
+    if (this.listening && !this.stopped) {
+      this.options.log?.('answer cache: the listening connection was lost; answering from the database until it listens again');
+      this.failures = 1;
+    }
     this.listener = undefined;
     this.listening = false;
     this.forget('*');
