@@ -154,6 +154,30 @@ describe('validation errors → 422 with {type, loc, msg, input?}', () => {
   }
   const PAT = '/v1/personal-access-tokens/';
   const cases: Case[] = [
+    // PostgreSQL text cannot hold U+0000: refused at its location, wherever it is (found by the HTTP fuzzer)
+    {
+      name: 'a NUL character in a string of an array',
+      method: 'POST',
+      path: PAT,
+      body: { comment: 'ci', scopes: ['\u0000'] },
+      issues: [{ type: 'string_nul', loc: ['body', 'scopes', 0], input: '\u0000' }],
+    },
+    {
+      name: 'a NUL character in a string, and in a field name',
+      method: 'POST',
+      path: PAT,
+      body: { comment: 'c\u0000i', scopes: ['products_read'], ['x\u0000']: 1 },
+      issues: [
+        { type: 'string_nul', loc: ['body', 'comment'], input: 'c\u0000i' },
+        { type: 'string_nul', loc: ['body', 'x\u0000'] },
+      ],
+    },
+    {
+      name: 'a NUL character in the query',
+      method: 'GET',
+      path: `${PAT}?sorting=%00`,
+      issues: [{ type: 'string_nul', loc: ['query', 'sorting'], input: '\u0000' }],
+    },
     {
       name: 'missing required fields',
       method: 'POST',
