@@ -118,15 +118,34 @@ export const mediaTypes: Record<BodyType, string[]> = {
  * is (a 422 at its location, not the database's "invalid byte sequence" 500;
  * found by the HTTP fuzzer in a token's scopes).
  */
-function nulIssues(input: unknown, loc: (string | number)[], issues: ValidationIssue[] = []): ValidationIssue[] {
-  if (typeof input === 'string') {
-    if (input.includes('\u0000')) issues.push({ type: 'string_nul', loc, msg: 'Text may not contain the NUL character (U+0000)', input });
-  } else if (Array.isArray(input)) {
-    input.forEach((item, i) => nulIssues(item, [...loc, i], issues));
-  } else if (input !== null && typeof input === 'object') {
-    for (const [key, value] of Object.entries(input)) {
-      if (key.includes('\u0000')) issues.push({ type: 'string_nul', loc: [...loc, key], msg: 'A field name may not contain the NUL character (U+0000)' });
-      nulIssues(value, [...loc, key], issues);
+function nulIssues(input: unknown, source: string): ValidationIssue[] {
+  // depth-first, in document order, without recursion and with each location a
+  // link to its parent's: JSON.parse reads arrays nested a hundred thousand
+  // deep (found by the fuzzer, as a stack overflow)
+  interface Where {
+    key: string | number;
+    parent?: Where;
+  }
+  const loc = (where: Where) => {
+    const path: (string | number)[] = [];
+    for (let w: Where | undefined = where; w; w = w.parent) path.unshift(w.key);
+    return path;
+  };
+  const issues: ValidationIssue[] = [];
+  const pending: { value: unknown; where: Where; name?: true }[] = [{ value: input, where: { key: source } }];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const { value, where, name } = next;
+    if (name) {
+      issues.push({ type: 'string_nul', loc: loc(where), msg: 'A field name may not contain the NUL character (U+0000)' });
+    } else if (typeof value === 'string') {
+      if (value.includes('\u0000')) issues.push({ type: 'string_nul', loc: loc(where), msg: 'Text may not contain the NUL character (U+0000)', input: value });
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) pending.push({ value: value[i], where: { key: i, parent: where } });
+    } else if (value !== null && typeof value === 'object') {
+      for (const [key, item] of Object.entries(value).reverse()) {
+        pending.push({ value: item, where: { key, parent: where } });
+        if (key.includes('\u0000')) pending.push({ value: undefined, where: { key, parent: where }, name: true });
+      }
     }
   }
   return issues;
@@ -136,7 +155,7 @@ function parseInput(route: ApiRoute, req: Request) {
   const issues: ValidationIssue[] = [];
   const parse = (schema: z.ZodType | undefined, source: string, input: unknown) => {
     if (!schema) return undefined;
-    const nul = nulIssues(input, [source]);
+    const nul = nulIssues(input, source);
     if (nul.length) {
       issues.push(...nul);
       return undefined;

@@ -91,6 +91,21 @@ describe('request bodies that cannot be read', () => {
     expect(expectValidationError(res)).toEqual([{ type: 'invalid_type', loc: ['body'], msg: expect.any(String), input: [] }]);
   });
 
+  test('JSON nested 100,000 deep → 422 at body, the server unharmed (found by the fuzzer: a stack overflow, a 500)', async () => {
+    const depth = 100_000;
+    const deep = '['.repeat(depth) + ']'.repeat(depth);
+    const res = await app.request('POST', PAT, { session: user.session, rawBody: deep, headers: { 'content-type': 'application/json' } });
+    expect(expectValidationError(res).map((i) => [i.type, i.loc])).toEqual([['invalid_type', ['body']]]);
+    // a NUL at the bottom is found and located
+    const withNul = `{"comment":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)}}`;
+    const nul = await app.request('POST', PAT, { session: user.session, rawBody: withNul, headers: { 'content-type': 'application/json' } });
+    const [issue] = expectValidationError(nul);
+    expect(issue!.type).toBe('string_nul');
+    expect(issue!.loc.slice(0, 3)).toEqual(['body', 'comment', 0]);
+    expect(issue!.loc).toHaveLength(depth + 2);
+    expect((await app.get('/v1/users/me', { session: user.session })).status).toBe(200);
+  });
+
   const unsupported: [contentType: string][] = [
     ['text/plain'],
     ['text/plain; charset=utf-8'],
