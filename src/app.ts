@@ -151,6 +151,9 @@ function nulIssues(input: unknown, source: string): ValidationIssue[] {
   return issues;
 }
 
+/** The JSON body parser of the routes that take a body, and of GraphQL: bodies up to 1 MiB; errors in SPEC §7's shape. */
+export const jsonBody = express.json({ limit: '1mb', type: mediaTypes.json });
+
 function parseInput(route: ApiRoute, req: Request) {
   const issues: ValidationIssue[] = [];
   const parse = (schema: z.ZodType | undefined, source: string, input: unknown) => {
@@ -332,7 +335,6 @@ export function createApp(options: AppOptions) {
   // shape, recorded before the body is parsed (a malformed body on an OAuth2
   // endpoint is answered in RFC 6749's shape too); the body parsers of a route
   // that takes a body
-  const json = express.json({ limit: '1mb', type: mediaTypes.json });
   const form = express.urlencoded({ limit: '1mb', extended: false });
   const before = (route: Route) => {
     const chain: express.RequestHandler[] = [];
@@ -343,7 +345,7 @@ export function createApp(options: AppOptions) {
         next();
       });
     }
-    if (route.access !== null && route.body) chain.push(json, form);
+    if (route.access !== null && route.body) chain.push(jsonBody, form);
     return chain;
   };
 

@@ -20,6 +20,7 @@ import type pg from 'pg';
 import type { PostGraphileInstance } from 'postgraphile';
 import type { ObjectStep, Step } from 'postgraphile/grafast';
 import type { GraphQLError } from 'postgraphile/graphql';
+import { jsonBody } from './app.ts';
 import { readCredential } from './credentials.ts';
 import { fromDatabaseError, unauthorized } from './errors.ts';
 import { OmitArchivedPlugin } from './omit-archived.ts';
@@ -315,7 +316,8 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
   return {
     instance,
     mount(app) {
-      app.use(GRAPHQL_PATH, authenticate);
+      // the body is read as the REST routes read theirs (a malformed one: SPEC §7's 422)
+      app.use(GRAPHQL_PATH, jsonBody, authenticate);
       if (options.development) {
         // a page: helmet's headers, but Ruru's page runs inline scripts, which
         // helmet's Content-Security-Policy forbids

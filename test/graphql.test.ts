@@ -753,6 +753,25 @@ describe('the transport', () => {
     expect(response.status).toBe(415);
   });
 
+  test('a malformed JSON body is a 422 in SPEC §7 shape, as on the REST routes', async () => {
+    const response = await app.request('POST', '/graphql', {
+      session: w.adminA.session,
+      rawBody: '{',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(response.status).toBe(422);
+    expect(response.body).toMatchObject({ error: 'RequestValidationError', detail: [{ type: 'json_invalid', loc: ['body'] }] });
+  });
+
+  test('a body over 1 MiB is a 413, as on the REST routes', async () => {
+    const response = await app.request('POST', '/graphql', {
+      session: w.adminA.session,
+      body: { query: '{ __typename }', variables: { pad: 'x'.repeat(1024 * 1024) } },
+    });
+    expect(response.status).toBe(413);
+    expect(response.body).toMatchObject({ error: 'PayloadTooLarge' });
+  });
+
   test('GET /graphql does not run queries', async () => {
     const response = await app.get(`/graphql?query=${encodeURIComponent('{ allProducts { totalCount } }')}`, {
       session: w.adminA.session,
