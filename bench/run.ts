@@ -293,17 +293,23 @@ async function benchScale(
   const sessions = await issueSessions(ownerUrl, await benchUsers(ownerUrl), secret);
 
   log(`scale ${scale.name}:`);
-  const port = await freePort();
-  const server = startProcess(startArguments(), {
-    DATABASE_URL: ownerUrl,
-    AUTH_DATABASE_URL: authenticatorUrl,
-    ROWGATE_SECRET: secret,
-    PORT: String(port),
-    NODE_ENV: 'production',
-  });
-  children.push(server);
-  const base = `http://127.0.0.1:${port}`;
-  await waitFor(`${base}/readyz`);
+  /** the server as `npm start` runs it, over this scale's database; its base URL once ready */
+  const startServer = async (env: Record<string, string> = {}) => {
+    const port = await freePort();
+    const child = startProcess(startArguments(), {
+      DATABASE_URL: ownerUrl,
+      AUTH_DATABASE_URL: authenticatorUrl,
+      ROWGATE_SECRET: secret,
+      PORT: String(port),
+      NODE_ENV: 'production',
+      ...env,
+    });
+    children.push(child);
+    const url = `http://127.0.0.1:${port}`;
+    await waitFor(`${url}/readyz`);
+    return { child, url };
+  };
+  const { child: server, url: base } = await startServer();
 
   // the database ceiling: the API's own statements for GET /v1/orders/?limit=50, and the straightforward ones
   const page = listStatement(orderListSpec, { page: 1, limit: 50 }, new Where());
@@ -363,22 +369,12 @@ async function benchScale(
   await stopProcess(server);
 
   // GET /v1/users/me asked of the database every time: a server without the answer cache
-  const uncachedPort = await freePort();
-  const uncached = startProcess(startArguments(), {
-    DATABASE_URL: ownerUrl,
-    AUTH_DATABASE_URL: authenticatorUrl,
-    ROWGATE_SECRET: secret,
-    PORT: String(uncachedPort),
-    NODE_ENV: 'production',
-    ROWGATE_ANSWER_CACHE_SECONDS: '0',
-  });
-  children.push(uncached);
-  await waitFor(`http://127.0.0.1:${uncachedPort}/readyz`);
+  const uncached = await startServer({ ROWGATE_ANSWER_CACHE_SECONDS: '0' });
   await http(`${scale.name}/rest_users_me_uncached`, {
-    url: `http://127.0.0.1:${uncachedPort}/v1/users/me`,
+    url: `${uncached.url}/v1/users/me`,
     headers: { cookie: `rowgate_session=${sessions.small}` },
   });
-  await stopProcess(uncached);
+  await stopProcess(uncached.child);
 
   if (!scenarios.some((s) => s.name === 'bare_express')) {
     const barePort = await freePort();
