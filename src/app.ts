@@ -195,11 +195,18 @@ function send(route: Route, res: Response, result: unknown, validate: boolean) {
     return;
   }
   if (validate) checkResponse(route, JSON.stringify(result ?? null));
-  if (result instanceof ListPage) {
-    res.status(route.status).type('application/json').send(result.json());
-    return;
-  }
-  res.status(route.status).json(result);
+  sendJson(res, route.status, result instanceof ListPage ? result.json() : (JSON.stringify(result) ?? ''));
+}
+
+/**
+ * A JSON answer, written with Node's own writeHead and end (the headers set
+ * before it are kept). Express's res.send parses and formats the Content-Type
+ * and checks the request's freshness on every call: on the cached users/me that
+ * was a fifth of the throughput (wrk, three 5 s runs each: 21,900–23,300 →
+ * 27,900–29,900 req/s).
+ */
+function sendJson(res: Response, status: number, json: string) {
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(json) }).end(json);
 }
 
 function checkResponse(route: Route, json: string) {
@@ -212,8 +219,7 @@ function checkResponse(route: Route, json: string) {
 /** An answer from the answer cache: what `send` sends for the same result. */
 function sendCached(route: ApiRoute, res: Response, body: string, validate: boolean) {
   if (validate) checkResponse(route, body);
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.status(route.status).send(body);
+  sendJson(res, route.status, body);
 }
 
 function checkScopes(route: ApiRoute, scopes: ReadonlySet<string>) {
