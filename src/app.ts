@@ -128,8 +128,8 @@ function nulIssues(input: unknown, source: string): ValidationIssue[] {
   }
   const loc = (where: Where) => {
     const path: (string | number)[] = [];
-    for (let w: Where | undefined = where; w; w = w.parent) path.unshift(w.key);
-    return path;
+    for (let w: Where | undefined = where; w; w = w.parent) path.push(w.key);
+    return path.reverse();
   };
   const issues: ValidationIssue[] = [];
   const pending: { value: unknown; where: Where; name?: true }[] = [{ value: input, where: { key: source } }];
