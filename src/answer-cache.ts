@@ -45,7 +45,6 @@ export interface AnswerCacheOptions {
 
 export class AnswerCache {
   private readonly entries = new Map<string, Entry>();
-  private readonly keysByUser = new Map<string, Set<string>>();
   /** moves on with every forgetting: an answer read before it may be stale */
   private generation = 0;
   private listener?: pg.Client;
@@ -90,7 +89,7 @@ export class AnswerCache {
     if (!this.listening) return undefined;
     const entry = this.entries.get(key);
     if (entry && entry.until <= Date.now()) {
-      this.remove(key);
+      this.entries.delete(key);
       return undefined;
     }
     if (entry) this.hits++;
@@ -110,12 +109,9 @@ export class AnswerCache {
     if (!this.listening || ticket !== this.generation) return;
     const until = Math.min(expiresAt ?? Infinity, Date.now() + this.options.maxAgeMs);
     if (until <= Date.now()) return;
-    this.remove(key);
-    if (this.entries.size >= this.options.maxEntries) this.remove(this.entries.keys().next().value!);
+    this.entries.delete(key);
+    if (this.entries.size >= this.options.maxEntries) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(key, { ...answer, until });
-    let keys = this.keysByUser.get(answer.userId);
-    if (!keys) this.keysByUser.set(answer.userId, (keys = new Set()));
-    keys.add(key);
   }
 
   /** Forgets the answers of these users: a space-separated list of ids, or '*' for everybody. */
@@ -124,13 +120,12 @@ export class AnswerCache {
     this.generation++;
     if (users === '*') {
       this.entries.clear();
-      this.keysByUser.clear();
       return;
     }
-    for (const userId of users.split(' ')) {
-      for (const key of this.keysByUser.get(userId) ?? []) this.entries.delete(key);
-      this.keysByUser.delete(userId);
-    }
+    // a scan: changes to users and sessions are rare next to reads, and the
+    // cache holds at most maxEntries answers
+    const changed = new Set(users.split(' '));
+    for (const [key, entry] of this.entries) if (changed.has(entry.userId)) this.entries.delete(key);
   }
 
   /**
@@ -144,15 +139,6 @@ export class AnswerCache {
     const seen = new Promise<void>((resolve) => this.syncs.set(marker, resolve));
     await pool.query('select pg_notify($1, $2)', [CHANGES_CHANNEL, marker]);
     await seen;
-  }
-
-  private remove(key: string) {
-    const entry = this.entries.get(key);
-    if (!entry) return;
-    this.entries.delete(key);
-    const keys = this.keysByUser.get(entry.userId);
-    keys?.delete(key);
-    if (keys?.size === 0) this.keysByUser.delete(entry.userId);
   }
 
   protected notified(payload: string | undefined) {

@@ -132,20 +132,19 @@ function nulIssues(input: unknown, source: string): ValidationIssue[] {
     return path.reverse();
   };
   const issues: ValidationIssue[] = [];
-  const pending: { value: unknown; where: Where; name?: true }[] = [{ value: input, where: { key: source } }];
+  const pending: { value: unknown; where: Where }[] = [{ value: input, where: { key: source } }];
   for (let next = pending.pop(); next; next = pending.pop()) {
-    const { value, where, name } = next;
-    if (name) {
+    const { value, where } = next;
+    // a field's name is checked as its value is reached: its issue comes first
+    if (typeof where.key === 'string' && where.parent && where.key.includes('\u0000')) {
       issues.push({ type: 'string_nul', loc: loc(where), msg: 'A field name may not contain the NUL character (U+0000)' });
-    } else if (typeof value === 'string') {
+    }
+    if (typeof value === 'string') {
       if (value.includes('\u0000')) issues.push({ type: 'string_nul', loc: loc(where), msg: 'Text may not contain the NUL character (U+0000)', input: value });
     } else if (Array.isArray(value)) {
       for (let i = value.length - 1; i >= 0; i--) pending.push({ value: value[i], where: { key: i, parent: where } });
     } else if (value !== null && typeof value === 'object') {
-      for (const [key, item] of Object.entries(value).reverse()) {
-        pending.push({ value: item, where: { key, parent: where } });
-        if (key.includes('\u0000')) pending.push({ value: undefined, where: { key, parent: where }, name: true });
-      }
+      for (const [key, item] of Object.entries(value).reverse()) pending.push({ value: item, where: { key, parent: where } });
     }
   }
   return issues;
@@ -216,12 +215,6 @@ function checkResponse(route: Route, json: string) {
   }
 }
 
-/** An answer from the answer cache: what `send` sends for the same result. */
-function sendCached(route: ApiRoute, res: Response, body: string, validate: boolean) {
-  if (validate) checkResponse(route, body);
-  sendJson(res, route.status, body);
-}
-
 function checkScopes(route: ApiRoute, scopes: ReadonlySet<string>) {
   if (!route.access.scopes.some((s) => scopes.has(s))) throw insufficientScope(route.access.scopes);
 }
@@ -264,7 +257,8 @@ function apiHandler(route: ApiRoute, options: AppOptions, mailer: Mailer) {
     const cached = cacheKey ? cache!.get(cacheKey) : undefined;
     if (cached) {
       checkScopes(route, cached.scopes);
-      sendCached(route, res, cached.body, validate);
+      if (validate) checkResponse(route, cached.body);
+      sendJson(res, route.status, cached.body);
       return;
     }
     const ticket = cacheKey ? cache!.ticket() : null;

@@ -59,7 +59,9 @@ describe('served from the cache', () => {
   test('refusals are not kept: a revoked session is asked again, and refused every time', async () => {
     const user = await app.user();
     await app.sql('update rowgate_private.sessions set revoked_at = now() where token_hash = $1', [app.hash(user.session)]);
+    const hits = app.answerCache.hits;
     for (let i = 0; i < 3; i++) expectUnauthorized(await app.get(ME, { session: user.session }), true);
+    expect(app.answerCache.hits, 'no refusal was served from the cache').toBe(hits);
   });
 });
 
