@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { AUTHENTICATE } from '../src/app.ts';
+import { AUTHENTICATE } from '../src/authentication.ts';
 import { ensureDatabase, ensureRoles, migrateDatabase, projectRoot } from '../src/database-setup.ts';
 import { embeddedUrl, freePort, openEmbeddedDatabase } from '../src/embedded-database.ts';
 import { listStatement, Where } from '../src/lists.ts';

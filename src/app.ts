@@ -8,7 +8,8 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type pg from 'pg';
 import { z } from 'zod';
 import { CHANGED_USERS, type AnswerCache } from './answer-cache.ts';
-import { inTransaction, type Tx } from './database.ts';
+import { ANONYMOUS, authenticate, type Authenticated } from './authentication.ts';
+import { inTransaction } from './database.ts';
 import { readCredential, type PresentedCredential } from './credentials.ts';
 import {
   ApiError,
@@ -23,7 +24,7 @@ import { ListPage } from './lists.ts';
 import { environmentMailer, type Mailer } from './mailer.ts';
 import { isAnonymous, type ApiRoute, type BodyType, type Route } from './route.ts';
 import { apiSecurityHeaders, pageSecurityHeaders } from './security-headers.ts';
-import { hashToken, type CredentialKind } from './tokens.ts';
+import type { CredentialKind } from './tokens.ts';
 
 export interface AppOptions {
   pool: pg.Pool;
@@ -52,40 +53,6 @@ export const credentialNames: Record<CredentialKind, string> = {
 
 function acceptedCredentials(route: ApiRoute) {
   return `This endpoint accepts ${route.access.credentials.map((k) => credentialNames[k]).join(', ')}`;
-}
-
-/**
- * The authentication step: the credential's subject becomes the transaction's
- * role and settings. One row when the credential is good, none otherwise; what
- * the server itself needs of it: the scopes (the `rowgate.scopes` setting's
- * text), and for the answer cache the subject and until when the credential holds.
- */
-export const AUTHENTICATE = `
-  select set_config('role', 'rowgate_' || a.subject_kind, true) as _role,
-    set_config('rowgate.subject_kind', a.subject_kind, true) as _kind,
-    set_config('rowgate.subject_id', a.subject_id::text, true) as subject_id,
-    set_config('rowgate.credential_kind', $1, true) as _credential,
-    set_config('rowgate.credential_id', a.credential_id::text, true) as _credential_id,
-    set_config('rowgate.scopes', array_to_string(a.scopes, ' '), true) as scopes,
-    a.expires_at
-  from rowgate_private.authenticate($1, $2) a`;
-
-/** The role of a request without a credential; no setting names a subject. */
-const ANONYMOUS = `select set_config('role', 'rowgate_anonymous', true) as _role`;
-
-interface Authenticated {
-  /** with the read scopes its write scopes imply */
-  scopes: ReadonlySet<string>;
-  subjectId: string;
-  /** RFC 3339; null: it does not expire */
-  expiresAt: string | null;
-}
-
-/** What the database says of the credential: null when it is not good. */
-async function authenticate(tx: Tx, credential: PresentedCredential, tokenHash: Buffer): Promise<Authenticated | null> {
-  const row = await tx.one<{ scopes: string; subject_id: string; expires_at: string | null }>(AUTHENTICATE, [credential.kind, tokenHash]);
-  if (!row) return null;
-  return { scopes: new Set(row.scopes.split(' ').filter(Boolean)), subjectId: row.subject_id, expiresAt: row.expires_at };
 }
 
 function zodIssues(error: z.ZodError, source: string, input: unknown): ValidationIssue[] {
@@ -266,7 +233,7 @@ function apiHandler(route: ApiRoute, options: AppOptions, mailer: Mailer) {
     let changedUsers: string | null = null;
     const result = await inTransaction(options.pool, async (tx) => {
       const authenticated = credential
-        ? authenticate(tx, credential, hashToken(options.secret, credential.token))
+        ? authenticate((text, values) => tx.one(text, values), options.secret, credential)
         : tx.rows(ANONYMOUS).then(() => null);
       const run = () => {
         const { params, query, body } = parseInput(route, req);

@@ -27,7 +27,8 @@ const schema = z.object({
   // a change through the database reaches it sooner). 0: none kept, for a
   // transaction-pooling PgBouncer (LISTEN needs a session; docs/operations.md).
   ROWGATE_ANSWER_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
-  NODE_ENV: z.string().default('development'),
+  // production unless told otherwise: the GraphQL explorer and development checks only on request (SPEC §13)
+  NODE_ENV: z.string().default('production'),
   SMTP_URL: z
     .string()
     .regex(/^smtps?:\/\/[^\s/]+/, 'must be an smtp:// or smtps:// URL (smtp://user:password@host:587)')

@@ -22,7 +22,7 @@ export interface PoolOptions {
   statements?: 'named' | 'unnamed';
 }
 
-interface PoolSettings {
+export interface PoolSettings {
   /** what opens a transaction: BEGIN and the transaction-local timeouts, one simple query */
   begin: string;
   named: boolean;
@@ -65,6 +65,11 @@ export function createPool(options: PoolOptions): pg.Pool {
   return pool;
 }
 
+/** How the pool's transactions begin, and whether its statements are prepared (named). */
+export function poolStatements(pool: pg.Pool): PoolSettings {
+  return poolSettings.get(pool) ?? { begin: 'begin', named: true };
+}
+
 const statementNames = new Map<string, string>();
 function statementName(text: string) {
   let name = statementNames.get(text);
@@ -81,7 +86,7 @@ function statementName(text: string) {
  * PostgreSQL costs the server's single thread tens of microseconds (issue 7,
  * docs/performance.md). pg corks the same stream around each statement it sends.
  */
-function corked(client: pg.PoolClient): { release(): void } {
+export function corked(client: pg.PoolClient): { release(): void } {
   const stream = (client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
   stream?.cork?.();
   return { release: () => stream?.uncork?.() };

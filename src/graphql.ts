@@ -1,17 +1,19 @@
 // GraphQL at POST /graphql: PostGraphile 5 (Amber preset) over the `rowgate`
 // schema, in the same Express app and on the same authenticator pool as REST.
 //
-// Per request: the credential is read exactly as REST reads it (bearer wins over
-// the cookie), authenticated by rowgate_private.authenticate(kind, hash), and
-// turned into PostGraphile's pgSettings: the subject kind's role and the
-// transaction-local rowgate.* settings. PostGraphile applies them with
-// set_config(…, true) inside the transaction of each operation, so RLS and the
-// SQL functions (which trust the settings only when session_user is
+// Per request: the credential is read and authenticated exactly as REST does it
+// (src/authentication.ts: one statement resolves it into the subject's role and
+// transaction-local settings), and every transaction PostGraphile opens for the
+// request takes that role and those settings (src/graphql/pg-client.ts), so RLS
+// and the SQL functions (which trust the settings only when session_user is
 // rowgate_authenticator) decide what the subject sees and may change; token
-// scopes bind there too (policies and write functions require them). No
-// credential → rowgate_anonymous, which is granted nothing. A malformed,
-// unknown, expired or revoked credential → 401 with the body and
-// WWW-Authenticate header of REST (SPEC §7).
+// scopes and access classes bind there too. No credential → rowgate_anonymous,
+// which is granted nothing. A malformed, unknown, expired or revoked credential
+// → 401 with the body and WWW-Authenticate header of REST (SPEC §7).
+//
+// Before anything is planned, a document is bounded (src/graphql/limits.ts:
+// tokens, depth, aliases, nodes, page arguments) and every collection returns
+// at most a page (src/graphql/page-size.ts), SPEC §13.
 import type { IncomingMessage } from 'node:http';
 import type express from 'express';
 import type { NextFunction, Request, Response } from 'express';
@@ -21,24 +23,18 @@ import type { PostGraphileInstance } from 'postgraphile';
 import type { ObjectStep, Step } from 'postgraphile/grafast';
 import type { GraphQLError } from 'postgraphile/graphql';
 import { jsonBody } from './app.ts';
+import { ANONYMOUS_SETTINGS, authenticate } from './authentication.ts';
 import { readCredential } from './credentials.ts';
 import { fromDatabaseError, unauthorized } from './errors.ts';
+import { BAD_USER_INPUT, makeParseAndValidate, pageArgumentErrors, VALIDATION_FAILED } from './graphql/limits.ts';
+import { DefaultPagePlugin } from './graphql/page-size.ts';
+import { asRead, makeWithPgClient } from './graphql/pg-client.ts';
 import { OmitArchivedPlugin } from './omit-archived.ts';
 import { pageSecurityHeaders } from './security-headers.ts';
-import { hashToken } from './tokens.ts';
 
 export const GRAPHQL_PATH = '/graphql';
 export const GRAPHIQL_PATH = '/graphiql';
 const GRAPHIQL_STATIC_PATH = '/graphiql-static/';
-
-/** The roles a subject kind may take; anything else authenticates nobody. */
-const SUBJECT_ROLES: Record<string, string> = {
-  user: 'rowgate_user',
-  organization: 'rowgate_organization',
-  customer: 'rowgate_customer',
-  member: 'rowgate_member',
-};
-export const ANONYMOUS_SETTINGS: Readonly<Record<string, string>> = Object.freeze({ role: 'rowgate_anonymous' });
 
 export type PgSettings = Record<string, string>;
 
@@ -166,38 +162,61 @@ export const RowgateGraphqlPlugin: GraphileConfig.Plugin = {
   },
 };
 
-interface AuthenticatedRow {
-  subject_kind: string;
-  subject_id: string;
-  scopes: string[];
-}
-
 /** The pgSettings of a request, or a 401 error (the REST error, thrown to the error handler). */
 export async function pgSettingsFor(pool: pg.Pool, secret: string, req: Request): Promise<PgSettings> {
   const credential = readCredential(req);
   if (credential === 'malformed') throw unauthorized('The credential is malformed', true);
   if (!credential) return { ...ANONYMOUS_SETTINGS };
-  const { rows } = await pool.query<AuthenticatedRow>(
-    'select subject_kind, subject_id, scopes from rowgate_private.authenticate($1, $2)',
-    [credential.kind, hashToken(secret, credential.token)],
-  );
-  const row = rows[0];
-  const role = row ? SUBJECT_ROLES[row.subject_kind] : undefined;
-  if (!row || !role) throw unauthorized('The credential is unknown, expired or revoked', true);
-  return {
-    role,
-    'rowgate.subject_kind': row.subject_kind,
-    'rowgate.subject_id': row.subject_id,
-    'rowgate.scopes': row.scopes.join(' '),
-    'rowgate.credential_kind': credential.kind,
-  };
+  const run = async <T extends object>(text: string, values: unknown[]) => (await pool.query<T>(text, values)).rows[0];
+  const authenticated = await authenticate(run, secret, credential);
+  if (!authenticated) throw unauthorized('The credential is unknown, expired or revoked', true);
+  return { ...authenticated.settings };
 }
+
+/**
+ * What the server itself checks before grafast plans a request: the document's
+ * size (parse and validation, cached by text) and its page arguments with this
+ * request's variables. Refusals are ordinary GraphQL errors with their codes.
+ */
+export const RowgateLimitsPlugin: GraphileConfig.Plugin = {
+  name: 'RowgateLimitsPlugin',
+  description: 'Bounds every GraphQL request before it is planned (SPEC §13)',
+  version: '1.0.0',
+  grafserv: {
+    middleware: {
+      setPreset(next, event) {
+        const original = event.getExecutionConfig;
+        // one parse-and-validate (and its cache) per schema
+        let ours: { schema: object; parseAndValidate: ReturnType<typeof makeParseAndValidate> } | undefined;
+        event.getExecutionConfig = async function (this: ThisParameterType<typeof original>, ctx) {
+          const config = await original.call(this, ctx);
+          if (ours?.schema !== config.schema) ours = { schema: config.schema, parseAndValidate: makeParseAndValidate(config.schema) };
+          return { ...config, parseAndValidate: ours.parseAndValidate };
+        };
+        return next();
+      },
+    },
+  },
+  grafast: {
+    middleware: {
+      execute(next, { args }) {
+        const errors = pageArgumentErrors(args.document, args.operationName, args.variableValues as Record<string, unknown>);
+        return errors.length ? { errors } : next();
+      },
+    },
+  },
+};
 
 /** GraphQL errors the client may read: our SQL's deliberate errors, as REST words them; the rest is masked. */
 function makeMaskError(GraphQLErrorClass: typeof GraphQLError, isSafeError: (e: Error) => boolean, log: (line: string) => void) {
   return (error: GraphQLError): GraphQLError => {
     const original = error.originalError as (Error & { code?: string; extensions?: Record<string, unknown> }) | undefined;
-    if (!original || original instanceof GraphQLErrorClass) return error;
+    if (!original || original instanceof GraphQLErrorClass) {
+      // graphql-js's own: a variable of the wrong type, an unknown operation name
+      if (error.extensions.code) return error;
+      const code = error.nodes?.length ? BAD_USER_INPUT : VALIDATION_FAILED;
+      return new GraphQLErrorClass(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: { ...error.extensions, code } });
+    }
     if (isSafeError(original)) {
       // our own errors (an update that changed nothing): meant for the client
       return new GraphQLErrorClass(original.message, {
@@ -220,6 +239,8 @@ function makeMaskError(GraphQLErrorClass: typeof GraphQLError, isSafeError: (e: 
       });
     // insufficient_privilege: a grant is missing (an anonymous request) or RLS refused a row
     if (original.code === '42501') return copy(original.message, 'NotPermitted');
+    // query_canceled: the statement timeout (SPEC §13)
+    if (original.code === '57014') return copy('The request took longer than the statement timeout and was cancelled', 'TIMEOUT');
     const apiError = fromDatabaseError(original);
     if (apiError && apiError.status !== 500) {
       const detail = apiError.detail;
@@ -231,6 +252,9 @@ function makeMaskError(GraphQLErrorClass: typeof GraphQLError, isSafeError: (e: 
     return copy('An unexpected error occurred', 'InternalServerError');
   };
 }
+
+/** How long grafast may plan one request (synchronously) before it is refused */
+export const PLANNING_TIMEOUT_MS = 1_000;
 
 export interface GraphqlOptions {
   pool: pg.Pool;
@@ -254,20 +278,27 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
   const log = options.log ?? (() => {});
   // Grafast reads its mode once, when loaded: development checks with the explorer, none otherwise
   process.env.GRAPHILE_ENV ??= options.development ? 'development' : 'production';
-  const [{ postgraphile }, { makePgService }, { grafserv }, { PostGraphileAmberPreset }, { GraphQLError }, { isSafeError }] = await Promise.all([
-    import('postgraphile'),
-    import('postgraphile/adaptors/pg'),
-    import('postgraphile/grafserv/express/v4'),
-    import('postgraphile/presets/amber'),
-    import('postgraphile/graphql'),
-    import('postgraphile/grafast'),
-  ]);
+  const [{ postgraphile }, { makePgService }, { grafserv }, { PostGraphileAmberPreset }, { GraphQLError, getOperationAST }, { isSafeError }] =
+    await Promise.all([
+      import('postgraphile'),
+      import('postgraphile/adaptors/pg'),
+      import('postgraphile/grafserv/express/v4'),
+      import('postgraphile/presets/amber'),
+      import('postgraphile/graphql'),
+      import('postgraphile/grafast'),
+    ]);
   const settings = new WeakMap<IncomingMessage, PgSettings>();
-  // on the server's pool (PostGraphile does not end a pool it was given); no LISTEN client
-  const pgService = makePgService({ pool: options.pool, schemas: ['rowgate'], pubsub: false });
+  // on the server's pool (PostGraphile does not end a pool it was given); no LISTEN
+  // client; its transactions are ours (src/graphql/pg-client.ts)
+  const basePgService = makePgService({ pool: options.pool, schemas: ['rowgate'], pubsub: false });
+  const withPgClient = makeWithPgClient(options.pool);
+  const pgService: typeof basePgService = {
+    ...basePgService,
+    adaptor: { ...basePgService.adaptor, createWithPgClient: () => withPgClient } as typeof basePgService.adaptor,
+  };
   const preset: GraphileConfig.Preset = {
     extends: [PostGraphileAmberPreset, ...(options.preset ? [options.preset] : [])],
-    plugins: [RowgateGraphqlPlugin, OmitArchivedPlugin],
+    plugins: [RowgateGraphqlPlugin, OmitArchivedPlugin, DefaultPagePlugin, RowgateLimitsPlugin],
     pgServices: [pgService],
     grafserv: {
       graphqlPath: GRAPHQL_PATH,
@@ -283,10 +314,17 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
     },
     grafast: {
       explain: false,
-      // the settings the authentication middleware left for this request; none → anonymous
-      context(requestContext) {
+      // Planning is synchronous: a document within the limits plans in
+      // milliseconds, and one that does not is cancelled rather than holding
+      // every other request (execution is bounded by the statement timeout)
+      timeouts: { planning: PLANNING_TIMEOUT_MS },
+      // the settings the authentication middleware left for this request; none →
+      // anonymous; a query's transactions are reads (their commit is not awaited)
+      context(requestContext, args) {
         const req = requestContext.expressv4?.req ?? requestContext.node?.req;
-        return { pgSettings: (req && settings.get(req)) ?? { ...ANONYMOUS_SETTINGS } };
+        const pgSettings = { ...((req && settings.get(req)) ?? ANONYMOUS_SETTINGS) };
+        const operation = getOperationAST(args.document, args.operationName);
+        return { pgSettings: operation?.operation === 'query' ? asRead(pgSettings) : pgSettings };
       },
     },
   };

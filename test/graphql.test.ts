@@ -344,7 +344,7 @@ describe('omit archived (our PostGraphile 5 plugin)', () => {
 
   test('relation collections too: Organization.productsByOrganizationId', async () => {
     const query = `query ($include: IncludeArchivedOption) {
-      allOrganizations { nodes { rowId
+      allOrganizations(first: 10) { nodes { rowId
         default: productsByOrganizationId { totalCount nodes { rowId } }
         chosen: productsByOrganizationId(includeArchived: $include) { totalCount nodes { rowId } }
       } }
@@ -682,7 +682,7 @@ describe('omit archived on simple lists (a schema with lists turned on)', () => 
       const query = `query ($include: IncludeArchivedOption) {
         byDefault: allProductsList { rowId }
         chosen: allProductsList(includeArchived: $include) { rowId }
-        allOrganizationsList { rowId
+        allOrganizationsList(first: 10) { rowId
           byDefault: productsByOrganizationIdList { rowId }
           chosen: productsByOrganizationIdList(includeArchived: $include) { rowId }
         }

@@ -1,0 +1,70 @@
+// Authentication, one way for every interface (REST and GraphQL): the database
+// resolves the presented credential (rowgate_private.authenticate) and one
+// statement turns it into the transaction's role and transaction-local settings,
+// which the RLS policies and SQL functions read (trusting them only under
+// rowgate_authenticator). REST runs the statement inside its request's
+// transaction; GraphQL runs it once per request and hands the same settings to
+// each of PostGraphile's transactions (src/graphql/pg-client.ts).
+import type { PresentedCredential } from './credentials.ts';
+import { hashToken } from './tokens.ts';
+
+/**
+ * The authentication statement: one row when the credential is good, none
+ * otherwise. The role and settings are applied by the statement itself and
+ * returned, so that a caller running them elsewhere sets exactly the same.
+ */
+export const AUTHENTICATE = `
+  select set_config('role', 'rowgate_' || a.subject_kind, true) as role,
+    set_config('rowgate.subject_kind', a.subject_kind, true) as subject_kind,
+    set_config('rowgate.subject_id', a.subject_id::text, true) as subject_id,
+    set_config('rowgate.credential_kind', $1, true) as credential_kind,
+    set_config('rowgate.credential_id', a.credential_id::text, true) as credential_id,
+    set_config('rowgate.scopes', array_to_string(a.scopes, ' '), true) as scopes,
+    a.expires_at
+  from rowgate_private.authenticate($1, $2) a`;
+
+/** The role of a request without a credential; no setting names a subject. */
+export const ANONYMOUS = `select set_config('role', 'rowgate_anonymous', true) as role`;
+export const ANONYMOUS_SETTINGS: Readonly<Record<string, string>> = Object.freeze({ role: 'rowgate_anonymous' });
+
+export interface AuthenticatedRow {
+  role: string;
+  subject_kind: string;
+  subject_id: string;
+  credential_kind: string;
+  credential_id: string;
+  scopes: string;
+  expires_at: string | null;
+}
+
+export interface Authenticated {
+  /** with the read scopes its write scopes imply */
+  scopes: ReadonlySet<string>;
+  subjectId: string;
+  /** RFC 3339; null: it does not expire */
+  expiresAt: string | null;
+  /** the role and transaction-local settings the statement applied */
+  settings: Readonly<Record<string, string>>;
+}
+
+/** Runs one parameterised statement and returns its first row. */
+export type RunOne = <T extends object>(text: string, values: unknown[]) => Promise<T | undefined>;
+
+/** What the database says of the credential: null when it authenticates nobody. */
+export async function authenticate(run: RunOne, secret: string, credential: PresentedCredential): Promise<Authenticated | null> {
+  const row = await run<AuthenticatedRow>(AUTHENTICATE, [credential.kind, hashToken(secret, credential.token)]);
+  if (!row) return null;
+  return {
+    scopes: new Set(row.scopes.split(' ').filter(Boolean)),
+    subjectId: row.subject_id,
+    expiresAt: row.expires_at,
+    settings: {
+      role: row.role,
+      'rowgate.subject_kind': row.subject_kind,
+      'rowgate.subject_id': row.subject_id,
+      'rowgate.credential_kind': row.credential_kind,
+      'rowgate.credential_id': row.credential_id,
+      'rowgate.scopes': row.scopes,
+    },
+  };
+}

@@ -1,0 +1,265 @@
+// The bounds of one GraphQL request (SPEC §13), all decided before grafast plans
+// anything: planning is synchronous and happens before any permission check, so
+// a document that is too big must be refused from its text alone (one anonymous
+// document of 1,600 `node(id:)` aliases ran the server out of heap).
+//
+// - tokens: graphql-js's own parser stops at 2,000 (its `maxTokens`), so a huge
+//   document is never fully parsed nor held as an AST;
+// - depth and aliases: graphql-armor's validation rules (maintained, plain
+//   graphql-js rules), reported with our code instead of thrown;
+// - nodes: GitHub's count, our own rule (no published rule counts page sizes
+//   multiplied along nested connections with PostGraphile's argument names);
+// - page sizes: `first`/`last` 0..100 and `offset` ≥ 0, literal or variable,
+//   checked per request (variables differ between requests) before execution.
+import { createHash } from 'node:crypto';
+import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
+import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
+import {
+  GraphQLError,
+  Kind,
+  Source,
+  getNamedType,
+  isInterfaceType,
+  isObjectType,
+  parse,
+  specifiedRules,
+  validate,
+  valueFromASTUntyped,
+  type ASTNode,
+  type DocumentNode,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLField,
+  type GraphQLNamedType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+  type ValidationContext,
+  type ValidationRule,
+} from 'postgraphile/graphql';
+
+export const LIMITS = Object.freeze({
+  depth: 10,
+  aliases: 20,
+  tokens: 2_000,
+  nodes: 10_000,
+  /** the largest page, and the page of a connection asked without first/last */
+  pageSize: 100,
+});
+
+/** extensions.code of each kind of refusal (SPEC §13) */
+export const TOO_COMPLEX = 'QUERY_TOO_COMPLEX';
+export const BAD_USER_INPUT = 'BAD_USER_INPUT';
+export const PARSE_FAILED = 'GRAPHQL_PARSE_FAILED';
+export const VALIDATION_FAILED = 'GRAPHQL_VALIDATION_FAILED';
+
+const tooComplex = (message: string, nodes?: readonly ASTNode[] | ASTNode) =>
+  new GraphQLError(message, { nodes, extensions: { code: TOO_COMPLEX } });
+
+/** graphql-armor's rules report through this instead of throwing their own "Syntax Error" */
+const reportAs = (describe: (found: number) => string) => ({
+  propagateOnRejection: false,
+  exposeLimits: true,
+  onReject: [(context: ValidationContext | null, error: GraphQLError) => context?.reportError(tooComplex(describe(foundIn(error))))],
+});
+const foundIn = (error: GraphQLError) => Number(/found (\d+)/.exec(error.message)?.[1] ?? NaN);
+
+/** The arguments that size a collection: PostGraphile's connections and lists take `first`. */
+const isCollection = (field: GraphQLField<unknown, unknown>) => field.args.some((a) => a.name === 'first');
+
+/**
+ * GitHub's node count: for every collection in the operation, the product of
+ * its page size and the page sizes of the collections enclosing it, summed. A
+ * page size is the literal `first` (else `last`); a variable or no argument
+ * counts the largest page, what the document *could* ask for whatever its
+ * variables (so the count depends on the text alone and is cached with it).
+ */
+export function countNodes(schema: GraphQLSchema, operation: OperationDefinitionNode, fragments: Map<string, FragmentDefinitionNode>): number {
+  const rootType = schema.getRootType(operation.operation);
+  if (!rootType) return 0;
+  let total = 0;
+  const walk = (selectionSet: SelectionSetNode, type: GraphQLNamedType, multiplier: number, visiting: Set<string>) => {
+    for (const selection of selectionSet.selections) {
+      if (selection.kind === Kind.FIELD) {
+        if (!isObjectType(type) && !isInterfaceType(type)) continue;
+        const field = type.getFields()[selection.name.value];
+        if (!field) continue; // reported by the spec's own rules
+        let inner = multiplier;
+        if (isCollection(field)) {
+          inner = multiplier * pageSizeOf(selection);
+          total += inner;
+        }
+        if (selection.selectionSet) walk(selection.selectionSet, getNamedType(field.type), inner, visiting);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        const narrowed = selection.typeCondition ? schema.getType(selection.typeCondition.name.value) : type;
+        if (narrowed) walk(selection.selectionSet, narrowed, multiplier, visiting);
+      } else {
+        const name = selection.name.value;
+        const fragment = fragments.get(name);
+        // a cycle is the spec's NoFragmentCycles error; here it only stops the walk
+        if (!fragment || visiting.has(name)) continue;
+        const narrowed = schema.getType(fragment.typeCondition.name.value);
+        if (!narrowed) continue;
+        visiting.add(name);
+        walk(fragment.selectionSet, narrowed, multiplier, visiting);
+        visiting.delete(name);
+      }
+      // no need to count further than the refusal
+      if (total > LIMITS.nodes) return;
+    }
+  };
+  walk(operation.selectionSet, rootType, 1, new Set());
+  return total;
+}
+
+function pageSizeOf(field: FieldNode): number {
+  const literal = (name: string) => {
+    const value = field.arguments?.find((a) => a.name.value === name)?.value;
+    return value?.kind === Kind.INT ? Math.min(Math.max(Number(value.value), 0), LIMITS.pageSize) : undefined;
+  };
+  const first = field.arguments?.find((a) => a.name.value === 'first');
+  if (first) return first.value.kind === Kind.INT ? literal('first')! : LIMITS.pageSize;
+  return literal('last') ?? LIMITS.pageSize;
+}
+
+const nodeBudgetRule: ValidationRule = (context) => ({
+  OperationDefinition(operation) {
+    const fragments = new Map(context.getDocument().definitions.filter((d) => d.kind === Kind.FRAGMENT_DEFINITION).map((d) => [d.name.value, d]));
+    const nodes = countNodes(context.getSchema(), operation, fragments);
+    if (nodes > LIMITS.nodes) {
+      context.reportError(
+        tooComplex(
+          `The document could ask for more than ${LIMITS.nodes.toLocaleString('en')} nodes (each connection's page size multiplied by those of the connections around it, ${LIMITS.pageSize} when not given); ask for smaller pages`,
+          operation,
+        ),
+      );
+    }
+  },
+});
+
+/** The spec's rules, then ours; depth as SPEC §13 counts it (fragments add no level) */
+export const validationRules: readonly ValidationRule[] = [
+  ...specifiedRules,
+  maxDepthRule({
+    n: LIMITS.depth,
+    flattenFragments: true,
+    ...reportAs((found) => `The document is ${found} levels deep; the limit is ${LIMITS.depth}`),
+  }),
+  maxAliasesRule({
+    n: LIMITS.aliases,
+    allowList: [],
+    ...reportAs((found) => `The document has ${found} aliases; the limit is ${LIMITS.aliases}`),
+  }),
+  nodeBudgetRule,
+];
+
+export type ParseAndValidateResult = { document: DocumentNode; errors?: undefined } | { errors: readonly GraphQLError[]; document?: undefined };
+
+/** A refusal or a syntax error with its code; the spec's own validation errors as GRAPHQL_VALIDATION_FAILED. */
+function withCode(error: GraphQLError, code: string): GraphQLError {
+  if (error.extensions.code) return error;
+  return new GraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, extensions: { ...error.extensions, code } });
+}
+
+/**
+ * Parses (at most LIMITS.tokens tokens) and validates a document, remembering
+ * the last `cacheSize` answers by text (a client sends the same few documents).
+ */
+export function makeParseAndValidate(schema: GraphQLSchema, cacheSize = 500): (query: string) => ParseAndValidateResult {
+  const cache = new Map<string, ParseAndValidateResult>();
+  return (query) => {
+    // a long document is remembered by its digest: 500 of them must not hold 500 MiB
+    const key = query.length > 500 ? createHash('sha256').update(query).digest('base64') : query;
+    const cached = cache.get(key);
+    if (cached) {
+      // most recently used last: the first entry is the one to drop
+      cache.delete(key);
+      cache.set(key, cached);
+      return cached;
+    }
+    let result: ParseAndValidateResult;
+    try {
+      const document = parse(new Source(query, 'GraphQL request'), { maxTokens: LIMITS.tokens });
+      const errors = validate(schema, document, validationRules, { maxErrors: 20 });
+      result = errors.length ? { errors: errors.map((e) => withCode(e, VALIDATION_FAILED)) } : { document };
+    } catch (error) {
+      if (!(error instanceof GraphQLError)) throw error;
+      // (graphql-js words it "more that N tokens")
+      const tooManyTokens = /more tha[nt] \d+ tokens/.test(error.message);
+      result = {
+        errors: [
+          tooManyTokens
+            ? tooComplex(`The document has more than ${LIMITS.tokens.toLocaleString('en')} tokens; the limit is ${LIMITS.tokens.toLocaleString('en')}`)
+            : withCode(error, PARSE_FAILED),
+        ],
+      };
+    }
+    cache.set(key, result);
+    if (cache.size > cacheSize) cache.delete(cache.keys().next().value!);
+    return result;
+  };
+}
+
+/**
+ * The page arguments of one request, with its variables: `first`/`last` in
+ * 0..100 and `offset` ≥ 0. Errors name the argument and the field; none means
+ * the request may be planned.
+ */
+export function pageArgumentErrors(
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  variables: Record<string, unknown> | null | undefined,
+): GraphQLError[] {
+  const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
+  const operation = operationName ? operations.find((o) => o.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined;
+  if (!operation) return []; // graphql-js answers this one itself
+  const defaults = new Map(
+    (operation.variableDefinitions ?? []).map((v) => [v.variable.name.value, v.defaultValue ? valueFromASTUntyped(v.defaultValue) : undefined]),
+  );
+  const fragments = new Map(document.definitions.filter((d) => d.kind === Kind.FRAGMENT_DEFINITION).map((d) => [d.name.value, d]));
+  const errors: GraphQLError[] = [];
+  const seen = new Set<FieldNode>();
+  const check = (field: FieldNode) => {
+    if (seen.has(field)) return;
+    seen.add(field);
+    for (const argument of field.arguments ?? []) {
+      const name = argument.name.value;
+      if (name !== 'first' && name !== 'last' && name !== 'offset') continue;
+      const value =
+        argument.value.kind === Kind.VARIABLE
+          ? (variables?.[argument.value.name.value] ?? defaults.get(argument.value.name.value))
+          : argument.value.kind === Kind.INT
+            ? Number(argument.value.value)
+            : undefined; // another kind of literal: the spec's rules refused it
+      if (value === undefined || value === null || typeof value !== 'number') continue; // a wrong type: graphql-js's coercion error
+      const bad = name === 'offset' ? value < 0 : value < 0 || value > LIMITS.pageSize;
+      if (bad) {
+        const range = name === 'offset' ? 'must be 0 or more' : `must be between 0 and ${LIMITS.pageSize}`;
+        errors.push(
+          new GraphQLError(`Argument "${name}" of "${field.name.value}" ${range}; got ${value}`, {
+            nodes: argument,
+            extensions: { code: BAD_USER_INPUT, argument: name },
+          }),
+        );
+      }
+    }
+  };
+  const walk = (selectionSet: SelectionSetNode, visiting: Set<string>) => {
+    for (const selection of selectionSet.selections) {
+      if (selection.kind === Kind.FIELD) {
+        check(selection);
+        if (selection.selectionSet) walk(selection.selectionSet, visiting);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        walk(selection.selectionSet, visiting);
+      } else {
+        const fragment = fragments.get(selection.name.value);
+        if (!fragment || visiting.has(fragment.name.value)) continue;
+        visiting.add(fragment.name.value);
+        walk(fragment.selectionSet, visiting);
+        visiting.delete(fragment.name.value);
+      }
+    }
+  };
+  walk(operation.selectionSet, new Set());
+  return errors;
+}

@@ -1,0 +1,270 @@
+// GraphQL bounded (SPEC §13): documents refused before they are planned (depth,
+// aliases, tokens, nodes), page arguments checked before any SQL, every
+// collection a page at most, statement timeouts as TIMEOUT, and the requests
+// that once took the server down (issue 12) refused or bounded while REST is
+// served beside them.
+import type { AddressInfo } from 'node:net';
+import type { Request } from 'express';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { createPool } from '../src/database.ts';
+import { createGraphql, pgSettingsFor } from '../src/graphql.ts';
+import { LIMITS } from '../src/graphql/limits.ts';
+import { allRoutes } from '../src/routes.ts';
+import { startTestApp, type RequestOptions, type TestApp } from './harness.ts';
+
+let app: TestApp;
+let session: string;
+let pat: string;
+let organizationId: string;
+let productId: string;
+const ORDERS = 2_000;
+
+type Auth = Pick<RequestOptions, 'token' | 'session'>;
+interface GraphqlBody {
+  data?: any;
+  errors?: { message: string; extensions?: { code?: string; argument?: string } }[];
+}
+
+async function gql(query: string, variables: Record<string, unknown> = {}, auth: Auth = {}) {
+  const response = await app.request('POST', '/graphql', { ...auth, headers: { accept: 'application/json' }, body: { query, variables } });
+  return response as { status: number; body: GraphqlBody };
+}
+const codes = (body: GraphqlBody) => (body.errors ?? []).map((e) => e.extensions?.code);
+
+/** Runs `work` while a REST request is made beside it; both must finish. */
+async function besideRest<T>(work: () => Promise<T>): Promise<{ result: T; ms: number; rest: number }> {
+  const started = performance.now();
+  const [result, rest] = await Promise.all([work(), app.get('/v1/users/me', { session }).then((r) => r.status)]);
+  return { result, ms: performance.now() - started, rest };
+}
+
+/** How many connections the server's pool hands out while `work` runs */
+async function connectionsDuring(work: () => Promise<unknown>): Promise<number> {
+  const pool = app.pool as unknown as { connect: (...a: unknown[]) => unknown };
+  const original = pool.connect;
+  let count = 0;
+  pool.connect = function (this: unknown, ...args: unknown[]) {
+    count++;
+    return original.apply(this, args);
+  };
+  try {
+    await work();
+  } finally {
+    pool.connect = original;
+  }
+  return count;
+}
+
+beforeAll(async () => {
+  app = await startTestApp();
+  const user = await app.user();
+  session = user.session;
+  pat = await app.pat(user.id, ['orders_read', 'products_read']);
+  organizationId = (await app.organization(user.id)).id;
+  productId = await app.product(organizationId);
+  const customerId = await app.customer(organizationId);
+  await app.sql(
+    `insert into rowgate.orders (organization_id, customer_id, product_id, amount, currency)
+     select $1, $2, $3, 1000, 'usd' from generate_series(1, $4)`,
+    [organizationId, customerId, productId, ORDERS],
+  );
+});
+afterAll(() => app?.close());
+
+describe('the documents that took the server down are refused or bounded, and REST is served meanwhile', () => {
+  test('anonymous: 1,600 node(id:) aliases (154 KB)', async () => {
+    const id = Buffer.from(JSON.stringify(['orders', '00000000-0000-0000-0000-000000000000'])).toString('base64');
+    const query = `{ ${Array.from({ length: 1600 }, (_, i) => `a${i}: node(id: "${id}") { id }`).join(' ')} }`;
+    expect(query.length).toBeGreaterThan(100_000);
+    const { result, ms, rest } = await besideRest(() => gql(query));
+    expect(result.body.data).toBeUndefined();
+    expect(codes(result.body)).toEqual(['QUERY_TOO_COMPLEX']);
+    expect(rest).toBe(200);
+    expect(ms).toBeLessThan(2_000);
+  });
+
+  test('ten successive documents of 100 aliases', async () => {
+    const query = `{ ${Array.from({ length: 100 }, (_, i) => `a${i}: allProducts { totalCount }`).join(' ')} }`;
+    for (let i = 0; i < 10; i++) {
+      const { result, ms, rest } = await besideRest(() => gql(query, {}, { session }));
+      expect(codes(result.body)).toEqual(['QUERY_TOO_COMPLEX']);
+      expect(result.body.errors![0]!.message).toMatch(/100 aliases; the limit is 20/);
+      expect(rest).toBe(200);
+      expect(ms).toBeLessThan(2_000);
+    }
+  });
+
+  test(`signed-in: orders of a product within orders, over ${ORDERS.toLocaleString('en')} orders`, async () => {
+    const unbounded = `{ allOrders { nodes { rowId productByProductId { ordersByProductId { nodes { rowId } } } } } }`;
+    const refused = await besideRest(() => gql(unbounded, {}, { session }));
+    expect(codes(refused.result.body)).toEqual(['QUERY_TOO_COMPLEX']);
+    expect(refused.rest).toBe(200);
+    expect(refused.ms).toBeLessThan(2_000);
+
+    // the largest document the budget admits: 100 + 100 × 99 = 10,000 nodes
+    const largest = `{ allOrders(first: 100) { nodes { rowId productByProductId { ordersByProductId(first: 99) { nodes { rowId } } } } } }`;
+    const bounded = await besideRest(() => gql(largest, {}, { session }));
+    expect(bounded.result.body.errors).toBeUndefined();
+    const nodes = bounded.result.body.data.allOrders.nodes;
+    expect(nodes).toHaveLength(100);
+    expect(nodes.every((n: any) => n.productByProductId.ordersByProductId.nodes.length === 99)).toBe(true);
+    expect(bounded.rest).toBe(200);
+    expect(bounded.ms).toBeLessThan(2_000);
+  });
+});
+
+describe('limits before planning (QUERY_TOO_COMPLEX), each at its edge', () => {
+  const nested = (levels: number) => {
+    // allOrganizations (1) > nodes (2) > an organization's account (3) > its organization (4) > … > rowId (levels)
+    const relations = Array.from({ length: levels - 3 }, (_, i) => (i % 2 ? 'organizationByOrganizationId' : 'accountByAccountId'));
+    const inner = relations.reduceRight((selection, relation) => `${relation} { ${selection} }`, 'rowId');
+    return `{ allOrganizations(first: 1) { nodes { ${inner} } } }`;
+  };
+
+  test(`depth: ${LIMITS.depth} levels pass, ${LIMITS.depth + 1} are refused; fragments add no level`, async () => {
+    const ok = await gql(nested(LIMITS.depth), {}, { session });
+    expect(ok.body.errors).toBeUndefined();
+    const deep = await gql(nested(LIMITS.depth + 1), {}, { session });
+    expect(codes(deep.body)).toEqual(['QUERY_TOO_COMPLEX']);
+    expect(deep.body.errors![0]!.message).toMatch(/11 levels deep; the limit is 10/);
+    const viaFragment = await gql(`query { allProducts(first: 1) { ...P } } fragment P on ProductConnection { nodes { rowId } }`, {}, { session });
+    expect(viaFragment.body.errors).toBeUndefined();
+  });
+
+  test(`aliases: ${LIMITS.aliases} pass, ${LIMITS.aliases + 1} are refused (in fragments too)`, async () => {
+    const aliased = (n: number) => `{ ${Array.from({ length: n }, (_, i) => `a${i}: __typename`).join(' ')} }`;
+    expect((await gql(aliased(LIMITS.aliases))).body.errors).toBeUndefined();
+    expect(codes((await gql(aliased(LIMITS.aliases + 1))).body)).toEqual(['QUERY_TOO_COMPLEX']);
+    const inFragment = `{ ...F a: __typename } fragment F on Query { ${Array.from({ length: LIMITS.aliases }, (_, i) => `f${i}: __typename`).join(' ')} }`;
+    expect(codes((await gql(inFragment)).body)).toEqual(['QUERY_TOO_COMPLEX']);
+  });
+
+  test(`tokens: ${LIMITS.tokens} pass, one more is refused`, async () => {
+    // 18 tokens around a list whose every value is one token
+    const withTokens = (n: number) =>
+      `{ allProducts(first: 1, orderBy: [${Array.from({ length: n - 18 }, () => 'NAME_ASC').join(' ')}]) { nodes { rowId } } }`;
+    const at = await gql(withTokens(LIMITS.tokens), {}, { session });
+    expect(at.body.errors, JSON.stringify(at.body.errors)).toBeUndefined();
+    const over = await gql(withTokens(LIMITS.tokens + 1), {}, { session });
+    expect(codes(over.body)).toEqual(['QUERY_TOO_COMPLEX']);
+    expect(over.body.errors![0]!.message).toMatch(/more than 2,000 tokens/);
+  });
+
+  test('nodes: counted as GitHub counts them (page sizes multiplied along nesting, 100 when not given or a variable)', async () => {
+    const at = (outer: string, inner: string) =>
+      `query${outer.includes('$n') ? ' ($n: Int)' : ''} { allOrders${outer} { nodes { productByProductId { ordersByProductId${inner} { nodes { rowId } } } } } }`;
+    expect((await gql(at('(first: 100)', '(first: 99)'), {}, { session })).body.errors).toBeUndefined(); // 10,000
+    expect(codes((await gql(at('(first: 100)', '(first: 100)'), {}, { session })).body)).toEqual(['QUERY_TOO_COMPLEX']); // 10,100
+    // a variable counts what it could be, 100, whatever this request's value: 100 + 10,000
+    expect(codes((await gql(at('(first: $n)', '(first: 100)'), { n: 1 }, { session })).body)).toEqual(['QUERY_TOO_COMPLEX']);
+    expect((await gql(at('(last: 50)', '(first: 100)'), {}, { session })).body.errors).toBeUndefined(); // 50 + 5,000
+    expect(codes((await gql(at('', '(first: 100)'), {}, { session })).body)).toEqual(['QUERY_TOO_COMPLEX']); // 100 + 10,000
+  });
+
+  test('a refused document reaches no connection of the pool', async () => {
+    const used = await connectionsDuring(() => gql(`{ ${Array.from({ length: 30 }, (_, i) => `a${i}: allProducts { totalCount }`).join(' ')} }`));
+    expect(used).toBe(0);
+  });
+});
+
+describe('page arguments (BAD_USER_INPUT, no SQL) and the default page', () => {
+  test.each([
+    ['first: -1', {}, 'first'],
+    ['first: 101', {}, 'first'],
+    ['last: 101', {}, 'last'],
+    ['offset: -1', {}, 'offset'],
+    ['first: $n', { n: -5 }, 'first'],
+    ['first: $n', { n: 1_000_000 }, 'first'],
+    ['last: $n', { n: 101 }, 'last'],
+  ])('allOrders(%s) with %j is refused, naming %s', async (args, variables, argument) => {
+    let result: Awaited<ReturnType<typeof gql>> | undefined;
+    const used = await connectionsDuring(async () => {
+      result = await gql(`query${args.includes('$n') ? ' ($n: Int)' : ''} { allOrders(${args}) { nodes { rowId } } }`, variables);
+    });
+    expect(result!.status).toBe(200);
+    expect(codes(result!.body)).toEqual(['BAD_USER_INPUT']);
+    expect(result!.body.errors![0]!.extensions!.argument).toBe(argument);
+    expect(result!.body.errors![0]!.message).toContain(`"${argument}"`);
+    expect(used).toBe(0);
+  });
+
+  test('a variable of the wrong type is BAD_USER_INPUT, not an internal error', async () => {
+    const result = await gql(`query ($n: Int) { allOrders(first: $n) { nodes { rowId } } }`, { n: 'ten' }, { session });
+    expect(codes(result.body)).toEqual(['BAD_USER_INPUT']);
+  });
+
+  test('without first or last, a connection returns its first 100 nodes and says more exist', async () => {
+    const { body } = await gql(`{ allOrders { totalCount pageInfo { hasNextPage } nodes { rowId } } }`, {}, { session });
+    expect(body.errors).toBeUndefined();
+    expect(body.data.allOrders.totalCount).toBe(ORDERS);
+    expect(body.data.allOrders.nodes).toHaveLength(LIMITS.pageSize);
+    expect(body.data.allOrders.pageInfo.hasNextPage).toBe(true);
+  });
+
+  test('first and last at their bounds; a null variable means not given; last alone is the last page', async () => {
+    const page = async (args: string, variables: Record<string, unknown> = {}) => {
+      const { body } = await gql(`query${args.includes('$n') ? ' ($n: Int)' : ''} { allOrders(${args}, orderBy: [CREATED_AT_ASC, ROW_ID_ASC]) { nodes { rowId } } }`, variables, { session });
+      expect(body.errors, JSON.stringify(body.errors)).toBeUndefined();
+      return body.data.allOrders.nodes.map((n: { rowId: string }) => n.rowId) as string[];
+    };
+    expect(await page('first: 0')).toHaveLength(0);
+    expect(await page('first: 100')).toHaveLength(100);
+    expect(await page('first: $n', { n: null })).toHaveLength(100);
+    const last = await page('last: 3');
+    expect(last).toHaveLength(3);
+    const all = await app.sql<{ id: string }>('select id from rowgate.orders where organization_id = $1 order by created_at, id', [organizationId]);
+    expect(last).toEqual(all.slice(-3).map((r) => r.id));
+  });
+});
+
+describe('one authentication for REST and GraphQL', () => {
+  test('GraphQL sets what REST sets, the credential id included', async () => {
+    const req = { headers: { authorization: `Bearer ${pat}` } } as unknown as Request;
+    const settings = await pgSettingsFor(app.pool, app.secret, req);
+    const [token] = await app.sql<{ id: string; user_id: string }>('select id, user_id from rowgate.personal_access_tokens order by created_at desc limit 1');
+    expect(settings).toEqual({
+      role: 'rowgate_user',
+      'rowgate.subject_kind': 'user',
+      'rowgate.subject_id': token!.user_id,
+      'rowgate.credential_kind': 'personal_access_token',
+      'rowgate.credential_id': token!.id,
+      'rowgate.scopes': expect.stringContaining('orders_read'),
+    });
+  });
+});
+
+describe('timeouts and the mode', () => {
+  test('a statement past the statement timeout is a TIMEOUT error, and the server answers others', async () => {
+    const pool = createPool({ connectionString: app.authenticatorUrl, max: 2, statementTimeoutMs: 300 });
+    const graphql = await createGraphql({ pool, secret: app.secret, development: false });
+    const other = createApp({ pool, secret: app.secret, routes: allRoutes(pool), mounts: [graphql.mount] });
+    const server = other.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const locker = await app.owner.connect();
+    try {
+      await locker.query('begin');
+      await locker.query('lock table rowgate.orders in access exclusive mode');
+      const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', cookie: `rowgate_session=${session}` },
+        body: JSON.stringify({ query: '{ allOrders(first: 1) { nodes { rowId } } }' }),
+      });
+      const body = (await response.json()) as GraphqlBody;
+      expect(codes(body)).toEqual(['TIMEOUT']);
+    } finally {
+      await locker.query('rollback');
+      locker.release();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await graphql.release();
+      await pool.end();
+    }
+  });
+
+  test('production unless NODE_ENV=development: no explorer', async () => {
+    expect(loadConfig({}).NODE_ENV).toBe('production');
+    expect((await app.get('/graphiql')).status).toBe(404);
+  });
+});
