@@ -258,6 +258,8 @@ async function main() {
     sql_vs_naive: ratio(find(`${main}/sql_api_orders_big_user`), find(`${main}/sql_naive_orders_big_user`)),
     sql_vs_naive_small_user: ratio(find(`${main}/sql_api_orders_small_user`), find(`${main}/sql_naive_orders_small_user`)),
     rest_vs_graphql: ratio(find(`${main}/rest_orders_small_user`), find(`${main}/graphql_orders_small_user`)),
+    // issue 12's target: a GraphQL page of 50 orders with totalCount against REST's page, same user, same run
+    graphql_vs_rest: ratio(find(`${main}/graphql_orders_small_user`), find(`${main}/rest_orders_small_user`)),
     me_vs_bare: ratio(find(`${main}/rest_users_me`), find('bare_express')),
     // the database alone, on GET /v1/users/me's transaction, against the same HTTP ceiling
     me_sql_vs_bare: ratio(find(`${main}/sql_users_me`), find('bare_express')),

@@ -194,7 +194,12 @@ export async function openEmbeddedDatabase(options: {
   }
   if (running) {
     if (options.exclusive) {
-      // a server that died left its database running: adopt it, and stop it when we stop
+      // A server that died (killed, out of memory) left its database running: say
+      // so, adopt it, and stop it when we stop. It is never left unannounced.
+      log(
+        `rowgate: the embedded PostgreSQL in ${dataDir(home)} (pid ${running.pid}) was still running, ` +
+          'left behind by a rowgate server that did not stop cleanly; this server adopts it and will stop it',
+      );
       const { pg_ctl } = await binaries();
       const ids = await postgresIds(home);
       state.port = running.port;

@@ -28,8 +28,9 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-export async function startServerProcess(env: Record<string, string> = {}): Promise<ServerProcess> {
-  const home = await mkdtemp(path.join(tmpdir(), 'rowgate-process-'));
+/** A server on a new home, or on `options.home` (a home another server used) */
+export async function startServerProcess(env: Record<string, string> = {}, options: { home?: string } = {}): Promise<ServerProcess> {
+  const home = options.home ?? (await mkdtemp(path.join(tmpdir(), 'rowgate-process-')));
   const port = await freePort();
   const base = Object.fromEntries(
     Object.entries(process.env).filter(([k, v]) => v !== undefined && !/^(DATABASE_URL|AUTH_DATABASE_URL|ROOT_DATABASE_URL|ROWGATE_.*|PORT|HOST)$/.test(k)),
