@@ -65,21 +65,28 @@ function rootUrl(connection: Connection, config: Config): string {
 }
 
 const commands: Record<string, CommandSpec> = {
+  // the platform-admin flag is the row of rowgate_private.platform_admins (migration 000003)
   'users create': {
     usage: '--email E [--name N] [--admin]',
     run: (db, o) =>
-      one(db, 'insert into rowgate.users (email, name, is_admin) values (lower($1), $2, $3) returning id, email, name, is_admin', [
-        required(o, 'email'),
-        o.name ?? null,
-        o.admin === true,
-      ]),
+      one(
+        db,
+        `with u as (insert into rowgate.users (email, name) values (lower($1), $2) returning id, email, name),
+           a as (insert into rowgate_private.platform_admins (user_id) select id from u where $3::boolean)
+         select id, email, name, $3::boolean as is_admin from u`,
+        [required(o, 'email'), o.name ?? null, o.admin === true],
+      ),
   },
   'users set-admin': {
     usage: '--user-id U',
     run: (db, o) =>
-      one(db, 'update rowgate.users set is_admin = true where id = $1 and deleted_at is null returning id, is_admin', [
-        userId(o),
-      ]),
+      one(
+        db,
+        `with u as (select id from rowgate.users where id = $1 and deleted_at is null),
+           a as (insert into rowgate_private.platform_admins (user_id) select id from u on conflict (user_id) do nothing)
+         select id, true as is_admin from u`,
+        [userId(o)],
+      ),
   },
   'sessions create': {
     usage: '--user-id U',

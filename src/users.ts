@@ -26,7 +26,9 @@ const UserUpdate = z
   })
   .meta({ id: 'UserUpdate', description: 'Fields to change; only the fields sent change.' });
 
-const columns = 'id, email, name, avatar_url, is_admin, created_at, updated_at';
+// The platform-admin flag is not a column of rowgate.users (nobody may read a
+// colleague's): the database answers it for the current user alone.
+const columns = 'id, email, name, avatar_url, rowgate_hidden.current_user_is_platform_admin() as is_admin, created_at, updated_at';
 /** GET /v1/users/me's statement (exported for the benchmark's pgbench comparator) */
 export const ME = `select ${columns} from rowgate.users where id = rowgate_hidden.current_user_id()`;
 

@@ -41,7 +41,11 @@ describe('round trips: what the CLI makes works on the API', () => {
 
   test('users create prints the user; the e-mail is stored lower-case', async () => {
     expect(userId).toMatch(UUID);
-    const [row] = await app.sql('select email, name, is_admin, deleted_at from rowgate.users where id = $1', [userId]);
+    const [row] = await app.sql(
+      `select email, name, exists (select 1 from rowgate_private.platform_admins a where a.user_id = u.id) as is_admin, deleted_at
+       from rowgate.users u where id = $1`,
+      [userId],
+    );
     expect(row).toEqual({ email: email.toLowerCase(), name: 'Ada Lovelace', is_admin: false, deleted_at: null });
   });
 
@@ -84,15 +88,26 @@ describe('round trips: what the CLI makes works on the API', () => {
   });
 
   test('users set-admin sets the platform-admin flag', async () => {
+    const before = (await app.get('/v1/users/me', { session })).body;
+    expect(before.is_admin).toBe(false);
     expect(await cliJson(['users', 'set-admin', '--user-id', userId])).toEqual({ id: userId, is_admin: true });
     // the operator's change reaches the server's answer cache with its notification
     await app.synced();
-    expect((await app.get('/v1/users/me', { session })).body.is_admin).toBe(true);
+    const after = (await app.get('/v1/users/me', { session })).body;
+    // the flag is part of the user's answer: giving it changes the user (updated_at moves)
+    expect(after).toEqual({ ...before, is_admin: true, updated_at: expect.any(String) });
+    expect(Date.parse(after.updated_at)).toBeGreaterThan(Date.parse(before.updated_at));
+    // again: nothing changes
+    expect(await cliJson(['users', 'set-admin', '--user-id', userId])).toEqual({ id: userId, is_admin: true });
+    expect(await app.sql('select user_id from rowgate_private.platform_admins where user_id = $1', [userId])).toEqual([{ user_id: userId }]);
   });
 
   test('users create --admin', async () => {
     const out = await cliJson(['users', 'create', '--email', `grace.${randomUUID().slice(0, 8)}@example.com`, '--admin']);
     expect(out).toMatchObject({ id: expect.stringMatching(UUID), name: null, is_admin: true });
+    expect(await app.sql('select user_id from rowgate_private.platform_admins where user_id = $1', [out.id])).toEqual([{ user_id: out.id }]);
+    const session = await app.session(out.id);
+    expect((await app.get('/v1/users/me', { session })).body).toMatchObject({ id: out.id, is_admin: true });
   });
 
   test('a user:write token deletes the user; then its credentials fail and the CLI finds no such user', async () => {

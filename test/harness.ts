@@ -113,8 +113,11 @@ export class TestApp {
 
   async user(options: { email?: string; name?: string; admin?: boolean } = {}): Promise<TestUser> {
     const email = options.email ?? `user-${randomUUID().slice(0, 8)}@example.com`;
+    // a platform admin is a row of rowgate_private.platform_admins, as `users create --admin` makes it
     const [row] = await this.sql<{ id: string }>(
-      'insert into rowgate.users (email, name, is_admin) values ($1, $2, $3) returning id',
+      `with u as (insert into rowgate.users (email, name) values ($1, $2) returning id),
+         a as (insert into rowgate_private.platform_admins (user_id) select id from u where $3::boolean)
+       select id from u`,
       [email, options.name ?? null, options.admin ?? false],
     );
     return { id: row!.id, email, session: await this.session(row!.id) };

@@ -559,7 +559,10 @@ describe('users/me', () => {
     [{ name: '' }, 'name'],
   ])('PATCH %j → 422 at body.%s', async (fields, field) => {
     expectInvalidAt(await app.patch('/v1/users/me', fields, as(user)), ['body', field]);
-    const [row] = await app.sql('select email, is_admin from rowgate.users where id = $1', [user.id]);
+    const [row] = await app.sql(
+      'select email, exists (select 1 from rowgate_private.platform_admins a where a.user_id = u.id) as is_admin from rowgate.users u where id = $1',
+      [user.id],
+    );
     expect(row).toEqual({ email: user.email, is_admin: false });
   });
 

@@ -7,6 +7,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import type { CredentialKind } from '../src/tokens.ts';
 import { withDatabase } from './database-server.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
@@ -15,7 +16,16 @@ interface Subject {
   kind: Kind;
   id: string;
   scopes?: string[];
+  /** the credential's kind (rowgate.credential_kind); by default the usual one of the subject kind */
+  credential?: CredentialKind;
 }
+/** what `as` sets when a subject names no credential: a User signs in with a web session */
+const DEFAULT_CREDENTIAL: Record<Kind, CredentialKind> = {
+  user: 'web_session',
+  organization: 'organization_access_token',
+  customer: 'customer_session',
+  member: 'member_session',
+};
 
 let app: TestApp;
 let authenticator: pg.Pool;
@@ -57,8 +67,8 @@ async function as<T>(subject: Subject, work: (client: pg.PoolClient) => Promise<
     await client.query(`set local role ${pg.escapeIdentifier(`rowgate_${subject.kind}`)}`);
     await client.query(
       `select set_config('rowgate.subject_kind', $1, true), set_config('rowgate.subject_id', $2, true),
-              set_config('rowgate.scopes', $3, true)`,
-      [subject.kind, subject.id, (subject.scopes ?? allScopes).join(' ')],
+              set_config('rowgate.scopes', $3, true), set_config('rowgate.credential_kind', $4, true)`,
+      [subject.kind, subject.id, (subject.scopes ?? allScopes).join(' '), subject.credential ?? DEFAULT_CREDENTIAL[subject.kind]],
     );
     return await work(client);
   } finally {
@@ -186,10 +196,16 @@ describe('what a subject reaches (RLS)', () => {
     await as(organization(B), async (c) => expect(await ids(c, 'select id from rowgate.transactions')).toEqual(sorted(transactionsB)));
   });
 
-  test('accounts and payout accounts: the account admin and the organization only', async () => {
+  test('accounts: the account admin and the organization; payout accounts: the account admin with a web session only', async () => {
     const count = 'select (select count(*)::int from rowgate.accounts where organization_id = $1) as accounts, (select count(*)::int from rowgate.payout_accounts where organization_id = $1) as payouts';
     await as(user('adminA'), async (c) => expect(await one(c, count, [A])).toEqual({ accounts: 1, payouts: 1 }));
-    await as(organization(A), async (c) => expect(await one(c, count, [A])).toEqual({ accounts: 1, payouts: 1 }));
+    // payout accounts are web payouts read (SPEC §4): no token reads them, whatever its scopes (issue 12)
+    for (const credential of ['personal_access_token', 'oauth2_user_token'] as const) {
+      await as({ ...user('adminA'), credential }, async (c) => expect(await one(c, count, [A]), credential).toEqual({ accounts: 1, payouts: 0 }));
+    }
+    for (const credential of ['organization_access_token', 'oauth2_organization_token'] as const) {
+      await as({ ...organization(A), credential }, async (c) => expect(await one(c, count, [A]), credential).toEqual({ accounts: 1, payouts: 0 }));
+    }
     for (const who of ['memberA', 'financeA'] as const) {
       await as(user(who), async (c) => expect(await one(c, count, [A]), who).toEqual({ accounts: 0, payouts: 0 }));
     }
@@ -379,7 +395,7 @@ describe('rowgate_hidden.authorize: resolve, reach, policy in one call', () => {
 });
 
 describe('secrets are out of every API role\'s reach', () => {
-  const privateTables = ['sessions', 'access_token_hashes', 'oauth2_access_tokens', 'scopes'];
+  const privateTables = ['sessions', 'access_token_hashes', 'oauth2_access_tokens', 'scopes', 'platform_admins'];
   const subjects: { kind: Kind; id: () => string }[] = [
     { kind: 'user', id: () => u.adminA.id },
     { kind: 'organization', id: () => A },
@@ -444,9 +460,9 @@ describe('secrets are out of every API role\'s reach', () => {
     await as(user('adminA'), async (c) =>
       expect(c.query('select * from rowgate.personal_access_tokens')).rejects.toMatchObject({ code: '42501' }),
     );
-    // the users table: the API roles see public columns only
+    // the users table: the API roles see public columns only; the platform-admin flag is not one of its columns
     await as(organization(A), async (c) =>
-      expect(c.query('select is_admin from rowgate.users')).rejects.toMatchObject({ code: '42501' }),
+      expect(c.query('select is_admin from rowgate.users')).rejects.toMatchObject({ code: '42703' }),
     );
     await as(user('adminA'), async (c) =>
       expect(c.query('select deleted_at from rowgate.users')).rejects.toMatchObject({ code: '42501' }),
@@ -496,7 +512,7 @@ describe('subject settings are trusted only in sessions of rowgate_authenticator
   const spoof = async (client: pg.Client, subjectId: string) => {
     await client.query(
       `select set_config('rowgate.subject_kind', 'user', true), set_config('rowgate.subject_id', $1, true),
-              set_config('rowgate.scopes', $2, true)`,
+              set_config('rowgate.scopes', $2, true), set_config('rowgate.credential_kind', 'web_session', true)`,
       [subjectId, allScopes.join(' ')],
     );
   };
@@ -506,10 +522,10 @@ describe('subject settings are trusted only in sessions of rowgate_authenticator
         client,
         `select rowgate_hidden.current_subject_kind() as kind, rowgate_hidden.current_subject_id() as id,
                 rowgate_hidden.current_user_id() as user_id, rowgate_hidden.current_scopes() as scopes,
-                rowgate_hidden.current_organization_ids() as organizations`,
+                rowgate_hidden.current_organization_ids() as organizations, rowgate_hidden.current_credential_kind() as credential`,
       ),
-    ).toEqual({ kind: null, id: null, user_id: null, scopes: null, organizations: [] });
-    for (const table of ['organizations', 'memberships', 'products', 'customers', 'orders', 'transactions', 'accounts', 'users']) {
+    ).toEqual({ kind: null, id: null, user_id: null, scopes: null, organizations: [], credential: null });
+    for (const table of ['organizations', 'memberships', 'products', 'customers', 'orders', 'transactions', 'accounts', 'payout_accounts', 'users']) {
       expect(await one(client, `select count(*)::int as n from rowgate.${table}`), table).toEqual({ n: 0 });
     }
   };

@@ -222,7 +222,8 @@ export async function openAnalyst(app: TestApp): Promise<Analyst> {
 
 async function analystCheck(analyst: Analyst, m: Model): Promise<string[]> {
   const user = m.users[m.analyst]!;
-  const s: Subject | null = user.deleted ? null : { kind: 'user', user: m.analyst, scopes: new Set(READ_SCOPES), impersonation: false };
+  // an analyst's login counts as a web session (docs/decisions.md)
+  const s: Subject | null = user.deleted ? null : { kind: 'user', user: m.analyst, scopes: new Set(READ_SCOPES), impersonation: false, web: true };
   const { rows } = await analyst.client.query<{ k: keyof Visible; v: string }>(ANALYST_QUERY);
   const v = visible(m, s);
   const problems: string[] = [];

@@ -319,7 +319,8 @@ export interface Model {
 }
 
 export type Subject =
-  | { kind: 'user'; user: number; scopes: Set<string>; impersonation: boolean }
+  /** web: a web session (or an analyst, who counts as one): what payout accounts take (SPEC §4) */
+  | { kind: 'user'; user: number; scopes: Set<string>; impersonation: boolean; web: boolean }
   | { kind: 'organization'; org: number; scopes: Set<string> }
   | { kind: 'customer'; customer: number; scopes: Set<string> }
   | { kind: 'member'; seat: number; customer: number; scopes: Set<string> };
@@ -332,11 +333,11 @@ export function authenticate(m: Model, c: MCredential): Subject | null {
   switch (c.kind) {
     case 'web_session':
       return live(m.users[c.user])
-        ? { kind: 'user', user: c.user, scopes: new Set(c.impersonation ? READ_SCOPES : ALL_SCOPES), impersonation: c.impersonation }
+        ? { kind: 'user', user: c.user, scopes: new Set(c.impersonation ? READ_SCOPES : ALL_SCOPES), impersonation: c.impersonation, web: true }
         : null;
     case 'personal_access_token':
     case 'oauth2_user_token':
-      return live(m.users[c.user]) ? { kind: 'user', user: c.user, scopes: expandScopes(c.scopes), impersonation: false } : null;
+      return live(m.users[c.user]) ? { kind: 'user', user: c.user, scopes: expandScopes(c.scopes), impersonation: false, web: false } : null;
     case 'organization_access_token':
       return live(m.orgs[c.org]) ? { kind: 'organization', org: c.org, scopes: expandScopes(c.scopes) } : null;
     case 'oauth2_organization_token':
@@ -431,7 +432,8 @@ export function transactionsOf(o: MOrder): ('payment' | 'refund')[] {
  * the credential's scopes are expanded, a write scope implying its read scope).
  * Where the contract leaves it open (users, payout accounts), the choice of
  * the select policies is modelled: a user row is read with `user:read` (oneself)
- * or `members_read` (colleagues); payout accounts with `payouts:read` or `payouts_read`.
+ * or `members_read` (colleagues); payout accounts with `payouts:read`, and a web
+ * session only (SPEC §4; the policy checks the credential's kind, issue 12).
  */
 export const COLLECTION_SCOPES: Record<keyof Visible, readonly string[]> = {
   organizations: ['organizations_read'],
@@ -442,7 +444,7 @@ export const COLLECTION_SCOPES: Record<keyof Visible, readonly string[]> = {
   orders: ['orders_read', 'customer_portal_read'],
   transactions: ['transactions_read', 'payouts_read'],
   accounts: ['transactions_read', 'payouts_read'],
-  payout_accounts: ['payouts:read', 'payouts_read'],
+  payout_accounts: ['payouts:read'],
 };
 
 /**
@@ -479,7 +481,9 @@ export function visible(m: Model, s: Subject | null, scoped = true): Visible {
       : [],
     accounts: finance ? m.orgs.flatMap((o, i) => (o.account && financeVisible(i) ? [o.account.id] : [])) : [],
     payout_accounts:
-      has('payouts:read') || has('payouts_read') ? m.payouts.filter((p) => !p.deleted && financeVisible(p.org)).map((p) => p.id) : [],
+      has('payouts:read') && (!scoped || (s?.kind === 'user' && s.web))
+        ? m.payouts.filter((p) => !p.deleted && financeVisible(p.org)).map((p) => p.id)
+        : [],
   };
 }
 
