@@ -71,7 +71,7 @@ export function poolStatements(pool: pg.Pool): PoolSettings {
 }
 
 const statementNames = new Map<string, string>();
-function statementName(text: string) {
+export function statementName(text: string) {
   let name = statementNames.get(text);
   if (!name) {
     name = 'rg_' + createHash('sha1').update(text).digest('base64url').slice(0, 20);

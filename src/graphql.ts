@@ -28,7 +28,10 @@ import { readCredential } from './credentials.ts';
 import { fromDatabaseError, unauthorized } from './errors.ts';
 import { BAD_USER_INPUT, makeParseAndValidate, pageArgumentErrors, VALIDATION_FAILED } from './graphql/limits.ts';
 import { DefaultPagePlugin } from './graphql/page-size.ts';
-import { asRead, makeWithPgClient } from './graphql/pg-client.ts';
+import { makeWithPgClient, openRequestTransaction, requestTransactionOf, type RequestTransaction, type Settings } from './graphql/pg-client.ts';
+import { ANONYMOUS } from './authentication.ts';
+import { poolStatements, statementName } from './database.ts';
+import type { PresentedCredential } from './credentials.ts';
 import { OmitArchivedPlugin } from './omit-archived.ts';
 import { pageSecurityHeaders } from './security-headers.ts';
 
@@ -36,7 +39,6 @@ export const GRAPHQL_PATH = '/graphql';
 export const GRAPHIQL_PATH = '/graphiql';
 const GRAPHIQL_STATIC_PATH = '/graphiql-static/';
 
-export type PgSettings = Record<string, string>;
 
 /**
  * What GraphQL publishes of the rowgate schema beyond RLS-guarded tables is
@@ -162,15 +164,28 @@ export const RowgateGraphqlPlugin: GraphileConfig.Plugin = {
   },
 };
 
-/** The pgSettings of a request, or a 401 error (the REST error, thrown to the error handler). */
-export async function pgSettingsFor(pool: pg.Pool, secret: string, req: Request): Promise<PgSettings> {
+/**
+ * Opens the request's transaction, authenticated as REST authenticates
+ * (src/authentication.ts), or throws the REST 401 (to the error handler).
+ */
+export async function authenticatedTransaction(pool: pg.Pool, secret: string, req: Request): Promise<RequestTransaction> {
   const credential = readCredential(req);
   if (credential === 'malformed') throw unauthorized('The credential is malformed', true);
-  if (!credential) return { ...ANONYMOUS_SETTINGS };
-  const run = async <T extends object>(text: string, values: unknown[]) => (await pool.query<T>(text, values)).rows[0];
-  const authenticated = await authenticate(run, secret, credential);
-  if (!authenticated) throw unauthorized('The credential is unknown, expired or revoked', true);
-  return { ...authenticated.settings };
+  const transaction = await openRequestTransaction(pool, (client) => requestSettings(pool, client, secret, credential));
+  if (!transaction) throw unauthorized('The credential is unknown, expired or revoked', true);
+  return transaction;
+}
+
+/** The role and settings of a credential (none: anonymous), applied on the client's transaction; null when it authenticates nobody */
+async function requestSettings(pool: pg.Pool, client: pg.PoolClient, secret: string, credential: PresentedCredential | null): Promise<Settings | null> {
+  const named = poolStatements(pool).named;
+  const run = async <T extends object>(text: string, values: unknown[]) =>
+    (await client.query<T>(named ? { name: statementName(text), text, values } : { text, values })).rows[0];
+  if (!credential) {
+    await run(ANONYMOUS, []);
+    return ANONYMOUS_SETTINGS;
+  }
+  return (await authenticate(run, secret, credential))?.settings ?? null;
 }
 
 /**
@@ -199,9 +214,18 @@ export const RowgateLimitsPlugin: GraphileConfig.Plugin = {
   },
   grafast: {
     middleware: {
-      execute(next, { args }) {
+      async execute(next, { args }) {
         const errors = pageArgumentErrors(args.document, args.operationName, args.variableValues as Record<string, unknown>);
-        return errors.length ? { errors } : next();
+        const transaction = requestTransactionOf((args.contextValue as { pgSettings?: object } | undefined)?.pgSettings);
+        if (errors.length) return { errors };
+        // the request's transaction serves a query's statements and commits after
+        // them; a mutation's statements take transactions of their own, one at a time
+        if (transaction && !transaction.read) await transaction.end();
+        try {
+          return await next();
+        } finally {
+          await transaction?.end();
+        }
       },
     },
   },
@@ -287,7 +311,7 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
       import('postgraphile/graphql'),
       import('postgraphile/grafast'),
     ]);
-  const settings = new WeakMap<IncomingMessage, PgSettings>();
+  const transactions = new WeakMap<IncomingMessage, RequestTransaction>();
   // on the server's pool (PostGraphile does not end a pool it was given); no LISTEN
   // client; its transactions are ours (src/graphql/pg-client.ts)
   const basePgService = makePgService({ pool: options.pool, schemas: ['rowgate'], pubsub: false });
@@ -318,13 +342,14 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
       // milliseconds, and one that does not is cancelled rather than holding
       // every other request (execution is bounded by the statement timeout)
       timeouts: { planning: PLANNING_TIMEOUT_MS },
-      // the settings the authentication middleware left for this request; none →
-      // anonymous; a query's transactions are reads (their commit is not awaited)
+      // the request's transaction, opened by the authentication middleware (its
+      // settings find it again in withPgClient); a query only reads
       context(requestContext, args) {
         const req = requestContext.expressv4?.req ?? requestContext.node?.req;
-        const pgSettings = { ...((req && settings.get(req)) ?? ANONYMOUS_SETTINGS) };
-        const operation = getOperationAST(args.document, args.operationName);
-        return { pgSettings: operation?.operation === 'query' ? asRead(pgSettings) : pgSettings };
+        const transaction = req && transactions.get(req);
+        if (!transaction) return { pgSettings: { ...ANONYMOUS_SETTINGS } };
+        transaction.read = getOperationAST(args.document, args.operationName)?.operation === 'query';
+        return { pgSettings: transaction.settings };
       },
     },
   };
@@ -341,9 +366,12 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
   }
   const serv = instance.createServ(grafserv);
 
-  const authenticate = async (req: Request, _res: Response, next: NextFunction) => {
+  const authenticateRequest = async (req: Request, res: Response, next: NextFunction) => {
     try {
-      settings.set(req, await pgSettingsFor(options.pool, options.secret, req));
+      const transaction = await authenticatedTransaction(options.pool, options.secret, req);
+      transactions.set(req, transaction);
+      // a request that never reaches execution (a refused document) ends it here
+      res.once('close', () => transaction.end().catch(() => {}));
       next();
     } catch (error) {
       next(error);
@@ -355,7 +383,7 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
     instance,
     mount(app) {
       // the body is read as the REST routes read theirs (a malformed one: SPEC §7's 422)
-      app.use(GRAPHQL_PATH, jsonBody, authenticate);
+      app.use(GRAPHQL_PATH, jsonBody, authenticateRequest);
       if (options.development) {
         // a page: helmet's headers, but Ruru's page runs inline scripts, which
         // helmet's Content-Security-Policy forbids

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createPool } from '../src/database.ts';
-import { createGraphql, pgSettingsFor } from '../src/graphql.ts';
+import { authenticatedTransaction, createGraphql } from '../src/graphql.ts';
 import { LIMITS } from '../src/graphql/limits.ts';
 import { allRoutes } from '../src/routes.ts';
 import { startTestApp, type RequestOptions, type TestApp } from './harness.ts';
@@ -40,21 +40,29 @@ async function besideRest<T>(work: () => Promise<T>): Promise<{ result: T; ms: n
   return { result, ms: performance.now() - started, rest };
 }
 
-/** How many connections the server's pool hands out while `work` runs */
-async function connectionsDuring(work: () => Promise<unknown>): Promise<number> {
-  const pool = app.pool as unknown as { connect: (...a: unknown[]) => unknown };
+/**
+ * The statements the server's pool runs while `work` runs, but for the
+ * transaction's own (BEGIN, COMMIT, savepoints) and the authentication
+ */
+async function dataStatementsDuring(work: () => Promise<unknown>): Promise<string[]> {
+  const pool = app.pool as unknown as { connect: (...a: unknown[]) => Promise<{ query: (...a: unknown[]) => unknown }> };
   const original = pool.connect;
-  let count = 0;
-  pool.connect = function (this: unknown, ...args: unknown[]) {
-    count++;
-    return original.apply(this, args);
+  const texts: string[] = [];
+  pool.connect = async function (this: unknown, ...args: unknown[]) {
+    const client = await original.apply(this, args);
+    const query = client.query;
+    client.query = function (this: unknown, ...q: unknown[]) {
+      texts.push(typeof q[0] === 'string' ? q[0] : String((q[0] as { text?: string })?.text));
+      return query.apply(this, q);
+    };
+    return Object.assign(client, { release: ((release) => (...r: unknown[]) => ((client.query = query), release.apply(client, r)))((client as any).release) });
   };
   try {
     await work();
   } finally {
     pool.connect = original;
   }
-  return count;
+  return texts.filter((t) => !/^\s*(begin|commit|rollback|savepoint|release savepoint)\b/i.test(t) && !/rowgate_private\.authenticate|rowgate_anonymous/.test(t));
 }
 
 beforeAll(async () => {
@@ -163,9 +171,11 @@ describe('limits before planning (QUERY_TOO_COMPLEX), each at its edge', () => {
     expect(codes((await gql(at('', '(first: 100)'), {}, { session })).body)).toEqual(['QUERY_TOO_COMPLEX']); // 100 + 10,000
   });
 
-  test('a refused document reaches no connection of the pool', async () => {
-    const used = await connectionsDuring(() => gql(`{ ${Array.from({ length: 30 }, (_, i) => `a${i}: allProducts { totalCount }`).join(' ')} }`));
-    expect(used).toBe(0);
+  test('a refused document runs no statement beyond the authentication', async () => {
+    const run = await dataStatementsDuring(() => gql(`{ ${Array.from({ length: 30 }, (_, i) => `a${i}: allProducts { totalCount }`).join(' ')} }`, {}, { session }));
+    expect(run).toEqual([]);
+    // (the probe sees the statements of an accepted one)
+    expect((await dataStatementsDuring(() => gql('{ allProducts { totalCount } }', {}, { session }))).join('\n')).toMatch(/count\(\*\)/);
   });
 });
 
@@ -180,14 +190,14 @@ describe('page arguments (BAD_USER_INPUT, no SQL) and the default page', () => {
     ['last: $n', { n: 101 }, 'last'],
   ])('allOrders(%s) with %j is refused, naming %s', async (args, variables, argument) => {
     let result: Awaited<ReturnType<typeof gql>> | undefined;
-    const used = await connectionsDuring(async () => {
+    const run = await dataStatementsDuring(async () => {
       result = await gql(`query${args.includes('$n') ? ' ($n: Int)' : ''} { allOrders(${args}) { nodes { rowId } } }`, variables);
     });
     expect(result!.status).toBe(200);
     expect(codes(result!.body)).toEqual(['BAD_USER_INPUT']);
     expect(result!.body.errors![0]!.extensions!.argument).toBe(argument);
     expect(result!.body.errors![0]!.message).toContain(`"${argument}"`);
-    expect(used).toBe(0);
+    expect(run).toEqual([]);
   });
 
   test('a variable of the wrong type is BAD_USER_INPUT, not an internal error', async () => {
@@ -222,7 +232,14 @@ describe('page arguments (BAD_USER_INPUT, no SQL) and the default page', () => {
 describe('one authentication for REST and GraphQL', () => {
   test('GraphQL sets what REST sets, the credential id included', async () => {
     const req = { headers: { authorization: `Bearer ${pat}` } } as unknown as Request;
-    const settings = await pgSettingsFor(app.pool, app.secret, req);
+    const transaction = await authenticatedTransaction(app.pool, app.secret, req);
+    const { settings } = transaction;
+    // and they are what the transaction runs under
+    const [applied] = (await transaction.query<{ credential_id: string; role: string }>({
+      text: `select current_setting('rowgate.credential_id') as credential_id, current_user as role`,
+    }))!.rows;
+    await transaction.end();
+    expect(applied).toEqual({ credential_id: settings['rowgate.credential_id'], role: 'rowgate_user' });
     const [token] = await app.sql<{ id: string; user_id: string }>('select id, user_id from rowgate.personal_access_tokens order by created_at desc limit 1');
     expect(settings).toEqual({
       role: 'rowgate_user',
@@ -237,7 +254,7 @@ describe('one authentication for REST and GraphQL', () => {
 
 describe('timeouts and the mode', () => {
   test('a statement past the statement timeout is a TIMEOUT error, and the server answers others', async () => {
-    const pool = createPool({ connectionString: app.authenticatorUrl, max: 2, statementTimeoutMs: 300 });
+    const pool = createPool({ connectionString: app.authenticatorUrl, max: 2, statementTimeoutMs: 1_500 });
     const graphql = await createGraphql({ pool, secret: app.secret, development: false });
     const other = createApp({ pool, secret: app.secret, routes: allRoutes(pool), mounts: [graphql.mount] });
     const server = other.listen(0, '127.0.0.1');
