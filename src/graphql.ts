@@ -34,6 +34,7 @@ import { poolStatements, statementName } from './database.ts';
 import type { PresentedCredential } from './credentials.ts';
 import { OmitArchivedPlugin } from './omit-archived.ts';
 import { pageSecurityHeaders } from './security-headers.ts';
+import { rfc3339 } from './timestamps.ts';
 
 export const GRAPHQL_PATH = '/graphql';
 export const GRAPHIQL_PATH = '/graphiql';
@@ -297,12 +298,27 @@ export interface Graphql {
   release(): Promise<void>;
 }
 
+/**
+ * Timestamps leave PostgreSQL as its own text and take REST's shape here
+ * (src/timestamps.ts), instead of @dataplan/pg's `to_char(…)` in the query:
+ * PostgreSQL computes a query's select list before its sort, so a page of 50
+ * ordered over a user's 1,500 orders formatted 3,000 timestamps for 100 kept
+ * (3.6 of the query's 4.2 ms, EXPLAIN ANALYZE on the bench data); its own text
+ * output runs for the rows returned only. GraphQL then writes what REST writes
+ * ("…T08:22:11.16+00:00"). The codec is @dataplan/pg's shared object, adjusted
+ * in place so every column keeps its GraphQL type.
+ */
+function timestampsAsRest(codec: { castFromPg?: unknown; fromPg: (value: string) => unknown }) {
+  codec.castFromPg = undefined;
+  codec.fromPg = rfc3339;
+}
+
 /** Builds the PostGraphile instance and its schema (so a broken schema fails the start, not the first request). */
 export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
   const log = options.log ?? (() => {});
   // Grafast reads its mode once, when loaded: development checks with the explorer, none otherwise
   process.env.GRAPHILE_ENV ??= options.development ? 'development' : 'production';
-  const [{ postgraphile }, { makePgService }, { grafserv }, { PostGraphileAmberPreset }, { GraphQLError, getOperationAST }, { isSafeError }] =
+  const [{ postgraphile }, { makePgService }, { grafserv }, { PostGraphileAmberPreset }, { GraphQLError, getOperationAST }, { isSafeError }, { TYPES }] =
     await Promise.all([
       import('postgraphile'),
       import('postgraphile/adaptors/pg'),
@@ -310,7 +326,9 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
       import('postgraphile/presets/amber'),
       import('postgraphile/graphql'),
       import('postgraphile/grafast'),
+      import('postgraphile/@dataplan/pg'),
     ]);
+  timestampsAsRest(TYPES.timestamptz);
   const transactions = new WeakMap<IncomingMessage, RequestTransaction>();
   // on the server's pool (PostGraphile does not end a pool it was given); no LISTEN
   // client; its transactions are ours (src/graphql/pg-client.ts)

@@ -252,6 +252,17 @@ describe('one authentication for REST and GraphQL', () => {
   });
 });
 
+describe('timestamps', () => {
+  test('GraphQL writes a timestamp as REST writes it (PostgreSQL formats only the rows it returns)', async () => {
+    const { body } = await gql(`{ allOrders(first: 3) { nodes { rowId createdAt updatedAt } } }`, {}, { session });
+    expect(body.errors).toBeUndefined();
+    for (const node of body.data.allOrders.nodes) {
+      const rest = await app.get(`/v1/orders/${node.rowId}`, { session });
+      expect({ createdAt: node.createdAt, updatedAt: node.updatedAt }).toEqual({ createdAt: rest.body.created_at, updatedAt: rest.body.updated_at });
+    }
+  });
+});
+
 describe('timeouts and the mode', () => {
   test('a statement past the statement timeout is a TIMEOUT error, and the server answers others', async () => {
     const pool = createPool({ connectionString: app.authenticatorUrl, max: 2, statementTimeoutMs: 1_500 });
