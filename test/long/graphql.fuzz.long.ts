@@ -1,7 +1,9 @@
 // `npm run test:fuzz`: GraphQL fuzzing from the introspected schema at full
 // size (issue 12, item 8): 6,000 generated documents (GRAPHQL_FUZZ_RUNS
 // overrides; GRAPHQL_FUZZ_SEED, or FUZZ_SEED, fixes the seed, printed either
-// way; GRAPHQL_FUZZ_ONLY=i,j,… sends only those documents of the seed), valid
+// way; GRAPHQL_FUZZ_ONLY=i,j,… sends only those documents of the seed;
+// GRAPHQL_FUZZ_SKIP_KINDS=fragments,… generates but does not send documents of
+// those kinds, while a bug they find is open), valid
 // and hostile, anonymous and under every kind of credential. Zero 5xx, every
 // error in `errors` with an extensions.code (none InternalServerError), no
 // answer slower than the time limit, the process's RSS within 1 GiB of its size
@@ -30,13 +32,14 @@ test(`${runs} fuzzed GraphQL documents: zero 5xx, every error with a code, RSS b
     seed,
     documents: runs,
     only,
+    skipKinds: env.GRAPHQL_FUZZ_SKIP_KINDS?.split(','),
     concurrency: Number(env.GRAPHQL_FUZZ_CONCURRENCY ?? 3),
     timeoutMs: 30_000,
     progress: (s) => console.log(`  … ${summary(s)}`),
   });
   console.log(`GraphQL fuzzing (seed ${seed}) done: ${summary(stats)}`);
   for (const slow of stats.slow.slice(0, 10)) console.log(`  slow: document ${slow.index} (${slow.kind}) ${slow.ms} ms: ${slow.request}`);
-  expect(stats.documents).toBe(runs);
+  expect(stats.documents + stats.skipped).toBe(runs);
   expect([...stats.distinctProblems.values()].map(({ count, first }) => `${count}× like document ${first.index} (${first.kind}): ${first.problem}`)).toEqual([]);
   if (!only) expect(stats.executed / stats.documents).toBeGreaterThan(0.3);
   expect(stats.rss.max - stats.rss.start).toBeLessThan(GiB);
