@@ -28,10 +28,8 @@ import { readCredential } from './credentials.ts';
 import { fromDatabaseError, unauthorized } from './errors.ts';
 import { BAD_USER_INPUT, makeParseAndValidate, pageArgumentErrors, VALIDATION_FAILED } from './graphql/limits.ts';
 import { DefaultPagePlugin } from './graphql/page-size.ts';
-import { makeWithPgClient, openRequestTransaction, requestTransactionOf, type RequestTransaction, type Settings } from './graphql/pg-client.ts';
-import { ANONYMOUS } from './authentication.ts';
+import { forQuery, makeWithPgClient, type Settings } from './graphql/pg-client.ts';
 import { poolStatements, statementName } from './database.ts';
-import type { PresentedCredential } from './credentials.ts';
 import { OmitArchivedPlugin } from './omit-archived.ts';
 import { pageSecurityHeaders } from './security-headers.ts';
 import { rfc3339 } from './timestamps.ts';
@@ -166,27 +164,20 @@ export const RowgateGraphqlPlugin: GraphileConfig.Plugin = {
 };
 
 /**
- * Opens the request's transaction, authenticated as REST authenticates
- * (src/authentication.ts), or throws the REST 401 (to the error handler).
+ * The role and settings of a request's credential, as REST authenticates it
+ * (src/authentication.ts; none: anonymous, without asking the database), or
+ * the REST 401 (thrown to the error handler).
  */
-export async function authenticatedTransaction(pool: pg.Pool, secret: string, req: Request): Promise<RequestTransaction> {
+export async function requestSettings(pool: pg.Pool, secret: string, req: Request): Promise<Settings> {
   const credential = readCredential(req);
   if (credential === 'malformed') throw unauthorized('The credential is malformed', true);
-  const transaction = await openRequestTransaction(pool, (client) => requestSettings(pool, client, secret, credential));
-  if (!transaction) throw unauthorized('The credential is unknown, expired or revoked', true);
-  return transaction;
-}
-
-/** The role and settings of a credential (none: anonymous), applied on the client's transaction; null when it authenticates nobody */
-async function requestSettings(pool: pg.Pool, client: pg.PoolClient, secret: string, credential: PresentedCredential | null): Promise<Settings | null> {
+  if (!credential) return ANONYMOUS_SETTINGS;
   const named = poolStatements(pool).named;
   const run = async <T extends object>(text: string, values: unknown[]) =>
-    (await client.query<T>(named ? { name: statementName(text), text, values } : { text, values })).rows[0];
-  if (!credential) {
-    await run(ANONYMOUS, []);
-    return ANONYMOUS_SETTINGS;
-  }
-  return (await authenticate(run, secret, credential))?.settings ?? null;
+    (await pool.query<T>(named ? { name: statementName(text), text, values } : { text, values })).rows[0];
+  const authenticated = await authenticate(run, secret, credential);
+  if (!authenticated) throw unauthorized('The credential is unknown, expired or revoked', true);
+  return authenticated.settings;
 }
 
 /**
@@ -215,18 +206,9 @@ export const RowgateLimitsPlugin: GraphileConfig.Plugin = {
   },
   grafast: {
     middleware: {
-      async execute(next, { args }) {
+      execute(next, { args }) {
         const errors = pageArgumentErrors(args.document, args.operationName, args.variableValues as Record<string, unknown>);
-        const transaction = requestTransactionOf((args.contextValue as { pgSettings?: object } | undefined)?.pgSettings);
-        if (errors.length) return { errors };
-        // the request's transaction serves a query's statements and commits after
-        // them; a mutation's statements take transactions of their own, one at a time
-        if (transaction && !transaction.read) await transaction.end();
-        try {
-          return await next();
-        } finally {
-          await transaction?.end();
-        }
+        return errors.length ? { errors } : next();
       },
     },
   },
@@ -329,7 +311,7 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
       import('postgraphile/@dataplan/pg'),
     ]);
   timestampsAsRest(TYPES.timestamptz);
-  const transactions = new WeakMap<IncomingMessage, RequestTransaction>();
+  const settings = new WeakMap<IncomingMessage, Settings>();
   // on the server's pool (PostGraphile does not end a pool it was given); no LISTEN
   // client; its transactions are ours (src/graphql/pg-client.ts)
   const basePgService = makePgService({ pool: options.pool, schemas: ['rowgate'], pubsub: false });
@@ -352,6 +334,8 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
       watch: false,
       websockets: false,
       maxRequestLength: 1024 * 1024,
+      // grafast writes the answer's JSON as it walks the result, with no object tree to stringify again
+      outputDataAsString: true,
       maskError: makeMaskError(GraphQLError, isSafeError, log),
     },
     grafast: {
@@ -360,14 +344,13 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
       // milliseconds, and one that does not is cancelled rather than holding
       // every other request (execution is bounded by the statement timeout)
       timeouts: { planning: PLANNING_TIMEOUT_MS },
-      // the request's transaction, opened by the authentication middleware (its
-      // settings find it again in withPgClient); a query only reads
+      // the settings the authentication middleware found for this request (none:
+      // anonymous); a query's statements share transactions (src/graphql/pg-client.ts)
       context(requestContext, args) {
         const req = requestContext.expressv4?.req ?? requestContext.node?.req;
-        const transaction = req && transactions.get(req);
-        if (!transaction) return { pgSettings: { ...ANONYMOUS_SETTINGS } };
-        transaction.read = getOperationAST(args.document, args.operationName)?.operation === 'query';
-        return { pgSettings: transaction.settings };
+        const found = (req && settings.get(req)) ?? ANONYMOUS_SETTINGS;
+        const query = getOperationAST(args.document, args.operationName)?.operation === 'query';
+        return { pgSettings: query ? forQuery(options.pool, found) : { ...found } };
       },
     },
   };
@@ -384,12 +367,9 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
   }
   const serv = instance.createServ(grafserv);
 
-  const authenticateRequest = async (req: Request, res: Response, next: NextFunction) => {
+  const authenticateRequest = async (req: Request, _res: Response, next: NextFunction) => {
     try {
-      const transaction = await authenticatedTransaction(options.pool, options.secret, req);
-      transactions.set(req, transaction);
-      // a request that never reaches execution (a refused document) ends it here
-      res.once('close', () => transaction.end().catch(() => {}));
+      settings.set(req, await requestSettings(options.pool, options.secret, req));
       next();
     } catch (error) {
       next(error);

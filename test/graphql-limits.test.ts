@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createPool } from '../src/database.ts';
-import { authenticatedTransaction, createGraphql } from '../src/graphql.ts';
+import { createGraphql, requestSettings } from '../src/graphql.ts';
+import { ReadTransactions } from '../src/graphql/pg-client.ts';
 import { LIMITS } from '../src/graphql/limits.ts';
 import { allRoutes } from '../src/routes.ts';
 import { startTestApp, type RequestOptions, type TestApp } from './harness.ts';
@@ -42,7 +43,7 @@ async function besideRest<T>(work: () => Promise<T>): Promise<{ result: T; ms: n
 
 /**
  * The statements the server's pool runs while `work` runs, but for the
- * transaction's own (BEGIN, COMMIT, savepoints) and the authentication
+ * transactions' own (BEGIN, the settings, COMMIT, savepoints) and the authentication
  */
 async function dataStatementsDuring(work: () => Promise<unknown>): Promise<string[]> {
   const pool = app.pool as unknown as { connect: (...a: unknown[]) => Promise<{ query: (...a: unknown[]) => unknown }> };
@@ -62,7 +63,7 @@ async function dataStatementsDuring(work: () => Promise<unknown>): Promise<strin
   } finally {
     pool.connect = original;
   }
-  return texts.filter((t) => !/^\s*(begin|commit|rollback|savepoint|release savepoint)\b/i.test(t) && !/rowgate_private\.authenticate|rowgate_anonymous/.test(t));
+  return texts.filter((t) => !/^\s*(begin|commit|rollback|savepoint|release savepoint)\b/i.test(t) && !/rowgate_private\.authenticate|json_each_text/.test(t));
 }
 
 beforeAll(async () => {
@@ -171,7 +172,9 @@ describe('limits before planning (QUERY_TOO_COMPLEX), each at its edge', () => {
     expect(codes((await gql(at('', '(first: 100)'), {}, { session })).body)).toEqual(['QUERY_TOO_COMPLEX']); // 100 + 10,000
   });
 
-  test('a refused document runs no statement beyond the authentication', async () => {
+  test('a refused document runs no statement beyond the authentication (anonymous: none at all)', async () => {
+    const anonymous = await dataStatementsDuring(() => gql(`{ ${Array.from({ length: 30 }, (_, i) => `a${i}: __typename`).join(' ')} }`));
+    expect(anonymous).toEqual([]);
     const run = await dataStatementsDuring(() => gql(`{ ${Array.from({ length: 30 }, (_, i) => `a${i}: allProducts { totalCount }`).join(' ')} }`, {}, { session }));
     expect(run).toEqual([]);
     // (the probe sees the statements of an accepted one)
@@ -232,14 +235,13 @@ describe('page arguments (BAD_USER_INPUT, no SQL) and the default page', () => {
 describe('one authentication for REST and GraphQL', () => {
   test('GraphQL sets what REST sets, the credential id included', async () => {
     const req = { headers: { authorization: `Bearer ${pat}` } } as unknown as Request;
-    const transaction = await authenticatedTransaction(app.pool, app.secret, req);
-    const { settings } = transaction;
-    // and they are what the transaction runs under
-    const [applied] = (await transaction.query<{ credential_id: string; role: string }>({
+    const settings = await requestSettings(app.pool, app.secret, req);
+    // and they are what a query's statements run under
+    const reads = new ReadTransactions(app.pool, settings);
+    const { rows } = await reads.query<{ credential_id: string; role: string }>({
       text: `select current_setting('rowgate.credential_id') as credential_id, current_user as role`,
-    }))!.rows;
-    await transaction.end();
-    expect(applied).toEqual({ credential_id: settings['rowgate.credential_id'], role: 'rowgate_user' });
+    });
+    expect(rows[0]).toEqual({ credential_id: settings['rowgate.credential_id'], role: 'rowgate_user' });
     const [token] = await app.sql<{ id: string; user_id: string }>('select id, user_id from rowgate.personal_access_tokens order by created_at desc limit 1');
     expect(settings).toEqual({
       role: 'rowgate_user',
@@ -249,6 +251,28 @@ describe('one authentication for REST and GraphQL', () => {
       'rowgate.credential_id': token!.id,
       'rowgate.scopes': expect.stringContaining('orders_read'),
     });
+  });
+});
+
+describe("a query's statements share transactions", () => {
+  test('a statement that fails fails alone: the others of its transaction still run', async () => {
+    // anonymous: no grant on any table, so every statement fails, each with its own error
+    const { body } = await gql(`{ allProducts { totalCount } allOrders { totalCount } allCustomers(first: 1) { nodes { rowId } } }`);
+    expect(codes(body)).toEqual(['NotPermitted', 'NotPermitted', 'NotPermitted']);
+    // a signed-in query after them, on the same pool, is whole
+    const ok = await gql(`{ allProducts { totalCount } allOrders(first: 2) { totalCount nodes { rowId } } }`, {}, { session });
+    expect(ok.body.errors).toBeUndefined();
+    expect(ok.body.data.allOrders.totalCount).toBe(ORDERS);
+  });
+
+  test('their statements and the read of a product within a page see one snapshot of the same settings', async () => {
+    const { body } = await gql(
+      `{ allOrders(first: 5) { totalCount nodes { rowId productByProductId { rowId ordersByProductId(first: 1) { totalCount } } } } }`,
+      {},
+      { session },
+    );
+    expect(body.errors).toBeUndefined();
+    for (const node of body.data.allOrders.nodes) expect(node.productByProductId.ordersByProductId.totalCount).toBe(ORDERS);
   });
 });
 

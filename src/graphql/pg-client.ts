@@ -1,22 +1,22 @@
 // PostGraphile's database access (its `withPgClient`), on the server's pool and
 // in the server's way, instead of @dataplan/pg's default adaptor, which spends
 // four awaited round trips on every statement (BEGIN, the settings, the
-// statement, COMMIT) and a connection each.
+// statement, COMMIT), each on a connection of its own.
 //
-// A GraphQL request is one transaction, as a REST request is: its connection is
-// taken when the request is authenticated (BEGIN, the timeouts and the
-// authentication statement leave in one write, src/authentication.ts), the
-// statements of a query are sent on it as grafast asks for them (pipelined:
-// the page and its totalCount travel together), and it commits once the
-// response is computed, without being waited for when the operation only reads.
+// A query's statements share transactions: those grafast asks for together (a
+// page and its totalCount) leave in one write behind BEGIN, the timeouts, the
+// request's role and settings (src/authentication.ts: exactly what REST sets)
+// and a savepoint, and the transaction commits, without being waited for, as
+// soon as none of its statements is in flight. A connection is held only while
+// statements run, never while grafast plans or writes the answer: on two cores
+// a request that held its connection from authentication to answer left the
+// pool (4 connections) as the bound (docs/performance.md).
 //
 // A statement that fails aborts a PostgreSQL transaction, and with it the
-// statements already pipelined behind it: the transaction goes back to the
-// savepoint taken after the authentication and those are sent again, so one
-// refused statement (an anonymous request without a grant) fails alone, on the
-// request's one connection. A mutation commits the request's transaction before
-// it runs, and its statements run in their own awaited transactions
-// (PostGraphile's savepoints inside), one connection at a time.
+// statements pipelined behind it: the transaction goes back to its savepoint and
+// those are sent again, so one refused statement (an anonymous request without
+// a grant) fails alone. A mutation's statements run in their own awaited
+// transactions (PostGraphile's savepoints inside).
 //
 // Prepared statements follow the pool's configuration (none behind an old
 // PgBouncer), at most PREPARED_PER_CONNECTION per connection: documents vary
@@ -93,112 +93,105 @@ function wrap(client: pg.PoolClient, named: boolean, depth: number, query = (q: 
   };
 }
 
-/** The transaction of one GraphQL request, opened by its authentication. */
-export class RequestTransaction {
+/** how often a statement is sent again after other statements' failures */
+const MAX_RETRIES = 20;
+
+/** A transaction of a query's statements, and how many of them are in flight. */
+interface Batch {
+  ready: Promise<pg.PoolClient>;
+  inFlight: number;
+  /** after a failure: back to the savepoint before the next statement */
+  recovering: Promise<unknown> | null;
+  closed: boolean;
+}
+
+/** The statements of one query (a GraphQL operation that only reads). */
+export class ReadTransactions {
   readonly settings: Settings;
-  /** an operation that writes nothing: its commit is not awaited */
-  read = false;
-  private client: pg.PoolClient | null;
-  private readonly named: boolean;
-  /** a statement failed and aborted the transaction: back to the savepoint before the next one */
-  private recovering: Promise<unknown> | null = null;
-  private ended: Promise<void> | null = null;
+  private readonly pool: pg.Pool;
+  private current: Batch | null = null;
 
-  constructor(client: pg.PoolClient, settings: Settings, named: boolean) {
-    this.client = client;
+  constructor(pool: pg.Pool, settings: Settings) {
+    this.pool = pool;
     this.settings = settings;
-    this.named = named;
   }
 
-  get rawClient(): pg.PoolClient | null {
-    return this.client;
-  }
-
-  /** Sends a statement in this transaction, or null once it has ended. */
-  query<T>(query: PgQuery, retried = false): Promise<PgResult<T>> | null {
-    const client = this.client;
-    if (!client || this.ended) return null;
-    const send = () => runQuery<T>(client, this.named, query);
-    const sent = this.recovering ? this.recovering.then(send) : send();
-    return sent.catch((error: unknown) => {
-      // the transaction is aborted: the savepoint taken after the authentication
-      // undoes the failure and keeps the settings (and the token's recorded use)
-      this.recovering ??= client.query('rollback to savepoint authenticated').finally(() => (this.recovering = null));
-      // sent behind the failure, this statement did not run: send it again once
-      if ((error as { code?: string })?.code === '25P02' && !retried) {
-        const again = this.query<T>(query, true);
-        if (again) return again;
-      }
-      throw error;
-    });
-  }
-
-  /** Commits and returns the connection; awaited unless the operation only read. */
-  end(): Promise<void> {
-    if (this.ended) return this.read ? Promise.resolve() : this.ended;
-    const client = this.client!;
-    this.client = null;
-    const done = (this.recovering ?? Promise.resolve())
-      .catch(() => {})
-      .then(() => client.query('commit'))
+  query<T>(query: PgQuery, retries = 0): Promise<PgResult<T>> {
+    const batch = (this.current ??= this.open());
+    batch.inFlight++;
+    const { named } = poolStatements(this.pool);
+    return batch.ready
+      .then((client) => (batch.recovering ? batch.recovering.then(() => client) : client))
+      .then((client) =>
+        runQuery<T>(client, named, query).catch((error: unknown) => {
+          // the transaction is aborted: its savepoint undoes the failure and keeps the settings
+          batch.recovering ??= client
+            .query('rollback to savepoint settings')
+            .catch(() => {})
+            .finally(() => (batch.recovering = null));
+          throw error;
+        }),
+      )
       .then(
-        () => client.release(),
+        (result) => {
+          this.settle(batch);
+          return result;
+        },
         (error: unknown) => {
-          client.release(true);
+          this.settle(batch);
+          // sent behind another statement's failure, this one did not run: send it
+          // again (each round runs at least the first statement behind the rollback)
+          if ((error as { code?: string })?.code === '25P02' && retries < MAX_RETRIES) return this.query<T>(query, retries + 1);
           throw error;
         },
       );
-    this.ended = done;
-    if (this.read) {
-      done.catch(() => {}); // a read's commit failing loses nothing
-      return Promise.resolve();
-    }
-    return done;
+  }
+
+  /** BEGIN, the timeouts, the settings and a savepoint, in the write of the first statements. */
+  private open(): Batch {
+    const { begin } = poolStatements(this.pool);
+    const ready = this.pool.connect().then((client) => {
+      const writes = corked(client);
+      for (const [text, values] of [[begin], [APPLY_SETTINGS, [JSON.stringify(this.settings)]], ['savepoint settings']] as const) {
+        client.query(text, values as unknown[] | undefined).catch(() => {}); // a failure fails the statements behind it
+      }
+      // the statements waiting for the connection join this write
+      setImmediate(() => writes.release());
+      return client;
+    });
+    ready.catch(() => {});
+    return { ready, inFlight: 0, recovering: null, closed: false };
+  }
+
+  /** A statement is done; once none is in flight after this turn, the transaction commits. */
+  private settle(batch: Batch) {
+    batch.inFlight--;
+    if (batch.inFlight > 0) return;
+    setImmediate(() => {
+      if (batch.inFlight > 0 || batch.closed) return;
+      batch.closed = true;
+      if (this.current === batch) this.current = null;
+      batch.ready.then(
+        (client) =>
+          (batch.recovering ?? Promise.resolve())
+            .then(() => client.query('commit'))
+            .then(
+              () => client.release(),
+              () => client.release(true),
+            ),
+        () => {},
+      );
+    });
   }
 }
 
-const requestTransactions = new WeakMap<object, RequestTransaction>();
+const readTransactions = new WeakMap<object, ReadTransactions>();
 
-/**
- * Opens the request's transaction and authenticates in it: `authenticate`
- * sends its statement on the client (it leaves with BEGIN, in one write) and
- * answers the request's settings, or null (then the transaction is ended and
- * nothing is returned).
- */
-export async function openRequestTransaction(
-  pool: pg.Pool,
-  authenticate: (client: pg.PoolClient) => Promise<Settings | null>,
-): Promise<RequestTransaction | null> {
-  const { begin, named } = poolStatements(pool);
-  const client = await pool.connect();
-  let settings: Settings | null;
-  try {
-    const writes = corked(client);
-    let begun: Promise<unknown>;
-    let authenticated: Promise<Settings | null>;
-    try {
-      begun = client.query(begin);
-      begun.catch(() => {});
-      authenticated = authenticate(client);
-      // what a failed statement of the request rolls back to (RequestTransaction.query)
-      client.query('savepoint authenticated').catch(() => {});
-    } finally {
-      writes.release();
-    }
-    settings = await authenticated;
-    await begun;
-  } catch (error) {
-    await client.query('rollback').then(() => client.release(), () => client.release(true));
-    throw error;
-  }
-  if (!settings) {
-    await client.query('rollback').then(() => client.release(), () => client.release(true));
-    return null;
-  }
-  // a copy per request: PostGraphile hands it back to withPgClient, which finds the transaction by it
-  const transaction = new RequestTransaction(client, { ...settings }, named);
-  requestTransactions.set(transaction.settings, transaction);
-  return transaction;
+/** The settings object PostGraphile will hand back for a query: its statements share transactions. */
+export function forQuery(pool: pg.Pool, settings: Settings): Settings {
+  const reads = new ReadTransactions(pool, { ...settings });
+  readTransactions.set(reads.settings, reads);
+  return reads.settings;
 }
 
 /** A transaction of its own: BEGIN, the settings and the first statement in one write. */
@@ -252,19 +245,15 @@ export function makeWithPgClient(pool: pg.Pool): WithPgClient {
         client.release();
       }
     }
-    const request = requestTransactions.get(settings);
-    const client = request?.read ? request.rawClient : null;
-    // a mutation, or a request whose transaction has ended: a transaction of its own
-    if (!request || !client) return inOwnTransaction(pool, settings, callback, true);
-    const query = <T>(q: PgQuery): Promise<PgResult<T>> =>
-      request.query<T>(q) ?? inOwnTransaction(pool, settings, (own) => own.query<T>(q), false);
+    const reads = readTransactions.get(settings);
+    // a mutation's: a transaction of its own, committed before the answer
+    if (!reads) return inOwnTransaction(pool, settings, callback, true);
     return callback({
-      rawClient: client,
-      query,
+      get rawClient(): pg.PoolClient {
+        throw new Error('a query statement has no connection of its own');
+      },
+      query: (query) => reads.query(query),
       withTransaction: (work) => inOwnTransaction(pool, settings, (own) => own.withTransaction(work), true),
     });
   };
 }
-
-/** The request transaction a settings object belongs to */
-export const requestTransactionOf = (settings: object | undefined) => (settings ? requestTransactions.get(settings) : undefined);
