@@ -265,7 +265,7 @@ describe("a query's statements share transactions", () => {
     expect(ok.body.data.allOrders.totalCount).toBe(ORDERS);
   });
 
-  test('their statements and the read of a product within a page see one snapshot of the same settings', async () => {
+  test('collections within a page (statements asked for later) run in a transaction of their own, under the same settings', async () => {
     const { body } = await gql(
       `{ allOrders(first: 5) { totalCount nodes { rowId productByProductId { rowId ordersByProductId(first: 1) { totalCount } } } } }`,
       {},

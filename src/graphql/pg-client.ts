@@ -3,20 +3,19 @@
 // four awaited round trips on every statement (BEGIN, the settings, the
 // statement, COMMIT), each on a connection of its own.
 //
-// A query's statements share transactions: those grafast asks for together (a
-// page and its totalCount) leave in one write behind BEGIN, the timeouts, the
-// request's role and settings (src/authentication.ts: exactly what REST sets)
-// and a savepoint, and the transaction commits, without being waited for, as
-// soon as none of its statements is in flight. A connection is held only while
-// statements run, never while grafast plans or writes the answer: on two cores
-// a request that held its connection from authentication to answer left the
-// pool (4 connections) as the bound (docs/performance.md).
+// A query's statements that grafast asks for together (a page and its
+// totalCount) are one transaction in one write: BEGIN with the timeouts, the
+// request's role and settings (src/authentication.ts: exactly what REST sets),
+// the statements, COMMIT. Every write wakes PostgreSQL, and on this machine
+// that holds the writing thread far longer than the work
+// (docs/performance.md). A connection is held only while its statements run,
+// never while grafast plans or writes the answer: a request that held its
+// connection from authentication to answer made the pool the bound.
 //
-// A statement that fails aborts a PostgreSQL transaction, and with it the
-// statements pipelined behind it: the transaction goes back to its savepoint and
-// those are sent again, so one refused statement (an anonymous request without
-// a grant) fails alone. A mutation's statements run in their own awaited
-// transactions (PostGraphile's savepoints inside).
+// A statement that fails aborts its transaction, and with it the statements
+// behind it: those go again in the next one, so one refused statement (an
+// anonymous request without a grant) fails alone. A mutation's statements run
+// in their own awaited transactions (PostGraphile's savepoints inside).
 //
 // Prepared statements follow the pool's configuration (none behind an old
 // PgBouncer), at most PREPARED_PER_CONNECTION per connection: documents vary
@@ -96,20 +95,17 @@ function wrap(client: pg.PoolClient, named: boolean, depth: number, query = (q: 
 /** how often a statement is sent again after other statements' failures */
 const MAX_RETRIES = 20;
 
-/** A transaction of a query's statements, and how many of them are in flight. */
-interface Batch {
-  ready: Promise<pg.PoolClient>;
-  inFlight: number;
-  /** after a failure: back to the savepoint before the next statement */
-  recovering: Promise<unknown> | null;
-  closed: boolean;
-}
-
-/** The statements of one query (a GraphQL operation that only reads). */
+/**
+ * The statements of one query (a GraphQL operation that only reads). Those
+ * asked for in one turn of the event loop share a transaction that leaves in
+ * one write: BEGIN (with the timeouts), the settings, the statements, COMMIT.
+ * Statements asked for later take the next such transaction; under READ
+ * COMMITTED each statement reads its own snapshot in any case.
+ */
 export class ReadTransactions {
   readonly settings: Settings;
   private readonly pool: pg.Pool;
-  private current: Batch | null = null;
+  private current: Promise<pg.PoolClient> | null = null;
 
   constructor(pool: pg.Pool, settings: Settings) {
     this.pool = pool;
@@ -117,71 +113,39 @@ export class ReadTransactions {
   }
 
   query<T>(query: PgQuery, retries = 0): Promise<PgResult<T>> {
-    const batch = (this.current ??= this.open());
-    batch.inFlight++;
     const { named } = poolStatements(this.pool);
-    return batch.ready
-      .then((client) => (batch.recovering ? batch.recovering.then(() => client) : client))
-      .then((client) =>
-        runQuery<T>(client, named, query).catch((error: unknown) => {
-          // the transaction is aborted: its savepoint undoes the failure and keeps the settings
-          batch.recovering ??= client
-            .query('rollback to savepoint settings')
-            .catch(() => {})
-            .finally(() => (batch.recovering = null));
-          throw error;
-        }),
-      )
-      .then(
-        (result) => {
-          this.settle(batch);
-          return result;
-        },
-        (error: unknown) => {
-          this.settle(batch);
-          // sent behind another statement's failure, this one did not run: send it
-          // again (each round runs at least the first statement behind the rollback)
-          if ((error as { code?: string })?.code === '25P02' && retries < MAX_RETRIES) return this.query<T>(query, retries + 1);
-          throw error;
-        },
-      );
+    return (this.current ??= this.open())
+      .then((client) => runQuery<T>(client, named, query))
+      .catch((error: unknown) => {
+        // sent behind another statement's failure, which aborted the transaction:
+        // this one did not run, and goes in the next transaction
+        if ((error as { code?: string })?.code === '25P02' && retries < MAX_RETRIES) return this.query<T>(query, retries + 1);
+        throw error;
+      });
   }
 
-  /** BEGIN, the timeouts, the settings and a savepoint, in the write of the first statements. */
-  private open(): Batch {
+  private open(): Promise<pg.PoolClient> {
     const { begin } = poolStatements(this.pool);
     const ready = this.pool.connect().then((client) => {
       const writes = corked(client);
-      for (const [text, values] of [[begin], [APPLY_SETTINGS, [JSON.stringify(this.settings)]], ['savepoint settings']] as const) {
-        client.query(text, values as unknown[] | undefined).catch(() => {}); // a failure fails the statements behind it
-      }
-      // the statements waiting for the connection join this write
-      setImmediate(() => writes.release());
+      client.query(begin).catch(() => {}); // a failure fails the statements behind it
+      client.query(APPLY_SETTINGS, [JSON.stringify(this.settings)]).catch(() => {});
+      // the statements waiting for the connection, and those asked for in this
+      // turn, join the write; then COMMIT (ROLLBACK after a failure) closes it
+      setImmediate(() => {
+        if (this.current === ready) this.current = null;
+        client.query('commit').then(
+          () => client.release(),
+          () => client.release(true),
+        );
+        writes.release();
+      });
       return client;
     });
-    ready.catch(() => {});
-    return { ready, inFlight: 0, recovering: null, closed: false };
-  }
-
-  /** A statement is done; once none is in flight after this turn, the transaction commits. */
-  private settle(batch: Batch) {
-    batch.inFlight--;
-    if (batch.inFlight > 0) return;
-    setImmediate(() => {
-      if (batch.inFlight > 0 || batch.closed) return;
-      batch.closed = true;
-      if (this.current === batch) this.current = null;
-      batch.ready.then(
-        (client) =>
-          (batch.recovering ?? Promise.resolve())
-            .then(() => client.query('commit'))
-            .then(
-              () => client.release(),
-              () => client.release(true),
-            ),
-        () => {},
-      );
+    ready.catch(() => {
+      if (this.current === ready) this.current = null;
     });
+    return ready;
   }
 }
 
