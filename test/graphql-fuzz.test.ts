@@ -20,11 +20,12 @@ test('300 fuzzed GraphQL documents: no 5xx, every error with a code, RSS bounded
   const stats = await runGraphqlFuzz(app, { seed: SEED, documents: 300, concurrency: 2, stallMs: 30_000 });
   console.log(`GraphQL fuzzing (seed ${SEED}): ${summary(stats)}`);
   expect(stats.documents).toBe(300);
-  expect([...stats.distinctProblems.values()].map(({ count, first }) => `${count}× like document ${first.index} (${first.kind}): ${first.problem}`)).toEqual([]);
+  // every property said, not only the first that fails
+  expect.soft([...stats.distinctProblems.values()].map(({ count, first }) => `${count}× like document ${first.index} (${first.kind}): ${first.problem}`)).toEqual([]);
   // the generator's documents are realistic enough to run, not only to be refused
-  expect(stats.executed / stats.documents).toBeGreaterThan(0.3);
-  expect(stats.rss.max - stats.rss.start).toBeLessThan(GiB);
-  expect(stats.readyz.failures).toEqual([]);
+  expect.soft(stats.executed / stats.documents).toBeGreaterThan(0.3);
+  expect.soft(stats.rss.max - stats.rss.start, 'RSS growth').toBeLessThan(GiB);
+  expect.soft(stats.readyz.failures, '/readyz probes that failed (with the documents in flight)').toEqual([]);
   expect(stats.readyz.probes).toBeGreaterThan(0);
   expect((await app.get('/healthz')).status).toBe(200);
   expect((await app.get('/readyz')).status).toBe(200);

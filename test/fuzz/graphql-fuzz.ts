@@ -28,6 +28,7 @@ import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import {
+  Kind,
   buildClientSchema,
   getIntrospectionQuery,
   getNamedType,
@@ -42,6 +43,11 @@ import {
   isUnionType,
   parse,
   validate,
+  visit,
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
   type GraphQLArgument,
   type GraphQLField,
   type GraphQLInputType,
@@ -189,27 +195,24 @@ export async function makeGraphqlFixtures(app: TestApp, schema: GraphQLSchema): 
   );
   const uuids = [...fixtures.ids, ...bulk.rows.filter((_, i) => i % 10 === 0).map((r) => r.id)];
 
-  // node ids and cursors, read back with the web session (and the customer's)
+  // node ids and cursors, read back with the web session (and the customer's), one
+  // connection a request (one refused field must not take the others with it)
   const roots = Object.values(schema.getQueryType()!.getFields()).filter((f) => f.name.startsWith('all') && f.args.some((a) => a.name === 'first'));
-  const query = `{ ${roots
-    .map((f) => {
-      const node = (getNamedType(f.type) as GraphQLObjectType).getFields().nodes;
-      const hasId = node && isObjectType(getNamedType(node.type)) && 'id' in (getNamedType(node.type) as GraphQLObjectType).getFields();
-      return `${f.name}(first: 4) { edges { cursor ${hasId ? 'node { __typename id }' : ''} } }`;
-    })
-    .join(' ')} }`;
   const nodeIdsByType = new Map<string, string[]>();
   const cursors = new Set<string>();
   const cursorsByConnection = new Map<string, string[]>();
-  const connectionOf = new Map(roots.map((f) => [f.name, getNamedType(f.type).name]));
   for (const credential of [fixtures.credentials[1], fixtures.credentials[4]]) {
-    const answer = await send(graphqlRequest(app, JSON.stringify({ query }), credential ?? null));
-    const body = JSON.parse(answer.text) as { data?: Record<string, { edges: { cursor: string; node?: { __typename: string; id: string } }[] } | null> };
-    for (const [name, connection] of Object.entries(body.data ?? {})) {
-      for (const edge of connection?.edges ?? []) {
+    for (const root of roots) {
+      const nodeType = (getNamedType(root.type) as GraphQLObjectType).getFields().nodes?.type;
+      const node = nodeType && getNamedType(nodeType);
+      const hasId = node && isObjectType(node) && 'id' in node.getFields();
+      const query = `{ ${root.name}(first: 4) { edges { cursor ${hasId ? 'node { __typename id }' : ''} } } }`;
+      const answer = await send(graphqlRequest(app, JSON.stringify({ query }), credential ?? null));
+      const body = JSON.parse(answer.text) as { data?: Record<string, { edges: { cursor: string; node?: { __typename: string; id: string } }[] } | null> };
+      const connection = getNamedType(root.type).name;
+      for (const edge of body.data?.[root.name]?.edges ?? []) {
         cursors.add(edge.cursor);
-        const type = connectionOf.get(name)!;
-        cursorsByConnection.set(type, [...(cursorsByConnection.get(type) ?? []), edge.cursor]);
+        cursorsByConnection.set(connection, [...(cursorsByConnection.get(connection) ?? []), edge.cursor]);
         if (edge.node) nodeIdsByType.set(edge.node.__typename, [...(nodeIdsByType.get(edge.node.__typename) ?? []), edge.node.id]);
       }
     }
@@ -331,6 +334,7 @@ export interface GeneratedDocument {
   credential: number;
   /** the GraphQL text, when there is one (for local validation and the report) */
   query?: string;
+  variables?: Record<string, unknown>;
   /** the nodes the document could ask for, estimated as SPEC §13 counts them (generated documents only) */
   estimatedNodes?: number;
 }
@@ -892,6 +896,7 @@ export function generateDocument(seed: number, index: number, schema: GraphQLSch
     accept,
     credential,
     query,
+    variables,
     estimatedNodes,
   });
   const kind = rng.weighted<string>([
@@ -1154,6 +1159,113 @@ export function judge(answer: Answer): Judged {
 }
 
 // ---------------------------------------------------------------------------
+// What SPEC §13 says must happen to a document, where that is certain from its
+// text: refused with QUERY_TOO_COMPLEX (over 2,000 tokens, deeper than 10
+// levels, more than 20 aliases in the operation itself, more than 10,000 nodes
+// without fragments), or with BAD_USER_INPUT (a page argument out of range in an
+// otherwise valid document). Either way, nothing executes.
+
+const LIMITS = { tokens: 2_000, depth: 10, aliases: 20, nodes: 10_000, page: 100 };
+
+export interface Expectation {
+  /** why the document must be refused with QUERY_TOO_COMPLEX */
+  tooComplex?: string;
+  /** why it must be refused with BAD_USER_INPUT */
+  badInput?: string;
+}
+
+export function expectationOf(schema: GraphQLSchema, query: string, variables: Record<string, unknown> | undefined): Expectation | null {
+  let document: DocumentNode;
+  try {
+    document = parse(query, { maxTokens: LIMITS.tokens });
+  } catch (error) {
+    return /tokens/.test((error as Error).message) ? { tooComplex: `more than ${LIMITS.tokens} tokens` } : null;
+  }
+  const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
+  if (operations.length !== 1) return null;
+  const operation = operations[0]!;
+  const fragments = new Map(
+    document.definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION).map((d) => [d.name.value, d]),
+  );
+  // depth: fields only (fragments flattened), each fragment's depth computed once; what
+  // __schema holds is not counted (graphql-armor's ignoreIntrospection, so that the
+  // standard introspection query, 15 levels, passes: graphql-js's own rule bounds it)
+  const fragmentDepth = new Map<string, number>();
+  const depthOf = (set: SelectionSetNode | undefined, visiting: Set<string>): number => {
+    let deepest = 0;
+    for (const selection of set?.selections ?? []) {
+      if (selection.kind === Kind.FIELD) deepest = Math.max(deepest, 1 + (selection.name.value === '__schema' ? 0 : depthOf(selection.selectionSet, visiting)));
+      else if (selection.kind === Kind.INLINE_FRAGMENT) deepest = Math.max(deepest, depthOf(selection.selectionSet, visiting));
+      else {
+        const name = selection.name.value;
+        if (visiting.has(name) || !fragments.has(name)) continue;
+        if (!fragmentDepth.has(name)) {
+          visiting.add(name);
+          fragmentDepth.set(name, depthOf(fragments.get(name)!.selectionSet, visiting));
+          visiting.delete(name);
+        }
+        deepest = Math.max(deepest, fragmentDepth.get(name)!);
+      }
+    }
+    return deepest;
+  };
+  const depth = depthOf(operation.selectionSet, new Set());
+  if (depth > LIMITS.depth) return { tooComplex: `${depth} levels deep` };
+  let aliases = 0;
+  let spreads = 0;
+  visit(operation, {
+    Field: (field) => {
+      if (field.alias) aliases++;
+    },
+    FragmentSpread: () => {
+      spreads++;
+    },
+  });
+  if (aliases > LIMITS.aliases) return { tooComplex: `${aliases} aliases in the operation` };
+  if (!spreads) {
+    let nodes = 0;
+    const count = (set: SelectionSetNode | undefined, type: GraphQLNamedType | undefined | null, multiplier: number) => {
+      for (const selection of set?.selections ?? []) {
+        if (selection.kind === Kind.INLINE_FRAGMENT) {
+          count(selection.selectionSet, selection.typeCondition ? schema.getType(selection.typeCondition.name.value) : type, multiplier);
+        } else if (selection.kind === Kind.FIELD && (isObjectType(type) || isInterfaceType(type))) {
+          const field = type.getFields()[selection.name.value];
+          if (!field) continue;
+          let inner = multiplier;
+          if (field.args.some((a) => a.name === 'first')) {
+            const literal = (name: string) => {
+              const value = selection.arguments?.find((a) => a.name.value === name)?.value;
+              return value?.kind === Kind.INT ? Math.min(Math.max(Number(value.value), 0), LIMITS.page) : value ? LIMITS.page : undefined;
+            };
+            inner = multiplier * (literal('first') ?? literal('last') ?? LIMITS.page);
+            nodes += inner;
+          }
+          count(selection.selectionSet, getNamedType(field.type), inner);
+        }
+      }
+    };
+    count(operation.selectionSet, schema.getRootType(operation.operation), 1);
+    if (nodes > LIMITS.nodes) return { tooComplex: `${nodes} nodes` };
+  }
+  // page arguments, in a document that is otherwise valid and skips nothing
+  if (/@(skip|include)\b/.test(query) || validate(schema, document).length) return null;
+  let badInput: string | undefined;
+  const argumentValues = (node: OperationDefinitionNode | FragmentDefinitionNode) =>
+    visit(node, {
+      Argument: (argument) => {
+        const name = argument.name.value;
+        if (name !== 'first' && name !== 'last' && name !== 'offset') return;
+        const value = argument.value.kind === Kind.INT ? Number(argument.value.value) : argument.value.kind === Kind.VARIABLE ? variables?.[argument.value.name.value] : undefined;
+        if (typeof value !== 'number' || !Number.isInteger(value) || Math.abs(value) > 2 ** 31 - 1) return; // not an Int: graphql-js refuses it
+        if (name === 'offset' ? value < 0 : value < 0 || value > LIMITS.page) badInput ??= `${name}: ${value}`;
+      },
+    });
+  argumentValues(operation);
+  for (const fragment of fragments.values()) argumentValues(fragment);
+  return badInput ? { badInput } : null;
+}
+
+// ---------------------------------------------------------------------------
 // The run.
 
 export interface GraphqlFuzzStats {
@@ -1164,6 +1276,8 @@ export interface GraphqlFuzzStats {
   /** documents graphql-js validates against the introspected schema (those under 50 kB) */
   locallyValid: number;
   locallyChecked: number;
+  /** documents SPEC §13 says must be refused (by their text), each checked */
+  refusalsExpected: number;
   byKind: Record<string, { sent: number; executed: number }>;
   byStatus: Record<number, number>;
   byCode: Record<string, number>;
@@ -1324,6 +1438,7 @@ export async function runGraphqlFuzz(app: TestApp, options: GraphqlFuzzOptions):
     executed: 0,
     locallyValid: 0,
     locallyChecked: 0,
+    refusalsExpected: 0,
     byKind: {},
     byStatus: {},
     byCode: {},
@@ -1425,6 +1540,20 @@ export async function runGraphqlFuzz(app: TestApp, options: GraphqlFuzzOptions):
         stats.executed++;
         kind.executed++;
       }
+      // what SPEC §13 says of this document, where its text decides it
+      if (!judged.problem && doc.kind !== 'bodies' && doc.query !== undefined && doc.contentType === 'application/json' && doc.body.length <= 1024 * 1024 && [200, 400].includes(answer.status)) {
+        // refused, and said so: with the limit's code, or another refusal that came first
+        // (a validation error the server's own scalars find, graphql-js's 20 errors at most)
+        const expectation = expectationOf(schema, doc.query, doc.variables);
+        const why = expectation?.tooComplex ?? expectation?.badInput;
+        if (why) {
+          stats.refusalsExpected++;
+          const refusals = ['QUERY_TOO_COMPLEX', 'BAD_USER_INPUT', 'GRAPHQL_VALIDATION_FAILED', 'GRAPHQL_PARSE_FAILED'];
+          if (judged.executed || !judged.codes.some((c) => refusals.includes(c))) {
+            judged.problem = `not refused (${expectation?.tooComplex ? 'QUERY_TOO_COMPLEX' : 'BAD_USER_INPUT'}) although ${why}: ${judged.executed ? 'it executed' : `codes ${judged.codes.join(', ') || 'none'}`}`;
+          }
+        }
+      }
       if (doc.query !== undefined && doc.query.length < 50_000 && doc.contentType === 'application/json') {
         stats.locallyChecked++;
         try {
@@ -1490,12 +1619,16 @@ export function summary(s: GraphqlFuzzStats): string {
     .join(', ');
   return [
     `${s.documents} documents${s.skipped ? ` (${s.skipped} skipped)` : ''} in ${s.seconds || '…'} s, ${s.executed} executed (${((100 * s.executed) / Math.max(1, s.documents)).toFixed(1)} %), ${s.problems.length} problems (${s.distinctProblems.size} distinct)`,
-    `  valid for graphql-js: ${s.locallyValid} of ${s.locallyChecked} checked`,
+    `  valid for graphql-js: ${s.locallyValid} of ${s.locallyChecked} checked; ${s.refusalsExpected} refusals SPEC §13 requires, checked`,
     `  executed/sent by kind: ${kinds}`,
     `  statuses ${JSON.stringify(s.byStatus)}; codes ${JSON.stringify(s.byCode)}`,
     `  credentials ${JSON.stringify(s.byCredential)}`,
     `  latency p50 ${s.latency.p50} ms, p99 ${s.latency.p99} ms, max ${s.latency.max} ms; ${s.slow.length} answers over the slow mark`,
     `  RSS ${MB(s.rss.start)} at the start, ${MB(s.rss.max)} at most (+${MB(s.rss.max - s.rss.start)}), ${MB(s.rss.end)} at the end; event loop delay max ${s.eventLoopDelayMaxMs} ms`,
-    `  /readyz: ${s.readyz.probes} probes, ${s.readyz.failures.length} failed, slowest ${s.readyz.maxMs} ms`,
+    `  /readyz: ${s.readyz.probes} probes, ${s.readyz.failures.length} failed, slowest ${s.readyz.maxMs} ms` +
+      s.readyz.failures
+        .slice(0, 5)
+        .map((f) => `\n    failed after ${f.at} documents: ${f.problem} (documents in flight: ${f.inFlight.join(', ') || 'none'})`)
+        .join(''),
   ].join('\n');
 }
