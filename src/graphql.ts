@@ -55,9 +55,9 @@ export const GRAPHQL_FUNCTIONS = ['create_organization', 'add_member', 'create_a
  * - orders `insert`: `createOrder` is rowgate.create_order, as for POST /v1/orders
  *   (organization, amount and currency taken from the product); the table's own
  *   create mutation would clash with its name and let a client choose them;
- * - users `update`: REST changes a user only with a web session holding
- *   `user:write`, and the database does not check that scope on users;
- * - payout_accounts `insert`: REST creates payout accounts with web sessions only.
+ * - users `update` and payout_accounts `insert`: web sessions only, which the
+ *   database enforces (migration 000003); REST offers them through its own
+ *   endpoints, and GraphQL keeps its schema to what a token could use.
  */
 export const TABLE_BEHAVIORS: Record<string, string> = {
   orders: '-insert',
