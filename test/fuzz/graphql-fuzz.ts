@@ -1490,6 +1490,15 @@ export async function runGraphqlFuzz(app: TestApp, options: GraphqlFuzzOptions):
   let next = 0;
   let renewing: Promise<void> | null = null;
   const renewEvery = options.renewEvery ?? 1_000;
+  /** the stats with what is measured over the run so far: latencies, RSS now, the event loop's delay, the time */
+  const measured = () => {
+    const sorted = [...latencies].sort((a, b) => a - b);
+    stats.latency = { p50: Math.round(percentile(sorted, 0.5)), p99: Math.round(percentile(sorted, 0.99)), max: Math.round(sorted[sorted.length - 1] ?? 0) };
+    stats.rss.end = process.memoryUsage.rss();
+    stats.eventLoopDelayMaxMs = Math.round(loopDelay.max / 1e6);
+    stats.seconds = Math.round((Date.now() - started) / 100) / 10;
+    return stats;
+  };
   const worker = async (slot: number) => {
     while (next < indices.length) {
       const position = next++;
@@ -1583,7 +1592,7 @@ export async function runGraphqlFuzz(app: TestApp, options: GraphqlFuzzOptions):
           console.log(`GraphQL fuzzing: document ${index} (seed ${options.seed}, ${doc.kind}): ${judged.problem}\n  request: ${problem.request}\n  answer: ${problem.answer}`);
         }
       }
-      if (options.progress && stats.documents % (options.progressEvery ?? 1000) === 0) options.progress(stats);
+      if (options.progress && stats.documents % (options.progressEvery ?? 1000) === 0) options.progress(measured());
     }
   };
   try {
@@ -1593,12 +1602,7 @@ export async function runGraphqlFuzz(app: TestApp, options: GraphqlFuzzOptions):
     stats.readyz = await watchdog.stop();
     loopDelay.disable();
   }
-  latencies.sort((a, b) => a - b);
-  stats.latency = { p50: Math.round(percentile(latencies, 0.5)), p99: Math.round(percentile(latencies, 0.99)), max: Math.round(latencies[latencies.length - 1] ?? 0) };
-  stats.rss.end = process.memoryUsage.rss();
-  stats.eventLoopDelayMaxMs = Math.round(loopDelay.max / 1e6);
-  stats.seconds = Math.round((Date.now() - started) / 100) / 10;
-  return stats;
+  return measured();
 }
 
 /** What a problem says, without what varies between documents (numbers, positions, quoted values). */
@@ -1624,7 +1628,7 @@ export function summary(s: GraphqlFuzzStats): string {
     `  statuses ${JSON.stringify(s.byStatus)}; codes ${JSON.stringify(s.byCode)}`,
     `  credentials ${JSON.stringify(s.byCredential)}`,
     `  latency p50 ${s.latency.p50} ms, p99 ${s.latency.p99} ms, max ${s.latency.max} ms; ${s.slow.length} answers over the slow mark`,
-    `  RSS ${MB(s.rss.start)} at the start, ${MB(s.rss.max)} at most (+${MB(s.rss.max - s.rss.start)}), ${MB(s.rss.end)} at the end; event loop delay max ${s.eventLoopDelayMaxMs} ms`,
+    `  RSS ${MB(s.rss.start)} at the start, ${MB(s.rss.max)} at most (+${MB(s.rss.max - s.rss.start)}), ${MB(s.rss.end)} now; event loop delay max ${s.eventLoopDelayMaxMs} ms`,
     `  /readyz: ${s.readyz.probes} probes, ${s.readyz.failures.length} failed, slowest ${s.readyz.maxMs} ms` +
       s.readyz.failures
         .slice(0, 5)
