@@ -1291,6 +1291,12 @@ export interface GraphqlFuzzStats {
   rss: { start: number; max: number; end: number };
   eventLoopDelayMaxMs: number;
   readyz: WatchdogStats;
+  /**
+   * What the server logged as unexpected (the app runs here and logs with
+   * console.error), first lines told apart as problems are, with their counts:
+   * the causes behind InternalServerError answers, which all say the same.
+   */
+  serverLog: Map<string, number>;
   seconds: number;
 }
 
@@ -1450,6 +1456,7 @@ export async function runGraphqlFuzz(app: TestApp, options: GraphqlFuzzOptions):
     rss: { start: process.memoryUsage.rss(), max: 0, end: 0 },
     eventLoopDelayMaxMs: 0,
     readyz: { probes: 0, failures: [], maxMs: 0 },
+    serverLog: new Map(),
     seconds: 0,
   };
   stats.rss.max = stats.rss.start;
@@ -1484,6 +1491,18 @@ export async function runGraphqlFuzz(app: TestApp, options: GraphqlFuzzOptions):
     inFlightDir,
     seed: options.seed,
   });
+  const consoleError = console.error;
+  console.error = (...args: unknown[]) => {
+    const first = String(args[0] ?? '').split('\n')[0]!;
+    const line = first
+      .replace(/^graphql error at \S+: /, 'graphql error: ')
+      .replace(/"[0-9a-f]{16,}"/g, '"…"')
+      .replace(/"[^"]{0,100}"/g, '"…"')
+      .replace(/\d+/g, '#')
+      .slice(0, 200);
+    stats.serverLog.set(line, (stats.serverLog.get(line) ?? 0) + 1);
+    consoleError(...args);
+  };
   const loopDelay = monitorEventLoopDelay({ resolution: 20 });
   loopDelay.enable();
 
@@ -1601,6 +1620,7 @@ export async function runGraphqlFuzz(app: TestApp, options: GraphqlFuzzOptions):
     clearInterval(heartbeat);
     stats.readyz = await watchdog.stop();
     loopDelay.disable();
+    console.error = consoleError;
   }
   return measured();
 }
@@ -1634,5 +1654,12 @@ export function summary(s: GraphqlFuzzStats): string {
         .slice(0, 5)
         .map((f) => `\n    failed after ${f.at} documents: ${f.problem} (documents in flight: ${f.inFlight.join(', ') || 'none'})`)
         .join(''),
+    `  the server logged: ${
+      [...s.serverLog]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 12)
+        .map(([line, n]) => `\n    ${n}× ${line}`)
+        .join('') || 'nothing'
+    }`,
   ].join('\n');
 }
