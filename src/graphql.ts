@@ -22,10 +22,10 @@ import type pg from 'pg';
 import type { PostGraphileInstance } from 'postgraphile';
 import type { ObjectStep, Step } from 'postgraphile/grafast';
 import type { GraphQLError } from 'postgraphile/graphql';
-import { jsonBody } from './app.ts';
+import { jsonBody, mediaTypes } from './app.ts';
 import { ANONYMOUS_SETTINGS, authenticate } from './authentication.ts';
 import { readCredential } from './credentials.ts';
-import { fromDatabaseError, unauthorized } from './errors.ts';
+import { ApiError, fromDatabaseError, unauthorized, validationError, type ValidationIssue } from './errors.ts';
 import { BAD_USER_INPUT, makeParseAndValidate, pageArgumentErrors, VALIDATION_FAILED } from './graphql/limits.ts';
 import { DefaultPagePlugin } from './graphql/page-size.ts';
 import { forQuery, makeWithPgClient, type Settings } from './graphql/pg-client.ts';
@@ -225,14 +225,15 @@ function makeMaskError(GraphQLErrorClass: typeof GraphQLError, isSafeError: (e: 
       return new GraphQLErrorClass(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: { ...error.extensions, code } });
     }
     if (isSafeError(original)) {
-      // our own errors (an update that changed nothing): meant for the client
+      // meant for the client: ours (an update that changed nothing), and grafast's
+      // about the request itself (a cursor from another ordering), which carry no code
       return new GraphQLErrorClass(original.message, {
         nodes: error.nodes,
         source: error.source,
         positions: error.positions,
         path: error.path,
         originalError: original,
-        extensions: original.extensions ?? {},
+        extensions: { code: BAD_USER_INPUT, ...original.extensions },
       });
     }
     const copy = (message: string, code: string) =>
@@ -255,9 +256,30 @@ function makeMaskError(GraphQLErrorClass: typeof GraphQLError, isSafeError: (e: 
         typeof detail === 'string' ? detail : detail.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; ');
       return copy(message, apiError.error);
     }
+    // data exceptions and integrity violations come from the input: a NUL in a
+    // string, a null for a required column (found by the GraphQL fuzzer)
+    if (/^2[23]/.test(original.code ?? '')) return copy(original.message, BAD_USER_INPUT);
     log(`graphql error at ${error.path?.join('.') ?? '(request)'}: ${original.stack ?? String(original)}`);
     return copy('An unexpected error occurred', 'InternalServerError');
   };
+}
+
+/** What is wrong with a GraphQL request body (GraphQL over HTTP: query, variables, operationName, extensions) */
+export function graphqlBodyIssues(body: unknown): ValidationIssue[] {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    return [{ type: 'object_type', loc: ['body'], msg: 'The body must be a JSON object with a "query"' }];
+  }
+  const fields = body as Record<string, unknown>;
+  const issues: ValidationIssue[] = [];
+  const isObject = (v: unknown) => v !== null && typeof v === 'object' && !Array.isArray(v);
+  if (typeof fields.query !== 'string') issues.push({ type: 'string_type', loc: ['body', 'query'], msg: 'The document must be a string' });
+  if (fields.operationName != null && typeof fields.operationName !== 'string') {
+    issues.push({ type: 'string_type', loc: ['body', 'operationName'], msg: 'The operation name must be a string or null' });
+  }
+  for (const key of ['variables', 'extensions'] as const) {
+    if (fields[key] != null && !isObject(fields[key])) issues.push({ type: 'object_type', loc: ['body', key], msg: `${key} must be an object or null` });
+  }
+  return issues;
 }
 
 /** How long grafast may plan one request (synchronously) before it is refused */
@@ -367,6 +389,17 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
   }
   const serv = instance.createServ(grafserv);
 
+  // The body, checked as REST checks one (SPEC §7) before grafserv reads it:
+  // grafserv's own refusals carry no extensions.code
+  const checkBody = (req: Request, _res: Response, next: NextFunction) => {
+    if (req.method !== 'POST') return next(new ApiError(405, 'MethodNotAllowed', 'Allowed: POST', { Allow: 'POST' }));
+    if (!req.is(mediaTypes.json)) {
+      return next(new ApiError(415, 'UnsupportedMediaType', `The request body must be ${mediaTypes.json[0]}`));
+    }
+    const issues = graphqlBodyIssues(req.body);
+    next(issues.length ? validationError(issues) : undefined);
+  };
+
   const authenticateRequest = async (req: Request, _res: Response, next: NextFunction) => {
     try {
       settings.set(req, await requestSettings(options.pool, options.secret, req));
@@ -381,7 +414,7 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
     instance,
     mount(app) {
       // the body is read as the REST routes read theirs (a malformed one: SPEC §7's 422)
-      app.use(GRAPHQL_PATH, jsonBody, authenticateRequest);
+      app.use(GRAPHQL_PATH, jsonBody, checkBody, authenticateRequest);
       if (options.development) {
         // a page: helmet's headers, but Ruru's page runs inline scripts, which
         // helmet's Content-Security-Policy forbids

@@ -276,6 +276,26 @@ describe("a query's statements share transactions", () => {
   });
 });
 
+describe('bad input is a client error with a code (found by the GraphQL fuzzer)', () => {
+  test('a body that is not a GraphQL request is refused as REST refuses one', async () => {
+    const asText = await app.request('POST', '/graphql', { rawBody: '{ __typename }', headers: { 'content-type': 'text/plain' } });
+    expect(asText.status).toBe(415);
+    expect(asText.body.error).toBe('UnsupportedMediaType');
+    const notString = await app.request('POST', '/graphql', { body: { query: 42, variables: [] } });
+    expect(notString.status).toBe(422);
+    expect(notString.body.detail.map((i: { loc: string[] }) => i.loc.join('.'))).toEqual(['body.query', 'body.variables']);
+  });
+
+  test('a NUL in a string, a cursor of another ordering: BAD_USER_INPUT', async () => {
+    const nul = await gql(`query ($name: String!) { roleByName(name: $name) { name } }`, { name: 'a\u0000b' }, { session });
+    expect(codes(nul.body)).toEqual(['BAD_USER_INPUT']);
+    const page = await gql(`{ allOrders(first: 1, orderBy: [CREATED_AT_ASC]) { pageInfo { endCursor } } }`, {}, { session });
+    const cursor = page.body.data.allOrders.pageInfo.endCursor;
+    const other = await gql(`query ($c: Cursor) { allOrders(first: 1, after: $c, orderBy: [AMOUNT_DESC]) { nodes { rowId } } }`, { c: cursor }, { session });
+    expect(codes(other.body)).toEqual(['BAD_USER_INPUT']);
+  });
+});
+
 describe('timestamps', () => {
   test('GraphQL writes a timestamp as REST writes it (PostgreSQL formats only the rows it returns)', async () => {
     const { body } = await gql(`{ allOrders(first: 3) { nodes { rowId createdAt updatedAt } } }`, {}, { session });
