@@ -1501,6 +1501,7 @@ export async function runGraphqlFuzz(app: TestApp, options: GraphqlFuzzOptions):
       .replace(/\d+/g, '#')
       .slice(0, 200);
     stats.serverLog.set(line, (stats.serverLog.get(line) ?? 0) + 1);
+    if (verbose) appendFileSync(path.join(outDir, 'log.txt'), `  server: ${first.slice(0, 300)}\n`);
     consoleError(...args);
   };
   const loopDelay = monitorEventLoopDelay({ resolution: 20 });
