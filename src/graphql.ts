@@ -22,7 +22,7 @@ import type pg from 'pg';
 import type { PostGraphileInstance } from 'postgraphile';
 import type { ObjectStep, Step } from 'postgraphile/grafast';
 import type { GraphQLError } from 'postgraphile/graphql';
-import { jsonBody, mediaTypes } from './app.ts';
+import { jsonBody } from './app.ts';
 import { ANONYMOUS_SETTINGS, authenticate } from './authentication.ts';
 import { readCredential } from './credentials.ts';
 import { ApiError, fromDatabaseError, unauthorized, validationError, type ValidationIssue } from './errors.ts';
@@ -393,8 +393,9 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
   // grafserv's own refusals carry no extensions.code
   const checkBody = (req: Request, _res: Response, next: NextFunction) => {
     if (req.method !== 'POST') return next(new ApiError(405, 'MethodNotAllowed', 'Allowed: POST', { Allow: 'POST' }));
-    if (!req.is(mediaTypes.json)) {
-      return next(new ApiError(415, 'UnsupportedMediaType', `The request body must be ${mediaTypes.json[0]}`));
+    // exactly application/json: the only request type of GraphQL over HTTP that grafserv takes
+    if (!req.is('application/json')) {
+      return next(new ApiError(415, 'UnsupportedMediaType', 'The request body must be application/json'));
     }
     const issues = graphqlBodyIssues(req.body);
     next(issues.length ? validationError(issues) : undefined);

@@ -11,7 +11,8 @@ import { loadConfig } from '../src/config.ts';
 import { createPool } from '../src/database.ts';
 import { createGraphql, requestSettings } from '../src/graphql.ts';
 import { ReadTransactions } from '../src/graphql/pg-client.ts';
-import { LIMITS } from '../src/graphql/limits.ts';
+import { LIMITS, makeParseAndValidate } from '../src/graphql/limits.ts';
+import { buildSchema } from 'postgraphile/graphql';
 import { allRoutes } from '../src/routes.ts';
 import { startTestApp, type RequestOptions, type TestApp } from './harness.ts';
 
@@ -293,6 +294,47 @@ describe('bad input is a client error with a code (found by the GraphQL fuzzer)'
     const cursor = page.body.data.allOrders.pageInfo.endCursor;
     const other = await gql(`query ($c: Cursor) { allOrders(first: 1, after: $c, orderBy: [AMOUNT_DESC]) { nodes { rowId } } }`, { c: cursor }, { session });
     expect(codes(other.body)).toEqual(['BAD_USER_INPUT']);
+  });
+});
+
+describe('more found by the GraphQL fuzzer', () => {
+  test('fragments spread twice in each of 40 fragments (2^40 fields written out) are refused at once', async () => {
+    const fragments = Array.from({ length: 40 }, (_, i) => (i === 39 ? `fragment F39 on Query { __typename }` : `fragment F${i} on Query { ...F${i + 1} ...F${i + 1} }`));
+    const { result, ms, rest } = await besideRest(() => gql(`{ ...F0 } ${fragments.join(' ')}`));
+    expect(codes(result.body)).toEqual(['QUERY_TOO_COMPLEX']);
+    expect(result.body.errors![0]!.message).toMatch(/fragments written out/);
+    expect(rest).toBe(200);
+    expect(ms).toBeLessThan(2_000);
+    // 12 levels of two spreads (4,096 fields written out) pass
+    const within = Array.from({ length: 13 }, (_, i) => (i === 12 ? `fragment F12 on Query { __typename }` : `fragment F${i} on Query { ...F${i + 1} ...F${i + 1} }`));
+    const ok = await gql(`{ ...F0 } ${within.join(' ')}`);
+    expect(ok.body.errors).toBeUndefined();
+    // and page sizes add up as if written out: 2^11 pages of 5 nodes (4,096 fields)
+    const pages = Array.from({ length: 11 }, (_, i) => `fragment P${i} on Query { ...P${i + 1} ...P${i + 1} }`);
+    const paged = await gql(`{ ...P0 } ${pages.join(' ')} fragment P11 on Query { allProducts(first: 5) { totalCount } }`, {}, { session });
+    expect(codes(paged.body)).toEqual(['QUERY_TOO_COMPLEX']);
+    expect(paged.body.errors![0]!.message).toMatch(/10,000 nodes/);
+  });
+
+  test('a subscription, which this API does not have, is a validation error', async () => {
+    const { body } = await gql('subscription { __typename }');
+    expect(codes(body)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
+  });
+
+  test('a body of another JSON media type is refused as REST refuses one', async () => {
+    const response = await app.request('POST', '/graphql', { rawBody: '{"query":"{ __typename }"}', headers: { 'content-type': 'application/graphql-response+json' } });
+    expect(response.status).toBe(415);
+    expect(response.body.error).toBe('UnsupportedMediaType');
+  });
+
+  test('long documents are not kept by the parse cache (each holds its whole text)', () => {
+    const schema = buildSchema('type Query { a: Int }');
+    const parseAndValidate = makeParseAndValidate(schema);
+    const short = '{ a }';
+    expect(parseAndValidate(short)).toBe(parseAndValidate(short));
+    const long = `# ${'x'.repeat(500_000)}\n{ a }`;
+    expect(parseAndValidate(long).errors).toBeUndefined();
+    expect(parseAndValidate(long)).not.toBe(parseAndValidate(long));
   });
 });
 

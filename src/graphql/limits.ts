@@ -45,6 +45,8 @@ export const LIMITS = Object.freeze({
   nodes: 10_000,
   /** the largest page, and the page of a connection asked without first/last */
   pageSize: 100,
+  /** fields with every fragment written out where it is spread */
+  expandedFields: 5_000,
 });
 
 /** extensions.code of each kind of refusal (SPEC §13) */
@@ -77,39 +79,47 @@ const isCollection = (field: GraphQLField<unknown, unknown>) => field.args.some(
 export function countNodes(schema: GraphQLSchema, operation: OperationDefinitionNode, fragments: Map<string, FragmentDefinitionNode>): number {
   const rootType = schema.getRootType(operation.operation);
   if (!rootType) return 0;
-  let total = 0;
-  const walk = (selectionSet: SelectionSetNode, type: GraphQLNamedType, multiplier: number, visiting: Set<string>) => {
+  // A fragment's count is the same wherever it is spread, times the pages around
+  // the spread: counted once (a fragment spread twice in each of 40 fragments
+  // would otherwise be walked 2^40 times, found by the GraphQL fuzzer). Counts
+  // are capped just past the limit, so they stay small numbers.
+  const cap = (n: number) => Math.min(n, LIMITS.nodes + 1);
+  const fragmentCounts = new Map<string, number>();
+  const countSet = (selectionSet: SelectionSetNode, type: GraphQLNamedType, visiting: Set<string>): number => {
+    let total = 0;
     for (const selection of selectionSet.selections) {
       if (selection.kind === Kind.FIELD) {
         if (!isObjectType(type) && !isInterfaceType(type)) continue;
         const field = type.getFields()[selection.name.value];
         if (!field) continue; // reported by the spec's own rules
-        let inner = multiplier;
-        if (isCollection(field)) {
-          inner = multiplier * pageSizeOf(selection);
-          total += inner;
-        }
-        if (selection.selectionSet) walk(selection.selectionSet, getNamedType(field.type), inner, visiting);
+        const page = isCollection(field) ? pageSizeOf(selection) : 1;
+        const inner = selection.selectionSet ? countSet(selection.selectionSet, getNamedType(field.type), visiting) : 0;
+        total += isCollection(field) ? page + page * inner : inner;
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
         const narrowed = selection.typeCondition ? schema.getType(selection.typeCondition.name.value) : type;
-        if (narrowed) walk(selection.selectionSet, narrowed, multiplier, visiting);
+        if (narrowed) total += countSet(selection.selectionSet, narrowed, visiting);
       } else {
-        const name = selection.name.value;
-        const fragment = fragments.get(name);
-        // a cycle is the spec's NoFragmentCycles error; here it only stops the walk
-        if (!fragment || visiting.has(name)) continue;
-        const narrowed = schema.getType(fragment.typeCondition.name.value);
-        if (!narrowed) continue;
-        visiting.add(name);
-        walk(fragment.selectionSet, narrowed, multiplier, visiting);
-        visiting.delete(name);
+        total += countFragment(selection.name.value, visiting);
       }
-      // no need to count further than the refusal
-      if (total > LIMITS.nodes) return;
+      total = cap(total);
     }
+    return total;
   };
-  walk(operation.selectionSet, rootType, 1, new Set());
-  return total;
+  const countFragment = (name: string, visiting: Set<string>): number => {
+    const known = fragmentCounts.get(name);
+    if (known !== undefined) return known;
+    const fragment = fragments.get(name);
+    // a cycle is the spec's NoFragmentCycles error; here it only stops the walk
+    if (!fragment || visiting.has(name)) return 0;
+    const narrowed = schema.getType(fragment.typeCondition.name.value);
+    if (!narrowed) return 0;
+    visiting.add(name);
+    const count = countSet(fragment.selectionSet, narrowed, visiting);
+    visiting.delete(name);
+    fragmentCounts.set(name, count);
+    return count;
+  };
+  return countSet(operation.selectionSet, rootType, new Set());
 }
 
 function pageSizeOf(field: FieldNode): number {
@@ -137,9 +147,64 @@ const nodeBudgetRule: ValidationRule = (context) => ({
   },
 });
 
+/**
+ * The fields of an operation with its fragments written out where they are
+ * spread: what grafast plans. grafast writes out a fragment spread twice in one
+ * selection twice (graphql-js's own executor would not), so 40 fragments of
+ * two spreads each, 1.5 kB, planned 2^40 fields: one anonymous request held
+ * the server for hours (found by the GraphQL fuzzer). Each fragment's size is
+ * counted once; sizes stop just past the limit.
+ */
+const expandedFieldsRule: ValidationRule = (context) => {
+  const cap = (n: number) => Math.min(n, LIMITS.expandedFields + 1);
+  const sizes = new Map<string, number>();
+  const sizeOf = (selectionSet: SelectionSetNode, visiting: Set<string>): number => {
+    let total = 0;
+    for (const selection of selectionSet.selections) {
+      if (selection.kind === Kind.FIELD) total += 1 + (selection.selectionSet ? sizeOf(selection.selectionSet, visiting) : 0);
+      else if (selection.kind === Kind.INLINE_FRAGMENT) total += sizeOf(selection.selectionSet, visiting);
+      else total += fragmentSize(selection.name.value, visiting);
+      total = cap(total);
+    }
+    return total;
+  };
+  const fragmentSize = (name: string, visiting: Set<string>): number => {
+    const known = sizes.get(name);
+    if (known !== undefined) return known;
+    const fragment = context.getFragment(name);
+    if (!fragment || visiting.has(name)) return 0; // a cycle: the spec's rules report it
+    visiting.add(name);
+    const size = sizeOf(fragment.selectionSet, visiting);
+    visiting.delete(name);
+    sizes.set(name, size);
+    return size;
+  };
+  return {
+    OperationDefinition(operation) {
+      const size = sizeOf(operation.selectionSet, new Set());
+      if (size > LIMITS.expandedFields) {
+        context.reportError(
+          tooComplex(`With its fragments written out where they are spread, the document has more than ${LIMITS.expandedFields.toLocaleString('en')} fields`, operation),
+        );
+      }
+    },
+  };
+};
+
+/** An operation of a type the schema does not have (graphql-js 16 leaves it to execution) */
+const knownOperationTypesRule: ValidationRule = (context) => ({
+  OperationDefinition(operation) {
+    if (!context.getSchema().getRootType(operation.operation)) {
+      context.reportError(new GraphQLError(`This API has no ${operation.operation} operations`, { nodes: operation, extensions: { code: VALIDATION_FAILED } }));
+    }
+  },
+});
+
 /** The spec's rules, then ours; depth as SPEC §13 counts it (fragments add no level) */
 export const validationRules: readonly ValidationRule[] = [
   ...specifiedRules,
+  knownOperationTypesRule,
+  expandedFieldsRule,
   maxDepthRule({
     n: LIMITS.depth,
     flattenFragments: true,
@@ -152,6 +217,9 @@ export const validationRules: readonly ValidationRule[] = [
   }),
   nodeBudgetRule,
 ];
+
+/** the longest document whose parse and validation are kept (20,000 characters: 2,000 tokens of ten) */
+const CACHED_LENGTH = 20_000;
 
 export type ParseAndValidateResult = { document: DocumentNode; errors?: undefined } | { errors: readonly GraphQLError[]; document?: undefined };
 
@@ -168,9 +236,13 @@ function withCode(error: GraphQLError, code: string): GraphQLError {
 export function makeParseAndValidate(schema: GraphQLSchema, cacheSize = 500): (query: string) => ParseAndValidateResult {
   const cache = new Map<string, ParseAndValidateResult>();
   return (query) => {
-    // a long document is remembered by its digest: 500 of them must not hold 500 MiB
+    // A result holds its document's text (its AST's source, an error's source):
+    // a long document is not kept at all, so the cache holds at most
+    // cacheSize × CACHED_LENGTH characters (1 MiB documents, each a little
+    // different, ran the server out of heap; found by the GraphQL fuzzer)
+    const cacheable = query.length <= CACHED_LENGTH;
     const key = query.length > 500 ? createHash('sha256').update(query).digest('base64') : query;
-    const cached = cache.get(key);
+    const cached = cacheable ? cache.get(key) : undefined;
     if (cached) {
       // most recently used last: the first entry is the one to drop
       cache.delete(key);
@@ -194,6 +266,7 @@ export function makeParseAndValidate(schema: GraphQLSchema, cacheSize = 500): (q
         ],
       };
     }
+    if (!cacheable) return result;
     cache.set(key, result);
     if (cache.size > cacheSize) cache.delete(cache.keys().next().value!);
     return result;
@@ -244,22 +317,23 @@ export function pageArgumentErrors(
       }
     }
   };
-  const walk = (selectionSet: SelectionSetNode, visiting: Set<string>) => {
+  const visited = new Set<string>();
+  const walk = (selectionSet: SelectionSetNode) => {
     for (const selection of selectionSet.selections) {
       if (selection.kind === Kind.FIELD) {
         check(selection);
-        if (selection.selectionSet) walk(selection.selectionSet, visiting);
+        if (selection.selectionSet) walk(selection.selectionSet);
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-        walk(selection.selectionSet, visiting);
+        walk(selection.selectionSet);
       } else {
+        // each fragment once: its arguments are the same wherever it is spread
         const fragment = fragments.get(selection.name.value);
-        if (!fragment || visiting.has(fragment.name.value)) continue;
-        visiting.add(fragment.name.value);
-        walk(fragment.selectionSet, visiting);
-        visiting.delete(fragment.name.value);
+        if (!fragment || visited.has(fragment.name.value)) continue;
+        visited.add(fragment.name.value);
+        walk(fragment.selectionSet);
       }
     }
   };
-  walk(operation.selectionSet, new Set());
+  walk(operation.selectionSet);
   return errors;
 }

@@ -46,23 +46,38 @@ export type WithPgClient = (<T>(settings: Settings | null | undefined, callback:
 
 const APPLY_SETTINGS = 'select set_config(s.key, s.value, true) from json_each_text($1::json) s';
 const PREPARED_PER_CONNECTION = 100;
-const prepared = new WeakMap<pg.PoolClient, Map<string, true>>();
+interface Prepared {
+  /** PostGraphile's name → the name prepared on this connection */
+  names: Map<string, string>;
+  generation: number;
+}
+const prepared = new WeakMap<pg.PoolClient, Prepared>();
 
-/** The name to prepare a statement under on this connection, least recently used ones deallocated. */
+/**
+ * The name to prepare a statement under on this connection, the least recently
+ * used ones deallocated. A statement prepared again after its eviction takes a
+ * new name: the DEALLOCATE may fail (sent inside a transaction a failed
+ * statement aborted), and the old name must then never be prepared twice
+ * (found by the GraphQL fuzzer as "prepared statement … already exists").
+ */
 function preparedName(client: pg.PoolClient, name: string): string {
-  let names = prepared.get(client);
-  if (!names) prepared.set(client, (names = new Map()));
-  names.delete(name);
-  names.set(name, true);
-  if (names.size > PREPARED_PER_CONNECTION) {
-    const oldest = names.keys().next().value!;
-    names.delete(oldest);
-    // forgotten now, so a later use prepares it again after the deallocation (same pipeline, in order)
-    const parsed = (client as unknown as { connection?: { parsedStatements?: Record<string, unknown> } }).connection?.parsedStatements;
-    if (parsed) delete parsed[oldest];
-    client.query(`deallocate ${client.escapeIdentifier(oldest)}`).catch(() => {});
+  let state = prepared.get(client);
+  if (!state) prepared.set(client, (state = { names: new Map(), generation: 0 }));
+  let actual = state.names.get(name);
+  if (actual) {
+    state.names.delete(name); // most recently used last
+  } else {
+    actual = `${name.slice(0, 40)}_${(state.generation++).toString(36)}`;
   }
-  return name;
+  state.names.set(name, actual);
+  if (state.names.size > PREPARED_PER_CONNECTION) {
+    const [oldest, oldestActual] = state.names.entries().next().value!;
+    state.names.delete(oldest);
+    const parsed = (client as unknown as { connection?: { parsedStatements?: Record<string, unknown> } }).connection?.parsedStatements;
+    if (parsed) delete parsed[oldestActual];
+    client.query(`deallocate ${client.escapeIdentifier(oldestActual)}`).catch(() => {});
+  }
+  return actual;
 }
 
 function runQuery<T>(client: pg.PoolClient, named: boolean, { text, values, arrayMode, name }: PgQuery): Promise<PgResult<T>> {
