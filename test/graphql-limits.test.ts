@@ -316,6 +316,13 @@ describe('more found by the GraphQL fuzzer', () => {
     expect(paged.body.errors![0]!.message).toMatch(/10,000 nodes/);
   });
 
+  test('a value nested as deep as the tokens allow is refused, not a stack overflow', async () => {
+    const { status, body } = await gql(`{ allProducts(orderBy: ${'['.repeat(1_990)}NAME_ASC${']'.repeat(5)}) { totalCount } }`.slice(0, 30_000), {}, { session });
+    expect(status).toBe(200);
+    expect(codes(body).every((c) => c === 'QUERY_TOO_COMPLEX' || c === 'GRAPHQL_PARSE_FAILED')).toBe(true);
+    expect(codes(body).length).toBeGreaterThan(0);
+  });
+
   test('a subscription, which this API does not have, is a validation error', async () => {
     const { body } = await gql('subscription { __typename }');
     expect(codes(body)).toEqual(['GRAPHQL_VALIDATION_FAILED']);

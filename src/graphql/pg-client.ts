@@ -50,6 +50,8 @@ interface Prepared {
   /** PostGraphile's name → the name prepared on this connection */
   names: Map<string, string>;
   generation: number;
+  /** names to deallocate outside a transaction */
+  evicted: string[];
 }
 const prepared = new WeakMap<pg.PoolClient, Prepared>();
 
@@ -62,7 +64,7 @@ const prepared = new WeakMap<pg.PoolClient, Prepared>();
  */
 function preparedName(client: pg.PoolClient, name: string): string {
   let state = prepared.get(client);
-  if (!state) prepared.set(client, (state = { names: new Map(), generation: 0 }));
+  if (!state) prepared.set(client, (state = { names: new Map(), generation: 0, evicted: [] }));
   let actual = state.names.get(name);
   if (actual) {
     state.names.delete(name); // most recently used last
@@ -75,9 +77,18 @@ function preparedName(client: pg.PoolClient, name: string): string {
     state.names.delete(oldest);
     const parsed = (client as unknown as { connection?: { parsedStatements?: Record<string, unknown> } }).connection?.parsedStatements;
     if (parsed) delete parsed[oldestActual];
-    client.query(`deallocate ${client.escapeIdentifier(oldestActual)}`).catch(() => {});
+    // not now: in a transaction, a DEALLOCATE that fails (its statement's Parse
+    // failed) would abort it, and the statements behind it (found by the fuzzer)
+    state.evicted.push(oldestActual);
   }
   return actual;
+}
+
+/** The evicted statements of a connection, deallocated before its next transaction begins */
+function deallocateEvicted(client: pg.PoolClient) {
+  const state = prepared.get(client);
+  if (!state?.evicted.length) return;
+  for (const name of state.evicted.splice(0)) client.query(`deallocate ${client.escapeIdentifier(name)}`).catch(() => {});
 }
 
 function runQuery<T>(client: pg.PoolClient, named: boolean, { text, values, arrayMode, name }: PgQuery): Promise<PgResult<T>> {
@@ -143,6 +154,7 @@ export class ReadTransactions {
     const { begin } = poolStatements(this.pool);
     const ready = this.pool.connect().then((client) => {
       const writes = corked(client);
+      deallocateEvicted(client);
       client.query(begin).catch(() => {}); // a failure fails the statements behind it
       client.query(APPLY_SETTINGS, [JSON.stringify(this.settings)]).catch(() => {});
       // the statements waiting for the connection, and those asked for in this
@@ -178,6 +190,7 @@ async function inOwnTransaction<T>(pool: pg.Pool, settings: Settings, callback: 
   const { begin, named } = poolStatements(pool);
   const client = await pool.connect();
   const writes = corked(client);
+  deallocateEvicted(client);
   const begun = client.query(begin);
   const applied = client.query(APPLY_SETTINGS, [JSON.stringify(settings)]);
   begun.catch(() => {});
