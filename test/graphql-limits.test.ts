@@ -47,17 +47,31 @@ async function besideRest<T>(work: () => Promise<T>): Promise<{ result: T; ms: n
  * transactions' own (BEGIN, the settings, COMMIT, savepoints) and the authentication
  */
 async function dataStatementsDuring(work: () => Promise<unknown>): Promise<string[]> {
-  const pool = app.pool as unknown as { connect: (...a: unknown[]) => Promise<{ query: (...a: unknown[]) => unknown }> };
+  type Client = { query: (...a: unknown[]) => unknown; release: (...a: unknown[]) => unknown };
+  const pool = app.pool as unknown as { connect: (...a: unknown[]) => unknown };
   const original = pool.connect;
   const texts: string[] = [];
-  pool.connect = async function (this: unknown, ...args: unknown[]) {
-    const client = await original.apply(this, args);
+  const record = (client: Client) => {
     const query = client.query;
+    const release = client.release;
     client.query = function (this: unknown, ...q: unknown[]) {
       texts.push(typeof q[0] === 'string' ? q[0] : String((q[0] as { text?: string })?.text));
       return query.apply(this, q);
     };
-    return Object.assign(client, { release: ((release) => (...r: unknown[]) => ((client.query = query), release.apply(client, r)))((client as any).release) });
+    client.release = function (this: unknown, ...r: unknown[]) {
+      client.query = query;
+      client.release = release;
+      return release.apply(this, r);
+    };
+    return client;
+  };
+  // pg's pool.query asks for its connection with a callback, the rest with a promise
+  pool.connect = function (this: unknown, ...args: unknown[]) {
+    const callback = args[0];
+    if (typeof callback === 'function') {
+      return original.call(this, (error: unknown, client: Client, done: unknown) => callback(error, client && record(client), done));
+    }
+    return (original.apply(this, args) as Promise<Client>).then(record);
   };
   try {
     await work();
