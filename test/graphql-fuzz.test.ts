@@ -17,7 +17,10 @@ beforeAll(async () => {
 afterAll(() => app?.close());
 
 test('300 fuzzed GraphQL documents: no 5xx, every error with a code, RSS bounded, /readyz answering (fixed seed)', async () => {
-  const stats = await runGraphqlFuzz(app, { seed: SEED, documents: 300, concurrency: 2, stallMs: 30_000 });
+  // /readyz must answer, within 10 s here: this slice shares two cores with the
+  // rest of the suite, where one garbage collection of the test process paused
+  // the loop ~1.9 s (a CI run); the long run (npm run test:fuzz) keeps 2 s
+  const stats = await runGraphqlFuzz(app, { seed: SEED, documents: 300, concurrency: 2, stallMs: 30_000, probeTimeoutMs: 10_000 });
   console.log(`GraphQL fuzzing (seed ${SEED}): ${summary(stats)}`);
   expect(stats.documents).toBe(300);
   // every property said, not only the first that fails
