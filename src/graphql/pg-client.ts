@@ -185,8 +185,8 @@ export function forQuery(pool: pg.Pool, settings: Settings): Settings {
   return reads.settings;
 }
 
-/** A transaction of its own: BEGIN, the settings and the first statement in one write. */
-async function inOwnTransaction<T>(pool: pg.Pool, settings: Settings, callback: (client: PgClient) => T | Promise<T>, awaitCommit: boolean): Promise<T> {
+/** A mutation's transaction: BEGIN, the settings and the first statement in one write; committed before the answer. */
+async function inOwnTransaction<T>(pool: pg.Pool, settings: Settings, callback: (client: PgClient) => T | Promise<T>): Promise<T> {
   const { begin, named } = poolStatements(pool);
   const client = await pool.connect();
   const writes = corked(client);
@@ -220,8 +220,7 @@ async function inOwnTransaction<T>(pool: pg.Pool, settings: Settings, callback: 
       throw error;
     },
   );
-  if (awaitCommit) await committed;
-  else committed.catch(() => {});
+  await committed;
   return result;
 }
 
@@ -239,13 +238,13 @@ export function makeWithPgClient(pool: pg.Pool): WithPgClient {
     }
     const reads = readTransactions.get(settings);
     // a mutation's: a transaction of its own, committed before the answer
-    if (!reads) return inOwnTransaction(pool, settings, callback, true);
+    if (!reads) return inOwnTransaction(pool, settings, callback);
     return callback({
       get rawClient(): pg.PoolClient {
         throw new Error('a query statement has no connection of its own');
       },
       query: (query) => reads.query(query),
-      withTransaction: (work) => inOwnTransaction(pool, settings, (own) => own.withTransaction(work), true),
+      withTransaction: (work) => inOwnTransaction(pool, settings, (own) => own.withTransaction(work)),
     });
   };
 }
