@@ -14,7 +14,9 @@ import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 let app: TestApp;
 const superuserUrl = () => inject('superuserUrl');
 /** roles are cluster-wide and the test files share the cluster: names unique to this run and file */
-const loginName = (label: string) => `${inject('runId')}_${label}_${randomBytes(3).toString('hex')}`;
+/** this file's analyst logins, told apart from other files' roles (they run side by side in one cluster) */
+const LOGIN_PREFIX = `${inject('runId')}_an_`;
+const loginName = (label: string) => `${LOGIN_PREFIX}${label}_${randomBytes(3).toString('hex')}`;
 const made = new Set<string>();
 
 
@@ -250,12 +252,16 @@ describe('analysts grant', () => {
     ['a malformed user id', () => ['--user-id', 'ann', '--login', 'nobody_analyst'], /--user-id must be a uuid/],
     ['no --login', (u) => ['--user-id', u], /--login is required/],
   ];
-  /** the roles in rowgate_analyst, and the role named --login (other test files make roles too: only these) */
+  /**
+   * this file's roles in rowgate_analyst, and the role named --login (other test
+   * files make analyst roles too, at the same time: a CI run saw one appear
+   * between the two reads)
+   */
   const analystRoles = (login: string | undefined) =>
     superuser(
       `select rolname::text, pg_has_role(oid, 'rowgate_analyst', 'member') as analyst from pg_roles
-       where pg_has_role(oid, 'rowgate_analyst', 'member') and rolname <> 'rowgate_analyst' or rolname = $1 order by 1`,
-      [login ?? ''],
+       where pg_has_role(oid, 'rowgate_analyst', 'member') and rolname <> 'rowgate_analyst' and starts_with(rolname, $2) or rolname = $1 order by 1`,
+      [login ?? '', LOGIN_PREFIX],
     );
   // each run is a fresh Node process: run them side by side
   test.concurrent.for(refusals)('refuses %s: exit 2, a message, no role', async ([, args, message], { expect }) => {
