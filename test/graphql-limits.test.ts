@@ -10,7 +10,7 @@ import { createApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createPool } from '../src/database.ts';
 import { createGraphql, requestSettings } from '../src/graphql.ts';
-import { ReadTransactions } from '../src/graphql/pg-client.ts';
+import { makeWithPgClient, ReadTransactions, STARTUP_STATEMENT_TIMEOUT_MS } from '../src/graphql/pg-client.ts';
 import { LIMITS, makeParseAndValidate } from '../src/graphql/limits.ts';
 import { buildSchema } from 'postgraphile/graphql';
 import { allRoutes } from '../src/routes.ts';
@@ -394,6 +394,24 @@ describe('timeouts and the mode', () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       await graphql.release();
+      await pool.end();
+    }
+  });
+
+  test("PostGraphile's start-up introspection runs under the start-up timeout, not the request one", async () => {
+    // a CI run failed to start at ROWGATE_STATEMENT_TIMEOUT_MS=1000: the first
+    // introspection of a busy machine took longer than one request may
+    const pool = createPool({ connectionString: app.authenticatorUrl, max: 1, statementTimeoutMs: 100 });
+    try {
+      const introspect = makeWithPgClient(pool);
+      const result = await introspect(null, (client) =>
+        client.query<{ timeout: string }>({ text: "select current_setting('statement_timeout') as timeout, pg_sleep(0.3)" }),
+      );
+      expect(result.rows[0].timeout).toBe(`${STARTUP_STATEMENT_TIMEOUT_MS / 60_000}min`);
+      // and the connection goes back to the pool with the request timeout
+      const after = await pool.query<{ timeout: string }>("select current_setting('statement_timeout') as timeout");
+      expect(after.rows[0].timeout).toBe('100ms');
+    } finally {
       await pool.end();
     }
   });

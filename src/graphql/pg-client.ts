@@ -224,16 +224,28 @@ async function inOwnTransaction<T>(pool: pg.Pool, settings: Settings, callback: 
   return result;
 }
 
+/** How long one statement of PostGraphile's start-up introspection may run */
+export const STARTUP_STATEMENT_TIMEOUT_MS = 60_000;
+
 export function makeWithPgClient(pool: pg.Pool): WithPgClient {
   const { named } = poolStatements(pool);
   return async (settings, callback) => {
-    // without settings (PostGraphile's introspection at start-up): no transaction
+    // without settings: PostGraphile's introspection at start-up, in a
+    // transaction of its own under the start-up timeout. The pool's timeout is
+    // the per-request one, which a busy machine's first introspection (cold
+    // catalog caches) can exceed: start-up failed with "canceling statement due
+    // to statement timeout" at ROWGATE_STATEMENT_TIMEOUT_MS=1000 in a CI run.
     if (!settings || Object.keys(settings).length === 0) {
       const client = await pool.connect();
       try {
-        return await callback(wrap(client, named, 0));
-      } finally {
+        await client.query(`begin; set local statement_timeout = ${STARTUP_STATEMENT_TIMEOUT_MS}`);
+        const result = await callback(wrap(client, named, 0));
+        await client.query('commit');
         client.release();
+        return result;
+      } catch (error) {
+        client.release(true);
+        throw error;
       }
     }
     const reads = readTransactions.get(settings);
