@@ -2,7 +2,7 @@
 // them, users of 1–3 organizations and an admin of 50. Generated in SQL by the
 // owner (triggers off while loading: transactions are not part of these lists).
 import pg from 'pg';
-import { generateToken, hashToken } from '../src/tokens.ts';
+import { generateToken, hashToken } from '../src/auth/tokens.ts';
 
 export interface Scale {
   name: string;

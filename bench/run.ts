@@ -12,13 +12,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { AUTHENTICATE } from '../src/authentication.ts';
-import { ensureDatabase, ensureRoles, migrateDatabase, projectRoot } from '../src/database-setup.ts';
-import { embeddedUrl, freePort, openEmbeddedDatabase } from '../src/embedded-database.ts';
-import { listStatement, Where } from '../src/lists.ts';
-import { orderListSpec } from '../src/orders.ts';
-import { hashToken } from '../src/tokens.ts';
-import { ME } from '../src/users.ts';
+import { AUTHENTICATE } from '../src/auth/authenticate.ts';
+import { ensureDatabase, ensureRoles, migrateDatabase, projectRoot } from '../src/db/setup.ts';
+import { embeddedUrl, freePort, openEmbeddedDatabase } from '../src/db/embedded.ts';
+import { listStatement, Where } from '../src/resources/lists.ts';
+import { orderListSpec } from '../src/resources/orders.ts';
+import { hashToken } from '../src/auth/tokens.ts';
+import { ME } from '../src/resources/users.ts';
 import { benchUsers, isLoaded, issueSessions, load, SCALES, type Scale } from './data.ts';
 
 const { values: args } = parseArgs({

@@ -9,8 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { projectRoot } from '../src/database-setup.ts';
-import { embeddedUrl, openEmbeddedDatabase } from '../src/embedded-database.ts';
+import { projectRoot } from '../src/db/setup.ts';
+import { embeddedUrl, openEmbeddedDatabase } from '../src/db/embedded.ts';
 import { benchUsers, issueSessions } from './data.ts';
 
 const { values: args } = parseArgs({ options: { scale: { type: 'string', default: '1m' }, port: { type: 'string', default: '8099' } } });

@@ -51,7 +51,7 @@ $roles$;
 alter role rowgate_authenticator set statement_timeout = '30s';
 alter role rowgate_authenticator set idle_in_transaction_session_timeout = '60s';
 -- Timestamps leave the database in UTC, which the server passes on as RFC 3339
--- text without building a Date (src/timestamps.ts); any other zone still works.
+-- text without building a Date (src/db/timestamps.ts); any other zone still works.
 alter role rowgate_authenticator set timezone = 'UTC';
 
 -- The authenticator may become any subject role, and nothing else.

@@ -23,7 +23,7 @@ const schema = z.object({
   ROWGATE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   // 'unnamed' for a transaction-pooling PgBouncer older than 1.21 (docs/operations.md)
   ROWGATE_PREPARED_STATEMENTS: z.enum(['named', 'unnamed']).default('named'),
-  // How long a GET /v1/users/me answer may be kept at most (src/answer-cache.ts;
+  // How long a GET /v1/users/me answer may be kept at most (src/auth/answer-cache.ts;
   // a change through the database reaches it sooner). 0: none kept, for a
   // transaction-pooling PgBouncer (LISTEN needs a session; docs/operations.md).
   ROWGATE_ANSWER_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),

@@ -1,6 +1,6 @@
 // `npm start`: serve the API; Ctrl-C / SIGTERM stops the HTTP server, then the database.
 import { ConfigError, loadConfig } from './config.ts';
-import { startServer } from './server.ts';
+import { startServer } from './http/server.ts';
 
 try {
   const config = loadConfig();

@@ -12,9 +12,9 @@ import { Logger, migrate } from 'graphile-migrate';
 import { clearAllPools } from 'graphile-migrate/dist/pgReal.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { grantAnalyst, revokeAnalyst } from '../src/analysts.ts';
-import { ensureDatabase, projectRoot } from '../src/database-setup.ts';
-import type { CredentialKind } from '../src/tokens.ts';
+import { grantAnalyst, revokeAnalyst } from '../src/db/analysts.ts';
+import { ensureDatabase, projectRoot } from '../src/db/setup.ts';
+import type { CredentialKind } from '../src/auth/tokens.ts';
 import { withDatabase } from './database-server.ts';
 import { startTestApp, type RequestOptions, type TestApp, type TestUser } from './harness.ts';
 

@@ -1,11 +1,11 @@
 // Access classes (SPEC §3, §4): every endpoint of the route table × every credential
 // kind. The cases are generated from each route's declared access, so a route added
-// to src/routes.ts is covered without touching this file.
+// to src/http/routes.ts is covered without touching this file.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { isAnonymous, type ApiRoute } from '../src/route.ts';
-import { apiRoutes } from '../src/routes.ts';
-import { credentialKinds, generateToken, type CredentialKind } from '../src/tokens.ts';
+import { isAnonymous, type ApiRoute } from '../src/http/route.ts';
+import { apiRoutes } from '../src/http/routes.ts';
+import { credentialKinds, generateToken, type CredentialKind } from '../src/auth/tokens.ts';
 import { expectInsufficientScope, expectUnauthorized } from './expect-api.ts';
 import { startTestApp, type ApiResponse, type RequestOptions, type TestApp, type TestUser } from './harness.ts';
 

@@ -20,7 +20,7 @@ const loginName = (label: string) => `${LOGIN_PREFIX}${label}_${randomBytes(3).t
 const made = new Set<string>();
 
 
-/** `node src/cli.ts ...args` against this file's database, with a superuser as ROOT_DATABASE_URL. */
+/** `node src/cli/main.ts ...args` against this file's database, with a superuser as ROOT_DATABASE_URL. */
 function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
   return runCli(app, args, { ROOT_DATABASE_URL: superuserUrl(), ...env });
 }

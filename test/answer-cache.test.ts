@@ -1,4 +1,4 @@
-// The answer cache (src/answer-cache.ts, migration 000002): GET /v1/users/me
+// The answer cache (src/auth/answer-cache.ts, migration 000002): GET /v1/users/me
 // answered from memory only while the database has not said the answer changed.
 // What it must never do is answer for a credential or a user row that changed:
 // through this server, from the next request on; from SQL, once the change's
@@ -6,9 +6,9 @@
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { AnswerCache, CHANGES_CHANNEL } from '../src/answer-cache.ts';
-import { createApp } from '../src/app.ts';
-import { allRoutes } from '../src/routes.ts';
+import { AnswerCache, CHANGES_CHANNEL } from '../src/auth/answer-cache.ts';
+import { createApp } from '../src/http/app.ts';
+import { allRoutes } from '../src/http/routes.ts';
 import { withDatabase } from './database-server.ts';
 import { expectUnauthorized } from './expect-api.ts';
 import { startTestApp, type TestApp } from './harness.ts';

@@ -11,9 +11,9 @@
 // write changed nothing and an accepted one did what it says.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
-import type { ApiRoute } from '../src/route.ts';
-import { apiRoutes } from '../src/routes.ts';
-import type { CredentialKind } from '../src/tokens.ts';
+import type { ApiRoute } from '../src/http/route.ts';
+import { apiRoutes } from '../src/http/routes.ts';
+import type { CredentialKind } from '../src/auth/tokens.ts';
 import { expectInsufficientScope, expectUnauthorized, expectValidationError } from './expect-api.ts';
 import { startTestApp, type ApiResponse, type RequestOptions, type TestApp, type TestUser } from './harness.ts';
 

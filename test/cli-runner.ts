@@ -1,9 +1,9 @@
-// `node src/cli.ts …` as a child process against a test app's database, with
+// `node src/cli/main.ts …` as a child process against a test app's database, with
 // none of the caller's database settings (never the repository's own .rowgate).
 import { execFile } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { projectRoot } from '../src/database-setup.ts';
+import { projectRoot } from '../src/db/setup.ts';
 import type { TestApp } from './harness.ts';
 
 export interface CliRun {
@@ -33,7 +33,7 @@ export function runCli(app: TestApp, args: string[], env: Record<string, string 
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [path.join(projectRoot, 'src', 'cli.ts'), ...args],
+      [path.join(projectRoot, 'src', 'cli', 'main.ts'), ...args],
       { cwd: projectRoot, env: childEnv, timeout: 60_000 },
       (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
     );

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { embeddedUrl, openEmbeddedDatabase } from '../src/embedded-database.ts';
+import { embeddedUrl, openEmbeddedDatabase } from '../src/db/embedded.ts';
 
 export type Source = 'env' | 'testcontainers' | 'embedded';
 

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { allRoutes, apiRoutes } from '../src/routes.ts';
+import { allRoutes, apiRoutes } from '../src/http/routes.ts';
 import { expectError, expectUnauthorized, expectValidationError, type Issue } from './expect-api.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 

@@ -2,7 +2,7 @@
 import { expect } from 'vitest';
 import type { ApiResponse } from './harness.ts';
 
-/** a timestamp as the API writes it: RFC 3339 in UTC, to the microsecond (src/timestamps.ts) */
+/** a timestamp as the API writes it: RFC 3339 in UTC, to the microsecond (src/db/timestamps.ts) */
 export const aTimestamp = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?\+00:00$/);
 
 export const REALM = 'Bearer realm="rowgate"';

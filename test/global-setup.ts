@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { ensureDatabase, ensureRoles, hardenDatabase, migrateDatabase } from '../src/database-setup.ts';
+import { ensureDatabase, ensureRoles, hardenDatabase, migrateDatabase } from '../src/db/setup.ts';
 import { startDatabaseServer, withDatabase } from './database-server.ts';
 
 declare module 'vitest' {

@@ -6,14 +6,14 @@
 import type { AddressInfo } from 'node:net';
 import type { Request } from 'express';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createApp } from '../src/app.ts';
+import { createApp } from '../src/http/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { createPool } from '../src/database.ts';
-import { createGraphql, requestSettings } from '../src/graphql.ts';
+import { createPool } from '../src/db/pool.ts';
+import { createGraphql, requestSettings } from '../src/graphql/server.ts';
 import { makeWithPgClient, ReadTransactions, STARTUP_STATEMENT_TIMEOUT_MS } from '../src/graphql/pg-client.ts';
 import { LIMITS, makeParseAndValidate } from '../src/graphql/limits.ts';
 import { buildSchema } from 'postgraphile/graphql';
-import { allRoutes } from '../src/routes.ts';
+import { allRoutes } from '../src/http/routes.ts';
 import { startTestApp, type RequestOptions, type TestApp } from './harness.ts';
 
 let app: TestApp;
@@ -407,10 +407,10 @@ describe('timeouts and the mode', () => {
       const result = await introspect(null, (client) =>
         client.query<{ timeout: string }>({ text: "select current_setting('statement_timeout') as timeout, pg_sleep(0.3)" }),
       );
-      expect(result.rows[0].timeout).toBe(`${STARTUP_STATEMENT_TIMEOUT_MS / 60_000}min`);
+      expect(result.rows[0]?.timeout).toBe(`${STARTUP_STATEMENT_TIMEOUT_MS / 60_000}min`);
       // and the connection goes back to the pool with the request timeout
       const after = await pool.query<{ timeout: string }>("select current_setting('statement_timeout') as timeout");
-      expect(after.rows[0].timeout).toBe('100ms');
+      expect(after.rows[0]?.timeout).toBe('100ms');
     } finally {
       await pool.end();
     }

@@ -6,10 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createApp } from '../src/app.ts';
-import { createGraphql } from '../src/graphql.ts';
-import { allRoutes } from '../src/routes.ts';
-import { generateToken } from '../src/tokens.ts';
+import { createApp } from '../src/http/app.ts';
+import { createGraphql } from '../src/graphql/server.ts';
+import { allRoutes } from '../src/http/routes.ts';
+import { generateToken } from '../src/auth/tokens.ts';
 import { startTestApp, type RequestOptions, type TestApp } from './harness.ts';
 
 let app: TestApp;

@@ -4,15 +4,15 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { AnswerCache } from '../src/answer-cache.ts';
-import { createApp } from '../src/app.ts';
-import { createPool } from '../src/database.ts';
-import { ensureDatabase } from '../src/database-setup.ts';
-import { createGraphql } from '../src/graphql.ts';
-import { outboxMailer } from '../src/mailer.ts';
-import { allRoutes } from '../src/routes.ts';
-import { answerClientErrors } from '../src/server.ts';
-import { generateToken, hashToken, type CredentialKind } from '../src/tokens.ts';
+import { AnswerCache } from '../src/auth/answer-cache.ts';
+import { createApp } from '../src/http/app.ts';
+import { createPool } from '../src/db/pool.ts';
+import { ensureDatabase } from '../src/db/setup.ts';
+import { createGraphql } from '../src/graphql/server.ts';
+import { outboxMailer } from '../src/signin/mailer.ts';
+import { allRoutes } from '../src/http/routes.ts';
+import { answerClientErrors } from '../src/http/server.ts';
+import { generateToken, hashToken, type CredentialKind } from '../src/auth/tokens.ts';
 import { withDatabase } from './database-server.ts';
 
 export interface ApiResponse {
@@ -43,7 +43,7 @@ export class TestApp {
   readonly ownerUrl: string;
   readonly authenticatorUrl: string;
   readonly database: string;
-  /** the server's answer cache (src/answer-cache.ts), on as in production */
+  /** the server's answer cache (src/auth/answer-cache.ts), on as in production */
   readonly answerCache: AnswerCache;
   /** the authenticator, never through PgBouncer: what the answer cache listens on */
   readonly listenUrl: string;
@@ -323,7 +323,7 @@ export async function startTestApp(): Promise<TestApp> {
     answerCache,
   });
   const server = app.listen(0, '127.0.0.1');
-  answerClientErrors(server); // as src/server.ts does: parser-level errors in SPEC §7's shape
+  answerClientErrors(server); // as src/http/server.ts does: parser-level errors in SPEC §7's shape
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
   return new TestApp({

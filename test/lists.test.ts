@@ -6,8 +6,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { ApiRoute, Route } from '../src/route.ts';
-import { apiRoutes } from '../src/routes.ts';
+import type { ApiRoute, Route } from '../src/http/route.ts';
+import { apiRoutes } from '../src/http/routes.ts';
 import { expectValidationError } from './expect-api.ts';
 import { startTestApp, type RequestOptions, type TestApp } from './harness.ts';
 

@@ -8,8 +8,8 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
-import { projectRoot } from '../src/database-setup.ts';
-import { createMailer } from '../src/mailer.ts';
+import { projectRoot } from '../src/db/setup.ts';
+import { createMailer } from '../src/signin/mailer.ts';
 import { aTimestamp, expectError, expectUnauthorized, expectValidationError } from './expect-api.ts';
 import { startTestApp, type ApiResponse, type TestApp } from './harness.ts';
 
@@ -379,7 +379,7 @@ describe('npx rowgate mail outbox', () => {
     return new Promise((resolve) => {
       execFile(
         process.execPath,
-        [path.join(projectRoot, 'src', 'cli.ts'), ...args],
+        [path.join(projectRoot, 'src', 'cli', 'main.ts'), ...args],
         {
           cwd: projectRoot,
           timeout: 60_000,

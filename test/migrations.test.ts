@@ -1,5 +1,5 @@
 // The committed migrations, applied to an empty database the way a deploy does
-// (graphile-migrate migrate as rowgate_owner, through src/database-setup.ts),
+// (graphile-migrate migrate as rowgate_owner, through src/db/setup.ts),
 // make exactly the schema the suite runs on; and migrations/current.sql is empty
 // (the check that fails when an uncommitted migration reaches main).
 import { execFile } from 'node:child_process';
@@ -10,7 +10,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { ensureDatabase, migrateDatabase, projectRoot } from '../src/database-setup.ts';
+import { ensureDatabase, migrateDatabase, projectRoot } from '../src/db/setup.ts';
 import { withDatabase } from './database-server.ts';
 
 /**
@@ -206,7 +206,7 @@ describe('every committed migration, applied to an empty database', () => {
   });
 });
 
-/** `node src/cli.ts …` with nothing but DATABASE_URL: what a DBA's deploy step has. */
+/** `node src/cli/main.ts …` with nothing but DATABASE_URL: what a DBA's deploy step has. */
 function dbaCli(args: string[], databaseUrl: string): Promise<{ code: number; stdout: string; stderr: string }> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
@@ -215,7 +215,7 @@ function dbaCli(args: string[], databaseUrl: string): Promise<{ code: number; st
   env.DATABASE_URL = databaseUrl;
   env.ROWGATE_HOME = path.join(tmpdir(), `rowgate-migrations-test-${process.pid}`);
   return new Promise((resolve) => {
-    execFile(process.execPath, [path.join(projectRoot, 'src', 'cli.ts'), ...args], { cwd: projectRoot, env, timeout: 60_000 }, (error, stdout, stderr) =>
+    execFile(process.execPath, [path.join(projectRoot, 'src', 'cli', 'main.ts'), ...args], { cwd: projectRoot, env, timeout: 60_000 }, (error, stdout, stderr) =>
       resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
     );
   });

@@ -2,8 +2,8 @@
 // table in it, and every schema, property and parameter described, with an example.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { z } from 'zod';
-import type { ApiRoute } from '../src/route.ts';
-import { apiRoutes } from '../src/routes.ts';
+import type { ApiRoute } from '../src/http/route.ts';
+import { apiRoutes } from '../src/http/routes.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 
 type Json = Record<string, any>;

@@ -4,8 +4,8 @@
 // scripts/test-pgbouncer.ts runs this file through one); and many concurrent
 // requests of every kind over a small pool all get their answers.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createPool, inTransaction } from '../src/database.ts';
-import { generateToken } from '../src/tokens.ts';
+import { createPool, inTransaction } from '../src/db/pool.ts';
+import { generateToken } from '../src/auth/tokens.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
 let app: TestApp;

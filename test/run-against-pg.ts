@@ -5,7 +5,7 @@
 // scripts/test-pg15.sh, which runs a local PostgreSQL 15).
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { projectRoot } from '../src/database-setup.ts';
+import { projectRoot } from '../src/db/setup.ts';
 import { isDockerReachable, requestedVersion, SUPPORTED_MAJOR_VERSIONS } from './database-server.ts';
 
 const [version, ...vitestArgs] = process.argv.slice(2);

@@ -4,10 +4,10 @@
 // cross-site consent guard.
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createApp } from '../src/app.ts';
-import { outboxMailer } from '../src/mailer.ts';
-import { allRoutes } from '../src/routes.ts';
-import { generateToken } from '../src/tokens.ts';
+import { createApp } from '../src/http/app.ts';
+import { outboxMailer } from '../src/signin/mailer.ts';
+import { allRoutes } from '../src/http/routes.ts';
+import { generateToken } from '../src/auth/tokens.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
 let app: TestApp;
@@ -19,7 +19,7 @@ beforeAll(async () => {
 });
 afterAll(() => app?.close());
 
-describe("security headers: an API answer's on every answer, errors included (src/security-headers.ts)", () => {
+describe("security headers: an API answer's on every answer, errors included (src/http/security-headers.ts)", () => {
   const answers = () => [
     ['a JSON answer', () => app.get('/v1/users/me', { session: admin.session })],
     ['a JSON answer from the answer cache', () => app.get('/v1/users/me', { session: admin.session })],

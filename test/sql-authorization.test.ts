@@ -7,7 +7,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import type { CredentialKind } from '../src/tokens.ts';
+import type { CredentialKind } from '../src/auth/tokens.ts';
 import { withDatabase } from './database-server.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 

@@ -1,11 +1,11 @@
-// src/timestamps.ts: a timestamptz from PostgreSQL's text to the API's form,
+// src/db/timestamps.ts: a timestamptz from PostgreSQL's text to the API's form,
 // which is PostgreSQL's own JSON in a UTC session (the form list pages are
 // rendered in). Whatever the session's time zone and the value, the text is
 // the one to_json writes in UTC.
 import pg from 'pg';
 import { afterAll, beforeAll, expect, inject, test } from 'vitest';
-import '../src/database.ts';
-import { rfc3339 } from '../src/timestamps.ts';
+import '../src/db/pool.ts';
+import { rfc3339 } from '../src/db/timestamps.ts';
 
 let client: pg.Client;
 beforeAll(async () => {

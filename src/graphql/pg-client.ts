@@ -5,7 +5,7 @@
 //
 // A query's statements that grafast asks for together (a page and its
 // totalCount) are one transaction in one write: BEGIN with the timeouts, the
-// request's role and settings (src/authentication.ts: exactly what REST sets),
+// request's role and settings (src/auth/authenticate.ts: exactly what REST sets),
 // the statements, COMMIT. Every write wakes PostgreSQL, and on this machine
 // that holds the writing thread far longer than the work
 // (docs/performance.md). A connection is held only while its statements run,
@@ -21,7 +21,7 @@
 // PgBouncer), at most PREPARED_PER_CONNECTION per connection: documents vary
 // without bound, and each prepared statement holds memory in its backend.
 import type pg from 'pg';
-import { corked, poolStatements } from '../database.ts';
+import { corked, poolStatements } from '../db/pool.ts';
 
 interface PgQuery {
   text: string;

@@ -9,9 +9,9 @@ import http from 'node:http';
 import { arch, platform, tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { embeddedUrl, freePort, postgresOptions, runningPostmaster, type EmbeddedState } from '../../src/embedded-database.ts';
-import { projectRoot } from '../../src/database-setup.ts';
-import { generateToken, hashToken } from '../../src/tokens.ts';
+import { embeddedUrl, freePort, postgresOptions, runningPostmaster, type EmbeddedState } from '../../src/db/embedded.ts';
+import { projectRoot } from '../../src/db/setup.ts';
+import { generateToken, hashToken } from '../../src/auth/tokens.ts';
 
 export interface ServerProcess {
   url: string;
@@ -114,7 +114,7 @@ export async function pgCtl(home: string, args: string[]): Promise<void> {
 /** Stops the database of the home (fast shutdown: sessions are terminated, as in a failover or a restart). */
 export const stopDatabase = (home: string) => pgCtl(home, ['stop', '-m', 'fast', '-w', '-t', '60']);
 
-/** Starts it again, with the options src/embedded-database.ts starts it with; resolves when it accepts connections. */
+/** Starts it again, with the options src/db/embedded.ts starts it with; resolves when it accepts connections. */
 export async function startDatabase(home: string, port: number) {
   await pgCtl(home, ['start', '-w', '-t', '60', '-l', path.join(home, 'postgres.log'), '-o', postgresOptions(home, port).options]);
 }

@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import fc from 'fast-check';
-import { generateToken, hashToken } from '../../src/tokens.ts';
+import { generateToken, hashToken } from '../../src/auth/tokens.ts';
 import type { TestApp } from '../harness.ts';
 
 type Schema = Record<string, any>;

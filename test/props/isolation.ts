@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { grantAnalyst, revokeAnalyst } from '../../src/analysts.ts';
+import { grantAnalyst, revokeAnalyst } from '../../src/db/analysts.ts';
 import { withDatabase } from '../database-server.ts';
 import type { ApiResponse, TestApp } from '../harness.ts';
 import {

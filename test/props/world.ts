@@ -3,7 +3,7 @@
 // the model with the ids the rows got. Rows are inserted the way the harness
 // fixtures insert them (test/harness.ts); tokens are stored as their keyed hash.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { generateToken, hashToken, type CredentialKind } from '../../src/tokens.ts';
+import { generateToken, hashToken, type CredentialKind } from '../../src/auth/tokens.ts';
 import type { CredentialSpec, MCredential, Model, WorldSpec } from './model.ts';
 
 const q = (v: string | null) => (v === null ? 'null' : `'${v.replace(/'/g, "''")}'`);

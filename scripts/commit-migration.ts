@@ -1,0 +1,29 @@
+// Commits a migration the way `graphile-migrate commit` does (the next number,
+// the message as its name, the hash chained to the last committed migration),
+// without the shadow database `commit` needs: `node scripts/commit-migration.ts
+// <file.sql> "<message>"`. Work kept on a branch while main moves on is
+// committed again on top of main's last migration with the same command.
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { calculateHash } from 'graphile-migrate/dist/hash.js';
+import { parseMigrationText, serializeMigration } from 'graphile-migrate/dist/migration.js';
+import { sluggify } from 'graphile-migrate/dist/sluggify.js';
+import { projectRoot } from '../src/db/setup.ts';
+
+const [file, message] = process.argv.slice(2);
+if (!file || !message) {
+  console.error('usage: node scripts/commit-migration.ts <file.sql> "<message>"');
+  process.exit(2);
+}
+const folder = path.join(projectRoot, 'migrations', 'committed');
+const committed = readdirSync(folder)
+  .filter((name) => /^\d{6}.*\.sql$/.test(name))
+  .sort();
+const last = committed.at(-1);
+const previous = last ? parseMigrationText(last, readFileSync(path.join(folder, last), 'utf8')).headers.Hash : null;
+const body = readFileSync(file, 'utf8');
+const number = last ? Number(last.slice(0, 6)) + 1 : 1;
+const name = `${String(number).padStart(6, '0')}-${sluggify(message)}.sql`;
+const headers = { Previous: previous ?? '-', Hash: calculateHash(body, previous), Message: message };
+writeFileSync(path.join(folder, name), serializeMigration(body, headers));
+console.log(`migrations/committed/${name}`);

@@ -1,0 +1,209 @@
+// The pool of authenticator connections and the per-request transaction.
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import { rfc3339 } from './timestamps.ts';
+
+// timestamps come back as RFC 3339 UTC text (src/db/timestamps.ts);
+// bigint (count(*)) as a JS number: our counts stay far below 2^53
+pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, rfc3339);
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
+
+export interface PoolOptions {
+  connectionString: string;
+  max: number;
+  statementTimeoutMs: number;
+  /**
+   * 'named' (the default): each statement is prepared once per connection and
+   * reused. 'unnamed': parsed on every use, for a transaction-pooling PgBouncer
+   * older than 1.21, which cannot carry named prepared statements from one
+   * transaction to the next (scripts/test-pgbouncer.ts).
+   */
+  statements?: 'named' | 'unnamed';
+}
+
+export interface PoolSettings {
+  /** what opens a transaction: BEGIN and the transaction-local timeouts, one simple query */
+  begin: string;
+  named: boolean;
+}
+const poolSettings = new WeakMap<pg.Pool, PoolSettings>();
+
+export function createPool(options: PoolOptions): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.max,
+    // a request waits at most this long for a connection, then gets a 503
+    connectionTimeoutMillis: 3_000,
+    idleTimeoutMillis: 30_000,
+    // one slow query cannot hold a connection for ever
+    statement_timeout: options.statementTimeoutMs,
+    idle_in_transaction_session_timeout: options.statementTimeoutMs * 2,
+    application_name: 'rowgate',
+    // queries queued on a connection go out without waiting for the previous
+    // answer: `begin` and the authentication travel together (one round trip)
+    pipeline: true,
+  });
+  // an idle client losing its server must not crash the process
+  pool.on('error', () => {});
+  // Nor may a checked-out one. pg-pool removes its own error listener from a
+  // client while it is checked out, so a FATAL from the server (an admin
+  // shutdown, 57P01, a restart, a terminated backend) arriving between two
+  // statements of a transaction, ours or PostGraphile's, was an unhandled
+  // 'error' event that killed the process (found by test/faults: the database
+  // stopped under load). With a listener the client is only marked unusable:
+  // its queries fail (a 503) and the pool drops it when it comes back.
+  pool.on('connect', (client) => client.on('error', () => {}));
+  // The timeouts above are startup parameters, which a transaction-pooling
+  // PgBouncer does not pass on (1.18 refuses them unless told to ignore them):
+  // each transaction sets them again, transaction-locally, with its BEGIN.
+  const timeout = Math.trunc(options.statementTimeoutMs);
+  poolSettings.set(pool, {
+    begin: `begin; set local statement_timeout = ${timeout}; set local idle_in_transaction_session_timeout = ${timeout * 2}`,
+    named: (options.statements ?? 'named') === 'named',
+  });
+  return pool;
+}
+
+/** How the pool's transactions begin, and whether its statements are prepared (named). */
+export function poolStatements(pool: pg.Pool): PoolSettings {
+  return poolSettings.get(pool) ?? { begin: 'begin', named: true };
+}
+
+const statementNames = new Map<string, string>();
+export function statementName(text: string) {
+  let name = statementNames.get(text);
+  if (!name) {
+    name = 'rg_' + createHash('sha1').update(text).digest('base64url').slice(0, 20);
+    statementNames.set(text, name);
+  }
+  return name;
+}
+
+/**
+ * Holds back a connection's writes until `release()`, so that statements
+ * queued together leave in one write: on this machine every write that wakes
+ * PostgreSQL costs the server's single thread tens of microseconds (issue 7,
+ * docs/performance.md). pg corks the same stream around each statement it sends.
+ */
+export function corked(client: pg.PoolClient): { release(): void } {
+  const stream = (client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
+  stream?.cork?.();
+  return { release: () => stream?.uncork?.() };
+}
+
+/** A transaction's queries: every one parameterised and prepared once per connection. */
+export class Tx {
+  readonly client: pg.PoolClient;
+  private readonly named: boolean;
+  /** a read: its commit may leave with its last statement (`last`) */
+  private readonly read: boolean;
+  /** that commit, once sent */
+  committed?: Promise<unknown>;
+  constructor(client: pg.PoolClient, named = true, read = false) {
+    this.client = client;
+    this.named = named;
+    this.read = read;
+  }
+
+  /** set when the transaction ends: a statement after it is a bug, never sent */
+  ended = false;
+
+  private query<T extends object>(text: string, values: unknown[]) {
+    if (this.committed || this.ended) throw new Error('a statement after the last statement of its transaction');
+    return this.client.query<T>(this.named ? { name: statementName(text), text, values } : { text, values });
+  }
+
+  async rows<T extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T[]> {
+    return (await this.query<T>(text, values)).rows;
+  }
+
+  /** the number of rows a statement touched */
+  async count(text: string, values: unknown[] = []): Promise<number> {
+    return (await this.query(text, values)).rowCount ?? 0;
+  }
+
+  async one<T extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T | undefined> {
+    return (await this.rows<T>(text, values))[0];
+  }
+
+  /**
+   * `one`, for the last statement of a read: its commit leaves with it, in the
+   * same write, instead of after its answer (one round trip less). Nothing
+   * may follow it in the transaction. In a write it is `one`.
+   */
+  last<T extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T | undefined> {
+    return this.read ? this.withCommit<T>(text, values) : this.one<T>(text, values);
+  }
+
+  /**
+   * The transaction's last statement, sent with its commit in one write; its
+   * answer does not wait for the commit (inTransaction does, for a write).
+   */
+  async withCommit<T extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T | undefined> {
+    const writes = corked(this.client);
+    let answer: Promise<pg.QueryResult<T>>;
+    try {
+      answer = this.query<T>(text, values);
+      this.committed = this.client.query('commit');
+      this.committed.catch(() => {}); // settled by inTransaction
+    } finally {
+      writes.release();
+    }
+    return (await answer).rows[0];
+  }
+}
+
+/**
+ * Runs `work` in one transaction on a pooled connection; rolls back on any error.
+ * `begin` is pipelined with the first statement of `work`, in one write. With
+ * `deferCommit` (reads), the answer does not wait for the commit: the
+ * connection goes back to the pool once the commit is done, and what follows
+ * on it queues behind; and a read's last statement may carry the commit with it
+ * (`Tx.last`).
+ */
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  work: (tx: Tx) => Promise<T>,
+  options: { deferCommit?: boolean } = {},
+): Promise<T> {
+  const client = await pool.connect();
+  const settings = poolSettings.get(pool);
+  const tx = new Tx(client, settings?.named ?? true, options.deferCommit ?? false);
+  // `begin` and what `work` sends before it first waits leave together
+  const writes = corked(client);
+  const begun = client.query(settings?.begin ?? 'begin');
+  begun.catch(() => {}); // awaited below; its failure also fails the first statement
+  let result: T;
+  try {
+    let working: Promise<T>;
+    try {
+      working = work(tx);
+    } finally {
+      writes.release();
+    }
+    result = await working;
+    await begun;
+  } catch (error) {
+    tx.ended = true;
+    await client.query('rollback').then(
+      () => client.release(),
+      () => client.release(true),
+    );
+    throw error;
+  }
+  tx.ended = true;
+  const committed = (tx.committed ?? client.query('commit')).then(
+    () => client.release(),
+    (error: unknown) => {
+      client.release(true);
+      throw error;
+    },
+  );
+  if (options.deferCommit) {
+    committed.catch(() => {}); // a read's commit failing loses nothing
+  } else {
+    await committed;
+  }
+  return result;
+}

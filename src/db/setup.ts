@@ -1,0 +1,129 @@
+// Bringing a database to the committed schema: the cluster-wide roles (db/roles.sql,
+// as a superuser), the database itself, then graphile-migrate's `migrate` as the owner.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Logger, migrate, status } from 'graphile-migrate';
+// graphile-migrate keeps its pool 200 ms after use, and exits the process if an
+// idle client of it errors (the database stopping): end the pools when done.
+import { clearAllPools } from 'graphile-migrate/dist/pgReal.js';
+import pg from 'pg';
+
+export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export interface RolePasswords {
+  owner?: string;
+  authenticator?: string;
+}
+
+/** Runs the idempotent roles script; passwords travel as parameters, never in SQL text. */
+export async function ensureRoles(superuserUrl: string, passwords: RolePasswords) {
+  const sql = await readFile(path.join(projectRoot, 'db', 'roles.sql'), 'utf8');
+  const client = new pg.Client({ connectionString: superuserUrl });
+  await client.connect();
+  try {
+    await client.query('begin');
+    await client.query(
+      `select set_config('rowgate.owner_password', $1, true), set_config('rowgate.authenticator_password', $2, true)`,
+      [passwords.owner ?? '', passwords.authenticator ?? ''],
+    );
+    await client.query(sql);
+    await client.query('commit');
+  } finally {
+    await client.end();
+  }
+}
+
+/** Runs db/database.sql (per-database hardening a superuser must do) in `database`. */
+export async function hardenDatabase(superuserUrl: string, database: string) {
+  const sql = await readFile(path.join(projectRoot, 'db', 'database.sql'), 'utf8');
+  const url = new URL(superuserUrl);
+  url.pathname = `/${database}`;
+  const client = new pg.Client({ connectionString: url.toString() });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Creates `database` owned by rowgate_owner unless it exists. From a template,
+ * the copy gets the template's database-level grants too: CREATE DATABASE
+ * copies the schema but not the database's own ACL, and the migrations put
+ * grants there (TEMPORARY revoked from PUBLIC, CONNECT for the login roles).
+ */
+export async function ensureDatabase(superuserUrl: string, database: string, template?: string) {
+  const client = new pg.Client({ connectionString: superuserUrl });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [database]);
+    if (!rowCount) {
+      const from = template ? ` template ${pg.escapeIdentifier(template)}` : '';
+      await client.query(`create database ${pg.escapeIdentifier(database)} owner rowgate_owner${from}`);
+      if (template) await copyDatabaseGrants(client, template, database);
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+async function copyDatabaseGrants(client: pg.Client, from: string, to: string) {
+  const { rows } = await client.query<{ grantee: string | null; privilege_type: string; is_grantable: boolean }>(
+    `select case when a.grantee = 0 then null else a.grantee::regrole::text end as grantee, a.privilege_type, a.is_grantable
+     from pg_database d, aclexplode(d.datacl) a
+     where d.datname = $1 and a.grantee <> d.datdba`,
+    [from],
+  );
+  if (!rows.length) return; // the template has the default ACL, as the copy has
+  const db = pg.escapeIdentifier(to);
+  await client.query(`revoke all on database ${db} from public`);
+  for (const { grantee, privilege_type, is_grantable } of rows) {
+    // grantee::regrole::text is already quoted as needed
+    await client.query(
+      `grant ${privilege_type} on database ${db} to ${grantee ?? 'public'}${is_grantable ? ' with grant option' : ''}`,
+    );
+  }
+}
+
+function migrateSettings(ownerUrl: string) {
+  return {
+    connectionString: ownerUrl,
+    migrationsFolder: path.join(projectRoot, 'migrations'),
+    pgSettings: { search_path: 'pg_catalog' },
+    // only warnings and errors: the server's start-up is not the place for a migration log
+    logger: new Logger(() => (level, message) => {
+      if (level === 'error' || level === 'warning') console.error(`graphile-migrate: ${message}`);
+    }),
+  };
+}
+
+/**
+ * Applies the committed migrations (graphile-migrate migrate). graphile-migrate
+ * tries its advisory lock once and fails with "Failed to get exclusive lock"
+ * when another process migrates at that moment (two replicas starting together,
+ * a CLI command while the server starts): wait for it and try again, for up to
+ * about half a minute.
+ */
+export async function migrateDatabase(ownerUrl: string) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await migrate(migrateSettings(ownerUrl));
+      return;
+    } catch (error) {
+      if (attempt >= 100 || !/Failed to get exclusive lock/.test((error as Error)?.message ?? '')) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200));
+    } finally {
+      clearAllPools();
+    }
+  }
+}
+
+export async function migrationStatus(ownerUrl: string) {
+  try {
+    return await status(migrateSettings(ownerUrl));
+  } finally {
+    clearAllPools();
+  }
+}

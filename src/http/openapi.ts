@@ -1,0 +1,197 @@
+// The OpenAPI 3.1 document, generated from the route table's own zod schemas,
+// the same ones that validate requests (SPEC §9).
+import { createDocument } from 'zod-openapi';
+import { z } from 'zod';
+import { credentialNames, mediaTypes } from './app.ts';
+import { isAnonymous, type Route } from './route.ts';
+import { doc } from '../resources/fields.ts';
+
+const ValidationIssue = z
+  .object({
+    type: doc(z.string(), 'Kind of problem.', 'too_small'),
+    loc: doc(z.array(z.union([z.string(), z.number()])), 'Where: the source, then the path inside it.', ['body', 'email']),
+    msg: doc(z.string(), 'What is wrong, for a person.', 'Invalid email address'),
+    input: doc(z.unknown().optional(), 'The value that was refused, when there was one.', 'not-an-email'),
+  })
+  .meta({ id: 'ValidationIssue', description: 'One problem with the request.' });
+
+export const ErrorBody = z
+  .object({
+    error: doc(z.string(), 'The error name (SPEC §7).', 'ResourceNotFound'),
+    detail: doc(z.union([z.string(), z.array(ValidationIssue)]), 'A sentence, or the list of validation problems.', 'Not found'),
+  })
+  .meta({ id: 'Error', description: 'The body of every error.' });
+
+export const OAuth2ErrorBody = z
+  .object({
+    error: doc(
+      z.string(),
+      'The RFC 6749 error code: invalid_request, invalid_client, invalid_grant, unsupported_grant_type, invalid_scope, server_error or temporarily_unavailable.',
+      'invalid_grant',
+    ),
+    error_description: doc(z.string(), 'What went wrong, for the developer.', 'The authorization code has expired'),
+  })
+  .meta({ id: 'OAuth2Error', description: 'The body of an error of the OAuth2 protocol endpoints (RFC 6749 §5.2).' });
+
+const errorDescriptions: Record<number, string> = {
+  401: 'No valid credential of a kind this endpoint accepts (`Unauthorized`).',
+  403: 'The token lacks the scope (`InsufficientScope`), or a policy denies (`NotPermitted`, detail = the reason).',
+  404: 'Not found, or out of reach (`ResourceNotFound`).',
+  413: 'The body is larger than 1 MiB (`PayloadTooLarge`).',
+  415: 'The body is not of a media type this endpoint takes (`UnsupportedMediaType`).',
+  422: 'The body, path or query is invalid (`RequestValidationError`).',
+  429: 'Too many requests (`TooManyRequests`); try again after `Retry-After` seconds.',
+  503: 'The database is unavailable (`ServiceUnavailable`).',
+};
+
+/** an endpoint without a credential answers 401 only for what its body proves (a sign-in code) */
+const anonymousErrorDescriptions: Record<number, string> = {
+  ...errorDescriptions,
+  401: 'What the body presents does not authenticate: a wrong, used or expired code (`Unauthorized`).',
+};
+
+/** the errors of the OAuth2 protocol endpoints (RFC 6749 §5.2) */
+const oauth2ErrorDescriptions: Record<number, string> = {
+  400: 'A malformed request (`invalid_request`), or a grant or scope refused (`invalid_grant`, `invalid_scope`, `unsupported_grant_type`).',
+  401: 'Client authentication failed (`invalid_client`).',
+  413: 'The body is larger than 1 MiB (`invalid_request`).',
+  415: 'The body is not of a media type this endpoint takes (`invalid_request`).',
+  503: 'The database is unavailable (`temporarily_unavailable`).',
+};
+
+const successDescriptions: Record<number, string> = {
+  200: 'OK',
+  201: 'Created',
+  202: 'Accepted',
+  204: 'No content',
+  302: 'Redirect',
+};
+
+export function openApiDocument(routes: readonly Route[]) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const api = route.access !== null;
+    // an endpoint that takes no credential never answers 401/403 for one (only when its route says so)
+    const credentialed = api && !isAnonymous(route.access);
+    const oauth2 = route.errorFormat === 'oauth2';
+    const statuses = new Set<number>(route.errors ?? []);
+    if (credentialed) [401, 403].forEach((s) => statuses.add(s));
+    if (api) [oauth2 ? 400 : 422, 503].forEach((s) => statuses.add(s));
+    if (credentialed && (route.params || route.method !== 'get')) statuses.add(404);
+    if (api && route.body) [413, 415].forEach((s) => statuses.add(s));
+    const content = route.response
+      ? { 'application/json': { schema: route.response } }
+      : route.responseType === 'text/html'
+        ? { 'text/html': { schema: { type: 'string', description: 'An HTML page.', example: '<!doctype html>…' } } }
+        : undefined;
+    const responses: Record<string, unknown> = {
+      [route.status]: { description: successDescriptions[route.status], ...(content ? { content } : {}) },
+    };
+    for (const status of [...statuses].sort()) {
+      responses[status] = {
+        description:
+          (oauth2 ? oauth2ErrorDescriptions : credentialed ? errorDescriptions : anonymousErrorDescriptions)[status] ?? 'Error',
+        content: { 'application/json': { schema: oauth2 ? OAuth2ErrorBody : ErrorBody } },
+      };
+    }
+    const operation: Record<string, unknown> = {
+      operationId: route.operationId,
+      summary: route.summary,
+      tags: [route.tag],
+      responses,
+    };
+    if (route.access) {
+      const accepts = route.access.credentials.map((k) => credentialNames[k]).join(', ');
+      operation.description = [
+        route.description,
+        credentialed
+          ? `**Credentials:** ${accepts}. **Scopes (any of):** ${route.access.scopes.map((s) => `\`${s}\``).join(', ')}.`
+          : '**Credentials:** none.',
+      ]
+        .filter(Boolean)
+        .join('\n\n');
+      operation.security = [
+        ...(route.access.credentials.some((k) => k !== 'web_session') ? [{ bearer: [...route.access.scopes] }] : []),
+        ...(route.access.credentials.includes('web_session') ? [{ session: [] }] : []),
+      ];
+      const requestParams: Record<string, unknown> = {};
+      if (route.params) requestParams.path = route.params;
+      if (route.query) requestParams.query = route.query;
+      if (Object.keys(requestParams).length) operation.requestParams = requestParams;
+      if (route.body) {
+        const types = (route.bodyTypes ?? ['json']).map((t) => mediaTypes[t][0]!);
+        operation.requestBody = { required: true, content: Object.fromEntries(types.map((t) => [t, { schema: route.body }])) };
+      }
+    } else {
+      if (route.description) operation.description = route.description;
+      operation.security = [];
+    }
+    (paths[route.path] ??= {})[route.method] = operation;
+  }
+  const document = createDocument({
+    openapi: '3.1.0',
+    info: {
+      title: 'rowgate',
+      version: '1',
+      description:
+        'A versioned REST API whose authorization lives in PostgreSQL. Errors have the shape `{error, detail}`, except on the OAuth2 protocol endpoints (token, revocation, introspection, metadata), which answer RFC 6749\'s `{error, error_description}`.',
+    },
+    servers: [{ url: '/' }],
+    components: {
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'A token: rg_pat_, rg_oat_, rg_at_u_, rg_at_o_, rg_cst_ or rg_mst_.' },
+        session: { type: 'apiKey', in: 'cookie', name: 'rowgate_session', description: 'The web session cookie (rg_us_).' },
+      },
+    },
+    paths: paths as never,
+  });
+  addComponentExamples(document as OpenApiDocument);
+  return document;
+}
+
+type JsonSchema = Record<string, unknown> & {
+  $ref?: string;
+  example?: unknown;
+  examples?: unknown[];
+  properties?: Record<string, JsonSchema>;
+  items?: JsonSchema;
+  anyOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
+  allOf?: JsonSchema[];
+};
+type OpenApiDocument = { components?: { schemas?: Record<string, JsonSchema> } };
+
+/**
+ * Every schema of the document has an example (SPEC §6): zod-openapi renders the
+ * examples of fields, and a named schema (an object, a list) gets one assembled
+ * from its fields' examples, following references.
+ */
+function addComponentExamples(document: OpenApiDocument) {
+  const schemas = document.components?.schemas ?? {};
+  const exampleOf = (schema: JsonSchema | undefined, depth: number): unknown => {
+    if (!schema || depth > 10) return undefined;
+    if ('example' in schema) return schema.example;
+    if (Array.isArray(schema.examples) && schema.examples.length) return schema.examples[0];
+    if (schema.$ref) return exampleOf(schemas[schema.$ref.replace('#/components/schemas/', '')], depth + 1);
+    if (schema.properties) {
+      const entries = Object.entries(schema.properties).map(([key, value]) => [key, exampleOf(value, depth + 1)] as const);
+      return Object.fromEntries(entries.filter(([, value]) => value !== undefined));
+    }
+    if (schema.items) {
+      const item = exampleOf(schema.items, depth + 1);
+      return item === undefined ? undefined : [item];
+    }
+    for (const alternatives of [schema.anyOf, schema.oneOf, schema.allOf]) {
+      for (const alternative of alternatives ?? []) {
+        const example = exampleOf(alternative, depth + 1);
+        if (example !== undefined) return example;
+      }
+    }
+    return undefined;
+  };
+  for (const schema of Object.values(schemas)) {
+    if ('example' in schema || schema.examples) continue;
+    const example = exampleOf(schema, 0);
+    if (example !== undefined) schema.example = example;
+  }
+}

@@ -1,0 +1,151 @@
+// The shape of one entry of the route table. The table (src/http/routes.ts) drives the
+// Express router, the authentication and scope checks, validation and the OpenAPI
+// document; nothing else declares a route.
+import type { Request, Response } from 'express';
+import type { z } from 'zod';
+import type { Tx } from '../db/pool.ts';
+import type { Mailer } from '../signin/mailer.ts';
+import type { CredentialKind } from '../auth/tokens.ts';
+
+/**
+ * Who may call an endpoint: the credential kinds it accepts and the scopes (any of) it needs.
+ * No credential kinds (`access.anonymous`): the endpoint reads no credential and runs its
+ * transaction as rowgate_anonymous, with no subject (sign-in, the OAuth2 token endpoints).
+ */
+export interface Access {
+  credentials: readonly CredentialKind[];
+  scopes: readonly string[];
+}
+
+/** Whether an endpoint takes no credential at all. */
+export const isAnonymous = (a: Access) => a.credentials.length === 0;
+
+const userCredentials = ['web_session', 'personal_access_token', 'oauth2_user_token'] as const;
+const organizationCredentials = ['organization_access_token', 'oauth2_organization_token'] as const;
+
+/** Access classes of user-personal endpoints (SPEC §4). */
+export const access = {
+  webUserRead: { credentials: ['web_session'], scopes: ['user:read', 'user:write'] },
+  webUserWrite: { credentials: ['web_session'], scopes: ['user:write'] },
+  webPayoutsRead: { credentials: ['web_session'], scopes: ['payouts:read', 'payouts:write'] },
+  webPayoutsWrite: { credentials: ['web_session'], scopes: ['payouts:write'] },
+  userRead: { credentials: userCredentials, scopes: ['user:read', 'user:write'] },
+  userWrite: { credentials: userCredentials, scopes: ['user:write'] },
+  /** organization data: User and Organization subjects, with any of `scopes` */
+  organization: (...scopes: string[]): Access => ({ credentials: [...userCredentials, ...organizationCredentials], scopes }),
+  /** organization data that only User subjects reach */
+  organizationUser: (...scopes: string[]): Access => ({ credentials: userCredentials, scopes }),
+  customerPortal: (...scopes: string[]): Access => ({ credentials: ['customer_session', 'member_session'], scopes }),
+  /** no credential: the transaction runs as rowgate_anonymous, with no subject */
+  anonymous: { credentials: [], scopes: [] },
+} satisfies Record<string, Access | ((...s: string[]) => Access)>;
+
+/** A read endpoint accepts the read scope or its write scope (SPEC §3). */
+export const readScopes = (resource: string) => [`${resource}_read`, `${resource}_write`];
+export const writeScopes = (resource: string) => [`${resource}_write`];
+
+type ZodObj = z.ZodObject;
+
+/**
+ * What a handler gets. The subject is not among it: the transaction runs under
+ * the subject's role and settings, and the database decides what it may do.
+ * A JSON read's handler starts before the authentication has answered (its
+ * statements leave with it): it must not touch the response before its first
+ * statement's answer.
+ */
+export interface Context<P, Q, B> {
+  tx: Tx;
+  /** the server secret that keys token hashes */
+  secret: string;
+  mailer: Mailer;
+  params: P;
+  query: Q;
+  body: B;
+  req: Request;
+  res: Response;
+}
+
+export interface PublicContext {
+  req: Request;
+  res: Response;
+}
+
+interface RouteBase {
+  method: 'get' | 'post' | 'patch' | 'delete';
+  /** OpenAPI-style path: `/v1/products/{id}` */
+  path: string;
+  operationId: string;
+  summary: string;
+  tag: string;
+  description?: string;
+  status: 200 | 201 | 202 | 204 | 302;
+  response?: z.ZodType;
+  /** `text/html`: the handler sends an HTML page itself (default: `response`, as JSON) */
+  responseType?: 'text/html';
+  /** `page`: an HTML document's security headers (helmet's defaults) instead of an API answer's (src/http/security-headers.ts) */
+  headers?: 'page';
+  /** statuses documented beside the success one (401/403/422 are added from the access) */
+  errors?: readonly number[];
+  /** the body's accepted media types (default JSON only); any other is a 415 */
+  bodyTypes?: readonly BodyType[];
+  /**
+   * `oauth2`: errors have RFC 6749's shape `{error, error_description}` (the OAuth2
+   * protocol endpoints); otherwise SPEC §7's `{error, detail}`.
+   */
+  errorFormat?: 'oauth2';
+}
+
+export type BodyType = 'json' | 'form';
+
+export interface ApiRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, B extends z.ZodType = z.ZodType>
+  extends RouteBase {
+  access: Access;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /**
+   * `credential`: a GET whose answer depends on nothing but the credential (no
+   * parameters, no query): served from the server's answer cache while the
+   * database has not said it changed (src/auth/answer-cache.ts).
+   */
+  cache?: 'credential';
+  /**
+   * The answer, sent with `status`. Throwing an error rolls the transaction back;
+   * returning an ApiError commits it and then answers the error (a failed attempt
+   * that must be recorded, a reused refresh token whose family is revoked).
+   */
+  handler: (ctx: Context<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<unknown>;
+}
+
+/** What an anonymous endpoint's handler gets. */
+export type AnonymousContext<P, Q, B> = Context<P, Q, B>;
+
+export interface AnonymousRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, B extends z.ZodType = z.ZodType>
+  extends Omit<ApiRoute<P, Q, B>, 'access' | 'handler'> {
+  handler: (ctx: AnonymousContext<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<unknown>;
+}
+
+/** Endpoints outside the API's subjects: health, documents. */
+export interface PublicRoute extends RouteBase {
+  access: null;
+  handler: (ctx: PublicContext) => Promise<unknown>;
+}
+
+export type Route = ApiRoute<any, any, any> | PublicRoute;
+
+export function route<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, B extends z.ZodType = z.ZodType>(
+  r: ApiRoute<P, Q, B>,
+): Route {
+  return r as Route;
+}
+
+/** An endpoint that takes no credential; its transaction runs as rowgate_anonymous. */
+export function anonymousRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, B extends z.ZodType = z.ZodType>(
+  r: AnonymousRoute<P, Q, B>,
+): Route {
+  return { ...r, access: access.anonymous } as Route;
+}
+
+export function publicRoute(r: Omit<PublicRoute, 'access'>): Route {
+  return { ...r, access: null };
+}

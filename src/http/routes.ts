@@ -1,0 +1,43 @@
+// The route table: every endpoint of the API, in one list.
+import type pg from 'pg';
+import { accountRoutes } from '../resources/accounts.ts';
+import { customerPortalRoutes } from '../resources/customer-portal.ts';
+import { customerSessionRoutes } from '../resources/customer-sessions.ts';
+import { customerRoutes } from '../resources/customers.ts';
+import { orderRoutes } from '../resources/orders.ts';
+import { payoutAccountRoutes } from '../resources/payout-accounts.ts';
+import { productRoutes } from '../resources/products.ts';
+import { transactionRoutes } from '../resources/transactions.ts';
+import { serviceRoutes } from './service-routes.ts';
+import { impersonationRoutes } from '../resources/impersonations.ts';
+import { loginCodeRoutes } from '../signin/login-code.ts';
+import { oauth2Routes } from '../oauth2/routes.ts';
+import { memberRoutes } from '../resources/members.ts';
+import { organizationAccessTokenRoutes } from '../resources/organization-access-tokens.ts';
+import { organizationRoutes } from '../resources/organizations.ts';
+import { personalAccessTokenRoutes } from '../resources/personal-access-tokens.ts';
+import type { Route } from './route.ts';
+import { userRoutes } from '../resources/users.ts';
+
+export const apiRoutes: readonly Route[] = [
+  ...userRoutes,
+  ...personalAccessTokenRoutes,
+  ...organizationRoutes,
+  ...memberRoutes,
+  ...accountRoutes,
+  ...organizationAccessTokenRoutes,
+  ...impersonationRoutes,
+  ...productRoutes,
+  ...customerRoutes,
+  ...orderRoutes,
+  ...transactionRoutes,
+  ...payoutAccountRoutes,
+  ...customerSessionRoutes,
+  ...customerPortalRoutes,
+  ...loginCodeRoutes,
+  ...oauth2Routes,
+];
+
+export function allRoutes(pool: pg.Pool): Route[] {
+  return [...serviceRoutes(pool, () => apiRoutes), ...apiRoutes];
+}

@@ -1,0 +1,130 @@
+// Starting and stopping rowgate: the database (embedded or given), the roles and
+// migrations, the pool, the HTTP server; stopping in the reverse order.
+import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type pg from 'pg';
+import { AnswerCache } from '../auth/answer-cache.ts';
+import { createApp } from './app.ts';
+import type { Config } from '../config.ts';
+import { createPool } from '../db/pool.ts';
+import { connect } from '../db/connect.ts';
+import { createGraphql, type Graphql } from '../graphql/server.ts';
+import { allRoutes } from './routes.ts';
+
+/**
+ * Errors Node's HTTP parser answers before Express sees the request (headers
+ * over 16 KiB, a malformed request line, a request that took too long) get
+ * SPEC §7's body too, instead of Node's empty one. Found by the HTTP fuzzer
+ * (test/fuzz): a 16 KiB query string was a bare `431` with no body.
+ */
+export function answerClientErrors(server: Server) {
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    const [status, reason, name, detail] =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large', 'RequestHeaderFieldsTooLarge', 'The request line and headers are larger than 16 KiB']
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout', 'RequestTimeout', 'The request took too long to arrive']
+          : [400, 'Bad Request', 'BadRequest', 'The request is not valid HTTP'];
+    // an answer to HEAD has no body (the request line is at the start of the unparsed data)
+    const head = /^HEAD /.test((error as { rawPacket?: Buffer }).rawPacket?.subarray(0, 5).toString('latin1') ?? '');
+    const body = head ? '' : JSON.stringify({ error: name, detail });
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+}
+
+export interface Running {
+  server: Server;
+  pool: pg.Pool;
+  url: string;
+  stop(): Promise<void>;
+}
+
+export async function startServer(config: Config, log: (line: string) => void = console.log): Promise<Running> {
+  const connection = await connect(config, { exclusive: true, log });
+  const pool = createPool({
+    connectionString: connection.authenticatorUrl,
+    max: config.ROWGATE_POOL_SIZE,
+    statementTimeoutMs: config.ROWGATE_STATEMENT_TIMEOUT_MS,
+    statements: config.ROWGATE_PREPARED_STATEMENTS,
+  });
+  // PostGraphile's own statement cache follows the same choice
+  if (config.ROWGATE_PREPARED_STATEMENTS === 'unnamed') process.env.DATAPLAN_PG_PREPARED_STATEMENT_CACHE_SIZE ??= '0';
+  let graphql: Graphql | undefined;
+  const answerCache =
+    config.ROWGATE_ANSWER_CACHE_SECONDS > 0
+      ? new AnswerCache({ connectionString: connection.authenticatorUrl, maxAgeMs: config.ROWGATE_ANSWER_CACHE_SECONDS * 1000, log })
+      : undefined;
+  const server = await (async () => {
+    await answerCache?.start();
+    graphql = await createGraphql({ pool, secret: connection.secret, development: config.NODE_ENV === 'development', log });
+    const app = createApp({ pool, secret: connection.secret, routes: allRoutes(pool), log, mounts: [graphql.mount], answerCache });
+    return new Promise<Server>((resolve, reject) => {
+      const s = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(s)));
+    });
+  })().catch(async (error) => {
+    await answerCache?.stop();
+    await graphql?.release();
+    await pool.end();
+    await connection.embedded?.stop();
+    throw error;
+  });
+  server.keepAliveTimeout = 5_000;
+  answerClientErrors(server);
+  const drain = drainOnStop(server);
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.PORT;
+  let stopping: Promise<void> | undefined;
+  return {
+    server,
+    pool,
+    url: `http://${config.HOST}:${port}`,
+    stop: () =>
+      (stopping ??= (async () => {
+        // no new connections; in-flight requests finish; then the pool; the database last
+        await drain();
+        await answerCache?.stop();
+        await graphql?.release();
+        await pool.end();
+        await connection.embedded?.stop();
+      })()),
+  };
+}
+
+/** How long in-flight requests may take to finish once the server stops (main.ts gives up at 20 s). */
+export const DRAIN_MS = 15_000;
+
+/**
+ * The HTTP half of a graceful stop. `server.close()` refuses new connections
+ * but waits for every open one, and a client that keeps its connection busy
+ * (keep-alive under load) kept it open until main.ts gave up at 20 s, exiting 1
+ * with the database still running (found by test/long/shutdown.process.long.ts).
+ * So once stopping, every answer carries `Connection: close` (the connection
+ * ends after the request in flight on it), idle connections are closed as they
+ * appear, and after DRAIN_MS whatever is left is cut.
+ */
+export function drainOnStop(server: Server): () => Promise<void> {
+  let draining = false;
+  server.prependListener('request', (_req, res) => {
+    if (draining) res.setHeader('Connection', 'close');
+  });
+  return () =>
+    new Promise<void>((resolve) => {
+      draining = true;
+      const sweep = setInterval(() => server.closeIdleConnections(), 50);
+      const deadline = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
+      server.close(() => {
+        clearInterval(sweep);
+        clearTimeout(deadline);
+        resolve();
+      });
+      server.closeIdleConnections();
+    });
+}

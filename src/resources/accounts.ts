@@ -1,0 +1,111 @@
+// Accounts: an organization's financial identity (SPEC §5 finance policies, §9, §11).
+// GET /v1/organizations/{id}/account, POST /v1/accounts/, GET/PATCH /v1/accounts/{id}.
+import { z } from 'zod';
+import { authorize } from '../auth/authorize.ts';
+import { notFound } from '../http/errors.ts';
+import { access, route, writeScopes, type Access } from '../http/route.ts';
+import { doc, idParams, timestamps, uuid } from './fields.ts';
+
+/** Finance-read endpoints accept any of these (SPEC §3). */
+export const financeReadScopes = ['transactions_read', 'transactions_write', 'payouts_read', 'payouts_write'];
+export const financeWriteScopes = ['transactions_write', 'payouts_write'];
+
+export const country = doc(z.string().regex(/^[A-Z]{2}$/, 'An ISO 3166-1 alpha-2 code, upper case'), 'Country (ISO 3166-1 alpha-2).', 'US');
+export const currency = doc(z.string().regex(/^[a-z]{3}$/, 'An ISO 4217 code, lower case'), 'Currency (ISO 4217, lower case).', 'usd');
+
+export const AccountRead = z
+  .object({
+    id: uuid('The account id.'),
+    organization_id: uuid('The organization the account belongs to.'),
+    admin_id: uuid('The one user who may see and manage the financial information.'),
+    country,
+    currency,
+    status: doc(z.enum(['pending', 'active', 'disabled']), 'Onboarding state; set by the platform.', 'pending'),
+    ...timestamps,
+  })
+  .meta({ id: 'Account', description: 'The account that receives an organization\'s money.' });
+
+const AccountCreate = z
+  .strictObject({ organization_id: uuid('The organization to create the account for.'), country, currency })
+  .meta({ id: 'AccountCreate', description: 'A new account; the creating user becomes its admin.' });
+const AccountUpdate = z
+  .strictObject({ country: country.optional(), currency: currency.optional() })
+  .meta({ id: 'AccountUpdate', description: 'Fields to change; only the fields sent change.' });
+
+const columns = 'id, organization_id, admin_id, country, currency, status, created_at, updated_at';
+const financeRead: Access = access.organization(...financeReadScopes);
+
+export const accountRoutes = [
+  route({
+    method: 'get',
+    path: '/v1/organizations/{id}/account',
+    operationId: 'organizations:get_account',
+    summary: 'Get an organization\'s account',
+    description:
+      'Finance-read policy: organization tokens, or the account admin. A user on an organization without account gets 403 `Organization has no account`; an organization token gets 404.',
+    tag: 'accounts',
+    access: financeRead,
+    params: idParams,
+    status: 200,
+    response: AccountRead,
+    handler: async ({ tx, params }) => {
+      await authorize(tx, 'organization', params.id, 'finance_read');
+      const account = await tx.one(
+        `select ${columns} from rowgate.accounts where organization_id = $1`,
+        [params.id],
+      );
+      if (!account) throw notFound();
+      return account;
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/accounts/',
+    operationId: 'accounts:create',
+    summary: 'Create an account',
+    description: 'Users with `organization:manage` on the organization; the creator becomes the account admin.',
+    tag: 'accounts',
+    access: access.organizationUser(...writeScopes('organizations')),
+    body: AccountCreate,
+    status: 201,
+    response: AccountRead,
+    handler: ({ tx, body }) =>
+      tx.one(`select ${columns} from rowgate.create_account($1, $2, $3)`, [body.organization_id, body.country, body.currency]),
+  }),
+  route({
+    method: 'get',
+    path: '/v1/accounts/{id}',
+    operationId: 'accounts:get',
+    summary: 'Get an account',
+    tag: 'accounts',
+    access: financeRead,
+    params: idParams,
+    status: 200,
+    response: AccountRead,
+    handler: async ({ tx, params }) => {
+      await authorize(tx, 'account', params.id, 'finance_read');
+      return tx.one(`select ${columns} from rowgate.accounts where id = $1`, [params.id]);
+    },
+  }),
+  route({
+    method: 'patch',
+    path: '/v1/accounts/{id}',
+    operationId: 'accounts:update',
+    summary: 'Update an account',
+    description: 'Finance-write policy: the account admin only.',
+    tag: 'accounts',
+    access: access.organization(...financeWriteScopes),
+    params: idParams,
+    body: AccountUpdate,
+    status: 200,
+    response: AccountRead,
+    handler: async ({ tx, params, body }) => {
+      await authorize(tx, 'account', params.id, 'finance_write');
+      return tx.one(
+        `update rowgate.accounts set country = coalesce($2, country), currency = coalesce($3, currency)
+         where id = $1 returning ${columns}`,
+        [params.id, body.country ?? null, body.currency ?? null],
+      );
+    },
+  }),
+];

@@ -1,0 +1,86 @@
+// /v1/customer-portal: what a customer (or a member seat of a business customer)
+// sees of itself: its profile and its orders. RLS shows each subject only its own.
+import { z } from 'zod';
+import { customerColumns, CustomerRead } from './customers.ts';
+import { found, notPermitted } from '../http/errors.ts';
+import { listQuery, listSchema, multi, runList, Where } from './lists.ts';
+import { orderColumns, OrderRead, orderSortable } from './orders.ts';
+import { access, route } from '../http/route.ts';
+import { doc, idParams } from './fields.ts';
+
+const PortalCustomerUpdate = z
+  .strictObject({
+    first_name: doc(z.string().trim().max(200).nullable(), 'First name; null clears it.', 'Jo').optional(),
+    last_name: doc(z.string().trim().max(200).nullable(), 'Last name; null clears it.', 'Doe').optional(),
+  })
+  .meta({ id: 'PortalCustomerUpdate', description: 'Fields a customer may change of itself.' });
+
+const read = access.customerPortal('customer_portal_read', 'customer_portal_write');
+const write = access.customerPortal('customer_portal_write');
+const me = `select ${customerColumns} from rowgate.customers where id = rowgate_hidden.current_customer_id()`;
+
+export const customerPortalRoutes = [
+  route({
+    method: 'get',
+    path: '/v1/customer-portal/customers/me',
+    operationId: 'customer_portal:me',
+    summary: 'Get the current customer',
+    tag: 'customer-portal',
+    access: read,
+    status: 200,
+    response: CustomerRead,
+    handler: async ({ tx }) => found(await tx.last(me)),
+  }),
+  route({
+    method: 'patch',
+    path: '/v1/customer-portal/customers/me',
+    operationId: 'customer_portal:update_me',
+    summary: 'Update the current customer',
+    description: 'Customers only; member seats have read-only access (403).',
+    tag: 'customer-portal',
+    access: write,
+    body: PortalCustomerUpdate,
+    status: 200,
+    response: CustomerRead,
+    handler: async ({ tx, body }) => {
+      const denial = await tx.one<{ denial: string | null }>('select rowgate_hidden.portal_write_denial() as denial');
+      if (denial?.denial) throw notPermitted(denial.denial);
+      return found(
+        await tx.one(
+          `update rowgate.customers set
+             first_name = case when $1 then $2 else first_name end,
+             last_name = case when $3 then $4 else last_name end
+           where id = rowgate_hidden.current_customer_id() returning ${customerColumns}`,
+          ['first_name' in body, body.first_name ?? null, 'last_name' in body, body.last_name ?? null],
+        ),
+      );
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/v1/customer-portal/orders/',
+    operationId: 'customer_portal:list_orders',
+    summary: 'List the current customer\'s orders',
+    tag: 'customer-portal',
+    access: read,
+    query: listQuery(Object.keys(orderSortable), {
+      status: multi(z.enum(['pending', 'paid', 'refunded']), 'Only orders with this status (repeatable).', 'paid'),
+    }),
+    status: 200,
+    response: listSchema(OrderRead, 'PortalOrder'),
+    handler: ({ tx, query }) =>
+      runList(tx, { from: 'rowgate.orders', columns: orderColumns, sortable: orderSortable }, query, new Where().anyOf('status', query.status)),
+  }),
+  route({
+    method: 'get',
+    path: '/v1/customer-portal/orders/{id}',
+    operationId: 'customer_portal:get_order',
+    summary: 'Get one of the current customer\'s orders',
+    tag: 'customer-portal',
+    access: read,
+    params: idParams,
+    status: 200,
+    response: OrderRead,
+    handler: async ({ tx, params }) => found(await tx.last(`select ${orderColumns} from rowgate.orders where id = $1`, [params.id])),
+  }),
+];

@@ -1,0 +1,135 @@
+// /v1/organizations/{id}/members: who belongs to an organization, with which role.
+// Changes go through the members-management policy (SPEC §5).
+import { z } from 'zod';
+import { authorize } from '../auth/authorize.ts';
+import { notFound } from '../http/errors.ts';
+import { listQuery, listSchema, multi, runList, Where } from './lists.ts';
+import type { Tx } from '../db/pool.ts';
+import { access, readScopes, route, writeScopes } from '../http/route.ts';
+import { doc, timestamps, uuid } from './fields.ts';
+
+const role = doc(z.string().min(1).max(50), 'The role: `admin`, `member` or `finance` (roles are data; more may exist).', 'member');
+
+export const MembershipRead = z
+  .object({
+    user_id: uuid('The member\'s user id.'),
+    organization_id: uuid('The organization.'),
+    role,
+    email: doc(z.string(), 'The member\'s e-mail address.', 'ada@example.com'),
+    name: doc(z.string().nullable(), 'The member\'s display name.', 'Ada Lovelace'),
+    ...timestamps,
+  })
+  .meta({ id: 'Membership', description: 'A user\'s membership of an organization.' });
+
+const MembershipCreate = z
+  .strictObject({
+    email: doc(z.email().max(320), 'The e-mail address of an existing user.', 'grace@example.com'),
+    role,
+  })
+  .meta({ id: 'MembershipCreate', description: 'Adds an existing user to the organization.' });
+const MembershipUpdate = z.strictObject({ role }).meta({ id: 'MembershipUpdate', description: 'The new role.' });
+
+const organizationParams = z.object({ id: uuid('The organization id.') });
+const memberParams = z.object({ id: uuid('The organization id.'), user_id: uuid('The member\'s user id.') });
+
+const from = 'rowgate.memberships m join rowgate.users u on u.id = m.user_id';
+const columns = 'm.user_id, m.organization_id, m.role, u.email, u.name, m.created_at, m.updated_at';
+
+async function readMembership(tx: Tx, organizationId: string, userId: string) {
+  const row = await tx.one(
+    `select ${columns} from ${from} where m.organization_id = $1 and m.user_id = $2`,
+    [organizationId, userId],
+  );
+  if (!row) throw notFound();
+  return row;
+}
+
+export const memberRoutes = [
+  route({
+    method: 'get',
+    path: '/v1/organizations/{id}/members',
+    operationId: 'members:list',
+    summary: 'List the members of an organization',
+    tag: 'members',
+    access: access.organization(...readScopes('members')),
+    params: organizationParams,
+    query: listQuery(['created_at', 'email', 'role'], {
+      role: multi(role, 'Only members with this role (repeatable).', 'admin'),
+    }),
+    status: 200,
+    response: listSchema(MembershipRead, 'Membership'),
+    handler: async ({ tx, params, query }) => {
+      await authorize(tx, 'organization', params.id, 'read');
+      return runList(
+        tx,
+        { from, columns, id: 'm.id', sortable: { created_at: 'm.created_at', email: 'u.email', role: 'm.role' } },
+        query,
+        new Where().equals('m.organization_id', params.id).anyOf('m.role', query.role),
+      );
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/organizations/{id}/members',
+    operationId: 'members:add',
+    summary: 'Add a member',
+    tag: 'members',
+    access: access.organization(...writeScopes('members')),
+    params: organizationParams,
+    body: MembershipCreate,
+    status: 201,
+    response: MembershipRead,
+    handler: async ({ tx, params, body }) => {
+      await authorize(tx, 'organization', params.id, 'members_management');
+      const added = await tx.one<{ user_id: string }>('select user_id from rowgate.add_member($1, $2, $3)', [
+        params.id,
+        body.email,
+        body.role,
+      ]);
+      return readMembership(tx, params.id, added!.user_id);
+    },
+  }),
+  route({
+    method: 'patch',
+    path: '/v1/organizations/{id}/members/{user_id}',
+    operationId: 'members:update',
+    summary: 'Change a member\'s role',
+    tag: 'members',
+    access: access.organization(...writeScopes('members')),
+    params: memberParams,
+    body: MembershipUpdate,
+    status: 200,
+    response: MembershipRead,
+    handler: async ({ tx, params, body }) => {
+      // resolve the membership (404) before the policy (403), as SPEC §5 orders them
+      await readMembership(tx, params.id, params.user_id);
+      await authorize(tx, 'organization', params.id, 'members_management');
+      await tx.count('update rowgate.memberships set role = $3 where organization_id = $1 and user_id = $2', [
+        params.id,
+        params.user_id,
+        body.role,
+      ]);
+      return readMembership(tx, params.id, params.user_id);
+    },
+  }),
+  route({
+    method: 'delete',
+    path: '/v1/organizations/{id}/members/{user_id}',
+    operationId: 'members:remove',
+    summary: 'Remove a member',
+    description: 'Access ends at once. The membership is kept, soft-deleted.',
+    tag: 'members',
+    access: access.organization(...writeScopes('members')),
+    params: memberParams,
+    status: 204,
+    handler: async ({ tx, params }) => {
+      const membership = await tx.one<{ id: string }>(
+        'select id from rowgate.memberships where organization_id = $1 and user_id = $2',
+        [params.id, params.user_id],
+      );
+      if (!membership) throw notFound();
+      await tx.one(`select rowgate.delete_resource('membership', $1)`, [membership.id]);
+    },
+  }),
+];
+

@@ -1,0 +1,96 @@
+// /v1/organization-access-tokens: tokens that act as an organization (SPEC §2, §9).
+// Users with access_tokens:manage only; an organization token never mints or revokes them.
+import { z } from 'zod';
+import { listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
+import { access, readScopes, route, writeScopes } from '../http/route.ts';
+import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from './fields.ts';
+import { generateToken, hashToken } from '../auth/tokens.ts';
+
+export const OrganizationAccessTokenRead = z
+  .object({
+    id: uuid('The token id.'),
+    organization_id: uuid('The organization the token acts as.'),
+    comment: doc(z.string(), 'What the token is for.', 'Storefront backend'),
+    scopes: doc(z.array(z.string()), 'The scopes the token carries.', ['products_read', 'orders_write']),
+    expires_at: nullableTimestamp('When it stops working; null: never.'),
+    last_used_at: nullableTimestamp('When it last authenticated a request (to the minute); null: never used.'),
+    ...timestamps,
+  })
+  .meta({ id: 'OrganizationAccessToken', description: 'An organization access token (the token itself is never shown again).' });
+
+const OrganizationAccessTokenCreate = z
+  .strictObject({
+    organization_id: uuid('The organization the token will act as.'),
+    comment: doc(z.string().trim().min(1).max(200), 'What the token is for.', 'Storefront backend'),
+    scopes: scopeList('Organization scopes for the token; each must be one the calling credential holds.'),
+    expires_in: expiresIn,
+  })
+  .meta({ id: 'OrganizationAccessTokenCreate', description: 'A new organization access token.' });
+
+const OrganizationAccessTokenCreated = OrganizationAccessTokenRead.extend({ token: tokenField('rg_oat_') }).meta({
+  id: 'OrganizationAccessTokenCreated',
+  description: 'The new token, with the token itself (shown once).',
+});
+
+const columns = 'id, organization_id, comment, scopes, expires_at, last_used_at, created_at, updated_at';
+
+export const organizationAccessTokenRoutes = [
+  route({
+    method: 'get',
+    path: '/v1/organization-access-tokens/',
+    operationId: 'organization_access_tokens:list',
+    summary: 'List organization access tokens',
+    description: 'The tokens of the organizations where the user may manage access tokens.',
+    tag: 'organization-access-tokens',
+    access: access.organizationUser(...readScopes('organization_access_tokens')),
+    query: listQuery(['created_at', 'comment', 'last_used_at'], {
+      organization_id: organizationFilter,
+    }),
+    status: 200,
+    response: listSchema(OrganizationAccessTokenRead, 'OrganizationAccessToken'),
+    handler: ({ tx, query }) => {
+      return runList(
+        tx,
+        {
+          from: 'rowgate.organization_access_tokens',
+          columns,
+          sortable: { created_at: 'created_at', comment: 'comment', last_used_at: 'last_used_at' },
+        },
+        query,
+        new Where().organizations(query.organization_id),
+      );
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/organization-access-tokens/',
+    operationId: 'organization_access_tokens:create',
+    summary: 'Create an organization access token',
+    tag: 'organization-access-tokens',
+    access: access.organizationUser(...writeScopes('organization_access_tokens')),
+    body: OrganizationAccessTokenCreate,
+    status: 201,
+    response: OrganizationAccessTokenCreated,
+    handler: async ({ tx, body, secret }) => {
+      const token = generateToken('organization_access_token');
+      const created = await tx.one(
+        `select ${columns} from rowgate.create_organization_access_token($1, $2, $3, now() + make_interval(secs => $4), $5)`,
+        [body.organization_id, body.comment, body.scopes, body.expires_in ?? null, hashToken(secret, token)],
+      );
+      return { ...created, token };
+    },
+  }),
+  route({
+    method: 'delete',
+    path: '/v1/organization-access-tokens/{id}',
+    operationId: 'organization_access_tokens:delete',
+    summary: 'Revoke an organization access token',
+    tag: 'organization-access-tokens',
+    access: access.organizationUser(...writeScopes('organization_access_tokens')),
+    params: idParams,
+    status: 204,
+    handler: async ({ tx, params }) => {
+      await tx.one(`select rowgate.delete_resource('organization_access_token', $1)`, [params.id]);
+    },
+  }),
+];

@@ -1,0 +1,122 @@
+// /v1/organizations: the tenants (SPEC §9, §11).
+import { z } from 'zod';
+import { authorize } from '../auth/authorize.ts';
+import { notFound } from '../http/errors.ts';
+import { listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
+import { access, readScopes, route, writeScopes } from '../http/route.ts';
+import { doc, idParams, timestamps, uuid } from './fields.ts';
+
+const slug = doc(
+  z.string().min(2).max(64).regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, 'Lower-case letters, digits and single hyphens'),
+  'Unique, URL-friendly name: lower-case letters, digits and hyphens.',
+  'acme',
+);
+const name = doc(z.string().trim().min(1).max(200), 'Display name.', 'Acme Inc.');
+
+export const OrganizationRead = z
+  .object({
+    id: uuid('The organization id.'),
+    name,
+    slug,
+    account_id: doc(z.uuid().nullable(), 'The organization\'s account, once created; null before.', '7d1e2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6'),
+    ...timestamps,
+  })
+  .meta({ id: 'Organization', description: 'An organization: the tenant that owns members, products, customers and orders.' });
+
+const OrganizationCreate = z.strictObject({ name, slug }).meta({ id: 'OrganizationCreate', description: 'A new organization.' });
+const OrganizationUpdate = z
+  .strictObject({ name: name.optional(), slug: slug.optional() })
+  .meta({ id: 'OrganizationUpdate', description: 'Fields to change; only the fields sent change.' });
+
+export const organizationColumns = 'id, name, slug, account_id, created_at, updated_at';
+
+export const organizationRoutes = [
+  route({
+    method: 'get',
+    path: '/v1/organizations/',
+    operationId: 'organizations:list',
+    summary: 'List organizations',
+    description: 'The organizations the subject reaches: a user\'s memberships, or the token\'s own organization.',
+    tag: 'organizations',
+    access: access.organization(...readScopes('organizations')),
+    query: listQuery(['created_at', 'name', 'slug'], {
+      organization_id: organizationFilter,
+      slug: doc(z.string().max(64).optional(), 'Only the organization with this slug.', 'acme'),
+    }),
+    status: 200,
+    response: listSchema(OrganizationRead, 'Organization'),
+    handler: ({ tx, query }) => {
+      return runList(
+        tx,
+        { from: 'rowgate.organizations', columns: organizationColumns, sortable: { created_at: 'created_at', name: 'name', slug: 'slug' } },
+        query,
+        new Where().anyOf('id', query.organization_id, 'uuid').equals('slug', query.slug),
+      );
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/v1/organizations/{id}',
+    operationId: 'organizations:get',
+    summary: 'Get an organization',
+    tag: 'organizations',
+    access: access.organization(...readScopes('organizations')),
+    params: idParams,
+    status: 200,
+    response: OrganizationRead,
+    handler: async ({ tx, params }) => {
+      const row = await tx.one(`select ${organizationColumns} from rowgate.organizations where id = $1`, [params.id]);
+      if (!row) throw notFound();
+      return row;
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/organizations/',
+    operationId: 'organizations:create',
+    summary: 'Create an organization',
+    description: 'The creating user becomes its `admin`.',
+    tag: 'organizations',
+    access: access.organizationUser(...writeScopes('organizations')),
+    body: OrganizationCreate,
+    status: 201,
+    response: OrganizationRead,
+    handler: ({ tx, body }) =>
+      tx.one(`select ${organizationColumns} from rowgate.create_organization($1, $2)`, [body.name, body.slug]),
+  }),
+  route({
+    method: 'patch',
+    path: '/v1/organizations/{id}',
+    operationId: 'organizations:update',
+    summary: 'Update an organization',
+    description: 'Needs the `organization:manage` permission (organization tokens may update their own organization).',
+    tag: 'organizations',
+    access: access.organization(...writeScopes('organizations')),
+    params: idParams,
+    body: OrganizationUpdate,
+    status: 200,
+    response: OrganizationRead,
+    handler: async ({ tx, params, body }) => {
+      await authorize(tx, 'organization', params.id, 'organization:manage');
+      return tx.one(
+        `update rowgate.organizations set name = coalesce($2, name), slug = coalesce($3, slug)
+         where id = $1 returning ${organizationColumns}`,
+        [params.id, body.name ?? null, body.slug ?? null],
+      );
+    },
+  }),
+  route({
+    method: 'delete',
+    path: '/v1/organizations/{id}',
+    operationId: 'organizations:delete',
+    summary: 'Delete an organization',
+    description: 'A soft delete: the organization and everything it owns disappear from every API. Users with `organization:manage` only.',
+    tag: 'organizations',
+    access: access.organizationUser(...writeScopes('organizations')),
+    params: idParams,
+    status: 204,
+    handler: async ({ tx, params }) => {
+      await tx.one(`select rowgate.delete_resource('organization', $1)`, [params.id]);
+    },
+  }),
+];

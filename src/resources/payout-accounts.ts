@@ -1,0 +1,95 @@
+// /v1/payout-accounts: where an organization's balance is paid out. Web payouts
+// access classes (SPEC §4) plus the finance policies (SPEC §5).
+import { z } from 'zod';
+import { authorize } from '../auth/authorize.ts';
+import { country, currency } from './accounts.ts';
+import { listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
+import { access, route } from '../http/route.ts';
+import { doc, idParams, timestamps, uuid } from './fields.ts';
+
+const type = doc(z.enum(['bank_account', 'stripe', 'open_collective']), 'How the payout is made.', 'bank_account');
+
+export const PayoutAccountRead = z
+  .object({
+    id: uuid('The payout account id.'),
+    organization_id: uuid('The organization it pays out for.'),
+    type,
+    country,
+    currency,
+    ...timestamps,
+  })
+  .meta({ id: 'PayoutAccount', description: 'A destination for an organization\'s payouts.' });
+
+const PayoutAccountCreate = z
+  .strictObject({ organization_id: uuid('The organization (the caller must be its account admin).'), type, country, currency })
+  .meta({ id: 'PayoutAccountCreate', description: 'A new payout account.' });
+
+const columns = 'id, organization_id, type, country, currency, created_at, updated_at';
+
+export const payoutAccountRoutes = [
+  route({
+    method: 'get',
+    path: '/v1/payout-accounts/',
+    operationId: 'payout_accounts:list',
+    summary: 'List payout accounts',
+    description: 'Those of organizations whose account the user administers (finance-read policy).',
+    tag: 'payout-accounts',
+    access: access.webPayoutsRead,
+    query: listQuery(['created_at'], { organization_id: organizationFilter }),
+    status: 200,
+    response: listSchema(PayoutAccountRead, 'PayoutAccount'),
+    handler: ({ tx, query }) =>
+      runList(
+        tx,
+        { from: 'rowgate.payout_accounts', columns, sortable: { created_at: 'created_at' } },
+        query,
+        new Where().organizations(query.organization_id),
+      ),
+  }),
+  route({
+    method: 'get',
+    path: '/v1/payout-accounts/{id}',
+    operationId: 'payout_accounts:get',
+    summary: 'Get a payout account',
+    tag: 'payout-accounts',
+    access: access.webPayoutsRead,
+    params: idParams,
+    status: 200,
+    response: PayoutAccountRead,
+    handler: async ({ tx, params }) => {
+      await authorize(tx, 'payout_account', params.id, 'finance_read');
+      return tx.one(`select ${columns} from rowgate.payout_accounts where id = $1`, [params.id]);
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/payout-accounts/',
+    operationId: 'payout_accounts:create',
+    summary: 'Create a payout account',
+    description: 'The account admin of the organization only (finance-write policy).',
+    tag: 'payout-accounts',
+    access: access.webPayoutsWrite,
+    body: PayoutAccountCreate,
+    status: 201,
+    response: PayoutAccountRead,
+    handler: ({ tx, body }) =>
+      tx.one(
+        `insert into rowgate.payout_accounts (organization_id, type, country, currency)
+         values (rowgate_hidden.target_organization_id($1, 'finance_write'), $2, $3, $4) returning ${columns}`,
+        [body.organization_id, body.type, body.country, body.currency],
+      ),
+  }),
+  route({
+    method: 'delete',
+    path: '/v1/payout-accounts/{id}',
+    operationId: 'payout_accounts:delete',
+    summary: 'Delete a payout account',
+    tag: 'payout-accounts',
+    access: access.webPayoutsWrite,
+    params: idParams,
+    status: 204,
+    handler: async ({ tx, params }) => {
+      await tx.one(`select rowgate.delete_resource('payout_account', $1)`, [params.id]);
+    },
+  }),
+];

@@ -1,0 +1,85 @@
+// /v1/personal-access-tokens: a user's own API tokens (SPEC §9, §11).
+import { z } from 'zod';
+import type { Tx } from '../db/pool.ts';
+import { notFound } from '../http/errors.ts';
+import { listQuery, listSchema, runList } from './lists.ts';
+import { access, route } from '../http/route.ts';
+import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from './fields.ts';
+import { generateToken, hashToken } from '../auth/tokens.ts';
+
+export const PersonalAccessTokenRead = z
+  .object({
+    id: uuid('The token id.'),
+    comment: doc(z.string(), 'What the token is for.', 'CI deploys'),
+    scopes: doc(z.array(z.string()), 'The scopes the token carries.', ['products_read']),
+    expires_at: nullableTimestamp('When it stops working; null: never.'),
+    last_used_at: nullableTimestamp('When it last authenticated a request (to the minute); null: never used.'),
+    ...timestamps,
+  })
+  .meta({ id: 'PersonalAccessToken', description: 'A personal access token (the token itself is never shown again).' });
+
+const PersonalAccessTokenCreate = z
+  .strictObject({
+    comment: doc(z.string().trim().min(1).max(200), 'What the token is for.', 'CI deploys'),
+    scopes: scopeList('Scopes for the token; each must be one the calling credential holds.'),
+    expires_in: expiresIn,
+  })
+  .meta({ id: 'PersonalAccessTokenCreate', description: 'A new personal access token.' });
+
+const PersonalAccessTokenCreated = PersonalAccessTokenRead.extend({ token: tokenField('rg_pat_') }).meta({
+  id: 'PersonalAccessTokenCreated',
+  description: 'The new token, with the token itself (shown once).',
+});
+
+const columns = 'id, comment, scopes, expires_at, last_used_at, created_at, updated_at';
+
+export const personalAccessTokenRoutes = [
+  route({
+    method: 'get',
+    path: '/v1/personal-access-tokens/',
+    operationId: 'personal_access_tokens:list',
+    summary: 'List personal access tokens',
+    tag: 'personal-access-tokens',
+    access: access.webUserRead,
+    query: listQuery(['created_at', 'comment', 'last_used_at'], {}),
+    status: 200,
+    response: listSchema(PersonalAccessTokenRead, 'PersonalAccessToken'),
+    handler: ({ tx, query }) =>
+      runList(tx, { from: 'rowgate.personal_access_tokens', columns, sortable: { created_at: 'created_at', comment: 'comment', last_used_at: 'last_used_at' } }, query),
+  }),
+  route({
+    method: 'post',
+    path: '/v1/personal-access-tokens/',
+    operationId: 'personal_access_tokens:create',
+    summary: 'Create a personal access token',
+    tag: 'personal-access-tokens',
+    access: access.webUserWrite,
+    body: PersonalAccessTokenCreate,
+    status: 201,
+    response: PersonalAccessTokenCreated,
+    handler: async ({ tx, body, secret }) => {
+      const token = generateToken('personal_access_token');
+      const created = await tx.one(
+        `select ${columns} from rowgate.create_personal_access_token($1, $2, now() + make_interval(secs => $3), $4)`,
+        [body.comment, body.scopes, body.expires_in ?? null, hashToken(secret, token)],
+      );
+      return { ...created, token };
+    },
+  }),
+  route({
+    method: 'delete',
+    path: '/v1/personal-access-tokens/{id}',
+    operationId: 'personal_access_tokens:delete',
+    summary: 'Revoke a personal access token',
+    tag: 'personal-access-tokens',
+    access: access.webUserWrite,
+    params: idParams,
+    status: 204,
+    handler: async ({ tx, params }) => revoke(tx, params.id),
+  }),
+];
+
+async function revoke(tx: Tx, id: string) {
+  const row = await tx.one<{ revoked: boolean }>('select rowgate.revoke_personal_access_token($1) as revoked', [id]);
+  if (!row?.revoked) throw notFound();
+}

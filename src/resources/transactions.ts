@@ -1,0 +1,56 @@
+// GET /v1/transactions/: money movements, behind the finance:read permission filter.
+import { z } from 'zod';
+import { currency, financeReadScopes } from './accounts.ts';
+import { listQuery, listSchema, multi, organizationFilter, runList, Where } from './lists.ts';
+import { access, route } from '../http/route.ts';
+import { doc, timestamps, uuid } from './fields.ts';
+
+const type = doc(z.enum(['payment', 'refund']), 'payment when an order is paid, refund (negative) when refunded.', 'payment');
+
+export const TransactionRead = z
+  .object({
+    id: uuid('The transaction id.'),
+    organization_id: uuid('The organization whose money moved.'),
+    order_id: uuid('The order that caused it.'),
+    type,
+    amount: doc(z.number().int(), 'Signed amount in the currency\'s minor unit (refunds are negative).', 2500),
+    currency,
+    ...timestamps,
+  })
+  .meta({ id: 'Transaction', description: 'A payment or refund.' });
+
+export const transactionRoutes = [
+  route({
+    method: 'get',
+    path: '/v1/transactions/',
+    operationId: 'transactions:list',
+    summary: 'List transactions',
+    description:
+      'Permission filter `finance:read`: a user sees the transactions of organizations where its role grants it (not the `member` role); an organization token sees all of its own.',
+    tag: 'transactions',
+    access: access.organization(...financeReadScopes),
+    query: listQuery(['created_at', 'amount'], {
+      organization_id: organizationFilter,
+      order_id: multi(z.uuid(), 'Only transactions of this order (repeatable).', '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b'),
+      type: multi(type, 'Only transactions of this type (repeatable).', 'payment'),
+    }),
+    status: 200,
+    response: listSchema(TransactionRead, 'Transaction'),
+    handler: ({ tx, query }) =>
+      runList(
+        tx,
+        {
+          from: 'rowgate.transactions',
+          columns: 'id, organization_id, order_id, type, amount, currency, created_at, updated_at',
+          sortable: { created_at: 'created_at', amount: 'amount' },
+          // the same permission filter as the table's RLS policy
+          perOrganization: { permission: 'finance:read', counter: 'transactions' },
+        },
+        query,
+        new Where()
+          .organizations(query.organization_id)
+          .anyOf('order_id', query.order_id, 'uuid')
+          .anyOf('type', query.type),
+      ),
+  }),
+];

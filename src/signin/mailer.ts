@@ -1,0 +1,55 @@
+// Sending mail (sign-in codes). With SMTP_URL set, through that server
+// (nodemailer); otherwise nothing leaves the machine: the message is written to
+// the server log and kept in the development outbox, which
+// `npx rowgate mail outbox [--to EMAIL]` prints (SPEC §10), so that a newcomer
+// can sign in locally.
+import { loadConfig, type Config } from '../config.ts';
+import type { Tx } from '../db/pool.ts';
+
+export interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+export interface Mailer {
+  /** Sends within the request's transaction: when sending fails, what the request stored is rolled back. */
+  send(mail: Mail, tx: Tx): Promise<void>;
+}
+
+/** The development mailer: a log line and a row of the outbox (rowgate_private.mail_outbox). */
+export function outboxMailer(log: (line: string) => void): Mailer {
+  return {
+    async send(mail, tx) {
+      log(`mail to ${mail.to} (no SMTP_URL; kept in the development outbox): ${mail.subject}\n${mail.text}`);
+      await tx.rows('select rowgate.record_outbox_mail($1, $2, $3)', [mail.to, mail.subject, mail.text]);
+    },
+  };
+}
+
+/** Delivery through an SMTP server, `smtp://user:password@host:port` or `smtps://…`. */
+export function smtpMailer(url: string, from: string): Mailer {
+  let transport: Promise<{ sendMail(message: object): Promise<unknown> }> | undefined;
+  return {
+    async send(mail) {
+      // loaded on first use: a server without SMTP_URL never loads nodemailer
+      transport ??= import('nodemailer').then((nodemailer) => nodemailer.createTransport(url));
+      await (await transport).sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text });
+    },
+  };
+}
+
+export function createMailer(config: Pick<Config, 'SMTP_URL' | 'MAIL_FROM'>, log: (line: string) => void): Mailer {
+  return config.SMTP_URL ? smtpMailer(config.SMTP_URL, config.MAIL_FROM) : outboxMailer(log);
+}
+
+/**
+ * The mailer the environment configures (SMTP_URL, MAIL_FROM), chosen on the
+ * first message: building an app reads no configuration.
+ */
+export function environmentMailer(log: (line: string) => void): Mailer {
+  let mailer: Mailer | undefined;
+  return {
+    send: (mail, tx) => (mailer ??= createMailer(loadConfig(), log)).send(mail, tx),
+  };
+}
