@@ -21,8 +21,8 @@ import { chmod, chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { embeddedUrl, freePort, openEmbeddedDatabase } from '../src/embedded-database.ts';
-import { projectRoot } from '../src/database-setup.ts';
+import { embeddedUrl, freePort, openEmbeddedDatabase } from '../src/db/embedded.ts';
+import { projectRoot } from '../src/db/setup.ts';
 
 const DEFAULT_FILES = [
   'test/pooling.test.ts',
@@ -120,7 +120,7 @@ auth_file = ${work}/userlist.txt
 auth_user = postgres
 auth_query = SELECT usename, passwd FROM pg_shadow WHERE usename = $1
 ; node-postgres sends these as startup parameters; PgBouncer 1.18 refuses unknown
-; ones, so they are ignored here, and rowgate sets them per transaction (src/database.ts)
+; ones, so they are ignored here, and rowgate sets them per transaction (src/db/pool.ts)
 ignore_startup_parameters = extra_float_digits, statement_timeout, idle_in_transaction_session_timeout
 server_reset_query =
 logfile = ${work}/pgbouncer.log
