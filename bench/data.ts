@@ -105,7 +105,10 @@ export async function load(ownerUrl: string, scale: Scale, log: (l: string) => v
       [scale.orders, ORGANIZATIONS],
     );
     await step('enable order triggers', 'alter table rowgate.orders enable trigger user');
-    await step('vacuum analyze', 'vacuum (analyze) rowgate.orders, rowgate.organizations, rowgate.memberships, rowgate.products, rowgate.customers');
+    await step(
+      'vacuum analyze',
+      'vacuum (analyze) rowgate.orders, rowgate.organizations, rowgate.memberships, rowgate.products, rowgate.customers',
+    );
   } finally {
     await client.end();
   }

@@ -62,7 +62,9 @@ function median(name: string, runs: Omit<Scenario, 'name'>[]): Scenario {
   const sorted = [...runs].sort((a, b) => a.rps - b.rps);
   const middle = sorted[Math.floor(sorted.length / 2)]!;
   const scenario = { name, rps: middle.rps, p50_ms: middle.p50_ms, p99_ms: middle.p99_ms, runs_rps: runs.map((r) => Math.round(r.rps)) };
-  log(`  ${name}: ${scenario.rps.toFixed(0)}/s (runs ${scenario.runs_rps.join(', ')}), p50 ${scenario.p50_ms} ms, p99 ${scenario.p99_ms} ms`);
+  log(
+    `  ${name}: ${scenario.rps.toFixed(0)}/s (runs ${scenario.runs_rps.join(', ')}), p50 ${scenario.p50_ms} ms, p99 ${scenario.p99_ms} ms`,
+  );
   scenarios.push(scenario);
   return scenario;
 }
@@ -203,7 +205,24 @@ function pgbench(name: string, url: string, script: string, variables: Record<st
       const prefix = `log${i}`;
       const output = execFileSync(
         'pgbench',
-        ['-n', '-c', '4', '-j', '2', '-T', String(DURATION), '-M', 'prepared', '-f', path.join(dir, 'script.sql'), '-l', '--log-prefix', path.join(dir, prefix), ...defines, url],
+        [
+          '-n',
+          '-c',
+          '4',
+          '-j',
+          '2',
+          '-T',
+          String(DURATION),
+          '-M',
+          'prepared',
+          '-f',
+          path.join(dir, 'script.sql'),
+          '-l',
+          '--log-prefix',
+          path.join(dir, prefix),
+          ...defines,
+          url,
+        ],
         { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
       );
       const tps = Number(/tps = ([\d.]+)/.exec(output)?.[1]);
@@ -224,8 +243,14 @@ function pgbench(name: string, url: string, script: string, variables: Record<st
 /** `$n` placeholders → pgbench `:pn` variables. */
 function toPgbench(text: string, values: unknown[]) {
   const variables: Record<string, string> = {};
-  values.forEach((v, i) => (variables[`p${i + 1}`] = Array.isArray(v) ? `{${v.join(',')}}` : String(v)));
-  return { text: text.replace(/\$(\d+)/g, ':p$1').replace(/\s+/g, ' ').trim(), variables };
+  for (const [i, v] of values.entries()) variables[`p${i + 1}`] = Array.isArray(v) ? `{${v.join(',')}}` : String(v);
+  return {
+    text: text
+      .replace(/\$(\d+)/g, ':p$1')
+      .replace(/\s+/g, ' ')
+      .trim(),
+    variables,
+  };
 }
 
 const NAIVE_LIST = `select id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at
@@ -274,8 +299,16 @@ async function main() {
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const results = path.join(projectRoot, 'bench', 'results');
   mkdirSync(results, { recursive: true });
-  const meta = { date: new Date().toISOString(), quick, scales: scales.map((s) => s.name), duration_s: DURATION, repeats: REPEATS, connections: CONNECTIONS, node: process.version };
-  writeFileSync(path.join(results, `${stamp}.json`), JSON.stringify({ ...meta, ...summary }, null, 2) + '\n');
+  const meta = {
+    date: new Date().toISOString(),
+    quick,
+    scales: scales.map((s) => s.name),
+    duration_s: DURATION,
+    repeats: REPEATS,
+    connections: CONNECTIONS,
+    node: process.version,
+  };
+  writeFileSync(path.join(results, `${stamp}.json`), `${JSON.stringify({ ...meta, ...summary }, null, 2)}\n`);
   const table = [
     '| scenario | req/s (median run) | p50 ms | p99 ms | runs |',
     '|---|---:|---:|---:|---|',
@@ -286,7 +319,7 @@ async function main() {
     ...Object.entries(ratios).map(([k, v]) => `| ${k} | ${v} |`),
   ].join('\n');
   writeFileSync(path.join(results, `${stamp}.md`), `# Benchmark ${meta.date}\n\n${JSON.stringify(meta)}\n\n${table}\n`);
-  if (args.json) writeFileSync(args.json, JSON.stringify(summary, null, 2) + '\n');
+  if (args.json) writeFileSync(args.json, `${JSON.stringify(summary, null, 2)}\n`);
   console.log(table);
 }
 
@@ -339,7 +372,7 @@ async function benchScale(
   // the database ceiling: the API's own statements for GET /v1/orders/?limit=50, and the straightforward ones
   const page = listStatement(orderListSpec, { page: 1, limit: 50 }, new Where());
   for (const who of ['small', 'big'] as const) {
-    const hash = '\\x' + hashToken(secret, sessions[who]!).toString('hex');
+    const hash = `\\x${hashToken(secret, sessions[who]!).toString('hex')}`;
     const list = toPgbench(page.text, page.values);
     const auth = AUTHENTICATE.replace('$1', ':kind').replace('$2', ':hash').replace(/\s+/g, ' ').trim();
     const variables = { kind: 'web_session', hash, ...list.variables };
@@ -379,7 +412,7 @@ async function benchScale(
   const auth = AUTHENTICATE.replace('$1', ':kind').replace('$2', ':hash').replace(/\s+/g, ' ').trim();
   pgbench(`${scale.name}/sql_users_me`, authenticatorUrl, `begin;\n${auth};\n${ME};\ncommit;\n`, {
     kind: 'web_session',
-    hash: '\\x' + hashToken(secret, sessions.small!).toString('hex'),
+    hash: `\\x${hashToken(secret, sessions.small!).toString('hex')}`,
   });
   await http(`${scale.name}/rest_users_me`, { url: `${base}/v1/users/me`, headers: { cookie: `rowgate_session=${sessions.small}` } });
 

@@ -19,7 +19,12 @@ const schema = z.object({
   // queue in the kernel's scheduler: on 2 cores, 10 instead of 4 gave the orders
   // page a p99 of 93–142 ms instead of 43–54 ms at 64 clients, and less throughput
   // (docs/performance.md). A database on another machine: set it for that one.
-  ROWGATE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(Math.max(4, 2 * availableParallelism())),
+  ROWGATE_POOL_SIZE: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(200)
+    .default(Math.max(4, 2 * availableParallelism())),
   ROWGATE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   // 'unnamed' for a transaction-pooling PgBouncer older than 1.21 (docs/operations.md)
   ROWGATE_PREPARED_STATEMENTS: z.enum(['named', 'unnamed']).default('named'),

@@ -21,7 +21,7 @@ import { startTestApp, type RequestOptions, type TestApp, type TestUser } from '
 let app: TestApp;
 let authenticator: pg.Pool;
 let allScopes: string[];
-let readScopes: string[];
+let _readScopes: string[];
 
 // The world: organization A, whose account adminA administers, with two live
 // payout accounts and a deleted one; B with its own. platformAdmin is a platform
@@ -51,7 +51,7 @@ beforeAll(async () => {
   app = await startTestApp();
   authenticator = new pg.Pool({ connectionString: app.authenticatorUrl, max: 2 });
   [{ scopes: allScopes }] = (await app.sql('select rowgate_private.all_scopes() as scopes')) as [{ scopes: string[] }];
-  [{ scopes: readScopes }] = (await app.sql('select rowgate_private.read_scopes() as scopes')) as [{ scopes: string[] }];
+  [{ scopes: _readScopes }] = (await app.sql('select rowgate_private.read_scopes() as scopes')) as [{ scopes: string[] }];
   w.adminA = await app.user({ name: 'Admin A' });
   w.memberA = await app.user({ name: 'Member A' });
   w.platformAdmin = await app.user({ name: 'Platform Admin', admin: true });
@@ -80,7 +80,11 @@ interface GraphqlResult {
   body: { data?: any; errors?: { message: string; extensions?: { code?: string } }[] };
 }
 const gql = async (query: string, auth: RequestOptions = {}, variables: Record<string, unknown> = {}): Promise<GraphqlResult> =>
-  (await app.request('POST', '/graphql', { ...auth, headers: { accept: 'application/json' }, body: { query, variables } })) as GraphqlResult;
+  (await app.request('POST', '/graphql', {
+    ...auth,
+    headers: { accept: 'application/json' },
+    body: { query, variables },
+  })) as GraphqlResult;
 
 async function data(query: string, auth: RequestOptions = {}, variables: Record<string, unknown> = {}) {
   const result = await gql(query, auth, variables);
@@ -137,8 +141,16 @@ describe('payout accounts through GraphQL: a web session only (web payouts read)
   // PATs, `payouts:read` for user tokens), write scopes too, and organizations_read
   // so that the same query shows the credential itself works
   const tokens: { name: string; kind: CredentialKind; mint: () => Promise<string> }[] = [
-    { name: 'an OAT with payouts_read', kind: 'organization_access_token', mint: () => app.oat(w.A, ['payouts_read', 'organizations_read']) },
-    { name: 'an OAT with payouts_write', kind: 'organization_access_token', mint: () => app.oat(w.A, ['payouts_write', 'organizations_read']) },
+    {
+      name: 'an OAT with payouts_read',
+      kind: 'organization_access_token',
+      mint: () => app.oat(w.A, ['payouts_read', 'organizations_read']),
+    },
+    {
+      name: 'an OAT with payouts_write',
+      kind: 'organization_access_token',
+      mint: () => app.oat(w.A, ['payouts_write', 'organizations_read']),
+    },
     {
       name: 'an OAuth2 organization token with payouts_read',
       kind: 'oauth2_organization_token',
@@ -149,8 +161,16 @@ describe('payout accounts through GraphQL: a web session only (web payouts read)
       kind: 'oauth2_organization_token',
       mint: () => app.oauthOrganizationToken(w.adminA.id, w.A, ['payouts_write', 'organizations_read']),
     },
-    { name: "the account admin's PAT with payouts_read", kind: 'personal_access_token', mint: () => app.pat(w.adminA.id, ['payouts_read', 'organizations_read']) },
-    { name: "the account admin's PAT with payouts:read", kind: 'personal_access_token', mint: () => app.pat(w.adminA.id, ['payouts:read', 'organizations_read']) },
+    {
+      name: "the account admin's PAT with payouts_read",
+      kind: 'personal_access_token',
+      mint: () => app.pat(w.adminA.id, ['payouts_read', 'organizations_read']),
+    },
+    {
+      name: "the account admin's PAT with payouts:read",
+      kind: 'personal_access_token',
+      mint: () => app.pat(w.adminA.id, ['payouts:read', 'organizations_read']),
+    },
     { name: "the account admin's PAT with every scope", kind: 'personal_access_token', mint: () => app.pat(w.adminA.id, allScopes) },
     {
       name: "the account admin's OAuth2 user token with payouts:read",
@@ -220,7 +240,9 @@ describe('changing the user: a web session only (web user write)', () => {
   const rename = (c: pg.PoolClient, id: string) => c.query(`update rowgate.users set name = 'Renamed' where id = $1`, [id]);
 
   test('control: a web session holding user:write changes its user', async () => {
-    await as({ kind: 'user', id: w.memberA.id, credential: 'web_session' }, async (c) => expect((await rename(c, w.memberA.id)).rowCount).toBe(1));
+    await as({ kind: 'user', id: w.memberA.id, credential: 'web_session' }, async (c) =>
+      expect((await rename(c, w.memberA.id)).rowCount).toBe(1),
+    );
   });
 
   test.each(userTokens)('a %s holding user:write changes nothing: the update policy refuses the credential', async (credential) => {
@@ -233,7 +255,9 @@ describe('changing the user: a web session only (web user write)', () => {
 
   test('a credential kind the server never sets (none, or made up) changes nothing either', async () => {
     for (const credential of ['', 'web-session', 'WEB_SESSION'] as unknown as CredentialKind[]) {
-      await as({ kind: 'user', id: w.memberA.id, credential }, async (c) => expect((await rename(c, w.memberA.id)).rowCount, credential).toBe(0));
+      await as({ kind: 'user', id: w.memberA.id, credential }, async (c) =>
+        expect((await rename(c, w.memberA.id)).rowCount, credential).toBe(0),
+      );
     }
   });
 
@@ -249,7 +273,9 @@ describe('changing the user: a web session only (web user write)', () => {
 
 describe('payout accounts in SQL: a web session only', () => {
   const insert = (c: pg.PoolClient, organizationId: string) =>
-    c.query(`insert into rowgate.payout_accounts (organization_id, type, country, currency) values ($1, 'stripe', 'US', 'usd')`, [organizationId]);
+    c.query(`insert into rowgate.payout_accounts (organization_id, type, country, currency) values ($1, 'stripe', 'US', 'usd')`, [
+      organizationId,
+    ]);
   const adminA = (credential: CredentialKind): Subject => ({ kind: 'user', id: w.adminA.id, credential });
 
   test('the account admin with a web session reads, creates and deletes them', async () => {
@@ -291,7 +317,9 @@ describe('payout accounts in SQL: a web session only', () => {
 
   test('the check comes before everything else: an unknown id answers the same refusal, not a 404', async () => {
     await as(adminA('personal_access_token'), async (c) =>
-      expect(await failure(c.query(`select rowgate.delete_resource('payout_account', gen_random_uuid())`))).toMatchObject({ code: 'RG403' }),
+      expect(await failure(c.query(`select rowgate.delete_resource('payout_account', gen_random_uuid())`))).toMatchObject({
+        code: 'RG403',
+      }),
     );
   });
 
@@ -362,9 +390,19 @@ describe('rowgate_hidden.current_credential_kind()', () => {
 describe('the platform-admin flag', () => {
   test('is no column of rowgate.users; its table is private: no API role, no analyst has any privilege on it', async () => {
     expect(
-      await app.sql(`select column_name from information_schema.columns where table_schema = 'rowgate' and column_name like '%admin%' order by 1`),
+      await app.sql(
+        `select column_name from information_schema.columns where table_schema = 'rowgate' and column_name like '%admin%' order by 1`,
+      ),
     ).toEqual([{ column_name: 'admin_id' }]); // rowgate.accounts.admin_id: the account admin, another thing
-    const roles = ['rowgate_anonymous', 'rowgate_user', 'rowgate_organization', 'rowgate_customer', 'rowgate_member', 'rowgate_analyst', 'rowgate_authenticator'];
+    const roles = [
+      'rowgate_anonymous',
+      'rowgate_user',
+      'rowgate_organization',
+      'rowgate_customer',
+      'rowgate_member',
+      'rowgate_analyst',
+      'rowgate_authenticator',
+    ];
     const privileges = await app.sql<{ role: string; any: boolean }>(
       `select r as role, has_table_privilege(r, 'rowgate_private.platform_admins', 'select, insert, update, delete, truncate, references, trigger')
          or has_any_column_privilege(r, 'rowgate_private.platform_admins', 'select, insert, update, references') as any
@@ -382,7 +420,10 @@ describe('the platform-admin flag', () => {
   });
 
   test('GET /v1/users/me shows the caller its own flag, in the same shape as before', async () => {
-    for (const [who, admin] of [['platformAdmin', true], ['memberA', false]] as const) {
+    for (const [who, admin] of [
+      ['platformAdmin', true],
+      ['memberA', false],
+    ] as const) {
       const res = await app.get('/v1/users/me', { session: w[who].session });
       expect(res.status).toBe(200);
       expect(Object.keys(res.body)).toEqual(['id', 'email', 'name', 'avatar_url', 'is_admin', 'created_at', 'updated_at']);
@@ -410,7 +451,8 @@ describe('the platform-admin flag', () => {
 
   test("GraphQL's User has no such field; a colleague's allUsers shows no flag of any kind", async () => {
     const type = await data('{ __type(name: "User") { fields { name type { kind name ofType { kind name } } } } }');
-    const fields: { name: string; type: { kind: string; name: string | null; ofType: { kind: string; name: string } | null } }[] = type.__type.fields;
+    const fields: { name: string; type: { kind: string; name: string | null; ofType: { kind: string; name: string } | null } }[] =
+      type.__type.fields;
     expect(fields.map((f) => f.name)).not.toContain('isAdmin');
     const refused = await gql('{ allUsers { nodes { rowId isAdmin } } }', { session: w.memberA.session });
     expect(refused.body.errors?.[0]?.message).toMatch(/Cannot query field "isAdmin" on type "User"/);
@@ -423,7 +465,7 @@ describe('the platform-admin flag', () => {
     for (const node of nodes) expect(Object.values(node).filter((v) => typeof v === 'boolean')).toEqual([]);
   });
 
-  test('REST never shows a colleague\'s flag: the members list names users without it', async () => {
+  test("REST never shows a colleague's flag: the members list names users without it", async () => {
     const res = await app.get(`/v1/organizations/${w.A}/members?limit=100`, { session: w.memberA.session });
     expect(res.status).toBe(200);
     expect(JSON.stringify(res.body)).not.toMatch(/admin"?\s*:\s*(true|false)/);
@@ -443,7 +485,10 @@ describe('the platform-admin flag', () => {
   });
 
   test("rowgate_hidden.current_user_is_platform_admin() is the transaction user's own answer", async () => {
-    for (const [who, admin] of [['platformAdmin', true], ['memberA', false]] as const) {
+    for (const [who, admin] of [
+      ['platformAdmin', true],
+      ['memberA', false],
+    ] as const) {
       await as({ kind: 'user', id: w[who].id, credential: 'personal_access_token', scopes: ['user:read'] }, async (c) =>
         expect((await c.query('select rowgate_hidden.current_user_is_platform_admin() as admin')).rows, who).toEqual([{ admin }]),
       );
@@ -507,10 +552,21 @@ describe('analysts: select * from rowgate.users works and shows no flag', () => 
     const client = await analyst(w.adminA.id);
     try {
       expect((await client.query('select rowgate_hidden.current_credential_kind() as kind')).rows).toEqual([{ kind: 'web_session' }]);
-      const live = sorted((await app.sql<{ id: string }>('select id from rowgate.payout_accounts where organization_id = $1 and deleted_at is null', [w.A])).map((r) => r.id));
+      const live = sorted(
+        (
+          await app.sql<{ id: string }>('select id from rowgate.payout_accounts where organization_id = $1 and deleted_at is null', [w.A])
+        ).map((r) => r.id),
+      );
       expect(sorted((await client.query('select id from rowgate.payout_accounts')).rows.map((r) => r.id))).toEqual(live);
       expect(await failure(client.query(`update rowgate.users set name = 'x'`))).toMatchObject({ code: '42501' });
-      expect(await failure(client.query(`insert into rowgate.payout_accounts (organization_id, type, country, currency) values ($1, 'stripe', 'US', 'usd')`, [w.A]))).toMatchObject({ code: '42501' });
+      expect(
+        await failure(
+          client.query(
+            `insert into rowgate.payout_accounts (organization_id, type, country, currency) values ($1, 'stripe', 'US', 'usd')`,
+            [w.A],
+          ),
+        ),
+      ).toMatchObject({ code: '42501' });
       // the settings it may set by hand change nothing
       await client.query('begin');
       await client.query(`select set_config('rowgate.credential_kind', 'personal_access_token', true)`);
@@ -547,7 +603,12 @@ describe('migration 000003 on a database with platform admins', () => {
         await copyFile(path.join(projectRoot, 'migrations', 'committed', file), path.join(folder, 'committed', file));
       }
       try {
-        await migrate({ connectionString: ownerUrl, migrationsFolder: folder, pgSettings: { search_path: 'pg_catalog' }, logger: new Logger(() => () => {}) });
+        await migrate({
+          connectionString: ownerUrl,
+          migrationsFolder: folder,
+          pgSettings: { search_path: 'pg_catalog' },
+          logger: new Logger(() => () => {}),
+        });
       } finally {
         clearAllPools();
       }
@@ -567,7 +628,13 @@ describe('migration 000003 on a database with platform admins', () => {
       expect((await owner.query('select user_id from rowgate_private.platform_admins order by user_id')).rows).toEqual(
         sorted([id['op@example.com']!, id['gone@example.com']!]).map((user_id) => ({ user_id })),
       );
-      expect((await owner.query(`select 1 from pg_attribute where attrelid = 'rowgate.users'::regclass and attname = 'is_admin' and not attisdropped`)).rows).toEqual([]);
+      expect(
+        (
+          await owner.query(
+            `select 1 from pg_attribute where attrelid = 'rowgate.users'::regclass and attname = 'is_admin' and not attisdropped`,
+          )
+        ).rows,
+      ).toEqual([]);
       // moving the flags is no change to the users
       expect((await owner.query('select id, updated_at from rowgate.users order by id')).rows).toEqual(before.rows);
     } finally {

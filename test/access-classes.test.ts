@@ -142,7 +142,8 @@ for (const route of routes) {
         expectUnauthorized(res, true);
         expectNamesAccepted(res, route);
         expect(res.body.detail).toMatch(credentialWords[kind]);
-        if (minted) expect((await app.sql('select deleted_at from rowgate.users where id = $1', [minted.user.id]))[0]).toEqual({ deleted_at: null });
+        if (minted)
+          expect((await app.sql('select deleted_at from rowgate.users where id = $1', [minted.user.id]))[0]).toEqual({ deleted_at: null });
       },
     );
 

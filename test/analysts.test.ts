@@ -19,7 +19,6 @@ const LOGIN_PREFIX = `${inject('runId')}_an_`;
 const loginName = (label: string) => `${LOGIN_PREFIX}${label}_${randomBytes(3).toString('hex')}`;
 const made = new Set<string>();
 
-
 /** `node src/cli/main.ts ...args` against this file's database, with a superuser as ROOT_DATABASE_URL. */
 function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
   return runCli(app, args, { ROOT_DATABASE_URL: superuserUrl(), ...env });
@@ -107,7 +106,10 @@ function asApi(rows: Record<string, unknown>[], like: Record<string, unknown>[])
 const byKey =
   (...keys: string[]) =>
   (a: Record<string, unknown>, b: Record<string, unknown>) =>
-    keys.map((k) => String(a[k])).join('|').localeCompare(keys.map((k) => String(b[k])).join('|'));
+    keys
+      .map((k) => String(a[k]))
+      .join('|')
+      .localeCompare(keys.map((k) => String(b[k])).join('|'));
 
 // The world: ann is the analysts' user.
 //   A: ann admin and account admin (finance visible)   B: ann member (no finance:read)
@@ -222,7 +224,12 @@ describe('analysts grant', () => {
   test('analysts list shows the binding', async () => {
     const run = await cli(['analysts', 'list']);
     expect(run).toMatchObject({ code: 0, stderr: '' });
-    expect(JSON.parse(run.stdout)).toContainEqual({ login: analyst.login, user_id: ann.id, created_at: expect.any(String), role_exists: true });
+    expect(JSON.parse(run.stdout)).toContainEqual({
+      login: analyst.login,
+      user_id: ann.id,
+      created_at: expect.any(String),
+      role_exists: true,
+    });
   });
 
   test('the session is that user with the read scopes, whatever it is called', async () => {
@@ -326,7 +333,7 @@ describe('the analyst reads exactly what the API shows the user with read scopes
     expect(api.map((p) => p.organization_id)).toEqual([org.A]);
   });
 
-  test("accounts: the ones GET /v1/organizations/{id}/account shows, and no other", async () => {
+  test('accounts: the ones GET /v1/organizations/{id}/account shows, and no other', async () => {
     const api: any[] = [];
     for (const id of Object.values(org)) {
       const res = await app.get(`/v1/organizations/${id}/account`, { token: readToken });
@@ -348,13 +355,32 @@ describe('the analyst reads exactly what the API shows the user with read scopes
     expect(api.length).toBe(5); // A: ann; B: bob, ann; E: bob, ann
   });
 
-  test('revenue_by_day: the API\'s transactions summed per organization, UTC day and currency', async () => {
+  test("revenue_by_day: the API's transactions summed per organization, UTC day and currency", async () => {
     const transactions = await listAll('/v1/transactions/', readToken);
-    const expected = new Map<string, { organization_id: string; day: string; currency: string; gross_amount: number; refunded_amount: number; net_amount: number; payments: number }>();
+    const expected = new Map<
+      string,
+      {
+        organization_id: string;
+        day: string;
+        currency: string;
+        gross_amount: number;
+        refunded_amount: number;
+        net_amount: number;
+        payments: number;
+      }
+    >();
     for (const t of transactions) {
       const day = new Date(t.created_at).toISOString().slice(0, 10);
       const key = `${t.organization_id}|${day}|${t.currency}`;
-      const row = expected.get(key) ?? { organization_id: t.organization_id, day, currency: t.currency, gross_amount: 0, refunded_amount: 0, net_amount: 0, payments: 0 };
+      const row = expected.get(key) ?? {
+        organization_id: t.organization_id,
+        day,
+        currency: t.currency,
+        gross_amount: 0,
+        refunded_amount: 0,
+        net_amount: 0,
+        payments: 0,
+      };
       if (t.type === 'payment') (row.gross_amount += t.amount), (row.payments += 1);
       else row.refunded_amount -= t.amount;
       row.net_amount += t.amount;
@@ -401,9 +427,21 @@ describe('writes fail', () => {
   afterAll(async () => client?.end());
 
   const tables = [
-    'organizations', 'memberships', 'products', 'customers', 'customer_members', 'orders', 'transactions',
-    'accounts', 'payout_accounts', 'users', 'personal_access_tokens', 'organization_access_tokens', 'roles',
-    'role_permissions', 'permissions',
+    'organizations',
+    'memberships',
+    'products',
+    'customers',
+    'customer_members',
+    'orders',
+    'transactions',
+    'accounts',
+    'payout_accounts',
+    'users',
+    'personal_access_tokens',
+    'organization_access_tokens',
+    'roles',
+    'role_permissions',
+    'permissions',
   ];
   /** a column of each table, for UPDATE … SET c = c */
   const column = (table: string) => (table === 'role_permissions' ? 'role' : ['roles', 'permissions'].includes(table) ? 'name' : 'id');
@@ -414,7 +452,9 @@ describe('writes fail', () => {
     await expectDenied(client, `delete from rowgate.${table}`);
     await client.query('begin');
     try {
-      await client.query(`select set_config('rowgate.scopes', $1, true)`, ['products_write customers_write orders_write organizations_write members_write']);
+      await client.query(`select set_config('rowgate.scopes', $1, true)`, [
+        'products_write customers_write orders_write organizations_write members_write',
+      ]);
       await expectDenied(client, `delete from rowgate.${table}`);
     } finally {
       await client.query('rollback');
@@ -467,8 +507,11 @@ describe('bypass attempts fail', () => {
 
   test("1. session settings naming another user (bob), with all scopes: still ann's rows", async () => {
     await session(async (client) => {
-      await client.query(`select set_config('rowgate.subject_kind', 'user', false), set_config('rowgate.subject_id', $1, false),
-        set_config('rowgate.scopes', 'organizations_read organizations_write products_read products_write finance:read', false)`, [bob.id]);
+      await client.query(
+        `select set_config('rowgate.subject_kind', 'user', false), set_config('rowgate.subject_id', $1, false),
+        set_config('rowgate.scopes', 'organizations_read organizations_write products_read products_write finance:read', false)`,
+        [bob.id],
+      );
       expect(await probe(client)).toEqual(baseline);
       expect((await client.query('select rowgate_hidden.current_user_id() as id')).rows).toEqual([{ id: ann.id }]);
     });
@@ -477,8 +520,11 @@ describe('bypass attempts fail', () => {
   test('2. the same settings transaction-local, as the API sets them', async () => {
     await session(async (client) => {
       await client.query('begin');
-      await client.query(`select set_config('rowgate.subject_kind', 'user', true), set_config('rowgate.subject_id', $1, true),
-        set_config('rowgate.scopes', 'products_write', true)`, [bob.id]);
+      await client.query(
+        `select set_config('rowgate.subject_kind', 'user', true), set_config('rowgate.subject_id', $1, true),
+        set_config('rowgate.scopes', 'products_write', true)`,
+        [bob.id],
+      );
       expect(await probe(client)).toEqual(baseline);
       await expectDenied(client, `update rowgate.products set name = 'mine'`);
       await client.query('rollback');
@@ -496,7 +542,16 @@ describe('bypass attempts fail', () => {
 
   test('4. SET ROLE to any API role or the superuser is refused', async () => {
     await session(async (client) => {
-      for (const role of ['rowgate_user', 'rowgate_authenticator', 'rowgate_owner', 'rowgate_organization', 'rowgate_customer', 'rowgate_member', 'rowgate_anonymous', 'postgres']) {
+      for (const role of [
+        'rowgate_user',
+        'rowgate_authenticator',
+        'rowgate_owner',
+        'rowgate_organization',
+        'rowgate_customer',
+        'rowgate_member',
+        'rowgate_anonymous',
+        'postgres',
+      ]) {
         await expectDenied(client, `set role ${role}`);
       }
       expect((await client.query('select current_user::text as who')).rows).toEqual([{ who: analyst.login }]);
@@ -520,7 +575,13 @@ describe('bypass attempts fail', () => {
 
   test('7. the secrets are out of reach: sessions, token hashes, OAuth2 tokens, the analysts table, token metadata', async () => {
     await session(async (client) => {
-      for (const table of ['rowgate_private.sessions', 'rowgate_private.access_token_hashes', 'rowgate_private.oauth2_access_tokens', 'rowgate_private.analysts', 'rowgate_private.scopes']) {
+      for (const table of [
+        'rowgate_private.sessions',
+        'rowgate_private.access_token_hashes',
+        'rowgate_private.oauth2_access_tokens',
+        'rowgate_private.analysts',
+        'rowgate_private.scopes',
+      ]) {
         await expectDenied(client, `select * from ${table}`);
       }
       await expectDenied(client, 'select * from rowgate.personal_access_tokens');
@@ -543,17 +604,19 @@ describe('bypass attempts fail', () => {
     });
   });
 
-  test("10. security-definer writes aimed at another organization: add_member, create_account, create_customer_session", async () => {
+  test('10. security-definer writes aimed at another organization: add_member, create_account, create_customer_session', async () => {
     await session(async (client) => {
       await expectDenied(client, `select rowgate.add_member($1, $2, 'admin')`, [org.C, ann.email]);
       await expectDenied(client, `select rowgate.create_account($1, 'US', 'usd')`, [org.C]);
       await expectDenied(client, `select * from rowgate.create_customer_session(gen_random_uuid(), null, $1)`, [Buffer.alloc(32)]);
       await expectDenied(client, `select * from rowgate.create_impersonation_session($1, $2)`, [bob.id, Buffer.alloc(32)]);
     });
-    expect(await app.sql('select count(*)::int as n from rowgate.memberships where organization_id = $1 and user_id = $2', [org.C, ann.id])).toEqual([{ n: 0 }]);
+    expect(
+      await app.sql('select count(*)::int as n from rowgate.memberships where organization_id = $1 and user_id = $2', [org.C, ann.id]),
+    ).toEqual([{ n: 0 }]);
   });
 
-  test("11. the helpers it may call answer for ann only, whatever ids it passes", async () => {
+  test('11. the helpers it may call answer for ann only, whatever ids it passes', async () => {
     await session(async (client) => {
       await client.query(`select set_config('rowgate.subject_id', $1, false)`, [bob.id]);
       const { rows } = await client.query(
@@ -566,7 +629,7 @@ describe('bypass attempts fail', () => {
     });
   });
 
-  test("12. the finance policy helper tells nothing about an organization the user does not reach", async () => {
+  test('12. the finance policy helper tells nothing about an organization the user does not reach', async () => {
     // finance_denial is a security definer granted to analysts (their RLS uses it): for
     // an unreachable organization it must answer as for one that does not exist, not
     // reveal whether C exists, has an account, or who administers it (its account
@@ -636,14 +699,29 @@ describe('bypass attempts fail', () => {
     );
     expect(grants).toEqual({
       readable: [
-        'rowgate.accounts', 'rowgate.customer_members', 'rowgate.customers', 'rowgate.memberships', 'rowgate.orders',
-        'rowgate.orders_by_day', 'rowgate.organizations', 'rowgate.payout_accounts', 'rowgate.permissions', 'rowgate.products',
-        'rowgate.revenue_by_day', 'rowgate.role_permissions', 'rowgate.roles', 'rowgate.transactions', 'rowgate.users',
+        'rowgate.accounts',
+        'rowgate.customer_members',
+        'rowgate.customers',
+        'rowgate.memberships',
+        'rowgate.orders',
+        'rowgate.orders_by_day',
+        'rowgate.organizations',
+        'rowgate.payout_accounts',
+        'rowgate.permissions',
+        'rowgate.products',
+        'rowgate.revenue_by_day',
+        'rowgate.role_permissions',
+        'rowgate.roles',
+        'rowgate.transactions',
+        'rowgate.users',
       ],
       writable: [],
       definers: [
-        'rowgate_hidden.analyst_scopes()', 'rowgate_hidden.analyst_user_id()', 'rowgate_hidden.current_colleague_ids()',
-        'rowgate_hidden.current_customer_id()', 'rowgate_hidden.current_organization_ids(text)',
+        'rowgate_hidden.analyst_scopes()',
+        'rowgate_hidden.analyst_user_id()',
+        'rowgate_hidden.current_colleague_ids()',
+        'rowgate_hidden.current_customer_id()',
+        'rowgate_hidden.current_organization_ids(text)',
         'rowgate_hidden.finance_denial(uuid,boolean)',
         // counts only over the organizations the subject reaches
         'rowgate_hidden.organization_row_count(text,uuid[])',
@@ -705,11 +783,11 @@ describe('analysts revoke', () => {
       const run = await cli(['analysts', 'revoke', '--login', login]);
       expect(run, login).toEqual({ code: 2, stdout: '', stderr: expect.stringMatching(/not an analyst|API's own roles/) });
     }
-    expect(await superuser(`select rolname::text from pg_roles where rolname in ('rowgate_user', 'rowgate_authenticator', 'postgres') order by 1`)).toEqual([
-      { rolname: 'postgres' },
-      { rolname: 'rowgate_authenticator' },
-      { rolname: 'rowgate_user' },
-    ]);
+    expect(
+      await superuser(
+        `select rolname::text from pg_roles where rolname in ('rowgate_user', 'rowgate_authenticator', 'postgres') order by 1`,
+      ),
+    ).toEqual([{ rolname: 'postgres' }, { rolname: 'rowgate_authenticator' }, { rolname: 'rowgate_user' }]);
   });
 
   test('unbinds and drops the role, ends its open session; the URL no longer logs in', async () => {

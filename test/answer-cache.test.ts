@@ -123,7 +123,10 @@ describe('a change made through this server holds for its next request, before a
   beforeAll(async () => {
     const cache = new DeafCache({ connectionString: app.listenUrl, maxAgeMs: 60_000 });
     await cache.start();
-    const server = createApp({ pool: app.pool, secret: app.secret, routes: allRoutes(app.pool), answerCache: cache }).listen(0, '127.0.0.1');
+    const server = createApp({ pool: app.pool, secret: app.secret, routes: allRoutes(app.pool), answerCache: cache }).listen(
+      0,
+      '127.0.0.1',
+    );
     await new Promise((resolve) => server.once('listening', resolve));
     deaf = {
       cache,

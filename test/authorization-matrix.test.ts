@@ -439,8 +439,7 @@ const read = (endpoint: Endpoint, label: string, target: Case['target'], e: Expe
 const write = (endpoint: Endpoint, label: string, target: Case['target'], e: Expectations, serial = false) =>
   cases.push({ endpoint, label, writes: true, serial, target, expect: e });
 /** the same outcome for several subjects */
-const each = (principals: Principal[], outcome: Outcome): Expectations =>
-  Object.fromEntries(principals.map((p) => [p, outcome]));
+const each = (principals: Principal[], outcome: Outcome): Expectations => Object.fromEntries(principals.map((p) => [p, outcome]));
 const unknownId = () => randomUUID();
 const slug = () => `m-${randomUUID().slice(0, 12)}`;
 
@@ -449,8 +448,14 @@ const slug = () => `m-${randomUUID().slice(0, 12)}`;
 // organizations: a user reaches its live memberships' organizations, a token its own
 read(EP.listOrganizations, 'every reachable organization', () => ({ path: '/v1/organizations/?limit=100' }), {
   adminA: rows((w) => [w.A, w.C]),
-  ...each(['memberA', 'financeA', 'oatA'], rows((w) => [w.A])),
-  ...each(['adminB', 'oatB'], rows((w) => [w.B])),
+  ...each(
+    ['memberA', 'financeA', 'oatA'],
+    rows((w) => [w.A]),
+  ),
+  ...each(
+    ['adminB', 'oatB'],
+    rows((w) => [w.B]),
+  ),
   oatC: rows((w) => [w.C]),
   others: none,
 });
@@ -470,11 +475,17 @@ read(EP.getOrganization, 'an unknown id', () => ({ path: `/v1/organizations/${un
 
 // members
 read(EP.listMembers, 'of A (the removed member is not listed)', (w) => ({ path: `/v1/organizations/${w.A}/members?limit=100` }), {
-  ...each(['adminA', 'memberA', 'financeA', 'oatA'], rows((w) => [w.u.adminA.id, w.u.memberA.id, w.u.financeA.id], 'user_id')),
+  ...each(
+    ['adminA', 'memberA', 'financeA', 'oatA'],
+    rows((w) => [w.u.adminA.id, w.u.memberA.id, w.u.financeA.id], 'user_id'),
+  ),
   others: notFound,
 });
 read(EP.listMembers, 'of B', (w) => ({ path: `/v1/organizations/${w.B}/members?limit=100` }), {
-  ...each(['adminB', 'oatB'], rows((w) => [w.u.adminB.id], 'user_id')),
+  ...each(
+    ['adminB', 'oatB'],
+    rows((w) => [w.u.adminB.id], 'user_id'),
+  ),
   others: notFound,
 });
 read(EP.listMembers, 'of an unknown organization', () => ({ path: `/v1/organizations/${unknownId()}/members` }), { others: notFound });
@@ -528,18 +539,33 @@ read(EP.listOrganizationTokens, 'narrowed to B', (w) => ({ path: `/v1/organizati
 // products, customers, orders: every member reads; lists show reachable organizations only
 read(EP.listProducts, 'all (deleted ones hidden)', () => ({ path: '/v1/products/?limit=100' }), {
   adminA: rows((w) => [...w.productsA, ...w.productsC]),
-  ...each(['memberA', 'financeA', 'oatA'], rows((w) => w.productsA)),
-  ...each(['adminB', 'oatB'], rows((w) => w.productsB)),
+  ...each(
+    ['memberA', 'financeA', 'oatA'],
+    rows((w) => w.productsA),
+  ),
+  ...each(
+    ['adminB', 'oatB'],
+    rows((w) => w.productsB),
+  ),
   oatC: rows((w) => w.productsC),
   others: none,
 });
 read(EP.listProducts, 'narrowed to B', (w) => ({ path: `/v1/products/?limit=100&organization_id=${w.B}` }), {
-  ...each(['adminB', 'oatB'], rows((w) => w.productsB)),
+  ...each(
+    ['adminB', 'oatB'],
+    rows((w) => w.productsB),
+  ),
   others: none,
 });
 read(EP.listProducts, 'narrowed to A and B', (w) => ({ path: `/v1/products/?limit=100&organization_id=${w.A}&organization_id=${w.B}` }), {
-  ...each(['adminA', 'memberA', 'financeA', 'oatA'], rows((w) => w.productsA)),
-  ...each(['adminB', 'oatB'], rows((w) => w.productsB)),
+  ...each(
+    ['adminA', 'memberA', 'financeA', 'oatA'],
+    rows((w) => w.productsA),
+  ),
+  ...each(
+    ['adminB', 'oatB'],
+    rows((w) => w.productsB),
+  ),
   others: none,
 });
 read(EP.getProduct, 'of A', (w) => ({ path: `/v1/products/${w.prodA}`, id: w.prodA }), {
@@ -554,12 +580,21 @@ read(EP.getProduct, 'a deleted one of A', (w) => ({ path: `/v1/products/${w.dele
 read(EP.getProduct, 'an unknown id', () => ({ path: `/v1/products/${unknownId()}` }), { others: notFound });
 
 read(EP.listCustomers, 'all', () => ({ path: '/v1/customers/?limit=100' }), {
-  ...each(['adminA', 'memberA', 'financeA', 'oatA'], rows((w) => w.customersA)),
-  ...each(['adminB', 'oatB'], rows((w) => w.customersB)),
+  ...each(
+    ['adminA', 'memberA', 'financeA', 'oatA'],
+    rows((w) => w.customersA),
+  ),
+  ...each(
+    ['adminB', 'oatB'],
+    rows((w) => w.customersB),
+  ),
   others: none,
 });
 read(EP.listCustomers, 'narrowed to B', (w) => ({ path: `/v1/customers/?limit=100&organization_id=${w.B}` }), {
-  ...each(['adminB', 'oatB'], rows((w) => w.customersB)),
+  ...each(
+    ['adminB', 'oatB'],
+    rows((w) => w.customersB),
+  ),
   others: none,
 });
 read(EP.getCustomer, 'of A', (w) => ({ path: `/v1/customers/${w.custA}`, id: w.custA }), {
@@ -573,12 +608,21 @@ read(EP.getCustomer, 'of B', (w) => ({ path: `/v1/customers/${w.custB}`, id: w.c
 read(EP.getCustomer, 'an unknown id', () => ({ path: `/v1/customers/${unknownId()}` }), { others: notFound });
 
 read(EP.listOrders, 'all', () => ({ path: '/v1/orders/?limit=100' }), {
-  ...each(['adminA', 'memberA', 'financeA', 'oatA'], rows((w) => w.ordersA)),
-  ...each(['adminB', 'oatB'], rows((w) => w.ordersB)),
+  ...each(
+    ['adminA', 'memberA', 'financeA', 'oatA'],
+    rows((w) => w.ordersA),
+  ),
+  ...each(
+    ['adminB', 'oatB'],
+    rows((w) => w.ordersB),
+  ),
   others: none,
 });
 read(EP.listOrders, 'narrowed to B', (w) => ({ path: `/v1/orders/?limit=100&organization_id=${w.B}` }), {
-  ...each(['adminB', 'oatB'], rows((w) => w.ordersB)),
+  ...each(
+    ['adminB', 'oatB'],
+    rows((w) => w.ordersB),
+  ),
   others: none,
 });
 read(EP.getOrder, 'of A', (w) => ({ path: `/v1/orders/${w.orderA2}`, id: w.orderA2 }), {
@@ -593,18 +637,30 @@ read(EP.getOrder, 'an unknown id', () => ({ path: `/v1/orders/${unknownId()}` })
 
 // transactions: permission filter finance:read (the member role lacks it; tokens bypass it)
 read(EP.listTransactions, 'all', () => ({ path: '/v1/transactions/?limit=100' }), {
-  ...each(['adminA', 'financeA', 'oatA'], rows((w) => w.transactionsA)),
-  ...each(['adminB', 'oatB'], rows((w) => w.transactionsB)),
+  ...each(
+    ['adminA', 'financeA', 'oatA'],
+    rows((w) => w.transactionsA),
+  ),
+  ...each(
+    ['adminB', 'oatB'],
+    rows((w) => w.transactionsB),
+  ),
   memberA: none,
   others: none,
 });
 read(EP.listTransactions, 'narrowed to A', (w) => ({ path: `/v1/transactions/?limit=100&organization_id=${w.A}` }), {
-  ...each(['adminA', 'financeA', 'oatA'], rows((w) => w.transactionsA)),
+  ...each(
+    ['adminA', 'financeA', 'oatA'],
+    rows((w) => w.transactionsA),
+  ),
   memberA: none,
   others: none,
 });
 read(EP.listTransactions, 'narrowed to B', (w) => ({ path: `/v1/transactions/?limit=100&organization_id=${w.B}` }), {
-  ...each(['adminB', 'oatB'], rows((w) => w.transactionsB)),
+  ...each(
+    ['adminB', 'oatB'],
+    rows((w) => w.transactionsB),
+  ),
   others: none,
 });
 
@@ -633,13 +689,16 @@ read(EP.getPayoutAccount, 'an unknown id', () => ({ path: `/v1/payout-accounts/$
 read(EP.portalMe, 'the current customer', (w) => ({ path: '/v1/customer-portal/customers/me', id: w.custA }), {
   ...each(['customerA', 'seatA'], ok(sameId)),
 });
-read(EP.portalOrders, 'the current customer\'s', () => ({ path: '/v1/customer-portal/orders/?limit=100' }), {
-  ...each(['customerA', 'seatA'], rows((w) => w.ordersOfCustA)),
+read(EP.portalOrders, "the current customer's", () => ({ path: '/v1/customer-portal/orders/?limit=100' }), {
+  ...each(
+    ['customerA', 'seatA'],
+    rows((w) => w.ordersOfCustA),
+  ),
 });
 read(EP.portalOrder, 'its own', (w) => ({ path: `/v1/customer-portal/orders/${w.ordersOfCustA[0]}`, id: w.ordersOfCustA[0] }), {
   ...each(['customerA', 'seatA'], ok(sameId)),
 });
-read(EP.portalOrder, 'another customer\'s of A', (w) => ({ path: `/v1/customer-portal/orders/${w.orderA2}` }), {
+read(EP.portalOrder, "another customer's of A", (w) => ({ path: `/v1/customer-portal/orders/${w.orderA2}` }), {
   ...each(['customerA', 'seatA'], notFound),
 });
 read(EP.portalOrder, 'one of B', (w) => ({ path: `/v1/customer-portal/orders/${w.orderB}` }), {
@@ -652,9 +711,14 @@ read(EP.portalOrder, 'an unknown id', () => ({ path: `/v1/customer-portal/orders
 // ---- writes -------------------------------------------------------------------
 
 // organizations
-write(EP.createOrganization, 'any user; the creator becomes its admin', () => ({ path: '/v1/organizations/', body: { name: 'New', slug: slug() } }), {
-  others: created((res, _w, t) => expect(res.body.slug).toBe((t.body as { slug: string }).slug)),
-});
+write(
+  EP.createOrganization,
+  'any user; the creator becomes its admin',
+  () => ({ path: '/v1/organizations/', body: { name: 'New', slug: slug() } }),
+  {
+    others: created((res, _w, t) => expect(res.body.slug).toBe((t.body as { slug: string }).slug)),
+  },
+);
 write(
   EP.updateOrganization,
   'A (same name)',
@@ -679,7 +743,7 @@ write(EP.updateOrganization, 'an unknown id', () => ({ path: `/v1/organizations/
 });
 write(
   EP.deleteOrganization,
-  'a fresh organization with A\'s memberships',
+  "a fresh organization with A's memberships",
   async (w) => {
     const id = await fresh.organizationLikeA(w);
     return {
@@ -720,22 +784,38 @@ const addMemberTo = (org: (w: World) => string) => async (w: World) => {
       expect(await membershipOf(organizationId, user.id)).toBe(accepted ? 'member' : null),
   };
 };
-const memberCheck: Check = (res, _w, t) => expect({ user_id: res.body.user_id, role: res.body.role }).toEqual({ user_id: t.id, role: 'member' });
-write(EP.addMember, 'to A', addMemberTo((w) => w.A), {
-  adminA: created(memberCheck),
-  ...each(['memberA', 'financeA'], denied(R.manageMembers)),
-  oatA: denied(R.onlyUsersMembers),
-  others: notFound,
-});
-write(EP.addMember, 'to B', addMemberTo((w) => w.B), {
-  adminB: created(memberCheck),
-  oatB: denied(R.onlyUsersMembers),
-  others: notFound,
-});
-write(EP.addMember, 'to an unknown organization', (w) => ({
-  path: `/v1/organizations/${unknownId()}/members`,
-  body: { email: w.u.outsider.email, role: 'member' },
-}), { others: notFound });
+const memberCheck: Check = (res, _w, t) =>
+  expect({ user_id: res.body.user_id, role: res.body.role }).toEqual({ user_id: t.id, role: 'member' });
+write(
+  EP.addMember,
+  'to A',
+  addMemberTo((w) => w.A),
+  {
+    adminA: created(memberCheck),
+    ...each(['memberA', 'financeA'], denied(R.manageMembers)),
+    oatA: denied(R.onlyUsersMembers),
+    others: notFound,
+  },
+);
+write(
+  EP.addMember,
+  'to B',
+  addMemberTo((w) => w.B),
+  {
+    adminB: created(memberCheck),
+    oatB: denied(R.onlyUsersMembers),
+    others: notFound,
+  },
+);
+write(
+  EP.addMember,
+  'to an unknown organization',
+  (w) => ({
+    path: `/v1/organizations/${unknownId()}/members`,
+    body: { email: w.u.outsider.email, role: 'member' },
+  }),
+  { others: notFound },
+);
 
 const changeMemberOf = (org: (w: World) => string) => async (w: World) => {
   const organizationId = org(w);
@@ -748,38 +828,64 @@ const changeMemberOf = (org: (w: World) => string) => async (w: World) => {
       expect(await membershipOf(organizationId, user.id)).toBe(accepted ? 'finance' : 'member'),
   };
 };
-const roleChanged: Check = (res, _w, t) => expect({ user_id: res.body.user_id, role: res.body.role }).toEqual({ user_id: t.id, role: 'finance' });
-write(EP.updateMember, 'a fresh member of A', changeMemberOf((w) => w.A), {
-  adminA: ok(roleChanged),
-  ...each(['memberA', 'financeA'], denied(R.manageMembers)),
-  oatA: denied(R.onlyUsersMembers),
-  others: notFound,
-});
-write(EP.updateMember, 'a fresh member of B', changeMemberOf((w) => w.B), {
-  adminB: ok(roleChanged),
-  oatB: denied(R.onlyUsersMembers),
-  others: notFound,
-});
-// SPEC §5: the resource (the membership) is resolved (404) before the policy runs (403)
-write(EP.updateMember, 'the removed member of A', (w) => ({
-  path: `/v1/organizations/${w.A}/members/${w.u.removedA.id}`,
-  body: { role: 'finance' },
-  verify: async () => {
-    const [row] = await app.sql('select role, deleted_at is not null as removed from rowgate.memberships where organization_id = $1 and user_id = $2', [
-      w.A,
-      w.u.removedA.id,
-    ]);
-    expect(row).toEqual({ role: 'member', removed: true });
+const roleChanged: Check = (res, _w, t) =>
+  expect({ user_id: res.body.user_id, role: res.body.role }).toEqual({ user_id: t.id, role: 'finance' });
+write(
+  EP.updateMember,
+  'a fresh member of A',
+  changeMemberOf((w) => w.A),
+  {
+    adminA: ok(roleChanged),
+    ...each(['memberA', 'financeA'], denied(R.manageMembers)),
+    oatA: denied(R.onlyUsersMembers),
+    others: notFound,
   },
-}), { others: notFound });
-write(EP.updateMember, 'a user who is no member of A', (w) => ({
-  path: `/v1/organizations/${w.A}/members/${w.u.outsider.id}`,
-  body: { role: 'finance' },
-}), { others: notFound });
-write(EP.updateMember, 'in an unknown organization', () => ({
-  path: `/v1/organizations/${unknownId()}/members/${unknownId()}`,
-  body: { role: 'finance' },
-}), { others: notFound });
+);
+write(
+  EP.updateMember,
+  'a fresh member of B',
+  changeMemberOf((w) => w.B),
+  {
+    adminB: ok(roleChanged),
+    oatB: denied(R.onlyUsersMembers),
+    others: notFound,
+  },
+);
+// SPEC §5: the resource (the membership) is resolved (404) before the policy runs (403)
+write(
+  EP.updateMember,
+  'the removed member of A',
+  (w) => ({
+    path: `/v1/organizations/${w.A}/members/${w.u.removedA.id}`,
+    body: { role: 'finance' },
+    verify: async () => {
+      const [row] = await app.sql(
+        'select role, deleted_at is not null as removed from rowgate.memberships where organization_id = $1 and user_id = $2',
+        [w.A, w.u.removedA.id],
+      );
+      expect(row).toEqual({ role: 'member', removed: true });
+    },
+  }),
+  { others: notFound },
+);
+write(
+  EP.updateMember,
+  'a user who is no member of A',
+  (w) => ({
+    path: `/v1/organizations/${w.A}/members/${w.u.outsider.id}`,
+    body: { role: 'finance' },
+  }),
+  { others: notFound },
+);
+write(
+  EP.updateMember,
+  'in an unknown organization',
+  () => ({
+    path: `/v1/organizations/${unknownId()}/members/${unknownId()}`,
+    body: { role: 'finance' },
+  }),
+  { others: notFound },
+);
 
 const removeMemberOf = (org: (w: World) => string) => async (w: World) => {
   const organizationId = org(w);
@@ -790,17 +896,27 @@ const removeMemberOf = (org: (w: World) => string) => async (w: World) => {
       expect(await membershipOf(organizationId, user.id)).toBe(accepted ? null : 'member'),
   };
 };
-write(EP.removeMember, 'a fresh member of A', removeMemberOf((w) => w.A), {
-  adminA: noContent,
-  ...each(['memberA', 'financeA'], denied(R.manageMembers)),
-  oatA: denied(R.onlyUsersMembers),
-  others: notFound,
-});
-write(EP.removeMember, 'a fresh member of B', removeMemberOf((w) => w.B), {
-  adminB: noContent,
-  oatB: denied(R.onlyUsersMembers),
-  others: notFound,
-});
+write(
+  EP.removeMember,
+  'a fresh member of A',
+  removeMemberOf((w) => w.A),
+  {
+    adminA: noContent,
+    ...each(['memberA', 'financeA'], denied(R.manageMembers)),
+    oatA: denied(R.onlyUsersMembers),
+    others: notFound,
+  },
+);
+write(
+  EP.removeMember,
+  'a fresh member of B',
+  removeMemberOf((w) => w.B),
+  {
+    adminB: noContent,
+    oatB: denied(R.onlyUsersMembers),
+    others: notFound,
+  },
+);
 write(EP.removeMember, 'the removed member of A', (w) => ({ path: `/v1/organizations/${w.A}/members/${w.u.removedA.id}` }), {
   others: notFound,
 });
@@ -819,7 +935,7 @@ const accountOf = async (organizationId: string) =>
   )[0]!;
 write(
   EP.createAccount,
-  'for a fresh organization with A\'s memberships',
+  "for a fresh organization with A's memberships",
   async (w) => {
     const organizationId = await fresh.organizationLikeA(w);
     return {
@@ -834,36 +950,61 @@ write(
   },
   {
     adminA: created((res, w, t) =>
-      expect({ organization_id: res.body.organization_id, admin_id: res.body.admin_id }).toEqual({ organization_id: t.id, admin_id: w.u.adminA.id }),
+      expect({ organization_id: res.body.organization_id, admin_id: res.body.admin_id }).toEqual({
+        organization_id: t.id,
+        admin_id: w.u.adminA.id,
+      }),
     ),
     ...each(['memberA', 'financeA'], denied(R.manageOrganization)),
     others: invalid('body', 'organization_id'),
   },
 );
-write(EP.createAccount, 'for A, which has one', (w) => ({
-  path: '/v1/accounts/',
-  body: { organization_id: w.A, country: 'FR', currency: 'eur' },
-  verify: async () => expect(await accountOf(w.A)).toEqual({ admin_id: w.u.adminA.id, account_id: w.accountA }),
-}), {
-  ...each(['memberA', 'financeA'], denied(R.manageOrganization)),
-  others: invalid('body', 'organization_id'),
-});
-write(EP.updateAccount, 'of A (same values)', (w) => ({ path: `/v1/accounts/${w.accountA}`, body: { country: 'US', currency: 'usd' }, id: w.accountA }), {
-  adminA: ok(sameId),
-  ...each(['memberA', 'financeA'], denied(R.financeWrite)),
-  oatA: denied(R.notPermitted),
-  others: notFound,
-});
-write(EP.updateAccount, 'of B (same values)', (w) => ({ path: `/v1/accounts/${w.accountB}`, body: { country: 'US', currency: 'usd' }, id: w.accountB }), {
-  adminB: ok(sameId),
-  oatB: denied(R.notPermitted),
-  others: notFound,
-});
+write(
+  EP.createAccount,
+  'for A, which has one',
+  (w) => ({
+    path: '/v1/accounts/',
+    body: { organization_id: w.A, country: 'FR', currency: 'eur' },
+    verify: async () => expect(await accountOf(w.A)).toEqual({ admin_id: w.u.adminA.id, account_id: w.accountA }),
+  }),
+  {
+    ...each(['memberA', 'financeA'], denied(R.manageOrganization)),
+    others: invalid('body', 'organization_id'),
+  },
+);
+write(
+  EP.updateAccount,
+  'of A (same values)',
+  (w) => ({ path: `/v1/accounts/${w.accountA}`, body: { country: 'US', currency: 'usd' }, id: w.accountA }),
+  {
+    adminA: ok(sameId),
+    ...each(['memberA', 'financeA'], denied(R.financeWrite)),
+    oatA: denied(R.notPermitted),
+    others: notFound,
+  },
+);
+write(
+  EP.updateAccount,
+  'of B (same values)',
+  (w) => ({ path: `/v1/accounts/${w.accountB}`, body: { country: 'US', currency: 'usd' }, id: w.accountB }),
+  {
+    adminB: ok(sameId),
+    oatB: denied(R.notPermitted),
+    others: notFound,
+  },
+);
 write(EP.updateAccount, 'an unknown id', () => ({ path: `/v1/accounts/${unknownId()}`, body: { country: 'US' } }), { others: notFound });
 
 // organization access tokens
 const tokenCount = async (organizationId: string, comment: string) =>
-  Number((await app.sql('select count(*) as n from rowgate.organization_access_tokens where organization_id = $1 and comment = $2', [organizationId, comment]))[0]!.n);
+  Number(
+    (
+      await app.sql('select count(*) as n from rowgate.organization_access_tokens where organization_id = $1 and comment = $2', [
+        organizationId,
+        comment,
+      ])
+    )[0]!.n,
+  );
 write(
   EP.createOrganizationToken,
   'for A',
@@ -878,7 +1019,9 @@ write(
         if (accepted) {
           // the new token acts as A
           const listed = await app.get(`/v1/products/?limit=100&organization_id=${w.A}&organization_id=${w.B}`, { token: res.body.token });
-          const live = await app.sql<{ id: string }>('select id from rowgate.products where organization_id = $1 and deleted_at is null', [w.A]);
+          const live = await app.sql<{ id: string }>('select id from rowgate.products where organization_id = $1 and deleted_at is null', [
+            w.A,
+          ]);
           expect(listed.status).toBe(200);
           expect(listed.body.items.map((p: { id: string }) => p.id).sort()).toEqual(live.map((p) => p.id).sort());
         }
@@ -886,7 +1029,12 @@ write(
     };
   },
   {
-    adminA: created((res, _w, t) => expect({ organization_id: res.body.organization_id, scopes: res.body.scopes }).toEqual({ organization_id: t.id, scopes: ['products_read'] })),
+    adminA: created((res, _w, t) =>
+      expect({ organization_id: res.body.organization_id, scopes: res.body.scopes }).toEqual({
+        organization_id: t.id,
+        scopes: ['products_read'],
+      }),
+    ),
     ...each(['memberA', 'financeA'], denied(R.manageTokens)),
     others: invalid('body', 'organization_id'),
   },
@@ -898,15 +1046,25 @@ const deleteTokenOf = (org: (w: World) => string) => async (w: World) => {
     verify: async (_res: ApiResponse, accepted: boolean) => expect(await isDeleted('organization_access_tokens', id)).toBe(accepted),
   };
 };
-write(EP.deleteOrganizationToken, 'a fresh token of A', deleteTokenOf((w) => w.A), {
-  adminA: noContent,
-  ...each(['memberA', 'financeA'], denied(R.manageTokens)),
-  others: notFound,
-});
-write(EP.deleteOrganizationToken, 'a fresh token of B', deleteTokenOf((w) => w.B), {
-  adminB: noContent,
-  others: notFound,
-});
+write(
+  EP.deleteOrganizationToken,
+  'a fresh token of A',
+  deleteTokenOf((w) => w.A),
+  {
+    adminA: noContent,
+    ...each(['memberA', 'financeA'], denied(R.manageTokens)),
+    others: notFound,
+  },
+);
+write(
+  EP.deleteOrganizationToken,
+  'a fresh token of B',
+  deleteTokenOf((w) => w.B),
+  {
+    adminB: noContent,
+    others: notFound,
+  },
+);
 write(EP.deleteOrganizationToken, 'an unknown id', () => ({ path: `/v1/organization-access-tokens/${unknownId()}` }), { others: notFound });
 
 // products
@@ -969,17 +1127,29 @@ const updateProductOf = (org: (w: World) => string) => async (w: World) => {
       expect((await app.sql('select name from rowgate.products where id = $1', [id]))[0]!.name).toBe(accepted ? 'after' : 'before'),
   };
 };
-write(EP.updateProduct, 'a fresh product of A', updateProductOf((w) => w.A), {
-  ...each(['adminA', 'memberA', 'oatA'], ok(sameId)),
-  financeA: denied(R.writeProducts),
+write(
+  EP.updateProduct,
+  'a fresh product of A',
+  updateProductOf((w) => w.A),
+  {
+    ...each(['adminA', 'memberA', 'oatA'], ok(sameId)),
+    financeA: denied(R.writeProducts),
+    others: notFound,
+  },
+);
+write(
+  EP.updateProduct,
+  'a fresh product of B',
+  updateProductOf((w) => w.B),
+  {
+    ...each(['adminB', 'oatB'], ok(sameId)),
+    // financeA may write products nowhere, yet B's product is 404 to it, never 403
+    others: notFound,
+  },
+);
+write(EP.updateProduct, 'a deleted product of A', (w) => ({ path: `/v1/products/${w.deletedProdA}`, body: { name: 'after' } }), {
   others: notFound,
 });
-write(EP.updateProduct, 'a fresh product of B', updateProductOf((w) => w.B), {
-  ...each(['adminB', 'oatB'], ok(sameId)),
-  // financeA may write products nowhere, yet B's product is 404 to it, never 403
-  others: notFound,
-});
-write(EP.updateProduct, 'a deleted product of A', (w) => ({ path: `/v1/products/${w.deletedProdA}`, body: { name: 'after' } }), { others: notFound });
 write(EP.updateProduct, 'an unknown id', () => ({ path: `/v1/products/${unknownId()}`, body: { name: 'after' } }), { others: notFound });
 const deleteProductOf = (org: (w: World) => string) => async (w: World) => {
   const id = await app.product(org(w));
@@ -988,15 +1158,25 @@ const deleteProductOf = (org: (w: World) => string) => async (w: World) => {
     verify: async (_res: ApiResponse, accepted: boolean) => expect(await isDeleted('products', id)).toBe(accepted),
   };
 };
-write(EP.deleteProduct, 'a fresh product of A', deleteProductOf((w) => w.A), {
-  ...each(['adminA', 'memberA', 'oatA'], noContent),
-  financeA: denied(R.writeProducts),
-  others: notFound,
-});
-write(EP.deleteProduct, 'a fresh product of B', deleteProductOf((w) => w.B), {
-  ...each(['adminB', 'oatB'], noContent),
-  others: notFound,
-});
+write(
+  EP.deleteProduct,
+  'a fresh product of A',
+  deleteProductOf((w) => w.A),
+  {
+    ...each(['adminA', 'memberA', 'oatA'], noContent),
+    financeA: denied(R.writeProducts),
+    others: notFound,
+  },
+);
+write(
+  EP.deleteProduct,
+  'a fresh product of B',
+  deleteProductOf((w) => w.B),
+  {
+    ...each(['adminB', 'oatB'], noContent),
+    others: notFound,
+  },
+);
 write(EP.deleteProduct, 'an unknown id', () => ({ path: `/v1/products/${unknownId()}` }), { others: notFound });
 
 // customers
@@ -1040,19 +1220,33 @@ const updateCustomerOf = (org: (w: World) => string) => async (w: World) => {
     body: { first_name: 'Changed' },
     id,
     verify: async (_res: ApiResponse, accepted: boolean) =>
-      expect((await app.sql('select first_name from rowgate.customers where id = $1', [id]))[0]!.first_name).toBe(accepted ? 'Changed' : null),
+      expect((await app.sql('select first_name from rowgate.customers where id = $1', [id]))[0]!.first_name).toBe(
+        accepted ? 'Changed' : null,
+      ),
   };
 };
-write(EP.updateCustomer, 'a fresh customer of A', updateCustomerOf((w) => w.A), {
-  ...each(['adminA', 'memberA', 'oatA'], ok(sameId)),
-  financeA: denied(R.writeCustomers),
+write(
+  EP.updateCustomer,
+  'a fresh customer of A',
+  updateCustomerOf((w) => w.A),
+  {
+    ...each(['adminA', 'memberA', 'oatA'], ok(sameId)),
+    financeA: denied(R.writeCustomers),
+    others: notFound,
+  },
+);
+write(
+  EP.updateCustomer,
+  'a fresh customer of B',
+  updateCustomerOf((w) => w.B),
+  {
+    ...each(['adminB', 'oatB'], ok(sameId)),
+    others: notFound,
+  },
+);
+write(EP.updateCustomer, 'an unknown id', () => ({ path: `/v1/customers/${unknownId()}`, body: { first_name: 'X' } }), {
   others: notFound,
 });
-write(EP.updateCustomer, 'a fresh customer of B', updateCustomerOf((w) => w.B), {
-  ...each(['adminB', 'oatB'], ok(sameId)),
-  others: notFound,
-});
-write(EP.updateCustomer, 'an unknown id', () => ({ path: `/v1/customers/${unknownId()}`, body: { first_name: 'X' } }), { others: notFound });
 const deleteCustomerOf = (org: (w: World) => string) => async (w: World) => {
   const id = await app.customer(org(w));
   return {
@@ -1060,15 +1254,25 @@ const deleteCustomerOf = (org: (w: World) => string) => async (w: World) => {
     verify: async (_res: ApiResponse, accepted: boolean) => expect(await isDeleted('customers', id)).toBe(accepted),
   };
 };
-write(EP.deleteCustomer, 'a fresh customer of A', deleteCustomerOf((w) => w.A), {
-  ...each(['adminA', 'memberA', 'oatA'], noContent),
-  financeA: denied(R.writeCustomers),
-  others: notFound,
-});
-write(EP.deleteCustomer, 'a fresh customer of B', deleteCustomerOf((w) => w.B), {
-  ...each(['adminB', 'oatB'], noContent),
-  others: notFound,
-});
+write(
+  EP.deleteCustomer,
+  'a fresh customer of A',
+  deleteCustomerOf((w) => w.A),
+  {
+    ...each(['adminA', 'memberA', 'oatA'], noContent),
+    financeA: denied(R.writeCustomers),
+    others: notFound,
+  },
+);
+write(
+  EP.deleteCustomer,
+  'a fresh customer of B',
+  deleteCustomerOf((w) => w.B),
+  {
+    ...each(['adminB', 'oatB'], noContent),
+    others: notFound,
+  },
+);
 write(EP.deleteCustomer, 'an unknown id', () => ({ path: `/v1/customers/${unknownId()}` }), { others: notFound });
 
 // orders (the organization is the product's)
@@ -1098,7 +1302,11 @@ write(
     path: '/v1/orders/',
     body: { customer_id: w.custB, product_id: w.prodA },
     verify: async () =>
-      expect(Number((await app.sql('select count(*) as n from rowgate.orders where customer_id = $1 and product_id = $2', [w.custB, w.prodA]))[0]!.n)).toBe(0),
+      expect(
+        Number(
+          (await app.sql('select count(*) as n from rowgate.orders where customer_id = $1 and product_id = $2', [w.custB, w.prodA]))[0]!.n,
+        ),
+      ).toBe(0),
   }),
   {
     ...each(['adminA', 'memberA', 'oatA'], invalid('body', 'customer_id')),
@@ -1120,20 +1328,37 @@ const payOrderOf = (org: (w: World) => string) => async (w: World) => {
   };
 };
 const paid: Check = (res, _w, t) => expect({ id: res.body.id, status: res.body.status }).toEqual({ id: t.id, status: 'paid' });
-write(EP.updateOrder, 'a fresh pending order of A → paid', payOrderOf((w) => w.A), {
-  ...each(['adminA', 'memberA', 'oatA'], ok(paid)),
-  financeA: denied(R.writeOrders),
-  others: notFound,
-});
-write(EP.updateOrder, 'a fresh pending order of B → paid', payOrderOf((w) => w.B), {
-  ...each(['adminB', 'oatB'], ok(paid)),
-  others: notFound,
-});
+write(
+  EP.updateOrder,
+  'a fresh pending order of A → paid',
+  payOrderOf((w) => w.A),
+  {
+    ...each(['adminA', 'memberA', 'oatA'], ok(paid)),
+    financeA: denied(R.writeOrders),
+    others: notFound,
+  },
+);
+write(
+  EP.updateOrder,
+  'a fresh pending order of B → paid',
+  payOrderOf((w) => w.B),
+  {
+    ...each(['adminB', 'oatB'], ok(paid)),
+    others: notFound,
+  },
+);
 write(EP.updateOrder, 'an unknown id', () => ({ path: `/v1/orders/${unknownId()}`, body: { status: 'paid' } }), { others: notFound });
 
 // payout accounts: web sessions, finance-write policy
 const payoutCount = async (organizationId: string) =>
-  Number((await app.sql('select count(*) as n from rowgate.payout_accounts where organization_id = $1 and type = $2', [organizationId, 'open_collective']))[0]!.n);
+  Number(
+    (
+      await app.sql('select count(*) as n from rowgate.payout_accounts where organization_id = $1 and type = $2', [
+        organizationId,
+        'open_collective',
+      ])
+    )[0]!.n,
+  );
 write(
   EP.createPayoutAccount,
   'for A',
@@ -1172,15 +1397,25 @@ const deletePayoutOf = (org: (w: World) => string) => async (w: World) => {
     verify: async (_res: ApiResponse, accepted: boolean) => expect(await isDeleted('payout_accounts', id)).toBe(accepted),
   };
 };
-write(EP.deletePayoutAccount, 'a fresh one of A', deletePayoutOf((w) => w.A), {
-  adminA: noContent,
-  ...each(['memberA', 'financeA'], denied(R.financeWrite)),
-  others: notFound,
-});
-write(EP.deletePayoutAccount, 'a fresh one of B', deletePayoutOf((w) => w.B), {
-  adminB: noContent,
-  others: notFound,
-});
+write(
+  EP.deletePayoutAccount,
+  'a fresh one of A',
+  deletePayoutOf((w) => w.A),
+  {
+    adminA: noContent,
+    ...each(['memberA', 'financeA'], denied(R.financeWrite)),
+    others: notFound,
+  },
+);
+write(
+  EP.deletePayoutAccount,
+  'a fresh one of B',
+  deletePayoutOf((w) => w.B),
+  {
+    adminB: noContent,
+    others: notFound,
+  },
+);
 write(EP.deletePayoutAccount, 'an unknown id', () => ({ path: `/v1/payout-accounts/${unknownId()}` }), { others: notFound });
 
 // customer portal sessions: customers:write in the customer's organization
@@ -1192,73 +1427,124 @@ const sessionWorks =
     const me = await app.get('/v1/customer-portal/customers/me', { token: res.body.token });
     expect({ status: me.status, id: me.body.id }).toEqual({ status: 200, id: res.body.customer_id });
   };
-write(EP.createCustomerSession, 'for a customer of A', (w) => ({
-  path: '/v1/customer-sessions/',
-  body: { customer_id: w.custA },
-  id: w.custA,
-  verify: sessionWorks('customer'),
-}), {
-  ...each(['adminA', 'memberA', 'oatA'], created((res, _w, t) => expect(res.body.customer_id).toBe(t.id))),
-  financeA: denied(R.writeCustomers),
-  others: invalid('body', 'customer_id'),
-});
-write(EP.createCustomerSession, 'for a member seat of a customer of A', (w) => ({
-  path: '/v1/customer-sessions/',
-  body: { customer_id: w.custA, member_id: w.seatA },
-  id: w.seatA,
-  verify: sessionWorks('member'),
-}), {
-  ...each(['adminA', 'memberA', 'oatA'], created((res, _w, t) => expect(res.body.member_id).toBe(t.id))),
-  financeA: denied(R.writeCustomers),
-  others: invalid('body', 'customer_id'),
-});
-write(EP.createCustomerSession, 'for a customer of B', (w) => ({
-  path: '/v1/customer-sessions/',
-  body: { customer_id: w.custB },
-  id: w.custB,
-  verify: sessionWorks('customer'),
-}), {
-  ...each(['adminB', 'oatB'], created((res, _w, t) => expect(res.body.customer_id).toBe(t.id))),
-  others: invalid('body', 'customer_id'),
-});
+write(
+  EP.createCustomerSession,
+  'for a customer of A',
+  (w) => ({
+    path: '/v1/customer-sessions/',
+    body: { customer_id: w.custA },
+    id: w.custA,
+    verify: sessionWorks('customer'),
+  }),
+  {
+    ...each(
+      ['adminA', 'memberA', 'oatA'],
+      created((res, _w, t) => expect(res.body.customer_id).toBe(t.id)),
+    ),
+    financeA: denied(R.writeCustomers),
+    others: invalid('body', 'customer_id'),
+  },
+);
+write(
+  EP.createCustomerSession,
+  'for a member seat of a customer of A',
+  (w) => ({
+    path: '/v1/customer-sessions/',
+    body: { customer_id: w.custA, member_id: w.seatA },
+    id: w.seatA,
+    verify: sessionWorks('member'),
+  }),
+  {
+    ...each(
+      ['adminA', 'memberA', 'oatA'],
+      created((res, _w, t) => expect(res.body.member_id).toBe(t.id)),
+    ),
+    financeA: denied(R.writeCustomers),
+    others: invalid('body', 'customer_id'),
+  },
+);
+write(
+  EP.createCustomerSession,
+  'for a customer of B',
+  (w) => ({
+    path: '/v1/customer-sessions/',
+    body: { customer_id: w.custB },
+    id: w.custB,
+    verify: sessionWorks('customer'),
+  }),
+  {
+    ...each(
+      ['adminB', 'oatB'],
+      created((res, _w, t) => expect(res.body.customer_id).toBe(t.id)),
+    ),
+    others: invalid('body', 'customer_id'),
+  },
+);
 
 // the portal: a member seat is read-only
-write(EP.portalUpdateMe, 'the current customer\'s name', (w) => {
-  const firstName = `Jo ${randomUUID().slice(0, 8)}`;
-  return {
-    path: '/v1/customer-portal/customers/me',
-    body: { first_name: firstName },
-    id: w.custA,
-    verify: async (_res, accepted) => {
-      const [row] = await app.sql('select first_name from rowgate.customers where id = $1', [w.custA]);
-      if (accepted) expect(row!.first_name).toBe(firstName);
-      else expect(row!.first_name).not.toBe(firstName);
-    },
-  };
-}, {
-  customerA: ok(sameId),
-  seatA: denied(R.seatReadOnly),
-});
+write(
+  EP.portalUpdateMe,
+  "the current customer's name",
+  (w) => {
+    const firstName = `Jo ${randomUUID().slice(0, 8)}`;
+    return {
+      path: '/v1/customer-portal/customers/me',
+      body: { first_name: firstName },
+      id: w.custA,
+      verify: async (_res, accepted) => {
+        const [row] = await app.sql('select first_name from rowgate.customers where id = $1', [w.custA]);
+        if (accepted) expect(row!.first_name).toBe(firstName);
+        else expect(row!.first_name).not.toBe(firstName);
+      },
+    };
+  },
+  {
+    customerA: ok(sameId),
+    seatA: denied(R.seatReadOnly),
+  },
+);
 
 // impersonation: platform admins, with their own web session
-write(EP.createImpersonation, 'of memberA', (w) => ({
-  path: '/v1/impersonations/',
-  body: { user_id: w.u.memberA.id },
-  id: w.u.memberA.id,
-  verify: async (res, accepted) => {
-    if (!accepted) return;
-    // the new session reads as memberA, and writes nothing
-    const products = await app.get(`/v1/products/?limit=100&organization_id=${w.B}&organization_id=${w.A}`, { session: res.body.token });
-    const live = await app.sql<{ id: string }>('select id from rowgate.products where organization_id = $1 and deleted_at is null', [w.A]);
-    expect(products.body.items.map((p: { id: string }) => p.id).sort()).toEqual(live.map((p) => p.id).sort().slice(0, 100));
-    expectInsufficientScope(await app.post('/v1/products/', { organization_id: w.A, name: 'x', price_amount: 1, price_currency: 'usd' }, { session: res.body.token }), ['products_write']);
+write(
+  EP.createImpersonation,
+  'of memberA',
+  (w) => ({
+    path: '/v1/impersonations/',
+    body: { user_id: w.u.memberA.id },
+    id: w.u.memberA.id,
+    verify: async (res, accepted) => {
+      if (!accepted) return;
+      // the new session reads as memberA, and writes nothing
+      const products = await app.get(`/v1/products/?limit=100&organization_id=${w.B}&organization_id=${w.A}`, { session: res.body.token });
+      const live = await app.sql<{ id: string }>('select id from rowgate.products where organization_id = $1 and deleted_at is null', [
+        w.A,
+      ]);
+      expect(products.body.items.map((p: { id: string }) => p.id).sort()).toEqual(
+        live
+          .map((p) => p.id)
+          .sort()
+          .slice(0, 100),
+      );
+      expectInsufficientScope(
+        await app.post(
+          '/v1/products/',
+          { organization_id: w.A, name: 'x', price_amount: 1, price_currency: 'usd' },
+          { session: res.body.token },
+        ),
+        ['products_write'],
+      );
+    },
+  }),
+  {
+    platformAdmin: created((res, _w, t) =>
+      expect({ user_id: res.body.user_id, scopes: [...res.body.scopes].sort() }).toEqual({
+        user_id: t.id,
+        scopes: [...READ_SCOPES].sort(),
+      }),
+    ),
+    others: denied(R.platformAdminsOnly),
   },
-}), {
-  platformAdmin: created((res, _w, t) =>
-    expect({ user_id: res.body.user_id, scopes: [...res.body.scopes].sort() }).toEqual({ user_id: t.id, scopes: [...READ_SCOPES].sort() }),
-  ),
-  others: denied(R.platformAdminsOnly),
-});
+);
 
 // ---------------------------------------------------------------------------------
 // Generation
@@ -1302,7 +1588,10 @@ function assertOutcome(res: ApiResponse, outcome: Outcome, t: Target, principal:
       expect(res.body?.error, context).toBe('InsufficientScope');
       return;
     case 'notFound':
-      expect({ status: res.status, body: res.body }).toEqual({ status: 404, body: { error: 'ResourceNotFound', detail: expect.any(String) } });
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 404,
+        body: { error: 'ResourceNotFound', detail: expect.any(String) },
+      });
       return;
     case 'denied':
       expect({ status: res.status, body: res.body }).toEqual({ status: 403, body: { error: 'NotPermitted', detail: outcome.reason } });
@@ -1310,7 +1599,10 @@ function assertOutcome(res: ApiResponse, outcome: Outcome, t: Target, principal:
     case 'invalid': {
       expect(res.status, context).toBe(422);
       const issues = expectValidationError(res);
-      expect(issues.map((i) => i.loc), context).toContainEqual(outcome.loc);
+      expect(
+        issues.map((i) => i.loc),
+        context,
+      ).toContainEqual(outcome.loc);
       return;
     }
     case 'rows': {
@@ -1372,12 +1664,18 @@ describe('the matrix itself', () => {
   });
 
   test('every declared endpoint has cases, and every credential is minted', () => {
-    for (const endpoint of Object.values(EP)) expect(cases.some((c) => c.endpoint === endpoint), `${endpoint.method} ${endpoint.path}`).toBe(true);
+    for (const endpoint of Object.values(EP))
+      expect(
+        cases.some((c) => c.endpoint === endpoint),
+        `${endpoint.method} ${endpoint.path}`,
+      ).toBe(true);
     for (const credential of CREDENTIALS) expect(world.credentials.has(credentialKey(credential)), credentialKey(credential)).toBe(true);
   });
 
   test('the impersonation session: refused (InsufficientScope) on every write, admitted on every read of organization data', () => {
-    const impersonation = generated.filter((g) => g.credential.principal === 'impersonation' && !g.c.endpoint.accepts.includes('customer_session'));
+    const impersonation = generated.filter(
+      (g) => g.credential.principal === 'impersonation' && !g.c.endpoint.accepts.includes('customer_session'),
+    );
     const writes = impersonation.filter((g) => g.c.endpoint.method !== 'GET');
     const reads = impersonation.filter((g) => g.c.endpoint.method === 'GET');
     expect(writes.length).toBeGreaterThan(50);

@@ -12,7 +12,6 @@ beforeAll(async () => {
 });
 afterAll(async () => app?.close());
 
-
 function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
   return runCli(app, args, env);
 }
@@ -79,7 +78,16 @@ describe('round trips: what the CLI makes works on the API', () => {
 
   test('tokens create with a comment, several scopes and --expires-in', async () => {
     const out = await cliJson([
-      'tokens', 'create', '--user-id', userId, '--scopes', 'user:write, user:read', '--comment', 'deploys', '--expires-in', '3600',
+      'tokens',
+      'create',
+      '--user-id',
+      userId,
+      '--scopes',
+      'user:write, user:read',
+      '--comment',
+      'deploys',
+      '--expires-in',
+      '3600',
     ]);
     expect(out).toMatchObject({ comment: 'deploys', scopes: ['user:read', 'user:write'] });
     within(out.expires_at, Date.now() + 3600_000);
@@ -99,13 +107,17 @@ describe('round trips: what the CLI makes works on the API', () => {
     expect(Date.parse(after.updated_at)).toBeGreaterThan(Date.parse(before.updated_at));
     // again: nothing changes
     expect(await cliJson(['users', 'set-admin', '--user-id', userId])).toEqual({ id: userId, is_admin: true });
-    expect(await app.sql('select user_id from rowgate_private.platform_admins where user_id = $1', [userId])).toEqual([{ user_id: userId }]);
+    expect(await app.sql('select user_id from rowgate_private.platform_admins where user_id = $1', [userId])).toEqual([
+      { user_id: userId },
+    ]);
   });
 
   test('users create --admin', async () => {
     const out = await cliJson(['users', 'create', '--email', `grace.${randomUUID().slice(0, 8)}@example.com`, '--admin']);
     expect(out).toMatchObject({ id: expect.stringMatching(UUID), name: null, is_admin: true });
-    expect(await app.sql('select user_id from rowgate_private.platform_admins where user_id = $1', [out.id])).toEqual([{ user_id: out.id }]);
+    expect(await app.sql('select user_id from rowgate_private.platform_admins where user_id = $1', [out.id])).toEqual([
+      { user_id: out.id },
+    ]);
     const session = await app.session(out.id);
     expect((await app.get('/v1/users/me', { session })).body).toMatchObject({ id: out.id, is_admin: true });
   });
@@ -170,7 +182,11 @@ describe('bad usage → exit code 2, a message on stderr, nothing on stdout', ()
     ['sessions create for an unknown user', () => ['sessions', 'create', '--user-id', randomUUID()], /not found/],
     ['tokens create without --scopes', (id) => ['tokens', 'create', '--user-id', id], /--scopes is required/],
     ['tokens create with empty --scopes', (id) => ['tokens', 'create', '--user-id', id, '--scopes', ' , '], /--scopes needs at least one/],
-    ['tokens create with an unknown scope', (id) => ['tokens', 'create', '--user-id', id, '--scopes', 'user:read,root'], /Unknown scope: root/],
+    [
+      'tokens create with an unknown scope',
+      (id) => ['tokens', 'create', '--user-id', id, '--scopes', 'user:read,root'],
+      /Unknown scope: root/,
+    ],
     [
       'tokens create with a bad --expires-in',
       (id) => ['tokens', 'create', '--user-id', id, '--scopes', 'user:read', '--expires-in', 'soon'],
@@ -179,12 +195,14 @@ describe('bad usage → exit code 2, a message on stderr, nothing on stdout', ()
   ];
   // each run is a fresh Node process: run them side by side
   test.concurrent.for(cases)('%s', async ([, args, message], { expect }) => {
-    const before = await app.sql('select (select count(*) from rowgate.users) as users, (select count(*) from rowgate.personal_access_tokens) as pats');
+    const before = await app.sql(
+      'select (select count(*) from rowgate.users) as users, (select count(*) from rowgate.personal_access_tokens) as pats',
+    );
     const run = await cli(args(existing));
     expect(run).toEqual({ code: 2, stdout: '', stderr: expect.stringMatching(message) });
-    expect(await app.sql('select (select count(*) from rowgate.users) as users, (select count(*) from rowgate.personal_access_tokens) as pats')).toEqual(
-      before,
-    );
+    expect(
+      await app.sql('select (select count(*) from rowgate.users) as users, (select count(*) from rowgate.personal_access_tokens) as pats'),
+    ).toEqual(before);
   });
 
   const config: [name: string, env: Record<string, string | undefined>, message: RegExp][] = [

@@ -14,7 +14,9 @@ test('the next start announces and adopts the database a killed server left runn
 
     second = await startServerProcess({}, { home: first.home });
     const said = second.lines.map((l) => l.line).join('\n');
-    expect(said).toMatch(/embedded PostgreSQL in .* \(pid \d+\) was still running, left behind by a rowgate server that did not stop cleanly/);
+    expect(said).toMatch(
+      /embedded PostgreSQL in .* \(pid \d+\) was still running, left behind by a rowgate server that did not stop cleanly/,
+    );
     expect((await fetch(`${second.url}/readyz`)).status).toBe(200);
 
     second.child.kill('SIGTERM');

@@ -34,8 +34,7 @@ interface KindCase {
 }
 
 const isDeleted = async (user: TestUser) =>
-  (await app.sql<{ deleted: boolean }>('select deleted_at is not null as deleted from rowgate.users where id = $1', [user.id]))[0]
-    ?.deleted;
+  (await app.sql<{ deleted: boolean }>('select deleted_at is not null as deleted from rowgate.users where id = $1', [user.id]))[0]?.deleted;
 
 const getMe = {
   method: 'GET',
@@ -71,10 +70,15 @@ const kinds: KindCase[] = [
   {
     kind: 'web_session',
     mint: (user, options) =>
-      app.session(user.id, options?.expiresAt ? { lifetime: `${Math.round((options.expiresAt.getTime() - Date.now()) / 1000)} seconds` } : {}),
+      app.session(
+        user.id,
+        options?.expiresAt ? { lifetime: `${Math.round((options.expiresAt.getTime() - Date.now()) / 1000)} seconds` } : {},
+      ),
     send: (token) => ({ headers: { cookie: `rowgate_session=${token}` } }),
     revoke: async (_user, token) => {
-      const revoked = await app.owner.query('update rowgate_private.sessions set revoked_at = now() where token_hash = $1', [app.hash(token)]);
+      const revoked = await app.owner.query('update rowgate_private.sessions set revoked_at = now() where token_hash = $1', [
+        app.hash(token),
+      ]);
       expect(revoked.rowCount).toBe(1);
     },
     probe: getMe,
@@ -353,11 +357,14 @@ describe('a bearer token wins over the cookie', () => {
   const invalidCookies: [name: string, cookie: (user: TestUser) => Promise<string>][] = [
     ['an unknown session', async () => generateToken('web_session')],
     ['a malformed session', async () => 'rg_us_nope'],
-    ['a revoked session', async (user) => {
-      const token = await app.session(user.id);
-      await kinds[0]!.revoke(user, token);
-      return token;
-    }],
+    [
+      'a revoked session',
+      async (user) => {
+        const token = await app.session(user.id);
+        await kinds[0]!.revoke(user, token);
+        return token;
+      },
+    ],
     ['an expired session', (user) => app.session(user.id, { lifetime: '-1 minute' })],
   ];
   const bearers = kinds.filter((k) => k.kind !== 'web_session');

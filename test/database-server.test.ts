@@ -51,7 +51,9 @@ describe('startDatabaseServer', () => {
       expect(warnings.join('\n')).toMatch(/TEST_PG_VERSION=16 .*no Docker engine is reachable/);
       const client = new pg.Client({ connectionString: server.superuserUrl });
       await client.connect();
-      const { rows } = await client.query('select current_user as who, current_setting($1)::int >= 150000 as recent', ['server_version_num']);
+      const { rows } = await client.query('select current_user as who, current_setting($1)::int >= 150000 as recent', [
+        'server_version_num',
+      ]);
       await client.end();
       expect(rows).toEqual([{ who: 'postgres', recent: true }]);
     } finally {

@@ -98,7 +98,11 @@ describe('request bodies that cannot be read', () => {
     expect(expectValidationError(res).map((i) => [i.type, i.loc])).toEqual([['invalid_type', ['body']]]);
     // a NUL at the bottom is found and located
     const withNul = `{"comment":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)}}`;
-    const nul = await app.request('POST', PAT, { session: user.session, rawBody: withNul, headers: { 'content-type': 'application/json' } });
+    const nul = await app.request('POST', PAT, {
+      session: user.session,
+      rawBody: withNul,
+      headers: { 'content-type': 'application/json' },
+    });
     const [issue] = expectValidationError(nul);
     expect(issue!.type).toBe('string_nul');
     expect(issue!.loc.slice(0, 3)).toEqual(['body', 'comment', 0]);
@@ -181,7 +185,7 @@ describe('validation errors → 422 with {type, loc, msg, input?}', () => {
       name: 'a NUL character in a string, and in a field name',
       method: 'POST',
       path: PAT,
-      body: { comment: 'c\u0000i', scopes: ['products_read'], ['x\u0000']: 1 },
+      body: { comment: 'c\u0000i', scopes: ['products_read'], 'x\u0000': 1 },
       issues: [
         { type: 'string_nul', loc: ['body', 'comment'], input: 'c\u0000i' },
         { type: 'string_nul', loc: ['body', 'x\u0000'] },

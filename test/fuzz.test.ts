@@ -18,7 +18,11 @@ test('1,500 fuzzed requests: no 5xx, every error in the shape of SPEC §7 (fixed
   expect(counters.requests).toBe(1500);
   expect(counters.serverErrors).toBe(0);
   // every operation was reached
-  expect(Object.entries(counters.byOperation).filter(([, n]) => n === 0).map(([id]) => id)).toEqual([]);
+  expect(
+    Object.entries(counters.byOperation)
+      .filter(([, n]) => n === 0)
+      .map(([id]) => id),
+  ).toEqual([]);
   // and the server still answers, with its database
   expect((await app.get('/healthz')).status).toBe(200);
   expect((await app.get('/readyz')).status).toBe(200);

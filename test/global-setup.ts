@@ -37,10 +37,9 @@ export default async function setup(project: TestProject) {
       await client.connect();
       try {
         if (created) await client.query(`drop database if exists ${pg.escapeIdentifier(template)} with (force)`);
-        const { rows } = await client.query<{ rolname: string }>(
-          `select rolname from pg_roles where starts_with(rolname, $1) order by 1`,
-          [`${runId}_`],
-        );
+        const { rows } = await client.query<{ rolname: string }>(`select rolname from pg_roles where starts_with(rolname, $1) order by 1`, [
+          `${runId}_`,
+        ]);
         for (const { rolname } of rows) await client.query(`drop role if exists ${pg.escapeIdentifier(rolname)}`);
       } finally {
         await client.end();
@@ -55,7 +54,9 @@ export default async function setup(project: TestProject) {
     await admin.connect();
     const { rows } = await admin.query<{ n: number }>(`select current_setting('server_version_num')::int as n`).finally(() => admin.end());
     const serverVersionNum = rows[0]!.n;
-    console.error(`rowgate tests: PostgreSQL ${Math.floor(serverVersionNum / 10_000)} (${server.source}, server_version_num ${serverVersionNum})`);
+    console.error(
+      `rowgate tests: PostgreSQL ${Math.floor(serverVersionNum / 10_000)} (${server.source}, server_version_num ${serverVersionNum})`,
+    );
     await ensureRoles(server.superuserUrl, { owner: ownerPassword, authenticator: authenticatorPassword });
     created = true;
     await ensureDatabase(server.superuserUrl, template);

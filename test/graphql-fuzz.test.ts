@@ -24,7 +24,13 @@ test('300 fuzzed GraphQL documents: no 5xx, every error with a code, RSS bounded
   console.log(`GraphQL fuzzing (seed ${SEED}): ${summary(stats)}`);
   expect(stats.documents).toBe(300);
   // every property said, not only the first that fails
-  expect.soft([...stats.distinctProblems.values()].map(({ count, first }) => `${count}× like document ${first.index} (${first.kind}): ${first.problem}`)).toEqual([]);
+  expect
+    .soft(
+      [...stats.distinctProblems.values()].map(
+        ({ count, first }) => `${count}× like document ${first.index} (${first.kind}): ${first.problem}`,
+      ),
+    )
+    .toEqual([]);
   // the generator's documents are realistic enough to run, not only to be refused
   expect.soft(stats.executed / stats.documents).toBeGreaterThan(0.3);
   expect.soft(stats.rss.max - stats.rss.start, 'RSS growth').toBeLessThan(GiB);

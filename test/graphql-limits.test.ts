@@ -78,7 +78,9 @@ async function dataStatementsDuring(work: () => Promise<unknown>): Promise<strin
   } finally {
     pool.connect = original;
   }
-  return texts.filter((t) => !/^\s*(begin|commit|rollback|savepoint|release savepoint)\b/i.test(t) && !/rowgate_private\.authenticate|json_each_text/.test(t));
+  return texts.filter(
+    (t) => !/^\s*(begin|commit|rollback|savepoint|release savepoint)\b/i.test(t) && !/rowgate_private\.authenticate|json_each_text/.test(t),
+  );
 }
 
 beforeAll(async () => {
@@ -153,7 +155,11 @@ describe('limits before planning (QUERY_TOO_COMPLEX), each at its edge', () => {
     const deep = await gql(nested(LIMITS.depth + 1), {}, { session });
     expect(codes(deep.body)).toEqual(['QUERY_TOO_COMPLEX']);
     expect(deep.body.errors![0]!.message).toMatch(/11 levels deep; the limit is 10/);
-    const viaFragment = await gql(`query { allProducts(first: 1) { ...P } } fragment P on ProductConnection { nodes { rowId } }`, {}, { session });
+    const viaFragment = await gql(
+      `query { allProducts(first: 1) { ...P } } fragment P on ProductConnection { nodes { rowId } }`,
+      {},
+      { session },
+    );
     expect(viaFragment.body.errors).toBeUndefined();
   });
 
@@ -190,7 +196,9 @@ describe('limits before planning (QUERY_TOO_COMPLEX), each at its edge', () => {
   test('a refused document runs no statement beyond the authentication (anonymous: none at all)', async () => {
     const anonymous = await dataStatementsDuring(() => gql(`{ ${Array.from({ length: 30 }, (_, i) => `a${i}: __typename`).join(' ')} }`));
     expect(anonymous).toEqual([]);
-    const run = await dataStatementsDuring(() => gql(`{ ${Array.from({ length: 30 }, (_, i) => `a${i}: allProducts { totalCount }`).join(' ')} }`, {}, { session }));
+    const run = await dataStatementsDuring(() =>
+      gql(`{ ${Array.from({ length: 30 }, (_, i) => `a${i}: allProducts { totalCount }`).join(' ')} }`, {}, { session }),
+    );
     expect(run).toEqual([]);
     // (the probe sees the statements of an accepted one)
     expect((await dataStatementsDuring(() => gql('{ allProducts { totalCount } }', {}, { session }))).join('\n')).toMatch(/count\(\*\)/);
@@ -233,7 +241,11 @@ describe('page arguments (BAD_USER_INPUT, no SQL) and the default page', () => {
 
   test('first and last at their bounds; a null variable means not given; last alone is the last page', async () => {
     const page = async (args: string, variables: Record<string, unknown> = {}) => {
-      const { body } = await gql(`query${args.includes('$n') ? ' ($n: Int)' : ''} { allOrders(${args}, orderBy: [CREATED_AT_ASC, ROW_ID_ASC]) { nodes { rowId } } }`, variables, { session });
+      const { body } = await gql(
+        `query${args.includes('$n') ? ' ($n: Int)' : ''} { allOrders(${args}, orderBy: [CREATED_AT_ASC, ROW_ID_ASC]) { nodes { rowId } } }`,
+        variables,
+        { session },
+      );
       expect(body.errors, JSON.stringify(body.errors)).toBeUndefined();
       return body.data.allOrders.nodes.map((n: { rowId: string }) => n.rowId) as string[];
     };
@@ -242,7 +254,9 @@ describe('page arguments (BAD_USER_INPUT, no SQL) and the default page', () => {
     expect(await page('first: $n', { n: null })).toHaveLength(100);
     const last = await page('last: 3');
     expect(last).toHaveLength(3);
-    const all = await app.sql<{ id: string }>('select id from rowgate.orders where organization_id = $1 order by created_at, id', [organizationId]);
+    const all = await app.sql<{ id: string }>('select id from rowgate.orders where organization_id = $1 order by created_at, id', [
+      organizationId,
+    ]);
     expect(last).toEqual(all.slice(-3).map((r) => r.id));
   });
 });
@@ -257,7 +271,9 @@ describe('one authentication for REST and GraphQL', () => {
       text: `select current_setting('rowgate.credential_id') as credential_id, current_user as role`,
     });
     expect(rows[0]).toEqual({ credential_id: settings['rowgate.credential_id'], role: 'rowgate_user' });
-    const [token] = await app.sql<{ id: string; user_id: string }>('select id, user_id from rowgate.personal_access_tokens order by created_at desc limit 1');
+    const [token] = await app.sql<{ id: string; user_id: string }>(
+      'select id, user_id from rowgate.personal_access_tokens order by created_at desc limit 1',
+    );
     expect(settings).toEqual({
       role: 'rowgate_user',
       'rowgate.subject_kind': 'user',
@@ -306,21 +322,29 @@ describe('bad input is a client error with a code (found by the GraphQL fuzzer)'
     expect(codes(nul.body)).toEqual(['BAD_USER_INPUT']);
     const page = await gql(`{ allOrders(first: 1, orderBy: [CREATED_AT_ASC]) { pageInfo { endCursor } } }`, {}, { session });
     const cursor = page.body.data.allOrders.pageInfo.endCursor;
-    const other = await gql(`query ($c: Cursor) { allOrders(first: 1, after: $c, orderBy: [AMOUNT_DESC]) { nodes { rowId } } }`, { c: cursor }, { session });
+    const other = await gql(
+      `query ($c: Cursor) { allOrders(first: 1, after: $c, orderBy: [AMOUNT_DESC]) { nodes { rowId } } }`,
+      { c: cursor },
+      { session },
+    );
     expect(codes(other.body)).toEqual(['BAD_USER_INPUT']);
   });
 });
 
 describe('more found by the GraphQL fuzzer', () => {
   test('fragments spread twice in each of 40 fragments (2^40 fields written out) are refused at once', async () => {
-    const fragments = Array.from({ length: 40 }, (_, i) => (i === 39 ? `fragment F39 on Query { __typename }` : `fragment F${i} on Query { ...F${i + 1} ...F${i + 1} }`));
+    const fragments = Array.from({ length: 40 }, (_, i) =>
+      i === 39 ? `fragment F39 on Query { __typename }` : `fragment F${i} on Query { ...F${i + 1} ...F${i + 1} }`,
+    );
     const { result, ms, rest } = await besideRest(() => gql(`{ ...F0 } ${fragments.join(' ')}`));
     expect(codes(result.body)).toEqual(['QUERY_TOO_COMPLEX']);
     expect(result.body.errors![0]!.message).toMatch(/fragments written out/);
     expect(rest).toBe(200);
     expect(ms).toBeLessThan(2_000);
     // 12 levels of two spreads (4,096 fields written out) pass
-    const within = Array.from({ length: 13 }, (_, i) => (i === 12 ? `fragment F12 on Query { __typename }` : `fragment F${i} on Query { ...F${i + 1} ...F${i + 1} }`));
+    const within = Array.from({ length: 13 }, (_, i) =>
+      i === 12 ? `fragment F12 on Query { __typename }` : `fragment F${i} on Query { ...F${i + 1} ...F${i + 1} }`,
+    );
     const ok = await gql(`{ ...F0 } ${within.join(' ')}`);
     expect(ok.body.errors).toBeUndefined();
     // and page sizes add up as if written out: 2^11 pages of 5 nodes (4,096 fields)
@@ -331,7 +355,11 @@ describe('more found by the GraphQL fuzzer', () => {
   });
 
   test('a value nested as deep as the tokens allow is refused, not a stack overflow', async () => {
-    const { status, body } = await gql(`{ allProducts(orderBy: ${'['.repeat(1_990)}NAME_ASC${']'.repeat(5)}) { totalCount } }`.slice(0, 30_000), {}, { session });
+    const { status, body } = await gql(
+      `{ allProducts(orderBy: ${'['.repeat(1_990)}NAME_ASC${']'.repeat(5)}) { totalCount } }`.slice(0, 30_000),
+      {},
+      { session },
+    );
     expect(status).toBe(200);
     expect(codes(body).every((c) => c === 'QUERY_TOO_COMPLEX' || c === 'GRAPHQL_PARSE_FAILED')).toBe(true);
     expect(codes(body).length).toBeGreaterThan(0);
@@ -343,7 +371,10 @@ describe('more found by the GraphQL fuzzer', () => {
   });
 
   test('a body of another JSON media type is refused as REST refuses one', async () => {
-    const response = await app.request('POST', '/graphql', { rawBody: '{"query":"{ __typename }"}', headers: { 'content-type': 'application/graphql-response+json' } });
+    const response = await app.request('POST', '/graphql', {
+      rawBody: '{"query":"{ __typename }"}',
+      headers: { 'content-type': 'application/graphql-response+json' },
+    });
     expect(response.status).toBe(415);
     expect(response.body.error).toBe('UnsupportedMediaType');
   });
@@ -365,7 +396,10 @@ describe('timestamps', () => {
     expect(body.errors).toBeUndefined();
     for (const node of body.data.allOrders.nodes) {
       const rest = await app.get(`/v1/orders/${node.rowId}`, { session });
-      expect({ createdAt: node.createdAt, updatedAt: node.updatedAt }).toEqual({ createdAt: rest.body.created_at, updatedAt: rest.body.updated_at });
+      expect({ createdAt: node.createdAt, updatedAt: node.updatedAt }).toEqual({
+        createdAt: rest.body.created_at,
+        updatedAt: rest.body.updated_at,
+      });
     }
   });
 });

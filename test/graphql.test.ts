@@ -172,16 +172,61 @@ const allB = () => ({
 describe('isolation: each subject sees exactly its rows, as REST lists them', () => {
   // credentials of organization-facing subjects; REST lists products with each of them
   const subjects: { name: string; auth: () => Auth; sees: () => ReturnType<typeof allA> | null; restLists: string[] }[] = [
-    { name: 'admin of A (web session cookie)', auth: () => ({ session: w.adminA.session }), sees: allA, restLists: ['products', 'customers', 'orders', 'organizations'] },
-    { name: 'member of A (web session)', auth: () => ({ session: w.memberA.session }), sees: allA, restLists: ['products', 'customers', 'orders', 'organizations'] },
-    { name: 'admin of B (web session)', auth: () => ({ session: w.adminB.session }), sees: allB, restLists: ['products', 'customers', 'orders', 'organizations'] },
-    { name: 'a user of no organization', auth: () => ({ session: w.outsider.session }), sees: () => null, restLists: ['products', 'customers', 'orders', 'organizations'] },
-    { name: 'PAT of the admin of A (read scopes)', auth: () => ({ token: tokens.patRead }), sees: allA, restLists: ['products', 'customers', 'orders', 'organizations'] },
-    { name: 'OAT of A (read scopes)', auth: () => ({ token: tokens.oatRead }), sees: allA, restLists: ['products', 'customers', 'orders', 'organizations'] },
+    {
+      name: 'admin of A (web session cookie)',
+      auth: () => ({ session: w.adminA.session }),
+      sees: allA,
+      restLists: ['products', 'customers', 'orders', 'organizations'],
+    },
+    {
+      name: 'member of A (web session)',
+      auth: () => ({ session: w.memberA.session }),
+      sees: allA,
+      restLists: ['products', 'customers', 'orders', 'organizations'],
+    },
+    {
+      name: 'admin of B (web session)',
+      auth: () => ({ session: w.adminB.session }),
+      sees: allB,
+      restLists: ['products', 'customers', 'orders', 'organizations'],
+    },
+    {
+      name: 'a user of no organization',
+      auth: () => ({ session: w.outsider.session }),
+      sees: () => null,
+      restLists: ['products', 'customers', 'orders', 'organizations'],
+    },
+    {
+      name: 'PAT of the admin of A (read scopes)',
+      auth: () => ({ token: tokens.patRead }),
+      sees: allA,
+      restLists: ['products', 'customers', 'orders', 'organizations'],
+    },
+    {
+      name: 'OAT of A (read scopes)',
+      auth: () => ({ token: tokens.oatRead }),
+      sees: allA,
+      restLists: ['products', 'customers', 'orders', 'organizations'],
+    },
     { name: 'OAT of A (products_write)', auth: () => ({ token: tokens.oatWrite }), sees: allA, restLists: ['products'] },
-    { name: 'OAuth2 user token of the admin of A', auth: () => ({ token: tokens.oauthUserRead }), sees: allA, restLists: ['products', 'customers', 'orders'] },
-    { name: 'OAuth2 organization token of A', auth: () => ({ token: tokens.oauthOrgWrite }), sees: allA, restLists: ['products', 'orders'] },
-    { name: 'impersonation session of the admin of A', auth: () => ({ session: tokens.impersonation }), sees: allA, restLists: ['products', 'customers', 'orders', 'organizations'] },
+    {
+      name: 'OAuth2 user token of the admin of A',
+      auth: () => ({ token: tokens.oauthUserRead }),
+      sees: allA,
+      restLists: ['products', 'customers', 'orders'],
+    },
+    {
+      name: 'OAuth2 organization token of A',
+      auth: () => ({ token: tokens.oauthOrgWrite }),
+      sees: allA,
+      restLists: ['products', 'orders'],
+    },
+    {
+      name: 'impersonation session of the admin of A',
+      auth: () => ({ session: tokens.impersonation }),
+      sees: allA,
+      restLists: ['products', 'customers', 'orders', 'organizations'],
+    },
   ];
 
   for (const subject of subjects) {
@@ -245,7 +290,11 @@ describe('isolation: each subject sees exactly its rows, as REST lists them', ()
 
   test('a member session sees the customer it belongs to and its orders', async () => {
     const auth = { token: tokens.member };
-    const got = await data(`{ allCustomers { nodes { rowId } } allOrders { nodes { rowId } } allCustomerMembers { nodes { rowId } } }`, {}, auth);
+    const got = await data(
+      `{ allCustomers { nodes { rowId } } allOrders { nodes { rowId } } allCustomerMembers { nodes { rowId } } }`,
+      {},
+      auth,
+    );
     expect(rowIds(got.allCustomers)).toEqual([w.customersA[0]]);
     expect(rowIds(got.allOrders)).toEqual(sorted(w.ordersOfCustomerA0));
     expect(rowIds(got.allCustomerMembers)).toEqual([w.seat]);
@@ -423,7 +472,8 @@ describe('mutations: scopes and policies bind in the database', () => {
   const UPDATE = `mutation ($id: UUID!, $name: String!) {
     updateProductByRowId(input: { rowId: $id, productPatch: { name: $name } }) { product { rowId name } }
   }`;
-  const productName = async (id: string) => (await app.sql<{ name: string }>('select name from rowgate.products where id = $1', [id]))[0]?.name;
+  const productName = async (id: string) =>
+    (await app.sql<{ name: string }>('select name from rowgate.products where id = $1', [id]))[0]?.name;
   const productCount = async (name: string) =>
     Number((await app.sql<{ n: string }>('select count(*) as n from rowgate.products where name = $1', [name]))[0]!.n);
 
@@ -540,7 +590,12 @@ describe('mutations: scopes and policies bind in the database', () => {
 });
 
 describe('what the schema publishes', () => {
-  let types: { name: string; kind: string; fields: { name: string; args: { name: string }[] }[] | null; inputFields: { name: string }[] | null }[];
+  let types: {
+    name: string;
+    kind: string;
+    fields: { name: string; args: { name: string }[] }[] | null;
+    inputFields: { name: string }[] | null;
+  }[];
   let queryFields: string[];
   let mutationFields: string[];
   beforeAll(async () => {

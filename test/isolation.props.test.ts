@@ -19,7 +19,7 @@ test('REST, GraphQL and analyst reads agree with the isolation model (200 cases,
   expect(counters.cases).toBe(200);
 }, 120_000);
 
-test('GraphQL reads honour the token\'s read scopes (SPEC §3) (100 cases, fixed seed)', async () => {
+test("GraphQL reads honour the token's read scopes (SPEC §3) (100 cases, fixed seed)", async () => {
   const counters = await runGraphqlScopes(app, { numRuns: 100, seed: 20261121 });
   expect(counters.cases).toBe(100);
 }, 120_000);

@@ -6,7 +6,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { ApiRoute, Route } from '../src/http/route.ts';
+import type { ApiRoute } from '../src/http/route.ts';
 import { apiRoutes } from '../src/http/routes.ts';
 import { expectValidationError } from './expect-api.ts';
 import { startTestApp, type RequestOptions, type TestApp } from './harness.ts';
@@ -31,9 +31,7 @@ const isListSchema = (schema: unknown) => {
   return !!shape && 'items' in shape && 'pagination' in shape;
 };
 
-const listRoutes = apiRoutes.filter(
-  (r): r is ApiRoute => r.method === 'get' && r.access !== null && isListSchema(r.response),
-);
+const listRoutes = apiRoutes.filter((r): r is ApiRoute => r.method === 'get' && r.access !== null && isListSchema(r.response));
 
 const queryShape = (route: ApiRoute): Record<string, z.ZodType> => (route.query as z.ZodObject | undefined)?.shape ?? {};
 
@@ -79,10 +77,10 @@ async function stamp(table: string, ids: string[]) {
   try {
     await client.query('begin');
     await client.query(`alter table ${table} disable trigger _100_timestamps`);
-    await client.query(
-      `update ${table} t set created_at = v.at from unnest($1::uuid[], $2::timestamptz[]) v(id, at) where t.id = v.id`,
-      [ids, at],
-    );
+    await client.query(`update ${table} t set created_at = v.at from unnest($1::uuid[], $2::timestamptz[]) v(id, at) where t.id = v.id`, [
+      ids,
+      at,
+    ]);
     await client.query(`alter table ${table} enable trigger _100_timestamps`);
     await client.query('commit');
   } catch (error) {
@@ -175,7 +173,13 @@ const declarations: Record<string, Declaration> = {
       await stamp('rowgate.products', ids(rows));
       // out of sight: another organization's products, and a deleted one
       await insertRow('rowgate.products', { organization_id: c, name: 'n03', price_amount: 1, price_currency: 'usd' });
-      await insertRow('rowgate.products', { organization_id: a, name: 'n03', price_amount: 1, price_currency: 'usd', deleted_at: new Date() });
+      await insertRow('rowgate.products', {
+        organization_id: a,
+        name: 'n03',
+        price_amount: 1,
+        price_currency: 'usd',
+        deleted_at: new Date(),
+      });
       return {
         path: '/v1/products/',
         auth: { session: user.session },
@@ -370,8 +374,15 @@ const declarations: Record<string, Declaration> = {
         rows.push({ id, org });
       }
       await stamp('rowgate.payout_accounts', ids(rows));
-      for (const org of [c, e]) await insertRow('rowgate.payout_accounts', { organization_id: org, type: 'stripe', country: 'US', currency: 'usd' });
-      await insertRow('rowgate.payout_accounts', { organization_id: a, type: 'stripe', country: 'US', currency: 'usd', deleted_at: new Date() });
+      for (const org of [c, e])
+        await insertRow('rowgate.payout_accounts', { organization_id: org, type: 'stripe', country: 'US', currency: 'usd' });
+      await insertRow('rowgate.payout_accounts', {
+        organization_id: a,
+        type: 'stripe',
+        country: 'US',
+        currency: 'usd',
+        deleted_at: new Date(),
+      });
       return {
         path: '/v1/payout-accounts/',
         auth: { session: user.session },
@@ -402,7 +413,12 @@ const declarations: Record<string, Declaration> = {
       await stamp('rowgate.organization_access_tokens', ids(rows));
       await app.oat(c, ['products_read']);
       await app.oat(f, ['products_read']);
-      await insertRow('rowgate.organization_access_tokens', { organization_id: a, comment: 'k00', scopes: ['products_read'], deleted_at: new Date() });
+      await insertRow('rowgate.organization_access_tokens', {
+        organization_id: a,
+        comment: 'k00',
+        scopes: ['products_read'],
+        deleted_at: new Date(),
+      });
       return {
         path: '/v1/organization-access-tokens/',
         auth: { session: user.session },
@@ -417,10 +433,12 @@ const declarations: Record<string, Declaration> = {
       const user = await app.user();
       const stranger = await app.user();
       const issue = async (userId: string) => {
-        const [row] = await app.sql<{ id: string }>(
-          'select id from rowgate_private.issue_personal_access_token($1, $2, $3, null, $4)',
-          [userId, 'x', ['user:read'], randomBytes(32)],
-        );
+        const [row] = await app.sql<{ id: string }>('select id from rowgate_private.issue_personal_access_token($1, $2, $3, null, $4)', [
+          userId,
+          'x',
+          ['user:read'],
+          randomBytes(32),
+        ]);
         return row!.id;
       };
       const keys: string[] = [];
@@ -525,7 +543,10 @@ const declarations: Record<string, Declaration> = {
         [a],
       );
       const tie = new Map(memberships.map((m) => [m.user_id, m.id]));
-      await stamp('rowgate.memberships', rows.map((r) => tie.get(r.id)!));
+      await stamp(
+        'rowgate.memberships',
+        rows.map((r) => tie.get(r.id)!),
+      );
       // out of sight: a removed member, and the members of another organization
       const removed = await app.user();
       await app.membership(a, removed.id, 'member');
@@ -675,7 +696,7 @@ describe.each(listRoutes.map((r) => [r.operationId, r] as const))('%s', (operati
         c = compare(p[field], q[field]) * (descending ? -1 : 1);
         if (c !== 0) break;
       }
-      const show = (item: Item) => keys.map((k) => JSON.stringify(item[k.field])).join('/') + ` (${tieOf(item)})`;
+      const show = (item: Item) => `${keys.map((k) => JSON.stringify(item[k.field])).join('/')} (${tieOf(item)})`;
       if (c > 0) violations.push(`#${j - 1} ${show(p)} before #${j} ${show(q)}`);
       if (c === 0) {
         const t = compare(tieOf(p), tieOf(q));
@@ -736,21 +757,31 @@ describe.each(listRoutes.map((r) => [r.operationId, r] as const))('%s', (operati
     expect(issues[0]!.msg).toContain(sortable.join(', '));
   });
 
-  test.each(['unknown', '-unknown', 'created_at,unknown', 'created_at&sorting=unknown', 'deleted_at', 'id', 'created_at%20desc', 'created_at,-created_at', 'created_at&sorting=created_at'])(
-    'sorting=%s → 422 at query.sorting',
+  test.each([
+    'unknown',
+    '-unknown',
+    'created_at,unknown',
+    'created_at&sorting=unknown',
+    'deleted_at',
+    'id',
+    'created_at%20desc',
+    'created_at,-created_at',
+    'created_at&sorting=created_at',
+  ])('sorting=%s → 422 at query.sorting', async (sorting) => {
+    const issues = expectValidationError(await list(`sorting=${sorting}`));
+    expect(issues.map((i) => i.loc)).toEqual([['query', 'sorting']]);
+  });
+
+  test.each(sortable.flatMap((field) => [field, `-${field}`]))(
+    'sorting=%s: in order, ties broken by id, pages neither overlap nor skip',
     async (sorting) => {
-      const issues = expectValidationError(await list(`sorting=${sorting}`));
-      expect(issues.map((i) => i.loc)).toEqual([['query', 'sorting']]);
+      const full = await listOk(`sorting=${sorting}&limit=100`);
+      expect(full.items.map(keyOf).sort()).toEqual([...fx.keys].sort());
+      expect(orderViolations(full.items, parseSorting(sorting))).toEqual([]);
+      const paged = await allPages(`sorting=${sorting}`, LIMIT);
+      expect(paged.map(keyOf)).toEqual(full.items.map(keyOf));
     },
   );
-
-  test.each(sortable.flatMap((field) => [field, `-${field}`]))('sorting=%s: in order, ties broken by id, pages neither overlap nor skip', async (sorting) => {
-    const full = await listOk(`sorting=${sorting}&limit=100`);
-    expect(full.items.map(keyOf).sort()).toEqual([...fx.keys].sort());
-    expect(orderViolations(full.items, parseSorting(sorting))).toEqual([]);
-    const paged = await allPages(`sorting=${sorting}`, LIMIT);
-    expect(paged.map(keyOf)).toEqual(full.items.map(keyOf));
-  });
 
   test('sorting by several fields, comma-separated or repeated', async () => {
     // first by the field with the most repeated values, so that the second key matters
@@ -829,4 +860,3 @@ describe.each(listRoutes.map((r) => [r.operationId, r] as const))('%s', (operati
     expect(gotten).toEqual(body.items);
   });
 });
-

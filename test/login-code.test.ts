@@ -222,7 +222,7 @@ describe('POST /v1/login-code/authenticate', () => {
 });
 
 describe('POST /v1/auth/logout', () => {
-  test('revokes the session server-side (204), clears the cookie, and leaves the user\'s other sessions alone', async () => {
+  test("revokes the session server-side (204), clears the cookie, and leaves the user's other sessions alone", async () => {
     const { user, session } = await signIn(newEmail());
     const other = await app.session(user.id);
     const res = await app.post('/v1/auth/logout', undefined, { session });
@@ -374,7 +374,11 @@ describe('npx rowgate mail outbox', () => {
   function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
     const base: Record<string, string> = {};
     for (const [key, value] of Object.entries(process.env)) {
-      if (value !== undefined && !/^(DATABASE_URL|AUTH_DATABASE_URL|ROOT_DATABASE_URL|SHADOW_DATABASE_URL|ROWGATE_.*|SMTP_URL|MAIL_FROM)$/.test(key)) base[key] = value;
+      if (
+        value !== undefined &&
+        !/^(DATABASE_URL|AUTH_DATABASE_URL|ROOT_DATABASE_URL|SHADOW_DATABASE_URL|ROWGATE_.*|SMTP_URL|MAIL_FROM)$/.test(key)
+      )
+        base[key] = value;
     }
     return new Promise((resolve) => {
       execFile(
@@ -397,7 +401,7 @@ describe('npx rowgate mail outbox', () => {
     });
   }
 
-  test('--to prints that address\'s messages, newest first, as [{to, subject, text, created_at}]; the code signs in', async () => {
+  test("--to prints that address's messages, newest first, as [{to, subject, text, created_at}]; the code signs in", async () => {
     const email = newEmail();
     await requestCode(email);
     await requestCode(email);

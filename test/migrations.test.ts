@@ -189,7 +189,10 @@ describe('every committed migration, applied to an empty database', () => {
       for (const [change, kind] of [
         ['grant select (email) on rowgate.users to rowgate_customer', 'columns'],
         ['alter function rowgate_hidden.has_scope(text) volatile', 'functions'],
-        ["alter policy select_member on rowgate.products using (organization_id = any ((select rowgate_hidden.current_organization_ids('products:write'))::uuid[]))", 'policies'],
+        [
+          "alter policy select_member on rowgate.products using (organization_id = any ((select rowgate_hidden.current_organization_ids('products:write'))::uuid[]))",
+          'policies',
+        ],
         ['grant temporary on database current_database_placeholder to public', 'database'],
       ] as const) {
         const before = await fingerprint(asSuperuser(fresh));
@@ -210,13 +213,17 @@ describe('every committed migration, applied to an empty database', () => {
 function dbaCli(args: string[], databaseUrl: string): Promise<{ code: number; stdout: string; stderr: string }> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !/^(DATABASE_URL|AUTH_DATABASE_URL|ROOT_DATABASE_URL|SHADOW_DATABASE_URL|ROWGATE_.*)$/.test(key)) env[key] = value;
+    if (value !== undefined && !/^(DATABASE_URL|AUTH_DATABASE_URL|ROOT_DATABASE_URL|SHADOW_DATABASE_URL|ROWGATE_.*)$/.test(key))
+      env[key] = value;
   }
   env.DATABASE_URL = databaseUrl;
   env.ROWGATE_HOME = path.join(tmpdir(), `rowgate-migrations-test-${process.pid}`);
   return new Promise((resolve) => {
-    execFile(process.execPath, [path.join(projectRoot, 'src', 'cli', 'main.ts'), ...args], { cwd: projectRoot, env, timeout: 60_000 }, (error, stdout, stderr) =>
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      [path.join(projectRoot, 'src', 'cli', 'main.ts'), ...args],
+      { cwd: projectRoot, env, timeout: 60_000 },
+      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
     );
   });
 }

@@ -49,7 +49,11 @@ function authorize(user: TestUser | null, params: Record<string, string | undefi
   return app.get(`/v1/oauth2/authorize?${form(params)}`, user ? { session: user.session } : {});
 }
 
-function consent(user: TestUser, params: Record<string, string | undefined>, options: { json?: boolean; headers?: Record<string, string> } = {}) {
+function consent(
+  user: TestUser,
+  params: Record<string, string | undefined>,
+  options: { json?: boolean; headers?: Record<string, string> } = {},
+) {
   return options.json
     ? app.post('/v1/oauth2/consent', params, { session: user.session, headers: options.headers })
     : app.request('POST', '/v1/oauth2/consent', { session: user.session, rawBody: form(params), headers: { ...FORM, ...options.headers } });
@@ -63,7 +67,8 @@ function redirected(res: ApiResponse, to = REDIRECT): URLSearchParams {
   return new URL(location).searchParams;
 }
 
-const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+const basic = (id: string, secret: string) =>
+  `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
 
 /** POST a form to an OAuth2 endpoint, as the client (HTTP Basic when it has a secret, else client_id in the body). */
 function clientPost(path: string, client: Client | null, params: Record<string, string | undefined>, options: { post?: boolean } = {}) {
@@ -131,7 +136,7 @@ function expectOAuth2Error(res: ApiResponse, status: number, error: string) {
 const userinfo = (accessToken: string) => app.get('/v1/oauth2/userinfo', { token: accessToken });
 
 describe('GET /.well-known/oauth-authorization-server (RFC 8414)', () => {
-  test('the metadata names this server\'s endpoints and what it supports', async () => {
+  test("the metadata names this server's endpoints and what it supports", async () => {
     const res = await app.get('/.well-known/oauth-authorization-server');
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
@@ -151,7 +156,7 @@ describe('GET /.well-known/oauth-authorization-server (RFC 8414)', () => {
   });
 });
 
-describe('POST /v1/oauth2/register (RFC 7591) and managing one\'s clients', () => {
+describe("POST /v1/oauth2/register (RFC 7591) and managing one's clients", () => {
   test('a confidential client gets a secret, shown once and stored only as a keyed hash', async () => {
     const user = await app.user();
     const res = await app.post(
@@ -189,7 +194,13 @@ describe('POST /v1/oauth2/register (RFC 7591) and managing one\'s clients', () =
     const user = await app.user();
     const res = await app.post(
       '/v1/oauth2/register',
-      { client_name: 'App', redirect_uris: [NATIVE_REDIRECT], scope: 'user:read', token_endpoint_auth_method: 'none', logo_uri: 'https://x.example/l.png' },
+      {
+        client_name: 'App',
+        redirect_uris: [NATIVE_REDIRECT],
+        scope: 'user:read',
+        token_endpoint_auth_method: 'none',
+        logo_uri: 'https://x.example/l.png',
+      },
       { session: user.session },
     );
     expect(res.status).toBe(201);
@@ -243,7 +254,9 @@ describe('POST /v1/oauth2/register (RFC 7591) and managing one\'s clients', () =
     expectError(await app.delete(`/v1/oauth2/clients/${theirs.id}`, { session: owner.session }), 404, 'ResourceNotFound');
     expect((await app.delete(`/v1/oauth2/clients/${a.id}`, { session: owner.session })).status).toBe(204);
     expectError(await app.get(`/v1/oauth2/clients/${a.id}`, { session: owner.session }), 404, 'ResourceNotFound');
-    expect((await app.get('/v1/oauth2/clients/', { session: owner.session })).body.items.map((c: Client) => c.client_id)).toEqual([b.client_id]);
+    expect((await app.get('/v1/oauth2/clients/', { session: owner.session })).body.items.map((c: Client) => c.client_id)).toEqual([
+      b.client_id,
+    ]);
     expect((await app.get(`/v1/oauth2/clients/${theirs.id}`, { session: stranger.session })).status).toBe(200);
   });
 
@@ -291,7 +304,12 @@ describe('the authorization code flow with PKCE, end to end over HTTP', () => {
     const fields = Object.fromEntries(
       [...html.matchAll(/<input type="hidden" name="(\w+)" value="([^"]*)">/g)].map((m) => [
         m[1],
-        m[2]!.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&'),
+        m[2]!
+          .replace(/&lt;/g, '<')
+          .replace(/&gt;/g, '>')
+          .replace(/&quot;/g, '"')
+          .replace(/&#39;/g, "'")
+          .replace(/&amp;/g, '&'),
       ]),
     );
     expect(fields).toEqual(params);
@@ -330,7 +348,10 @@ describe('the authorization code flow with PKCE, end to end over HTTP', () => {
     const stored = JSON.stringify([
       ...(await app.sql('select * from rowgate_private.oauth2_authorization_codes where client_id = $1', [client.client_id])),
       ...(await app.sql('select * from rowgate_private.oauth2_access_tokens where client_id = $1', [client.client_id])),
-      ...(await app.sql('select r.* from rowgate_private.oauth2_refresh_tokens r join rowgate_private.oauth2_token_families f on f.id = r.family_id where f.client_id = $1', [client.client_id])),
+      ...(await app.sql(
+        'select r.* from rowgate_private.oauth2_refresh_tokens r join rowgate_private.oauth2_token_families f on f.id = r.family_id where f.client_id = $1',
+        [client.client_id],
+      )),
     ]);
     for (const secret of [code, res.body.access_token, res.body.refresh_token]) expect(stored).not.toContain(secret);
     const [lifetimes] = await app.sql(
@@ -361,7 +382,12 @@ describe('the authorization code flow with PKCE, end to end over HTTP', () => {
     );
     const query = redirected(res, NATIVE_REDIRECT);
     expect(query.get('state')).toBeNull();
-    const issued = await token(client, { grant_type: 'authorization_code', code: query.get('code')!, redirect_uri: NATIVE_REDIRECT, code_verifier: verifier });
+    const issued = await token(client, {
+      grant_type: 'authorization_code',
+      code: query.get('code')!,
+      redirect_uri: NATIVE_REDIRECT,
+      code_verifier: verifier,
+    });
     expect(issued.status, JSON.stringify(issued.body)).toBe(200);
     expect(issued.body.scope).toBe('user:read');
     expect((await userinfo(issued.body.access_token)).status).toBe(200);
@@ -371,7 +397,11 @@ describe('the authorization code flow with PKCE, end to end over HTTP', () => {
     const user = await app.user();
     const client = await register(user, { token_endpoint_auth_method: 'client_secret_post', scope: 'user:read products_read' });
     const g = await grant(user, client, { scope: undefined });
-    const res = await token(client, { grant_type: 'authorization_code', code: g.code, redirect_uri: g.redirect, code_verifier: g.verifier }, { post: true });
+    const res = await token(
+      client,
+      { grant_type: 'authorization_code', code: g.code, redirect_uri: g.redirect, code_verifier: g.verifier },
+      { post: true },
+    );
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.scope).toBe('products_read user:read');
   });
@@ -380,15 +410,32 @@ describe('the authorization code flow with PKCE, end to end over HTTP', () => {
     const user = await app.user();
     const client = await register(user);
     const query = redirected(
-      await consent(user, { response_type: 'code', client_id: client.client_id, redirect_uri: REDIRECT, scope: 'user:read', action: 'allow' }),
+      await consent(user, {
+        response_type: 'code',
+        client_id: client.client_id,
+        redirect_uri: REDIRECT,
+        scope: 'user:read',
+        action: 'allow',
+      }),
     );
     expectOAuth2Error(
-      await token(client, { grant_type: 'authorization_code', code: query.get('code')!, redirect_uri: REDIRECT, code_verifier: pkce().verifier }),
+      await token(client, {
+        grant_type: 'authorization_code',
+        code: query.get('code')!,
+        redirect_uri: REDIRECT,
+        code_verifier: pkce().verifier,
+      }),
       400,
       'invalid_grant',
     );
     const again = redirected(
-      await consent(user, { response_type: 'code', client_id: client.client_id, redirect_uri: REDIRECT, scope: 'user:read', action: 'allow' }),
+      await consent(user, {
+        response_type: 'code',
+        client_id: client.client_id,
+        redirect_uri: REDIRECT,
+        scope: 'user:read',
+        action: 'allow',
+      }),
     );
     const res = await token(client, { grant_type: 'authorization_code', code: again.get('code')!, redirect_uri: REDIRECT });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -419,7 +466,10 @@ describe('authorization requests that fail', () => {
   });
 
   test('an unknown client or an unregistered redirect URI is shown to the user (422), never redirected', async () => {
-    for (const send of [(p: Record<string, string>) => authorize(user, p), (p: Record<string, string>) => consent(user, { ...p, action: 'allow' })]) {
+    for (const send of [
+      (p: Record<string, string>) => authorize(user, p),
+      (p: Record<string, string>) => consent(user, { ...p, action: 'allow' }),
+    ]) {
       const unknown = await send({ ...base(), client_id: 'rg_ci_000000000000000000000000' });
       expect(unknown.headers.get('location')).toBeNull();
       expect(expectValidationError(unknown).map((i) => i.loc[1])).toEqual(['client_id']);
@@ -453,7 +503,13 @@ describe('authorization requests that fail', () => {
 
   test('a public client without PKCE → invalid_request', async () => {
     const query = redirected(
-      await consent(user, { response_type: 'code', client_id: pub.client_id, redirect_uri: NATIVE_REDIRECT, scope: 'user:read', action: 'allow' }),
+      await consent(user, {
+        response_type: 'code',
+        client_id: pub.client_id,
+        redirect_uri: NATIVE_REDIRECT,
+        scope: 'user:read',
+        action: 'allow',
+      }),
       NATIVE_REDIRECT,
     );
     expect(query.get('error')).toBe('invalid_request');
@@ -461,10 +517,14 @@ describe('authorization requests that fail', () => {
   });
 
   test('no code is made when the request fails or is denied', async () => {
-    const before = await app.sql('select count(*)::int as n from rowgate_private.oauth2_authorization_codes where client_id = $1', [client.client_id]);
+    const before = await app.sql('select count(*)::int as n from rowgate_private.oauth2_authorization_codes where client_id = $1', [
+      client.client_id,
+    ]);
     redirected(await consent(user, { ...base(), action: 'deny' }));
     redirected(await consent(user, { ...base(), scope: 'orders_read', action: 'allow' }));
-    expect(await app.sql('select count(*)::int as n from rowgate_private.oauth2_authorization_codes where client_id = $1', [client.client_id])).toEqual(before);
+    expect(
+      await app.sql('select count(*)::int as n from rowgate_private.oauth2_authorization_codes where client_id = $1', [client.client_id]),
+    ).toEqual(before);
   });
 
   test.each([
@@ -520,13 +580,13 @@ describe('the token endpoint: codes', () => {
     expectOAuth2Error(await exchange(pub, g, { code_verifier: undefined }), 400, 'invalid_grant');
   });
 
-  test('a redirect_uri other than the request\'s fails', async () => {
+  test("a redirect_uri other than the request's fails", async () => {
     const other = await register(user, { redirect_uris: [REDIRECT, 'https://client.example.com/other'] });
     const g = await grant(user, other);
     expectOAuth2Error(await exchange(other, g, { redirect_uri: 'https://client.example.com/other' }), 400, 'invalid_grant');
   });
 
-  test('another client\'s code fails (and stays the other client\'s)', async () => {
+  test("another client's code fails (and stays the other client's)", async () => {
     const g = await grant(user, client);
     const thief = await register(user);
     expectOAuth2Error(await exchange(thief, g), 400, 'invalid_grant');
@@ -568,7 +628,10 @@ describe('the token endpoint: client authentication and malformed requests', () 
 
   test('a wrong secret → 401 invalid_client with a Basic challenge; the code is not spent', async () => {
     const g = await grant(user, client);
-    const res = await token({ ...client, client_secret: `${client.client_secret}x` }, { grant_type: 'authorization_code', code: g.code, redirect_uri: REDIRECT, code_verifier: g.verifier });
+    const res = await token(
+      { ...client, client_secret: `${client.client_secret}x` },
+      { grant_type: 'authorization_code', code: g.code, redirect_uri: REDIRECT, code_verifier: g.verifier },
+    );
     expectOAuth2Error(res, 401, 'invalid_client');
     expect(res.headers.get('www-authenticate')).toBe('Basic realm="rowgate"');
     expect((await exchange(client, g)).status).toBe(200);
@@ -607,7 +670,12 @@ describe('the token endpoint: client authentication and malformed requests', () 
     ['no grant_type', {}, 400, 'invalid_request'],
     ['an unsupported grant_type', { grant_type: 'password' }, 400, 'unsupported_grant_type'],
     ['authorization_code without code', { grant_type: 'authorization_code', redirect_uri: REDIRECT }, 400, 'invalid_request'],
-    ['a malformed code_verifier', { grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT, code_verifier: 'short' }, 400, 'invalid_request'],
+    [
+      'a malformed code_verifier',
+      { grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT, code_verifier: 'short' },
+      400,
+      'invalid_request',
+    ],
     ['refresh_token without the token', { grant_type: 'refresh_token' }, 400, 'invalid_request'],
     ['a repeated parameter', { grant_type: ['refresh_token', 'refresh_token'] }, 400, 'invalid_request'],
   ])('%s → %i %s (RFC 6749 error body)', async (_name, params, status, error) => {
@@ -623,7 +691,10 @@ describe('the token endpoint: client authentication and malformed requests', () 
   test('a body of another type, or malformed JSON, is an RFC 6749 invalid_request too', async () => {
     const text = await app.request('POST', '/v1/oauth2/token', { rawBody: 'grant_type=x', headers: { 'content-type': 'text/plain' } });
     expectOAuth2Error(text, 415, 'invalid_request');
-    const json = await app.request('POST', '/v1/oauth2/token', { rawBody: '{"grant_type":', headers: { 'content-type': 'application/json' } });
+    const json = await app.request('POST', '/v1/oauth2/token', {
+      rawBody: '{"grant_type":',
+      headers: { 'content-type': 'application/json' },
+    });
     expectOAuth2Error(json, 400, 'invalid_request');
   });
 
@@ -733,7 +804,7 @@ describe('POST /v1/oauth2/revoke (RFC 7009)', () => {
     expectOAuth2Error(await refresh(client, rotated.refresh_token), 400, 'invalid_grant');
   });
 
-  test('another client\'s token, or an unknown one: 200 and nothing changes', async () => {
+  test("another client's token, or an unknown one: 200 and nothing changes", async () => {
     const issued = await tokens(user, client);
     const other = await register(user);
     expect((await revoke(other, issued.access_token)).status).toBe(200);
@@ -844,7 +915,11 @@ describe('organization tokens (sub_type=organization)', () => {
     productB = await app.product(b);
     client = await register(admin);
   });
-  const forOrganization = (organizationId: string, scope = 'products_read') => ({ sub_type: 'organization', organization_id: organizationId, scope });
+  const forOrganization = (organizationId: string, scope = 'products_read') => ({
+    sub_type: 'organization',
+    organization_id: organizationId,
+    scope,
+  });
 
   test('an admin grants a token acting for one organization: rg_at_o_, reaching that organization only', async () => {
     const page = await authorize(admin, {
@@ -880,7 +955,7 @@ describe('organization tokens (sub_type=organization)', () => {
     expect(intro.body).toMatchObject({ active: true, sub: a, sub_type: 'organization', organization_id: a, user_id: admin.id });
   });
 
-  test('a member without access_tokens:manage is refused (access_denied, the policy\'s reason)', async () => {
+  test("a member without access_tokens:manage is refused (access_denied, the policy's reason)", async () => {
     const memberClient = await register(member);
     const query = redirected(
       await consent(member, {
@@ -899,11 +974,13 @@ describe('organization tokens (sub_type=organization)', () => {
     const strangers = (await app.organization((await app.user()).id)).id;
     const base = { response_type: 'code', client_id: client.client_id, redirect_uri: REDIRECT, action: 'allow' };
     expect(redirected(await consent(admin, { ...base, ...forOrganization(strangers) })).get('error')).toBe('invalid_request');
-    expect(redirected(await consent(admin, { ...base, ...forOrganization(a, 'products_read user:read') })).get('error')).toBe('invalid_scope');
+    expect(redirected(await consent(admin, { ...base, ...forOrganization(a, 'products_read user:read') })).get('error')).toBe(
+      'invalid_scope',
+    );
     expect(redirected(await consent(admin, { ...base, organization_id: a, scope: 'products_read' })).get('error')).toBe('invalid_request');
   });
 
-  test('when the granting user may no longer manage the organization\'s tokens, its tokens stop and cannot refresh', async () => {
+  test("when the granting user may no longer manage the organization's tokens, its tokens stop and cannot refresh", async () => {
     const second = await app.user();
     await app.membership(a, second.id, 'admin');
     const c = await register(second);
@@ -917,7 +994,7 @@ describe('organization tokens (sub_type=organization)', () => {
 });
 
 describe('the OpenAPI document describes the OAuth2 endpoints as they answer', () => {
-  test('the token endpoint takes a form (and JSON), and its errors are RFC 6749\'s', async () => {
+  test("the token endpoint takes a form (and JSON), and its errors are RFC 6749's", async () => {
     const doc = (await app.get('/v1/openapi.json')).body;
     const op = doc.paths['/v1/oauth2/token'].post;
     expect(Object.keys(op.requestBody.content)).toEqual(['application/x-www-form-urlencoded', 'application/json']);
@@ -927,7 +1004,10 @@ describe('the OpenAPI document describes the OAuth2 endpoints as they answer', (
     expect(doc.components.schemas.OAuth2Error.properties).toHaveProperty('error_description');
     const authorizeOp = doc.paths['/v1/oauth2/authorize'].get;
     expect(Object.keys(authorizeOp.responses['200'].content)).toEqual(['text/html']);
-    expect(Object.keys(doc.paths['/v1/oauth2/consent'].post.requestBody.content)).toEqual(['application/x-www-form-urlencoded', 'application/json']);
+    expect(Object.keys(doc.paths['/v1/oauth2/consent'].post.requestBody.content)).toEqual([
+      'application/x-www-form-urlencoded',
+      'application/json',
+    ]);
     const login = doc.paths['/v1/login-code/authenticate'].post;
     expect(login.security).toEqual([]);
     expect(login.responses['401'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });

@@ -30,7 +30,8 @@ function resolve(doc: Json, ref: string): Json | undefined {
 }
 
 const hasExample = (node: Json | undefined) =>
-  !!node && ('example' in node || (Array.isArray(node.examples) ? node.examples.length > 0 : node.examples && Object.keys(node.examples).length > 0));
+  !!node &&
+  ('example' in node || (Array.isArray(node.examples) ? node.examples.length > 0 : node.examples && Object.keys(node.examples).length > 0));
 const hasDescription = (node: Json | undefined) => typeof node?.description === 'string' && node.description.trim().length > 0;
 
 /**
@@ -69,7 +70,7 @@ function undocumented(doc: Json): string[] {
       if (s[key] && typeof s[key] === 'object') schema(s[key], `${where}.${key}`);
     }
     for (const key of ['anyOf', 'oneOf', 'allOf', 'prefixItems']) {
-      (s[key] ?? []).forEach((sub: unknown, i: number) => schema(sub, `${where}.${key}[${i}]`));
+      for (const [i, sub] of ((s[key] ?? []) as unknown[]).entries()) schema(sub, `${where}.${key}[${i}]`);
     }
   };
 

@@ -38,7 +38,12 @@ test('after requests of every subject kind, no connection of the pool keeps a ro
     () => app.get('/v1/products/', { token: pat }),
     () => app.get('/v1/products/', { token: oat }),
     () => app.get('/v1/users/me', { session: admin.session }),
-    () => app.post('/v1/customers/', { organization_id: org.id, email: `c-${Math.random().toString(36).slice(2)}@example.com` }, { token: pat }),
+    () =>
+      app.post(
+        '/v1/customers/',
+        { organization_id: org.id, email: `c-${Math.random().toString(36).slice(2)}@example.com` },
+        { token: pat },
+      ),
     () => app.post('/graphql', { query: '{ allProducts { totalCount } }' }, { token: oat }),
     () => app.get('/v1/products/', {}),
   ];

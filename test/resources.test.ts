@@ -189,7 +189,7 @@ describe('customers', () => {
     expectInvalidAt(await app.post('/v1/customers/', { organization_id: org, ...fields }, as(user)), ['body', field]);
   });
 
-  test('the e-mail is unique among the organization\'s live customers (422 at body.email), not across organizations', async () => {
+  test("the e-mail is unique among the organization's live customers (422 at body.email), not across organizations", async () => {
     const address = email();
     const first = await app.post('/v1/customers/', { organization_id: org, email: address }, as(user));
     expect(first.status).toBe(201);
@@ -206,16 +206,23 @@ describe('customers', () => {
     const again = await app.post('/v1/customers/', { organization_id: org, email: address }, as(user));
     expect(again.status).toBe(201);
     expect(again.body.id).not.toBe(first.body.id);
-    expect(await app.sql('select count(*)::int as n from rowgate.customers where organization_id = $1 and email = $2', [org, address.toLowerCase()])).toEqual([{ n: 2 }]);
+    expect(
+      await app.sql('select count(*)::int as n from rowgate.customers where organization_id = $1 and email = $2', [
+        org,
+        address.toLowerCase(),
+      ]),
+    ).toEqual([{ n: 2 }]);
   });
 
   test('PATCH changes only the fields sent; null clears a name', async () => {
-    const created = (await app.post('/v1/customers/', { organization_id: org, email: email(), first_name: 'Jo', last_name: 'Doe' }, as(user))).body;
+    const created = (
+      await app.post('/v1/customers/', { organization_id: org, email: email(), first_name: 'Jo', last_name: 'Doe' }, as(user))
+    ).body;
     const activated = await app.patch(`/v1/customers/${created.id}`, { status: 'active' }, as(user));
     expect(activated.body).toEqual({ ...created, status: 'active', updated_at: expect.stringMatching(TIMESTAMP) });
     const cleared = await app.patch(`/v1/customers/${created.id}`, { last_name: null }, as(user));
     expect(cleared.body).toEqual({ ...activated.body, last_name: null, updated_at: expect.any(String) });
-    const readdressed = await app.patch(`/v1/customers/${created.id}`, { email: 'NEW.' + created.email }, as(user));
+    const readdressed = await app.patch(`/v1/customers/${created.id}`, { email: `NEW.${created.email}` }, as(user));
     expect(readdressed.body).toEqual({ ...cleared.body, email: `new.${created.email}`, updated_at: expect.any(String) });
     expectInvalidAt(await app.patch(`/v1/customers/${created.id}`, { email: null }, as(user)), ['body', 'email']);
     expectInvalidAt(await app.patch(`/v1/customers/${created.id}`, { organization_id: other }, as(user)), ['body', 'organization_id']);
@@ -277,7 +284,11 @@ describe('orders', () => {
 
   test('create with an explicit amount and currency', async () => {
     const res = await app.post('/v1/orders/', { customer_id: customerA, product_id: productA, amount: 99, currency: 'eur' }, as(user));
-    expect({ status: res.status, amount: res.body.amount, currency: res.body.currency }).toEqual({ status: 201, amount: 99, currency: 'eur' });
+    expect({ status: res.status, amount: res.body.amount, currency: res.body.currency }).toEqual({
+      status: 201,
+      amount: 99,
+      currency: 'eur',
+    });
   });
 
   test('a customer of another organization → 422 at body.customer_id', async () => {
@@ -293,7 +304,10 @@ describe('orders', () => {
   test('a product out of reach → 422 at body.product_id', async () => {
     const foreignProduct = await app.product(foreign);
     const foreignCustomer = await app.customer(foreign);
-    expectInvalidAt(await app.post('/v1/orders/', { customer_id: foreignCustomer, product_id: foreignProduct }, as(user)), ['body', 'product_id']);
+    expectInvalidAt(await app.post('/v1/orders/', { customer_id: foreignCustomer, product_id: foreignProduct }, as(user)), [
+      'body',
+      'product_id',
+    ]);
     expectInvalidAt(await app.post('/v1/orders/', { customer_id: customerA, product_id: randomUUID() }, as(user)), ['body', 'product_id']);
     const deleted = await app.product(org);
     await app.sql('update rowgate.products set deleted_at = now() where id = $1', [deleted]);
@@ -362,14 +376,21 @@ describe('create on organization-owned resources', () => {
     expectInvalidAt(await app.post(`/v1/${what}/`, bodyOf(what), as(user)), ['body', 'organization_id']);
   });
 
-  test.each(['products', 'customers'] as const)('%s: an unreachable organization_id → 422 at body.organization_id, nothing created', async (what) => {
-    const count = async () => (await app.sql(`select count(*)::int as n from ${tables[what]} where organization_id = $1`, [foreign]))[0].n;
-    const before = await count();
-    for (const organizationId of [foreign, randomUUID()]) {
-      expectInvalidAt(await app.post(`/v1/${what}/`, { ...bodyOf(what), organization_id: organizationId }, as(user)), ['body', 'organization_id']);
-    }
-    expect(await count()).toBe(before);
-  });
+  test.each(['products', 'customers'] as const)(
+    '%s: an unreachable organization_id → 422 at body.organization_id, nothing created',
+    async (what) => {
+      const count = async () =>
+        (await app.sql(`select count(*)::int as n from ${tables[what]} where organization_id = $1`, [foreign]))[0].n;
+      const before = await count();
+      for (const organizationId of [foreign, randomUUID()]) {
+        expectInvalidAt(await app.post(`/v1/${what}/`, { ...bodyOf(what), organization_id: organizationId }, as(user)), [
+          'body',
+          'organization_id',
+        ]);
+      }
+      expect(await count()).toBe(before);
+    },
+  );
 
   test.each(['products', 'customers'] as const)('%s: a deleted organization is unreachable too', async (what) => {
     const gone = (await app.organization(user.id)).id;
@@ -381,14 +402,17 @@ describe('create on organization-owned resources', () => {
     expectInvalidAt(await app.post(`/v1/${what}/`, { ...bodyOf(what), organization_id: 'acme' }, as(user)), ['body', 'organization_id']);
   });
 
-  test.each(['products', 'customers'] as const)('%s: an organization token may omit it (its own), and may not name another', async (what) => {
-    const token = await app.oat(other, [`${what}_write`]);
-    const res = await app.post(`/v1/${what}/`, bodyOf(what), { token });
-    expect({ status: res.status, org: res.body.organization_id }).toEqual({ status: 201, org: other });
-    const named = await app.post(`/v1/${what}/`, { ...bodyOf(what), organization_id: other }, { token });
-    expect({ status: named.status, org: named.body.organization_id }).toEqual({ status: 201, org: other });
-    expectInvalidAt(await app.post(`/v1/${what}/`, { ...bodyOf(what), organization_id: org }, { token }), ['body', 'organization_id']);
-  });
+  test.each(['products', 'customers'] as const)(
+    '%s: an organization token may omit it (its own), and may not name another',
+    async (what) => {
+      const token = await app.oat(other, [`${what}_write`]);
+      const res = await app.post(`/v1/${what}/`, bodyOf(what), { token });
+      expect({ status: res.status, org: res.body.organization_id }).toEqual({ status: 201, org: other });
+      const named = await app.post(`/v1/${what}/`, { ...bodyOf(what), organization_id: other }, { token });
+      expect({ status: named.status, org: named.body.organization_id }).toEqual({ status: 201, org: other });
+      expectInvalidAt(await app.post(`/v1/${what}/`, { ...bodyOf(what), organization_id: org }, { token }), ['body', 'organization_id']);
+    },
+  );
 
   test.each(['products', 'customers'] as const)('%s: a member whose role lacks the write permission → 403 NotPermitted', async (what) => {
     const accountant = await app.user();
@@ -470,7 +494,11 @@ describe('customer sessions and the customer portal', () => {
     const { token } = (await customerSession({ customer_id: customerId })).body;
     const named = await app.patch('/v1/customer-portal/customers/me', { first_name: 'Kim', last_name: 'Lee' }, { token });
     expect(named.status).toBe(200);
-    expect({ first: named.body.first_name, last: named.body.last_name, id: named.body.id }).toEqual({ first: 'Kim', last: 'Lee', id: customerId });
+    expect({ first: named.body.first_name, last: named.body.last_name, id: named.body.id }).toEqual({
+      first: 'Kim',
+      last: 'Lee',
+      id: customerId,
+    });
     const cleared = await app.patch('/v1/customer-portal/customers/me', { last_name: null }, { token });
     expect(cleared.body).toEqual({ ...named.body, last_name: null, updated_at: expect.any(String) });
     expect((await app.get(`/v1/customers/${customerId}`, as(user))).body).toEqual(cleared.body);
@@ -505,15 +533,22 @@ describe('customer sessions and the customer portal', () => {
     expectError(denied, 403, 'NotPermitted');
     expect((await app.get(`/v1/customers/${customerId}`, as(user))).body).toEqual(before);
     // the fixture's member session behaves the same
-    expectError(await app.patch('/v1/customer-portal/customers/me', { first_name: 'Seat' }, { token: await app.memberSession(memberId) }), 403, 'NotPermitted');
+    expectError(
+      await app.patch('/v1/customer-portal/customers/me', { first_name: 'Seat' }, { token: await app.memberSession(memberId) }),
+      403,
+      'NotPermitted',
+    );
   });
 
   test('a member of another customer → 422 at body.member_id', async () => {
     const otherSeat = await app.customerMember(neighbourId);
-    expectInvalidAt(await app.post('/v1/customer-sessions/', { customer_id: customerId, member_id: otherSeat }, as(user)), ['body', 'member_id']);
+    expectInvalidAt(await app.post('/v1/customer-sessions/', { customer_id: customerId, member_id: otherSeat }, as(user)), [
+      'body',
+      'member_id',
+    ]);
   });
 
-  test('a deleted customer\'s session authenticates nobody', async () => {
+  test("a deleted customer's session authenticates nobody", async () => {
     const leaving = await app.customer(org);
     const { token } = (await customerSession({ customer_id: leaving })).body;
     expect((await app.get('/v1/customer-portal/customers/me', { token })).status).toBe(200);
@@ -523,7 +558,7 @@ describe('customer sessions and the customer portal', () => {
 });
 
 describe('users/me', () => {
-  test('GET → the user\'s read schema', async () => {
+  test("GET → the user's read schema", async () => {
     const res = await app.get('/v1/users/me', as(user));
     expect({ status: res.status, body: res.body }).toEqual({
       status: 200,

@@ -28,7 +28,7 @@ if (!(await isDockerReachable())) {
       'and no Docker engine is reachable (DOCKER_HOST, /var/run/docker.sock, ~/.testcontainers.properties).',
       `Without Docker, run a PostgreSQL ${version} yourself and point the suite at it:`,
       `  TEST_DATABASE_URL=postgres://<superuser>:<password>@<host>:<port>/postgres TEST_PG_VERSION=${version} npx vitest run`,
-      'scripts/test-pg15.sh does exactly that with Debian\'s postgresql-15 (npm run test:pg15).',
+      "scripts/test-pg15.sh does exactly that with Debian's postgresql-15 (npm run test:pg15).",
     ].join('\n'),
   );
   process.exit(3);

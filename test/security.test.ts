@@ -20,18 +20,27 @@ beforeAll(async () => {
 afterAll(() => app?.close());
 
 describe("security headers: an API answer's on every answer, errors included (src/http/security-headers.ts)", () => {
-  const answers = () => [
-    ['a JSON answer', () => app.get('/v1/users/me', { session: admin.session })],
-    ['a JSON answer from the answer cache', () => app.get('/v1/users/me', { session: admin.session })],
-    ['a 401', () => app.get('/v1/users/me')],
-    ['a 404 route', () => app.get('/v1/nothing-here')],
-    ['a 405', () => app.request('PUT', '/v1/users/me', { session: admin.session })],
-    ['a 422', () => app.get('/v1/products/?limit=0', { session: admin.session })],
-    ['malformed JSON', () => app.request('POST', '/v1/organizations/', { session: admin.session, rawBody: '{', headers: { 'content-type': 'application/json' } })],
-    ['an OAuth2 error', () => app.request('POST', '/v1/oauth2/token', { rawBody: '{', headers: { 'content-type': 'application/json' } })],
-    ['the OpenAPI document', () => app.get('/v1/openapi.json')],
-    ['GraphQL', () => app.request('POST', '/graphql', { body: { query: '{ __typename }' } })],
-  ] as const;
+  const answers = () =>
+    [
+      ['a JSON answer', () => app.get('/v1/users/me', { session: admin.session })],
+      ['a JSON answer from the answer cache', () => app.get('/v1/users/me', { session: admin.session })],
+      ['a 401', () => app.get('/v1/users/me')],
+      ['a 404 route', () => app.get('/v1/nothing-here')],
+      ['a 405', () => app.request('PUT', '/v1/users/me', { session: admin.session })],
+      ['a 422', () => app.get('/v1/products/?limit=0', { session: admin.session })],
+      [
+        'malformed JSON',
+        () =>
+          app.request('POST', '/v1/organizations/', {
+            session: admin.session,
+            rawBody: '{',
+            headers: { 'content-type': 'application/json' },
+          }),
+      ],
+      ['an OAuth2 error', () => app.request('POST', '/v1/oauth2/token', { rawBody: '{', headers: { 'content-type': 'application/json' } })],
+      ['the OpenAPI document', () => app.get('/v1/openapi.json')],
+      ['GraphQL', () => app.request('POST', '/graphql', { body: { query: '{ __typename }' } })],
+    ] as const;
   test.each(answers().map(([name], i) => [name, i] as const))('%s', async (_name, i) => {
     const res = await answers()[i]![1]();
     expect(res.headers.get('content-type')).toMatch(/json/);
@@ -84,7 +93,9 @@ test('a token the API creates is shown once and stored nowhere in the clear, onl
   const token: string = res.body.token;
   expect(token).toMatch(/^rg_pat_[0-9A-Za-z]{32,}$/);
   // the hash is there
-  const [stored] = await app.sql(`select count(*)::int as n from rowgate_private.access_token_hashes where token_hash = $1`, [app.hash(token)]);
+  const [stored] = await app.sql(`select count(*)::int as n from rowgate_private.access_token_hashes where token_hash = $1`, [
+    app.hash(token),
+  ]);
   expect(stored.n).toBe(1);
   // and the clear token is in no row of any table of the database
   const tables = await app.sql<{ name: string }>(
@@ -121,8 +132,16 @@ test('the server log never shows a presented token, whatever the request', async
       const inits: RequestInit[] = [
         { headers: { authorization: `Bearer ${token}` } },
         { headers: { cookie: `rowgate_session=${token}` } },
-        { headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, method: 'POST', body: `{"token": "${token}", ` },
-        { headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, method: 'POST', body: JSON.stringify({ name: token, slug: token }) },
+        {
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          method: 'POST',
+          body: `{"token": "${token}", `,
+        },
+        {
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          method: 'POST',
+          body: JSON.stringify({ name: token, slug: token }),
+        },
       ];
       for (const init of inits) {
         for (const path of ['/v1/products/', `/v1/products/${token}`, `/v1/organizations/?slug=${token}`, '/graphql']) {
@@ -145,7 +164,8 @@ test('the server log never shows a presented token, whatever the request', async
 test('a cross-site POST to the consent endpoint is refused even with the session cookie', async () => {
   const res = await app.request('POST', '/v1/oauth2/consent', {
     session: admin.session,
-    rawBody: 'action=allow&client_id=x&redirect_uri=https%3A%2F%2Fevil.example%2Fcb&response_type=code&scope=products_read&state=s&code_challenge=abc&code_challenge_method=S256',
+    rawBody:
+      'action=allow&client_id=x&redirect_uri=https%3A%2F%2Fevil.example%2Fcb&response_type=code&scope=products_read&state=s&code_challenge=abc&code_challenge_method=S256',
     headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' },
   });
   expect(res.status).toBeGreaterThanOrEqual(400);

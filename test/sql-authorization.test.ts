@@ -83,7 +83,7 @@ async function one<T = any>(client: pg.ClientBase, text: string, values: unknown
   return (await client.query(text, values)).rows[0] as T;
 }
 const ids = async (client: pg.ClientBase, text: string, values: unknown[] = []) =>
-  ((await client.query<{ id: string }>(text, values)).rows.map((r) => r.id)).sort();
+  (await client.query<{ id: string }>(text, values)).rows.map((r) => r.id).sort();
 const sorted = (list: string[]) => [...list].sort();
 
 beforeAll(async () => {
@@ -188,7 +188,7 @@ describe('what a subject reaches (RLS)', () => {
     });
   });
 
-  test('transactions: a member sees none, finance and admin see A\'s, an organization its own', async () => {
+  test("transactions: a member sees none, finance and admin see A's, an organization its own", async () => {
     await as(user('memberA'), async (c) => expect(await ids(c, 'select id from rowgate.transactions')).toEqual([]));
     await as(user('financeA'), async (c) => expect(await ids(c, 'select id from rowgate.transactions')).toEqual(sorted(transactionsA)));
     await as(user('adminA'), async (c) => expect(await ids(c, 'select id from rowgate.transactions')).toEqual(sorted(transactionsA)));
@@ -197,14 +197,19 @@ describe('what a subject reaches (RLS)', () => {
   });
 
   test('accounts: the account admin and the organization; payout accounts: the account admin with a web session only', async () => {
-    const count = 'select (select count(*)::int from rowgate.accounts where organization_id = $1) as accounts, (select count(*)::int from rowgate.payout_accounts where organization_id = $1) as payouts';
+    const count =
+      'select (select count(*)::int from rowgate.accounts where organization_id = $1) as accounts, (select count(*)::int from rowgate.payout_accounts where organization_id = $1) as payouts';
     await as(user('adminA'), async (c) => expect(await one(c, count, [A])).toEqual({ accounts: 1, payouts: 1 }));
     // payout accounts are web payouts read (SPEC §4): no token reads them, whatever its scopes (issue 12)
     for (const credential of ['personal_access_token', 'oauth2_user_token'] as const) {
-      await as({ ...user('adminA'), credential }, async (c) => expect(await one(c, count, [A]), credential).toEqual({ accounts: 1, payouts: 0 }));
+      await as({ ...user('adminA'), credential }, async (c) =>
+        expect(await one(c, count, [A]), credential).toEqual({ accounts: 1, payouts: 0 }),
+      );
     }
     for (const credential of ['organization_access_token', 'oauth2_organization_token'] as const) {
-      await as({ ...organization(A), credential }, async (c) => expect(await one(c, count, [A]), credential).toEqual({ accounts: 1, payouts: 0 }));
+      await as({ ...organization(A), credential }, async (c) =>
+        expect(await one(c, count, [A]), credential).toEqual({ accounts: 1, payouts: 0 }),
+      );
     }
     for (const who of ['memberA', 'financeA'] as const) {
       await as(user(who), async (c) => expect(await one(c, count, [A]), who).toEqual({ accounts: 0, payouts: 0 }));
@@ -214,7 +219,10 @@ describe('what a subject reaches (RLS)', () => {
   test('a customer sees itself and its own orders; its seat likewise', async () => {
     // portal sessions carry the portal scopes (rowgate_private.authenticate)
     const portal = ['customer_portal_read', 'customer_portal_write'];
-    for (const subject of [{ kind: 'customer', id: custA, scopes: portal }, { kind: 'member', id: seatA, scopes: portal }] as Subject[]) {
+    for (const subject of [
+      { kind: 'customer', id: custA, scopes: portal },
+      { kind: 'member', id: seatA, scopes: portal },
+    ] as Subject[]) {
       await as(subject, async (c) => {
         expect(await ids(c, 'select id from rowgate.customers')).toEqual([custA]);
         const orders = await c.query<{ customer_id: string }>('select customer_id from rowgate.orders');
@@ -250,7 +258,12 @@ describe('rowgate_hidden.current_organization_ids', () => {
     { who: 'memberA', subject: () => user('memberA'), permission: 'products:write', expected: () => [A] },
     { who: 'financeA', subject: () => user('financeA'), permission: 'products:write', expected: () => [] },
     { who: 'adminA', subject: () => user('adminA'), permission: null, expected: () => [A, C] },
-    { who: 'organization A (bypasses the permission filter)', subject: () => organization(A), permission: 'finance:read', expected: () => [A] },
+    {
+      who: 'organization A (bypasses the permission filter)',
+      subject: () => organization(A),
+      permission: 'finance:read',
+      expected: () => [A],
+    },
     { who: 'organization A', subject: () => organization(A), permission: null, expected: () => [A] },
     { who: 'a customer', subject: () => ({ kind: 'customer', id: custA }), permission: null, expected: () => [] },
     { who: 'a member seat', subject: () => ({ kind: 'member', id: seatA }), permission: null, expected: () => [] },
@@ -259,7 +272,9 @@ describe('rowgate_hidden.current_organization_ids', () => {
     await as(c.subject(), async (client) => {
       const row = await one<{ ids: string[] }>(
         client,
-        c.permission === null ? 'select rowgate_hidden.current_organization_ids() as ids' : 'select rowgate_hidden.current_organization_ids($1) as ids',
+        c.permission === null
+          ? 'select rowgate_hidden.current_organization_ids() as ids'
+          : 'select rowgate_hidden.current_organization_ids($1) as ids',
         c.permission === null ? [] : [c.permission],
       );
       expect(sorted(row.ids)).toEqual(sorted(c.expected()));
@@ -311,25 +326,127 @@ describe('policy functions return the exact denial reasons (SPEC §5)', () => {
 
   const policies: { name: string; subject: () => Subject; org: () => string; sql: string; denial: string | null }[] = [
     { name: 'finance-read, the account admin', subject: () => user('adminA'), org: () => A, sql: 'finance_read_denial($1)', denial: null },
-    { name: 'finance-read, a member', subject: () => user('memberA'), org: () => A, sql: 'finance_read_denial($1)', denial: REASON.financeRead },
-    { name: 'finance-read, finance role (not the account admin)', subject: () => user('financeA'), org: () => A, sql: 'finance_read_denial($1)', denial: REASON.financeRead },
-    { name: 'finance-read, an organization without account', subject: () => user('adminA'), org: () => C, sql: 'finance_read_denial($1)', denial: REASON.noAccount },
-    { name: 'finance-read, organization subject', subject: () => organization(A), org: () => A, sql: 'finance_read_denial($1)', denial: null },
-    { name: 'finance-read, organization subject without account', subject: () => organization(C), org: () => C, sql: 'finance_read_denial($1)', denial: null },
-    { name: 'finance-read, a customer', subject: () => ({ kind: 'customer', id: custA }), org: () => A, sql: 'finance_read_denial($1)', denial: REASON.notPermitted },
-    { name: 'finance-write, the account admin', subject: () => user('adminA'), org: () => A, sql: 'finance_write_denial($1)', denial: null },
-    { name: 'finance-write, finance role', subject: () => user('financeA'), org: () => A, sql: 'finance_write_denial($1)', denial: REASON.financeWrite },
-    { name: 'finance-write, an organization without account', subject: () => user('adminA'), org: () => C, sql: 'finance_write_denial($1)', denial: REASON.noAccount },
-    { name: 'finance-write, organization subject', subject: () => organization(A), org: () => A, sql: 'finance_write_denial($1)', denial: REASON.notPermitted },
+    {
+      name: 'finance-read, a member',
+      subject: () => user('memberA'),
+      org: () => A,
+      sql: 'finance_read_denial($1)',
+      denial: REASON.financeRead,
+    },
+    {
+      name: 'finance-read, finance role (not the account admin)',
+      subject: () => user('financeA'),
+      org: () => A,
+      sql: 'finance_read_denial($1)',
+      denial: REASON.financeRead,
+    },
+    {
+      name: 'finance-read, an organization without account',
+      subject: () => user('adminA'),
+      org: () => C,
+      sql: 'finance_read_denial($1)',
+      denial: REASON.noAccount,
+    },
+    {
+      name: 'finance-read, organization subject',
+      subject: () => organization(A),
+      org: () => A,
+      sql: 'finance_read_denial($1)',
+      denial: null,
+    },
+    {
+      name: 'finance-read, organization subject without account',
+      subject: () => organization(C),
+      org: () => C,
+      sql: 'finance_read_denial($1)',
+      denial: null,
+    },
+    {
+      name: 'finance-read, a customer',
+      subject: () => ({ kind: 'customer', id: custA }),
+      org: () => A,
+      sql: 'finance_read_denial($1)',
+      denial: REASON.notPermitted,
+    },
+    {
+      name: 'finance-write, the account admin',
+      subject: () => user('adminA'),
+      org: () => A,
+      sql: 'finance_write_denial($1)',
+      denial: null,
+    },
+    {
+      name: 'finance-write, finance role',
+      subject: () => user('financeA'),
+      org: () => A,
+      sql: 'finance_write_denial($1)',
+      denial: REASON.financeWrite,
+    },
+    {
+      name: 'finance-write, an organization without account',
+      subject: () => user('adminA'),
+      org: () => C,
+      sql: 'finance_write_denial($1)',
+      denial: REASON.noAccount,
+    },
+    {
+      name: 'finance-write, organization subject',
+      subject: () => organization(A),
+      org: () => A,
+      sql: 'finance_write_denial($1)',
+      denial: REASON.notPermitted,
+    },
     { name: 'members-management, admin', subject: () => user('adminA'), org: () => A, sql: 'members_management_denial($1)', denial: null },
-    { name: 'members-management, member', subject: () => user('memberA'), org: () => A, sql: 'members_management_denial($1)', denial: REASON.manageMembers },
-    { name: 'members-management, organization subject', subject: () => organization(A), org: () => A, sql: 'members_management_denial($1)', denial: REASON.onlyUsersMembers },
-    { name: 'access-token management, organization subject', subject: () => organization(A), org: () => A, sql: 'access_token_management_denial($1)', denial: REASON.onlyUsersTokens },
-    { name: 'access-token management, finance role', subject: () => user('financeA'), org: () => A, sql: 'access_token_management_denial($1)', denial: PERMISSION_REASONS['access_tokens:manage']! },
-    { name: 'access-token management, admin', subject: () => user('adminA'), org: () => A, sql: 'access_token_management_denial($1)', denial: null },
+    {
+      name: 'members-management, member',
+      subject: () => user('memberA'),
+      org: () => A,
+      sql: 'members_management_denial($1)',
+      denial: REASON.manageMembers,
+    },
+    {
+      name: 'members-management, organization subject',
+      subject: () => organization(A),
+      org: () => A,
+      sql: 'members_management_denial($1)',
+      denial: REASON.onlyUsersMembers,
+    },
+    {
+      name: 'access-token management, organization subject',
+      subject: () => organization(A),
+      org: () => A,
+      sql: 'access_token_management_denial($1)',
+      denial: REASON.onlyUsersTokens,
+    },
+    {
+      name: 'access-token management, finance role',
+      subject: () => user('financeA'),
+      org: () => A,
+      sql: 'access_token_management_denial($1)',
+      denial: PERMISSION_REASONS['access_tokens:manage']!,
+    },
+    {
+      name: 'access-token management, admin',
+      subject: () => user('adminA'),
+      org: () => A,
+      sql: 'access_token_management_denial($1)',
+      denial: null,
+    },
     { name: 'policy_denial by name: read', subject: () => user('financeA'), org: () => A, sql: `policy_denial($1, 'read')`, denial: null },
-    { name: 'policy_denial by name: finance_write', subject: () => user('memberA'), org: () => A, sql: `policy_denial($1, 'finance_write')`, denial: REASON.financeWrite },
-    { name: 'policy_denial by name: a role permission', subject: () => user('financeA'), org: () => A, sql: `policy_denial($1, 'products:write')`, denial: REASON.writeProducts },
+    {
+      name: 'policy_denial by name: finance_write',
+      subject: () => user('memberA'),
+      org: () => A,
+      sql: `policy_denial($1, 'finance_write')`,
+      denial: REASON.financeWrite,
+    },
+    {
+      name: 'policy_denial by name: a role permission',
+      subject: () => user('financeA'),
+      org: () => A,
+      sql: `policy_denial($1, 'products:write')`,
+      denial: REASON.writeProducts,
+    },
   ];
   test.each(policies)('$name', async (p) => {
     await as(p.subject(), async (c) => {
@@ -350,20 +467,91 @@ describe('policy functions return the exact denial reasons (SPEC §5)', () => {
 });
 
 describe('rowgate_hidden.authorize: resolve, reach, policy in one call', () => {
-  const cases: { name: string; subject: () => Subject; args: () => [string, string, string]; organization: () => string | null; denial?: string | null }[] = [
-    { name: 'an unknown id → not found', subject: () => user('adminA'), args: () => ['product', randomUUID(), 'products:write'], organization: () => null },
-    { name: 'another organization\'s product → not found', subject: () => user('memberA'), args: () => ['product', productsB[0]!, 'read'], organization: () => null },
-    { name: 'the removed member → not found', subject: () => user('removedA'), args: () => ['product', productsA[0]!, 'read'], organization: () => null },
-    { name: 'a customer → not found', subject: () => ({ kind: 'customer', id: custA }), args: () => ['product', productsA[0]!, 'read'], organization: () => null },
+  const cases: {
+    name: string;
+    subject: () => Subject;
+    args: () => [string, string, string];
+    organization: () => string | null;
+    denial?: string | null;
+  }[] = [
+    {
+      name: 'an unknown id → not found',
+      subject: () => user('adminA'),
+      args: () => ['product', randomUUID(), 'products:write'],
+      organization: () => null,
+    },
+    {
+      name: "another organization's product → not found",
+      subject: () => user('memberA'),
+      args: () => ['product', productsB[0]!, 'read'],
+      organization: () => null,
+    },
+    {
+      name: 'the removed member → not found',
+      subject: () => user('removedA'),
+      args: () => ['product', productsA[0]!, 'read'],
+      organization: () => null,
+    },
+    {
+      name: 'a customer → not found',
+      subject: () => ({ kind: 'customer', id: custA }),
+      args: () => ['product', productsA[0]!, 'read'],
+      organization: () => null,
+    },
     // a role-permission policy for a customer: an answer (not found), not an error
-    { name: 'a customer, a write policy → not found', subject: () => ({ kind: 'customer', id: custA }), args: () => ['product', productsA[0]!, 'products:write'], organization: () => null },
-    { name: 'a member seat, a write policy → not found', subject: () => ({ kind: 'member', id: seatA }), args: () => ['customer', custA, 'customers:write'], organization: () => null },
-    { name: 'finance role writing a product → denial', subject: () => user('financeA'), args: () => ['product', productsA[0]!, 'products:write'], organization: () => A, denial: REASON.writeProducts },
-    { name: 'member writing a product → allowed', subject: () => user('memberA'), args: () => ['product', productsA[0]!, 'products:write'], organization: () => A, denial: null },
-    { name: 'member reading the account → denial', subject: () => user('memberA'), args: () => ['account', accountA, 'finance_read'], organization: () => A, denial: REASON.financeRead },
-    { name: 'admin, organization without account → denial', subject: () => user('adminA'), args: () => ['organization', C, 'finance_read'], organization: () => C, denial: REASON.noAccount },
-    { name: 'organization token managing members → denial', subject: () => organization(A), args: () => ['organization', A, 'members_management'], organization: () => A, denial: REASON.onlyUsersMembers },
-    { name: 'organization token, another organization → not found', subject: () => organization(B), args: () => ['organization', A, 'read'], organization: () => null },
+    {
+      name: 'a customer, a write policy → not found',
+      subject: () => ({ kind: 'customer', id: custA }),
+      args: () => ['product', productsA[0]!, 'products:write'],
+      organization: () => null,
+    },
+    {
+      name: 'a member seat, a write policy → not found',
+      subject: () => ({ kind: 'member', id: seatA }),
+      args: () => ['customer', custA, 'customers:write'],
+      organization: () => null,
+    },
+    {
+      name: 'finance role writing a product → denial',
+      subject: () => user('financeA'),
+      args: () => ['product', productsA[0]!, 'products:write'],
+      organization: () => A,
+      denial: REASON.writeProducts,
+    },
+    {
+      name: 'member writing a product → allowed',
+      subject: () => user('memberA'),
+      args: () => ['product', productsA[0]!, 'products:write'],
+      organization: () => A,
+      denial: null,
+    },
+    {
+      name: 'member reading the account → denial',
+      subject: () => user('memberA'),
+      args: () => ['account', accountA, 'finance_read'],
+      organization: () => A,
+      denial: REASON.financeRead,
+    },
+    {
+      name: 'admin, organization without account → denial',
+      subject: () => user('adminA'),
+      args: () => ['organization', C, 'finance_read'],
+      organization: () => C,
+      denial: REASON.noAccount,
+    },
+    {
+      name: 'organization token managing members → denial',
+      subject: () => organization(A),
+      args: () => ['organization', A, 'members_management'],
+      organization: () => A,
+      denial: REASON.onlyUsersMembers,
+    },
+    {
+      name: 'organization token, another organization → not found',
+      subject: () => organization(B),
+      args: () => ['organization', A, 'read'],
+      organization: () => null,
+    },
   ];
   test.each(cases)('$name', async (k) => {
     await as(k.subject(), async (c) => {
@@ -385,7 +573,9 @@ describe('rowgate_hidden.authorize: resolve, reach, policy in one call', () => {
       }),
     );
     await as(organization(A), async (c) =>
-      expect(c.query(`select rowgate.delete_resource('membership', (select id from rowgate.memberships where user_id = $1))`, [u.memberA.id])).rejects.toMatchObject({
+      expect(
+        c.query(`select rowgate.delete_resource('membership', (select id from rowgate.memberships where user_id = $1))`, [u.memberA.id]),
+      ).rejects.toMatchObject({
         code: 'RG403',
         message: REASON.onlyUsersMembers,
       }),
@@ -394,7 +584,7 @@ describe('rowgate_hidden.authorize: resolve, reach, policy in one call', () => {
   });
 });
 
-describe('secrets are out of every API role\'s reach', () => {
+describe("secrets are out of every API role's reach", () => {
   const privateTables = ['sessions', 'access_token_hashes', 'oauth2_access_tokens', 'scopes', 'platform_admins'];
   const subjects: { kind: Kind; id: () => string }[] = [
     { kind: 'user', id: () => u.adminA.id },
@@ -452,21 +642,28 @@ describe('secrets are out of every API role\'s reach', () => {
        where grantee = 'rowgate_user' and table_schema = 'rowgate' and table_name = 'personal_access_tokens' and privilege_type = 'SELECT'
        order by 1`,
     );
-    expect(granted.map((g) => g.column_name)).toEqual(['comment', 'created_at', 'expires_at', 'id', 'last_used_at', 'scopes', 'updated_at', 'user_id']);
+    expect(granted.map((g) => g.column_name)).toEqual([
+      'comment',
+      'created_at',
+      'expires_at',
+      'id',
+      'last_used_at',
+      'scopes',
+      'updated_at',
+      'user_id',
+    ]);
     await as(user('adminA'), async (c) => {
-      const result = await c.query('select id, user_id, comment, scopes, expires_at, last_used_at, created_at, updated_at from rowgate.personal_access_tokens');
+      const result = await c.query(
+        'select id, user_id, comment, scopes, expires_at, last_used_at, created_at, updated_at from rowgate.personal_access_tokens',
+      );
       expect(result.rows.map((r) => r.user_id)).toEqual([u.adminA.id]);
     });
     await as(user('adminA'), async (c) =>
       expect(c.query('select * from rowgate.personal_access_tokens')).rejects.toMatchObject({ code: '42501' }),
     );
     // the users table: the API roles see public columns only; the platform-admin flag is not one of its columns
-    await as(organization(A), async (c) =>
-      expect(c.query('select is_admin from rowgate.users')).rejects.toMatchObject({ code: '42703' }),
-    );
-    await as(user('adminA'), async (c) =>
-      expect(c.query('select deleted_at from rowgate.users')).rejects.toMatchObject({ code: '42501' }),
-    );
+    await as(organization(A), async (c) => expect(c.query('select is_admin from rowgate.users')).rejects.toMatchObject({ code: '42703' }));
+    await as(user('adminA'), async (c) => expect(c.query('select deleted_at from rowgate.users')).rejects.toMatchObject({ code: '42501' }));
   });
 });
 
@@ -525,7 +722,17 @@ describe('subject settings are trusted only in sessions of rowgate_authenticator
                 rowgate_hidden.current_organization_ids() as organizations, rowgate_hidden.current_credential_kind() as credential`,
       ),
     ).toEqual({ kind: null, id: null, user_id: null, scopes: null, organizations: [], credential: null });
-    for (const table of ['organizations', 'memberships', 'products', 'customers', 'orders', 'transactions', 'accounts', 'payout_accounts', 'users']) {
+    for (const table of [
+      'organizations',
+      'memberships',
+      'products',
+      'customers',
+      'orders',
+      'transactions',
+      'accounts',
+      'payout_accounts',
+      'users',
+    ]) {
       expect(await one(client, `select count(*)::int as n from rowgate.${table}`), table).toEqual({ n: 0 });
     }
   };
@@ -563,7 +770,9 @@ describe('subject settings are trusted only in sessions of rowgate_authenticator
       await client.query('set local role rowgate_authenticator');
       await client.query('set local role rowgate_user');
       await spoof(client, u.adminA.id);
-      expect(await one(client, 'select current_user::text as current, session_user::text as session')).toMatchObject({ current: 'rowgate_user' });
+      expect(await one(client, 'select current_user::text as current, session_user::text as session')).toMatchObject({
+        current: 'rowgate_user',
+      });
       await seesNothing(client);
       await client.query('rollback');
     } finally {
@@ -620,7 +829,10 @@ describe('subject settings are trusted only in sessions of rowgate_authenticator
       await owner.query('begin');
       await spoof(owner, u.adminA.id);
       expect(
-        await one(owner, 'select rowgate_hidden.current_subject_kind() as kind, rowgate_hidden.current_user_id() as id, rowgate_hidden.current_organization_ids() as organizations'),
+        await one(
+          owner,
+          'select rowgate_hidden.current_subject_kind() as kind, rowgate_hidden.current_user_id() as id, rowgate_hidden.current_organization_ids() as organizations',
+        ),
       ).toEqual({ kind: null, id: null, organizations: [] });
       await owner.query('rollback');
     } finally {
@@ -628,4 +840,3 @@ describe('subject settings are trusted only in sessions of rowgate_authenticator
     }
   });
 });
-

@@ -30,7 +30,9 @@ const VALUES = [
 /** what PostgreSQL's JSON writes for each value in UTC, and the value's text in `zone` */
 async function expected(zone: string) {
   await client.query(`set timezone = 'UTC'`);
-  const { rows: json } = await client.query<{ json: string }>(`select to_json(v::timestamptz) #>> '{}' as json from unnest($1::text[]) v`, [VALUES]);
+  const { rows: json } = await client.query<{ json: string }>(`select to_json(v::timestamptz) #>> '{}' as json from unnest($1::text[]) v`, [
+    VALUES,
+  ]);
   await client.query(`set timezone = '${zone}'`);
   // the value itself, not the parsed form: text as PostgreSQL writes it in this zone
   const { rows: text } = await client.query<{ text: string }>(`select v::timestamptz::text as text from unnest($1::text[]) v`, [VALUES]);
@@ -55,7 +57,9 @@ test('200,000 random instants in UTC: the same text as to_json', async () => {
 
 test('values without an instant come back as PostgreSQL wrote them', async () => {
   await client.query(`set timezone = 'UTC'`);
-  const { rows } = await client.query<{ text: string }>(`select v::timestamptz::text as text from unnest(array['infinity', '-infinity']) v`);
+  const { rows } = await client.query<{ text: string }>(
+    `select v::timestamptz::text as text from unnest(array['infinity', '-infinity']) v`,
+  );
   expect(rows.map((r) => rfc3339(r.text))).toEqual(['infinity', '-infinity']);
 });
 

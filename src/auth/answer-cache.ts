@@ -167,7 +167,9 @@ export class AnswerCache {
     } catch (error) {
       // said once an outage, not at every retry
       if (this.failures++ === 0) {
-        this.options.log?.(`answer cache: cannot listen for changes (${(error as Error).message}); answering from the database until it can`);
+        this.options.log?.(
+          `answer cache: cannot listen for changes (${(error as Error).message}); answering from the database until it can`,
+        );
       }
       this.lost(listener);
       await listener.end().catch(() => {});

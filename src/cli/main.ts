@@ -5,8 +5,8 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { AnalystError, grantAnalyst, listAnalysts, revokeAnalyst } from '../db/analysts.ts';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
-import { ensureDatabase, ensureRoles, migrationStatus } from '../db/setup.ts';
-import { DATABASE_NAME, embeddedUrl, openEmbeddedDatabase } from '../db/embedded.ts';
+import { migrationStatus } from '../db/setup.ts';
+import { embeddedUrl } from '../db/embedded.ts';
 import { connect, type Connection } from '../db/connect.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
 
@@ -106,10 +106,14 @@ const commands: Record<string, CommandSpec> = {
     usage: '--user-id U --scopes a,b [--comment C] [--expires-in SECONDS]',
     run: async (db, o, c) => {
       const token = generateToken('personal_access_token');
-      const scopes = required(o, 'scopes').split(',').map((s) => s.trim()).filter(Boolean);
+      const scopes = required(o, 'scopes')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
       if (!scopes.length) throw new UsageError('--scopes needs at least one scope');
       const expiresIn = o['expires-in'] === undefined ? null : Number(o['expires-in']);
-      if (expiresIn !== null && !(Number.isInteger(expiresIn) && expiresIn > 0)) throw new UsageError('--expires-in must be a positive integer');
+      if (expiresIn !== null && !(Number.isInteger(expiresIn) && expiresIn > 0))
+        throw new UsageError('--expires-in must be a positive integer');
       const row = await one<object>(
         db,
         `select t.id, t.comment, t.scopes, t.expires_at from rowgate.users u,
@@ -121,7 +125,8 @@ const commands: Record<string, CommandSpec> = {
     },
   },
   'analysts grant': {
-    usage: '--user-id U --login NAME (a LOGIN role bound to the user, reading what it reads; needs ROOT_DATABASE_URL or the embedded database)',
+    usage:
+      '--user-id U --login NAME (a LOGIN role bound to the user, reading what it reads; needs ROOT_DATABASE_URL or the embedded database)',
     databaseOnly: true,
     ownsRoot: true,
     run: async (_db, o, c, config) => {
@@ -182,7 +187,7 @@ const commands: Record<string, CommandSpec> = {
     },
   },
   'db urls': {
-    usage: '(the embedded database\'s connection URLs, for graphile-migrate and psql in development)',
+    usage: "(the embedded database's connection URLs, for graphile-migrate and psql in development)",
     run: async (_db, _o, c) => {
       if (!c.embedded) return { DATABASE_URL: c.ownerUrl, AUTH_DATABASE_URL: c.authenticatorUrl };
       const { state } = c.embedded;
@@ -262,7 +267,13 @@ async function main(argv: string[]) {
 main(process.argv.slice(2)).catch((error) => {
   const code = (error as { code?: string } | null)?.code;
   // RG422: the database refused a value the operator gave (an unknown scope): bad usage too
-  if (error instanceof UsageError || error instanceof AnalystError || error instanceof ConfigError || code?.startsWith('ERR_PARSE_ARGS') || code === 'RG422') {
+  if (
+    error instanceof UsageError ||
+    error instanceof AnalystError ||
+    error instanceof ConfigError ||
+    code?.startsWith('ERR_PARSE_ARGS') ||
+    code === 'RG422'
+  ) {
     console.error(error instanceof ConfigError ? error.message : `rowgate: ${error.message}`);
     process.exitCode = 2;
   } else {

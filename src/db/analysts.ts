@@ -163,10 +163,9 @@ export async function revokeAnalyst(options: { ownerUrl: string; rootUrl: string
       if (facts.exists && (!facts.analyst || facts.superuser)) {
         throw new AnalystError(`role ${login} is not an analyst; only analysts' roles are revoked here`);
       }
-      const { rows } = await owner.query<{ user_id: string }>(
-        'delete from rowgate_private.analysts where login = $1 returning user_id',
-        [login],
-      );
+      const { rows } = await owner.query<{ user_id: string }>('delete from rowgate_private.analysts where login = $1 returning user_id', [
+        login,
+      ]);
       if (!rows[0]) throw new AnalystError(`${login} is not an analyst of this database`);
       let terminated = 0;
       if (facts.exists) {

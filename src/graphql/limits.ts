@@ -76,7 +76,11 @@ const isCollection = (field: GraphQLField<unknown, unknown>) => field.args.some(
  * counts the largest page, what the document *could* ask for whatever its
  * variables (so the count depends on the text alone and is cached with it).
  */
-export function countNodes(schema: GraphQLSchema, operation: OperationDefinitionNode, fragments: Map<string, FragmentDefinitionNode>): number {
+export function countNodes(
+  schema: GraphQLSchema,
+  operation: OperationDefinitionNode,
+  fragments: Map<string, FragmentDefinitionNode>,
+): number {
   const rootType = schema.getRootType(operation.operation);
   if (!rootType) return 0;
   // A fragment's count is the same wherever it is spread, times the pages around
@@ -134,7 +138,12 @@ function pageSizeOf(field: FieldNode): number {
 
 const nodeBudgetRule: ValidationRule = (context) => ({
   OperationDefinition(operation) {
-    const fragments = new Map(context.getDocument().definitions.filter((d) => d.kind === Kind.FRAGMENT_DEFINITION).map((d) => [d.name.value, d]));
+    const fragments = new Map(
+      context
+        .getDocument()
+        .definitions.filter((d) => d.kind === Kind.FRAGMENT_DEFINITION)
+        .map((d) => [d.name.value, d]),
+    );
     const nodes = countNodes(context.getSchema(), operation, fragments);
     if (nodes > LIMITS.nodes) {
       context.reportError(
@@ -184,7 +193,10 @@ const expandedFieldsRule: ValidationRule = (context) => {
       const size = sizeOf(operation.selectionSet, new Set());
       if (size > LIMITS.expandedFields) {
         context.reportError(
-          tooComplex(`With its fragments written out where they are spread, the document has more than ${LIMITS.expandedFields.toLocaleString('en')} fields`, operation),
+          tooComplex(
+            `With its fragments written out where they are spread, the document has more than ${LIMITS.expandedFields.toLocaleString('en')} fields`,
+            operation,
+          ),
         );
       }
     },
@@ -195,7 +207,12 @@ const expandedFieldsRule: ValidationRule = (context) => {
 const knownOperationTypesRule: ValidationRule = (context) => ({
   OperationDefinition(operation) {
     if (!context.getSchema().getRootType(operation.operation)) {
-      context.reportError(new GraphQLError(`This API has no ${operation.operation} operations`, { nodes: operation, extensions: { code: VALIDATION_FAILED } }));
+      context.reportError(
+        new GraphQLError(`This API has no ${operation.operation} operations`, {
+          nodes: operation,
+          extensions: { code: VALIDATION_FAILED },
+        }),
+      );
     }
   },
 });
@@ -221,12 +238,19 @@ export const validationRules: readonly ValidationRule[] = [
 /** the longest document whose parse and validation are kept (20,000 characters: 2,000 tokens of ten) */
 const CACHED_LENGTH = 20_000;
 
-export type ParseAndValidateResult = { document: DocumentNode; errors?: undefined } | { errors: readonly GraphQLError[]; document?: undefined };
+export type ParseAndValidateResult =
+  | { document: DocumentNode; errors?: undefined }
+  | { errors: readonly GraphQLError[]; document?: undefined };
 
 /** A refusal or a syntax error with its code; the spec's own validation errors as GRAPHQL_VALIDATION_FAILED. */
 function withCode(error: GraphQLError, code: string): GraphQLError {
   if (error.extensions.code) return error;
-  return new GraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, extensions: { ...error.extensions, code } });
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    extensions: { ...error.extensions, code },
+  });
 }
 
 /**
@@ -264,7 +288,9 @@ export function makeParseAndValidate(schema: GraphQLSchema, cacheSize = 100): (q
       result = {
         errors: [
           tooManyTokens
-            ? tooComplex(`The document has more than ${LIMITS.tokens.toLocaleString('en')} tokens; the limit is ${LIMITS.tokens.toLocaleString('en')}`)
+            ? tooComplex(
+                `The document has more than ${LIMITS.tokens.toLocaleString('en')} tokens; the limit is ${LIMITS.tokens.toLocaleString('en')}`,
+              )
             : withCode(error, PARSE_FAILED),
         ],
       };
@@ -287,10 +313,17 @@ export function pageArgumentErrors(
   variables: Record<string, unknown> | null | undefined,
 ): GraphQLError[] {
   const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
-  const operation = operationName ? operations.find((o) => o.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined;
+  const operation = operationName
+    ? operations.find((o) => o.name?.value === operationName)
+    : operations.length === 1
+      ? operations[0]
+      : undefined;
   if (!operation) return []; // graphql-js answers this one itself
   const defaults = new Map(
-    (operation.variableDefinitions ?? []).map((v) => [v.variable.name.value, v.defaultValue ? valueFromASTUntyped(v.defaultValue) : undefined]),
+    (operation.variableDefinitions ?? []).map((v) => [
+      v.variable.name.value,
+      v.defaultValue ? valueFromASTUntyped(v.defaultValue) : undefined,
+    ]),
   );
   const fragments = new Map(document.definitions.filter((d) => d.kind === Kind.FRAGMENT_DEFINITION).map((d) => [d.name.value, d]));
   const errors: GraphQLError[] = [];

@@ -87,7 +87,8 @@ export const OmitArchivedPlugin: GraphileConfig.Plugin = {
               type: OptionType,
               defaultValue: 'NO',
               applyPlan: isPgFieldConnection
-                ? (_$parent: unknown, $connection: ConnectionStep<any, any, any, any>, arg) =>
+                ? // biome-ignore lint/suspicious/noExplicitAny: any connection's step; only its subplan is used
+                  (_$parent: unknown, $connection: ConnectionStep<any, any, any, any>, arg) =>
                     applyToSelect($connection.getSubplan() as PgSelectStep, arg.getRaw())
                 : (_$parent: unknown, $select: PgSelectStep, arg) => applyToSelect($select, arg.getRaw()),
             },

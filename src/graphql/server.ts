@@ -38,7 +38,6 @@ export const GRAPHQL_PATH = '/graphql';
 export const GRAPHIQL_PATH = '/graphiql';
 const GRAPHIQL_STATIC_PATH = '/graphiql-static/';
 
-
 /**
  * What GraphQL publishes of the rowgate schema beyond RLS-guarded tables is
  * decided here as well as in the database. The smart tags of the migrations
@@ -222,7 +221,13 @@ function makeMaskError(GraphQLErrorClass: typeof GraphQLError, isSafeError: (e: 
       // graphql-js's own: a variable of the wrong type, an unknown operation name
       if (error.extensions.code) return error;
       const code = error.nodes?.length ? BAD_USER_INPUT : VALIDATION_FAILED;
-      return new GraphQLErrorClass(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: { ...error.extensions, code } });
+      return new GraphQLErrorClass(error.message, {
+        nodes: error.nodes,
+        source: error.source,
+        positions: error.positions,
+        path: error.path,
+        extensions: { ...error.extensions, code },
+      });
     }
     if (isSafeError(original)) {
       // meant for the client: ours (an update that changed nothing), and grafast's
@@ -252,8 +257,7 @@ function makeMaskError(GraphQLErrorClass: typeof GraphQLError, isSafeError: (e: 
     const apiError = fromDatabaseError(original);
     if (apiError && apiError.status !== 500) {
       const detail = apiError.detail;
-      const message =
-        typeof detail === 'string' ? detail : detail.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; ');
+      const message = typeof detail === 'string' ? detail : detail.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; ');
       return copy(message, apiError.error);
     }
     // data exceptions and integrity violations come from the input: a NUL in a
@@ -277,7 +281,8 @@ export function graphqlBodyIssues(body: unknown): ValidationIssue[] {
     issues.push({ type: 'string_type', loc: ['body', 'operationName'], msg: 'The operation name must be a string or null' });
   }
   for (const key of ['variables', 'extensions'] as const) {
-    if (fields[key] != null && !isObject(fields[key])) issues.push({ type: 'object_type', loc: ['body', key], msg: `${key} must be an object or null` });
+    if (fields[key] != null && !isObject(fields[key]))
+      issues.push({ type: 'object_type', loc: ['body', key], msg: `${key} must be an object or null` });
   }
   return issues;
 }
@@ -325,16 +330,23 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
   const log = options.log ?? (() => {});
   // Grafast reads its mode once, when loaded: development checks with the explorer, none otherwise
   process.env.GRAPHILE_ENV ??= options.development ? 'development' : 'production';
-  const [{ postgraphile }, { makePgService }, { grafserv }, { PostGraphileAmberPreset }, { GraphQLError, getOperationAST }, { isSafeError }, { TYPES }] =
-    await Promise.all([
-      import('postgraphile'),
-      import('postgraphile/adaptors/pg'),
-      import('postgraphile/grafserv/express/v4'),
-      import('postgraphile/presets/amber'),
-      import('postgraphile/graphql'),
-      import('postgraphile/grafast'),
-      import('postgraphile/@dataplan/pg'),
-    ]);
+  const [
+    { postgraphile },
+    { makePgService },
+    { grafserv },
+    { PostGraphileAmberPreset },
+    { GraphQLError, getOperationAST },
+    { isSafeError },
+    { TYPES },
+  ] = await Promise.all([
+    import('postgraphile'),
+    import('postgraphile/adaptors/pg'),
+    import('postgraphile/grafserv/express/v4'),
+    import('postgraphile/presets/amber'),
+    import('postgraphile/graphql'),
+    import('postgraphile/grafast'),
+    import('postgraphile/@dataplan/pg'),
+  ]);
   timestampsAsRest(TYPES.timestamptz);
   const settings = new WeakMap<IncomingMessage, Settings>();
   // on the server's pool (PostGraphile does not end a pool it was given); no LISTEN

@@ -6,7 +6,7 @@
 import { hash } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type pg from 'pg';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { CHANGED_USERS, type AnswerCache } from '../auth/answer-cache.ts';
 import { ANONYMOUS, authenticate, type Authenticated } from '../auth/authenticate.ts';
 import { inTransaction } from '../db/pool.ts';
@@ -107,7 +107,8 @@ function nulIssues(input: unknown, source: string): ValidationIssue[] {
       issues.push({ type: 'string_nul', loc: loc(where), msg: 'A field name may not contain the NUL character (U+0000)' });
     }
     if (typeof value === 'string') {
-      if (value.includes('\u0000')) issues.push({ type: 'string_nul', loc: loc(where), msg: 'Text may not contain the NUL character (U+0000)', input: value });
+      if (value.includes('\u0000'))
+        issues.push({ type: 'string_nul', loc: loc(where), msg: 'Text may not contain the NUL character (U+0000)', input: value });
     } else if (Array.isArray(value)) {
       for (let i = value.length - 1; i >= 0; i--) pending.push({ value: value[i], where: { key: i, parent: where } });
     } else if (value !== null && typeof value === 'object') {
@@ -231,40 +232,44 @@ function apiHandler(route: ApiRoute, options: AppOptions, mailer: Mailer) {
     const ticket = cacheKey ? cache!.ticket() : null;
     let subject: Authenticated | null = null;
     let changedUsers: string | null = null;
-    const result = await inTransaction(options.pool, async (tx) => {
-      const authenticated = credential
-        ? authenticate((text, values) => tx.one(text, values), options.secret, credential)
-        : tx.rows(ANONYMOUS).then(() => null);
-      const run = () => {
-        const { params, query, body } = parseInput(route, req);
-        return route.handler({ tx, secret: options.secret, mailer, params: params as never, query: query as never, body, req, res });
-      };
-      let started: Promise<unknown> | undefined;
-      if (early) {
-        // now, not in a later tick: its first statement must join the authentication's write
+    const result = await inTransaction(
+      options.pool,
+      async (tx) => {
+        const authenticated = credential
+          ? authenticate((text, values) => tx.one(text, values), options.secret, credential)
+          : tx.rows(ANONYMOUS).then(() => null);
+        const run = () => {
+          const { params, query, body } = parseInput(route, req);
+          return route.handler({ tx, secret: options.secret, mailer, params: params as never, query: query as never, body, req, res });
+        };
+        let started: Promise<unknown> | undefined;
+        if (early) {
+          // now, not in a later tick: its first statement must join the authentication's write
+          try {
+            started = run();
+          } catch (error) {
+            started = Promise.reject(error);
+          }
+          started.catch(() => {}); // its failure is answered below, after the credential's and the scopes'
+        }
         try {
-          started = run();
-        } catch (error) {
-          started = Promise.reject(error);
+          subject = await authenticated;
+          if (credential) {
+            if (!subject) throw unauthorized('The credential is unknown, expired or revoked', true);
+            checkScopes(route, subject.scopes);
+          }
+        } catch (refusal) {
+          // a read started early ends before its transaction does: nothing of it may
+          // reach the connection once it is back in the pool
+          await started?.catch(() => {});
+          throw refusal;
         }
-        started.catch(() => {}); // its failure is answered below, after the credential's and the scopes'
-      }
-      try {
-        subject = await authenticated;
-        if (credential) {
-          if (!subject) throw unauthorized('The credential is unknown, expired or revoked', true);
-          checkScopes(route, subject.scopes);
-        }
-      } catch (refusal) {
-        // a read started early ends before its transaction does: nothing of it may
-        // reach the connection once it is back in the pool
-        await started?.catch(() => {});
-        throw refusal;
-      }
-      const answer = await (started ?? run());
-      if (announces && !tx.committed) changedUsers = (await tx.withCommit<{ users: string | null }>(CHANGED_USERS))?.users ?? null;
-      return answer;
-    }, { deferCommit: route.method === 'get' });
+        const answer = await (started ?? run());
+        if (announces && !tx.committed) changedUsers = (await tx.withCommit<{ users: string | null }>(CHANGED_USERS))?.users ?? null;
+        return answer;
+      },
+      { deferCommit: route.method === 'get' },
+    );
     // committed: what it changed is forgotten before anybody is answered
     options.answerCache?.forget(changedUsers);
     // a handler that *returns* an error has recorded something that must stay
@@ -274,7 +279,12 @@ function apiHandler(route: ApiRoute, options: AppOptions, mailer: Mailer) {
     const known = subject as Authenticated | null; // (assigned in the transaction)
     if (ticket !== null && known) {
       const body = JSON.stringify(result);
-      cache!.put(ticket, cacheKey!, { userId: known.subjectId, scopes: known.scopes, body }, known.expiresAt === null ? null : Date.parse(known.expiresAt));
+      cache!.put(
+        ticket,
+        cacheKey!,
+        { userId: known.subjectId, scopes: known.scopes, body },
+        known.expiresAt === null ? null : Date.parse(known.expiresAt),
+      );
     }
   };
 }

@@ -77,7 +77,11 @@ export function boundedInput(value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== 'object') return value;
   if (depth >= 8) return '…';
   if (Array.isArray(value)) return value.slice(0, 50).map((v) => boundedInput(v, depth + 1));
-  return Object.fromEntries(Object.entries(value).slice(0, 50).map(([k, v]) => [k, boundedInput(v, depth + 1)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .slice(0, 50)
+      .map(([k, v]) => [k, boundedInput(v, depth + 1)]),
+  );
 }
 
 export const validationError = (issues: ValidationIssue[]) =>
@@ -132,7 +136,10 @@ export function fromDatabaseError(error: unknown): ApiError | null {
   }
   if (code === '23505' || code === '23503') {
     const at = constraintFields[e.constraint ?? ''];
-    return invalidField(at?.loc ?? ['body'], at?.msg ?? (code === '23505' ? 'This value is taken already' : 'A referenced resource does not exist'));
+    return invalidField(
+      at?.loc ?? ['body'],
+      at?.msg ?? (code === '23505' ? 'This value is taken already' : 'A referenced resource does not exist'),
+    );
   }
   if (code === '22P02' || code === '22007' || code === '22008' || code === '22003') {
     // invalid text representation / datetime / numeric out of range reaching SQL
@@ -140,7 +147,9 @@ export function fromDatabaseError(error: unknown): ApiError | null {
   }
   if (
     code.startsWith('08') || // connection exceptions
-    code === '57P01' || code === '57P02' || code === '57P03' || // admin/crash shutdown, cannot connect now
+    code === '57P01' ||
+    code === '57P02' ||
+    code === '57P03' || // admin/crash shutdown, cannot connect now
     code === '53300' || // too many connections
     code === '57014' || // query_canceled: the statement timeout ended a statement that waited or ran too long
     code === '55P03' || // lock_not_available: a lock timeout

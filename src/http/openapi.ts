@@ -75,10 +75,10 @@ export function openApiDocument(routes: readonly Route[]) {
     const credentialed = api && !isAnonymous(route.access);
     const oauth2 = route.errorFormat === 'oauth2';
     const statuses = new Set<number>(route.errors ?? []);
-    if (credentialed) [401, 403].forEach((s) => statuses.add(s));
-    if (api) [oauth2 ? 400 : 422, 503].forEach((s) => statuses.add(s));
+    if (credentialed) for (const s of [401, 403]) statuses.add(s);
+    if (api) for (const s of [oauth2 ? 400 : 422, 503]) statuses.add(s);
     if (credentialed && (route.params || route.method !== 'get')) statuses.add(404);
-    if (api && route.body) [413, 415].forEach((s) => statuses.add(s));
+    if (api && route.body) for (const s of [413, 415]) statuses.add(s);
     const content = route.response
       ? { 'application/json': { schema: route.response } }
       : route.responseType === 'text/html'
@@ -89,8 +89,7 @@ export function openApiDocument(routes: readonly Route[]) {
     };
     for (const status of [...statuses].sort()) {
       responses[status] = {
-        description:
-          (oauth2 ? oauth2ErrorDescriptions : credentialed ? errorDescriptions : anonymousErrorDescriptions)[status] ?? 'Error',
+        description: (oauth2 ? oauth2ErrorDescriptions : credentialed ? errorDescriptions : anonymousErrorDescriptions)[status] ?? 'Error',
         content: { 'application/json': { schema: oauth2 ? OAuth2ErrorBody : ErrorBody } },
       };
     }
@@ -134,7 +133,7 @@ export function openApiDocument(routes: readonly Route[]) {
       title: 'rowgate',
       version: '1',
       description:
-        'A versioned REST API whose authorization lives in PostgreSQL. Errors have the shape `{error, detail}`, except on the OAuth2 protocol endpoints (token, revocation, introspection, metadata), which answer RFC 6749\'s `{error, error_description}`.',
+        "A versioned REST API whose authorization lives in PostgreSQL. Errors have the shape `{error, detail}`, except on the OAuth2 protocol endpoints (token, revocation, introspection, metadata), which answer RFC 6749's `{error, error_description}`.",
     },
     servers: [{ url: '/' }],
     components: {

@@ -97,8 +97,7 @@ interface RouteBase {
 
 export type BodyType = 'json' | 'form';
 
-export interface ApiRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, B extends z.ZodType = z.ZodType>
-  extends RouteBase {
+export interface ApiRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, B extends z.ZodType = z.ZodType> extends RouteBase {
   access: Access;
   params?: P;
   query?: Q;
@@ -131,11 +130,10 @@ export interface PublicRoute extends RouteBase {
   handler: (ctx: PublicContext) => Promise<unknown>;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: the table holds routes of every schema; each entry was checked against its own when declared
 export type Route = ApiRoute<any, any, any> | PublicRoute;
 
-export function route<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, B extends z.ZodType = z.ZodType>(
-  r: ApiRoute<P, Q, B>,
-): Route {
+export function route<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, B extends z.ZodType = z.ZodType>(r: ApiRoute<P, Q, B>): Route {
   return r as Route;
 }
 

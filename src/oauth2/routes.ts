@@ -9,15 +9,7 @@ import { createHash, randomInt } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { Tx } from '../db/pool.ts';
-import {
-  found,
-  invalidField,
-  notFound,
-  notPermitted,
-  OAuth2Error,
-  oauth2InvalidClient,
-  oauth2InvalidRequest,
-} from '../http/errors.ts';
+import { found, invalidField, notFound, notPermitted, OAuth2Error, oauth2InvalidClient, oauth2InvalidRequest } from '../http/errors.ts';
 import { listQuery, listSchema, runList } from '../resources/lists.ts';
 import { access, anonymousRoute, route } from '../http/route.ts';
 import { doc, idParams, timestamps, uuid } from '../resources/fields.ts';
@@ -71,7 +63,9 @@ function redirectUriProblem(value: string): string | null {
   if (url.protocol === 'http:') {
     return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname) ? null : 'http is allowed on the loopback interface only; use https';
   }
-  return /^[a-z][a-z0-9+.-]*\.[a-z0-9+.-]+:$/.test(url.protocol) ? null : 'must be https, http on localhost, or a private-use scheme like com.example.app:';
+  return /^[a-z][a-z0-9+.-]*\.[a-z0-9+.-]+:$/.test(url.protocol)
+    ? null
+    : 'must be https, http on localhost, or a private-use scheme like com.example.app:';
 }
 
 const redirectUri = doc(
@@ -98,7 +92,7 @@ const scopeString = (description: string, example = 'user:read products_read') =
 
 const OAuth2ClientRead = z
   .object({
-    id: uuid('The client\'s id in this API (its management paths use it).'),
+    id: uuid("The client's id in this API (its management paths use it)."),
     client_id: doc(z.string(), 'The client identifier (public).', 'rg_ci_4fT9kQ2mXb7LwZp3Rn8sVc1d'),
     client_name: doc(z.string(), 'The name users see on the consent page.', 'Acme Reports'),
     redirect_uris: doc(z.array(z.string()), 'The registered redirect URIs.', ['https://app.example.com/callback']),
@@ -127,18 +121,19 @@ const OAuth2ClientCreated = OAuth2ClientRead.extend({
 const OAuth2ClientRegistration = z
   .object({
     client_name: doc(z.string().trim().min(1).max(200), 'The name users see on the consent page.', 'Acme Reports'),
-    redirect_uris: doc(z.array(redirectUri).min(1).max(10), 'Redirect URIs, 1 to 10, matched exactly.', ['https://app.example.com/callback']),
+    redirect_uris: doc(z.array(redirectUri).min(1).max(10), 'Redirect URIs, 1 to 10, matched exactly.', [
+      'https://app.example.com/callback',
+    ]),
     scope: scopeString('The scopes the client may ever ask for, space-separated (SPEC §3).'),
     token_endpoint_auth_method: doc(
       z.enum(AUTH_METHODS).default('client_secret_basic'),
       '`client_secret_basic` (default) or `client_secret_post`: a confidential client, given a secret; `none`: a public client (a native or browser app), which must use PKCE.',
       'client_secret_basic',
     ),
-    grant_types: doc(
-      z.array(z.enum(GRANT_TYPES)).min(1).optional(),
-      'The grants the client will use; both are always available.',
-      ['authorization_code', 'refresh_token'],
-    ),
+    grant_types: doc(z.array(z.enum(GRANT_TYPES)).min(1).optional(), 'The grants the client will use; both are always available.', [
+      'authorization_code',
+      'refresh_token',
+    ]),
     response_types: doc(z.array(z.literal('code')).min(1).optional(), 'Only `code` is supported.', ['code']),
   })
   .meta({
@@ -155,7 +150,11 @@ const clientColumns = `id, client_id, client_name, redirect_uris, array_to_strin
 const authorizeFields = {
   response_type: doc(z.string().max(100).optional(), 'Must be `code`.', 'code'),
   client_id: doc(z.string().min(1).max(100), 'The client asking for authorization.', 'rg_ci_4fT9kQ2mXb7LwZp3Rn8sVc1d'),
-  redirect_uri: doc(z.string().min(1).max(2000), 'One of the client\'s registered redirect URIs, exactly.', 'https://app.example.com/callback'),
+  redirect_uri: doc(
+    z.string().min(1).max(2000),
+    "One of the client's registered redirect URIs, exactly.",
+    'https://app.example.com/callback',
+  ),
   scope: doc(
     z.string().max(2000).optional(),
     'Scopes asked for, space-separated, within those the client registered; omitted: all of them.',
@@ -188,7 +187,7 @@ const ConsentBody = z
     ...authorizeFields,
     action: doc(z.enum(['allow', 'deny']), '`allow` issues a code; `deny` sends the client `error=access_denied`.', 'allow'),
   })
-  .meta({ id: 'OAuth2Consent', description: 'The authorization request\'s parameters and the user\'s answer.' });
+  .meta({ id: 'OAuth2Consent', description: "The authorization request's parameters and the user's answer." });
 
 type AuthorizeParams = z.infer<typeof AuthorizeQuery>;
 
@@ -243,10 +242,20 @@ async function checkRequest(tx: Tx, p: AuthorizeParams, source: 'query' | 'body'
   } else if (p.organization_id) {
     problem ??= new RedirectError('invalid_request', 'organization_id goes with sub_type=organization');
   }
-  const row = await tx.one<{ status: string; description: string | null; client_name: string; scopes: string[]; organization_name: string | null }>(
-    'select status, description, client_name, scopes, organization_name from rowgate.check_oauth2_authorization($1, $2, $3, $4, $5, $6)',
-    [p.client_id, p.redirect_uri, scopeList(p.scope), organizationId, p.code_challenge || null, p.code_challenge_method || null],
-  );
+  const row = await tx.one<{
+    status: string;
+    description: string | null;
+    client_name: string;
+    scopes: string[];
+    organization_name: string | null;
+  }>('select status, description, client_name, scopes, organization_name from rowgate.check_oauth2_authorization($1, $2, $3, $4, $5, $6)', [
+    p.client_id,
+    p.redirect_uri,
+    scopeList(p.scope),
+    organizationId,
+    p.code_challenge || null,
+    p.code_challenge_method || null,
+  ]);
   if (row!.status === 'invalid_client') throw invalidField([source, 'client_id'], row!.description!, p.client_id);
   if (row!.status === 'invalid_redirect_uri') throw invalidField([source, 'redirect_uri'], row!.description!, p.redirect_uri);
   if (problem) return problem;
@@ -301,7 +310,7 @@ function refuseCrossSite(req: Request) {
   const site = req.get('sec-fetch-site');
   const origin = req.get('origin');
   const crossSite = site !== undefined ? !['same-origin', 'none'].includes(site) : origin !== undefined && origin !== issuer(req);
-  if (crossSite) throw notPermitted('Consent must be given on this server\'s own page (cross-site request refused)');
+  if (crossSite) throw notPermitted("Consent must be given on this server's own page (cross-site request refused)");
 }
 
 // ---------------------------------------------------------------- the token endpoints
@@ -354,12 +363,18 @@ const TokenRequest = z
   .object({
     grant_type: doc(z.string().min(1).max(100), '`authorization_code` or `refresh_token`.', 'authorization_code'),
     code: optionalParam('authorization_code: the code the redirect brought.', 'rg_ac_Gh7kQ2mXb7LwZp3Rn8sVc1dT5yU9iO0pLkJhGfDsA1'),
-    redirect_uri: optionalParam('authorization_code: the redirect_uri of the authorization request, identical.', 'https://app.example.com/callback'),
+    redirect_uri: optionalParam(
+      'authorization_code: the redirect_uri of the authorization request, identical.',
+      'https://app.example.com/callback',
+    ),
     code_verifier: optionalParam(
       'authorization_code: the PKCE code_verifier (43 to 128 characters of A-Z a-z 0-9 - . _ ~).',
       'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk',
     ),
-    refresh_token: optionalParam('refresh_token: the refresh token (each is good for one refresh).', 'rg_rt_Pq8wE3rT6yU9iO2pA5sD8fG1hJ4kL7zX0cV3bN6mQ9w'),
+    refresh_token: optionalParam(
+      'refresh_token: the refresh token (each is good for one refresh).',
+      'rg_rt_Pq8wE3rT6yU9iO2pA5sD8fG1hJ4kL7zX0cV3bN6mQ9w',
+    ),
     scope: optionalParam('refresh_token: fewer scopes for the new access token (never more).', 'products_read'),
     ...clientAuthFields,
   })
@@ -404,7 +419,11 @@ const Introspection = z
     token_type: doc(z.string().optional(), '`Bearer` for an access token, `refresh_token` for a refresh token.', 'Bearer'),
     exp: doc(z.number().int().optional(), 'When it expires (seconds since the epoch).', 1795257000),
     iat: doc(z.number().int().optional(), 'When it was issued (seconds since the epoch).', 1795253400),
-    sub: doc(z.string().optional(), 'The subject it acts as: the user id, or for an organization token the organization id.', '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b'),
+    sub: doc(
+      z.string().optional(),
+      'The subject it acts as: the user id, or for an organization token the organization id.',
+      '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b',
+    ),
     sub_type: doc(z.enum(['user', 'organization']).optional(), 'What `sub` is.', 'user'),
     user_id: doc(z.string().optional(), 'The user who granted it.', '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b'),
     organization_id: doc(z.string().optional(), 'For an organization token: the organization.', '9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a'),
@@ -430,7 +449,7 @@ const ServerMetadata = z
     registration_endpoint: doc(z.string(), 'Client registration (needs a web session).', 'http://127.0.0.1:8080/v1/oauth2/register'),
     revocation_endpoint: doc(z.string(), 'RFC 7009 revocation.', 'http://127.0.0.1:8080/v1/oauth2/revoke'),
     introspection_endpoint: doc(z.string(), 'RFC 7662 introspection.', 'http://127.0.0.1:8080/v1/oauth2/introspect'),
-    userinfo_endpoint: doc(z.string(), 'Claims about the token\'s user.', 'http://127.0.0.1:8080/v1/oauth2/userinfo'),
+    userinfo_endpoint: doc(z.string(), "Claims about the token's user.", 'http://127.0.0.1:8080/v1/oauth2/userinfo'),
     scopes_supported: doc(z.array(z.string()), 'Every scope a client may register.', ['user:read', 'products_read']),
     response_types_supported: doc(z.array(z.string()), 'Only `code`.', ['code']),
     response_modes_supported: doc(z.array(z.string()), 'Only `query`.', ['query']),
@@ -580,7 +599,7 @@ export const oauth2Routes = [
     operationId: 'oauth2:consent',
     summary: 'Allow or deny a client',
     description:
-      'What the consent page posts (form-encoded), or a client of the API sends as JSON: the authorization request\'s parameters and `action`. Redirects (302) to the redirect URI with `code` and `state`, or with `error=access_denied`. The code is valid 10 minutes, once.',
+      "What the consent page posts (form-encoded), or a client of the API sends as JSON: the authorization request's parameters and `action`. Redirects (302) to the redirect URI with `code` and `state`, or with `error=access_denied`. The code is valid 10 minutes, once.",
     tag: 'oauth2',
     access: access.webUserWrite,
     body: ConsentBody,
@@ -592,7 +611,8 @@ export const oauth2Routes = [
       const checked = await checkRequest(tx, request, 'body');
       res.set('Cache-Control', 'no-store');
       // the Location, sent once the code is committed
-      const back = (params: Record<string, string | undefined>) => redirectUrl(req, request.redirect_uri, { ...params, state: request.state });
+      const back = (params: Record<string, string | undefined>) =>
+        redirectUrl(req, request.redirect_uri, { ...params, state: request.state });
       if (checked instanceof RedirectError) return back({ error: checked.error, error_description: checked.description });
       if (action === 'deny') return back({ error: 'access_denied', error_description: 'The user denied the request' });
       const code = newAuthorizationCode();
@@ -622,9 +642,16 @@ export const oauth2Routes = [
     errors: [401],
     handler: async ({ tx, body, secret, req, res }) => {
       const client = clientCredentials(req, body);
-      const tokens = { oauth2_user_token: generateToken('oauth2_user_token'), oauth2_organization_token: generateToken('oauth2_organization_token') };
+      const tokens = {
+        oauth2_user_token: generateToken('oauth2_user_token'),
+        oauth2_organization_token: generateToken('oauth2_organization_token'),
+      };
       const refreshToken = newRefreshToken();
-      const grantHashes = [hashToken(secret, tokens.oauth2_user_token), hashToken(secret, tokens.oauth2_organization_token), hashToken(secret, refreshToken)];
+      const grantHashes = [
+        hashToken(secret, tokens.oauth2_user_token),
+        hashToken(secret, tokens.oauth2_organization_token),
+        hashToken(secret, refreshToken),
+      ];
       if (body.grant_type === 'authorization_code') {
         if (!body.code) throw oauth2InvalidRequest('code is required');
         if (!body.redirect_uri) throw oauth2InvalidRequest('redirect_uri is required');
@@ -633,7 +660,13 @@ export const oauth2Routes = [
         }
         const row = await tx.one<GrantRow>(
           'select status, description, token_kind, scopes, expires_at from rowgate.exchange_oauth2_authorization_code($1, $2, $3, $4, $5, $6, $7, $8)',
-          [...clientHashes(secret, client), hashToken(secret, body.code), body.redirect_uri, body.code_verifier ? s256(body.code_verifier) : null, ...grantHashes],
+          [
+            ...clientHashes(secret, client),
+            hashToken(secret, body.code),
+            body.redirect_uri,
+            body.code_verifier ? s256(body.code_verifier) : null,
+            ...grantHashes,
+          ],
         );
         return tokenAnswer(res, row, tokens, refreshToken);
       }
@@ -655,7 +688,7 @@ export const oauth2Routes = [
     operationId: 'oauth2:revoke',
     summary: 'Revoke a token',
     description:
-      'RFC 7009, by the client the token was issued to (authenticated as at the token endpoint). A refresh token revokes its whole grant (every access token issued from it); an access token only itself. Takes effect at once. An unknown token, or another client\'s, is answered 200 too.',
+      "RFC 7009, by the client the token was issued to (authenticated as at the token endpoint). A refresh token revokes its whole grant (every access token issued from it); an access token only itself. Takes effect at once. An unknown token, or another client's, is answered 200 too.",
     body: TokenByValue,
     status: 200,
     response: Revoked,
@@ -698,7 +731,7 @@ export const oauth2Routes = [
         'select status, active, token_type, scopes, user_id, username, organization_id, expires_at, issued_at from rowgate.introspect_oauth2_token($1, $2, $3)',
         [...clientHashes(secret, client), hashToken(secret, body.token)],
       );
-      if (!row || row.status !== 'ok') return oauth2InvalidClient();
+      if (row?.status !== 'ok') return oauth2InvalidClient();
       res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' });
       if (!row.active) return { active: false };
       const seconds = (timestamp: string) => Math.floor(Date.parse(timestamp) / 1000);
@@ -734,7 +767,13 @@ export const oauth2Routes = [
           'select id, email, name, avatar_url, updated_at from rowgate.users where id = rowgate_hidden.current_user_id()',
         ),
       );
-      return { sub: user.id, email: user.email, name: user.name, picture: user.avatar_url, updated_at: Math.floor(Date.parse(user.updated_at) / 1000) };
+      return {
+        sub: user.id,
+        email: user.email,
+        name: user.name,
+        picture: user.avatar_url,
+        updated_at: Math.floor(Date.parse(user.updated_at) / 1000),
+      };
     },
   }),
   anonymousRoute({

@@ -23,7 +23,7 @@ export const AccountRead = z
     status: doc(z.enum(['pending', 'active', 'disabled']), 'Onboarding state; set by the platform.', 'pending'),
     ...timestamps,
   })
-  .meta({ id: 'Account', description: 'The account that receives an organization\'s money.' });
+  .meta({ id: 'Account', description: "The account that receives an organization's money." });
 
 const AccountCreate = z
   .strictObject({ organization_id: uuid('The organization to create the account for.'), country, currency })
@@ -40,7 +40,7 @@ export const accountRoutes = [
     method: 'get',
     path: '/v1/organizations/{id}/account',
     operationId: 'organizations:get_account',
-    summary: 'Get an organization\'s account',
+    summary: "Get an organization's account",
     description:
       'Finance-read policy: organization tokens, or the account admin. A user on an organization without account gets 403 `Organization has no account`; an organization token gets 404.',
     tag: 'accounts',
@@ -50,10 +50,7 @@ export const accountRoutes = [
     response: AccountRead,
     handler: async ({ tx, params }) => {
       await authorize(tx, 'organization', params.id, 'finance_read');
-      const account = await tx.one(
-        `select ${columns} from rowgate.accounts where organization_id = $1`,
-        [params.id],
-      );
+      const account = await tx.one(`select ${columns} from rowgate.accounts where organization_id = $1`, [params.id]);
       if (!account) throw notFound();
       return account;
     },

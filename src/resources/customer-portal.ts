@@ -60,7 +60,7 @@ export const customerPortalRoutes = [
     method: 'get',
     path: '/v1/customer-portal/orders/',
     operationId: 'customer_portal:list_orders',
-    summary: 'List the current customer\'s orders',
+    summary: "List the current customer's orders",
     tag: 'customer-portal',
     access: read,
     query: listQuery(Object.keys(orderSortable), {
@@ -69,13 +69,18 @@ export const customerPortalRoutes = [
     status: 200,
     response: listSchema(OrderRead, 'PortalOrder'),
     handler: ({ tx, query }) =>
-      runList(tx, { from: 'rowgate.orders', columns: orderColumns, sortable: orderSortable }, query, new Where().anyOf('status', query.status)),
+      runList(
+        tx,
+        { from: 'rowgate.orders', columns: orderColumns, sortable: orderSortable },
+        query,
+        new Where().anyOf('status', query.status),
+      ),
   }),
   route({
     method: 'get',
     path: '/v1/customer-portal/orders/{id}',
     operationId: 'customer_portal:get_order',
-    summary: 'Get one of the current customer\'s orders',
+    summary: "Get one of the current customer's orders",
     tag: 'customer-portal',
     access: read,
     params: idParams,

@@ -8,7 +8,11 @@ import { generateToken, hashToken } from '../auth/tokens.ts';
 const CustomerSessionCreate = z
   .strictObject({
     customer_id: uuid('The customer the session acts as.'),
-    member_id: doc(z.uuid().optional(), 'A member seat of the customer: the session is then a member session (rg_mst_), read-only.', '5a6b7c8d-9e0f-4a1b-8c2d-3e4f5a6b7c8d'),
+    member_id: doc(
+      z.uuid().optional(),
+      'A member seat of the customer: the session is then a member session (rg_mst_), read-only.',
+      '5a6b7c8d-9e0f-4a1b-8c2d-3e4f5a6b7c8d',
+    ),
   })
   .meta({ id: 'CustomerSessionCreate', description: 'Whom the portal session is for.' });
 
@@ -27,7 +31,7 @@ export const customerSessionRoutes = [
     path: '/v1/customer-sessions/',
     operationId: 'customer_sessions:create',
     summary: 'Create a customer portal session',
-    description: 'Needs `customers:write` in the customer\'s organization (422 at body.customer_id when out of reach).',
+    description: "Needs `customers:write` in the customer's organization (422 at body.customer_id when out of reach).",
     tag: 'customer-sessions',
     access: access.organization('customer_sessions_write'),
     body: CustomerSessionCreate,

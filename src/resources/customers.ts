@@ -6,7 +6,14 @@ import { listQuery, listSchema, multi, organizationFilter, runList, Where } from
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { doc, idParams, timestamps, uuid } from './fields.ts';
 
-const email = doc(z.email().max(320).transform((e) => e.toLowerCase()), 'E-mail address; unique among the organization\'s customers.', 'jo@example.com');
+const email = doc(
+  z
+    .email()
+    .max(320)
+    .transform((e) => e.toLowerCase()),
+  "E-mail address; unique among the organization's customers.",
+  'jo@example.com',
+);
 const firstName = doc(z.string().trim().max(200).nullable(), 'First name; null when unknown.', 'Jo');
 const lastName = doc(z.string().trim().max(200).nullable(), 'Last name; null when unknown.', 'Doe');
 const status = doc(z.enum(['pending', 'active']), 'pending until the customer is confirmed, then active.', 'active');
@@ -15,7 +22,7 @@ export const CustomerRead = z
   .object({
     id: uuid('The customer id.'),
     organization_id: uuid('The organization the customer buys from.'),
-    email: doc(z.string(), 'E-mail address; unique among the organization\'s customers.', 'jo@example.com'),
+    email: doc(z.string(), "E-mail address; unique among the organization's customers.", 'jo@example.com'),
     first_name: firstName,
     last_name: lastName,
     status,
@@ -65,7 +72,12 @@ export const customerRoutes = [
     handler: ({ tx, query }) =>
       runList(
         tx,
-        { from: 'rowgate.customers', columns: customerColumns, sortable: { created_at: 'created_at', email: 'email' }, perOrganization: { counter: 'customers' } },
+        {
+          from: 'rowgate.customers',
+          columns: customerColumns,
+          sortable: { created_at: 'created_at', email: 'email' },
+          perOrganization: { counter: 'customers' },
+        },
         query,
         new Where()
           .organizations(query.organization_id)
@@ -91,7 +103,8 @@ export const customerRoutes = [
     path: '/v1/customers/',
     operationId: 'customers:create',
     summary: 'Create a customer',
-    description: 'Needs the `customers:write` permission. The e-mail must be unique among the organization\'s customers (422 at body.email).',
+    description:
+      "Needs the `customers:write` permission. The e-mail must be unique among the organization's customers (422 at body.email).",
     tag: 'customers',
     access: access.organization(...write),
     body: CustomerCreate,
@@ -125,7 +138,15 @@ export const customerRoutes = [
            last_name = case when $5 then $6 else last_name end,
            status = coalesce($7, status)
          where id = $1 returning ${customerColumns}`,
-        [params.id, body.email ?? null, 'first_name' in body, body.first_name ?? null, 'last_name' in body, body.last_name ?? null, body.status ?? null],
+        [
+          params.id,
+          body.email ?? null,
+          'first_name' in body,
+          body.first_name ?? null,
+          'last_name' in body,
+          body.last_name ?? null,
+          body.status ?? null,
+        ],
       );
     },
   }),

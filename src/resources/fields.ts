@@ -7,11 +7,9 @@ export function doc<T extends z.ZodType>(schema: T, description: string, example
   return schema.meta({ description, example }) as T;
 }
 
-export const uuid = (description: string, example = '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b') =>
-  doc(z.uuid(), description, example);
+export const uuid = (description: string, example = '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b') => doc(z.uuid(), description, example);
 
-export const timestamp = (description: string) =>
-  doc(z.iso.datetime({ offset: true }), description, '2026-11-21T09:30:00.123456+00:00');
+export const timestamp = (description: string) => doc(z.iso.datetime({ offset: true }), description, '2026-11-21T09:30:00.123456+00:00');
 
 export const nullableTimestamp = (description: string) =>
   doc(z.iso.datetime({ offset: true }).nullable(), description, '2026-12-21T09:30:00.123456+00:00');
@@ -25,16 +23,30 @@ export const idParams = z.object({ id: uuid('The resource id.') });
 
 /** An empty object for endpoints without a body, kept strict so extra fields are reported. */
 export const scopeList = (description: string) =>
-  doc(z.array(doc(z.string().min(1).max(100), 'A scope (SPEC §3).', 'products_read')).min(1).max(50), description, [
-    'products_read',
-    'orders_read',
-  ]);
+  doc(
+    z
+      .array(doc(z.string().min(1).max(100), 'A scope (SPEC §3).', 'products_read'))
+      .min(1)
+      .max(50),
+    description,
+    ['products_read', 'orders_read'],
+  );
 
 export const expiresIn = doc(
-  z.number().int().min(60).max(10 * 366 * 24 * 3600).nullable().optional(),
+  z
+    .number()
+    .int()
+    .min(60)
+    .max(10 * 366 * 24 * 3600)
+    .nullable()
+    .optional(),
   'Lifetime in seconds from now (at least 60, at most ten years); omitted or null for a token that does not expire.',
   2592000,
 );
 
 export const tokenField = (prefix: string) =>
-  doc(z.string(), 'The token itself. Shown once, in this answer only: store it now.', `${prefix}Xb3kR9mQ2vLw7tYp4nZs8cVf1hJd6gUe0aKoPiMlNqS`);
+  doc(
+    z.string(),
+    'The token itself. Shown once, in this answer only: store it now.',
+    `${prefix}Xb3kR9mQ2vLw7tYp4nZs8cVf1hJd6gUe0aKoPiMlNqS`,
+  );

@@ -14,7 +14,7 @@ const Impersonation = z
     token: tokenField('rg_us_'),
     user_id: uuid('The impersonated user.'),
     expires_at: timestamp('When the impersonation session ends (1 hour).'),
-    scopes: doc(z.array(z.string()), 'The session\'s scopes: the read scopes only.', ['user:read', 'products_read']),
+    scopes: doc(z.array(z.string()), "The session's scopes: the read scopes only.", ['user:read', 'products_read']),
   })
   .meta({ id: 'Impersonation', description: 'A read-only web session of another user; also set as the session cookie.' });
 

@@ -26,24 +26,22 @@ export const asArray = <T>(v: T | T[] | undefined): T[] | undefined => (v === un
 /** The query schema of a list: pagination, sorting over `sortable`, and the list's filters. */
 export function listQuery<F extends z.ZodRawShape>(sortable: readonly string[], filters: F, defaultSort = '-created_at') {
   const keys = new Set(sortable);
-  const sorting = z
-    .union([z.string(), z.array(z.string())])
-    .superRefine((value, ctx) => {
-      const seen = new Set<string>();
-      for (const key of sortKeys(value)) {
-        const field = key.replace(/^-/, '');
-        if (!keys.has(field)) {
-          ctx.addIssue({
-            code: 'custom',
-            message: `Unknown sort field ${JSON.stringify(key)}; sortable: ${sortable.join(', ')} (prefix - for descending)`,
-          });
-        } else if (seen.has(field)) {
-          // each field once: the sort is the same, and every distinct statement is prepared on its connections
-          ctx.addIssue({ code: 'custom', message: `Sort field ${JSON.stringify(field)} given more than once` });
-        }
-        seen.add(field);
+  const sorting = z.union([z.string(), z.array(z.string())]).superRefine((value, ctx) => {
+    const seen = new Set<string>();
+    for (const key of sortKeys(value)) {
+      const field = key.replace(/^-/, '');
+      if (!keys.has(field)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `Unknown sort field ${JSON.stringify(key)}; sortable: ${sortable.join(', ')} (prefix - for descending)`,
+        });
+      } else if (seen.has(field)) {
+        // each field once: the sort is the same, and every distinct statement is prepared on its connections
+        ctx.addIssue({ code: 'custom', message: `Sort field ${JSON.stringify(field)} given more than once` });
       }
-    });
+      seen.add(field);
+    }
+  });
   return z.strictObject({
     page: doc(wholeNumber(1, 1_000_000).default(1), 'Page number, from 1.', '1'),
     limit: doc(

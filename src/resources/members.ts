@@ -12,14 +12,14 @@ const role = doc(z.string().min(1).max(50), 'The role: `admin`, `member` or `fin
 
 export const MembershipRead = z
   .object({
-    user_id: uuid('The member\'s user id.'),
+    user_id: uuid("The member's user id."),
     organization_id: uuid('The organization.'),
     role,
-    email: doc(z.string(), 'The member\'s e-mail address.', 'ada@example.com'),
-    name: doc(z.string().nullable(), 'The member\'s display name.', 'Ada Lovelace'),
+    email: doc(z.string(), "The member's e-mail address.", 'ada@example.com'),
+    name: doc(z.string().nullable(), "The member's display name.", 'Ada Lovelace'),
     ...timestamps,
   })
-  .meta({ id: 'Membership', description: 'A user\'s membership of an organization.' });
+  .meta({ id: 'Membership', description: "A user's membership of an organization." });
 
 const MembershipCreate = z
   .strictObject({
@@ -30,16 +30,13 @@ const MembershipCreate = z
 const MembershipUpdate = z.strictObject({ role }).meta({ id: 'MembershipUpdate', description: 'The new role.' });
 
 const organizationParams = z.object({ id: uuid('The organization id.') });
-const memberParams = z.object({ id: uuid('The organization id.'), user_id: uuid('The member\'s user id.') });
+const memberParams = z.object({ id: uuid('The organization id.'), user_id: uuid("The member's user id.") });
 
 const from = 'rowgate.memberships m join rowgate.users u on u.id = m.user_id';
 const columns = 'm.user_id, m.organization_id, m.role, u.email, u.name, m.created_at, m.updated_at';
 
 async function readMembership(tx: Tx, organizationId: string, userId: string) {
-  const row = await tx.one(
-    `select ${columns} from ${from} where m.organization_id = $1 and m.user_id = $2`,
-    [organizationId, userId],
-  );
+  const row = await tx.one(`select ${columns} from ${from} where m.organization_id = $1 and m.user_id = $2`, [organizationId, userId]);
   if (!row) throw notFound();
   return row;
 }
@@ -93,7 +90,7 @@ export const memberRoutes = [
     method: 'patch',
     path: '/v1/organizations/{id}/members/{user_id}',
     operationId: 'members:update',
-    summary: 'Change a member\'s role',
+    summary: "Change a member's role",
     tag: 'members',
     access: access.organization(...writeScopes('members')),
     params: memberParams,
@@ -123,13 +120,12 @@ export const memberRoutes = [
     params: memberParams,
     status: 204,
     handler: async ({ tx, params }) => {
-      const membership = await tx.one<{ id: string }>(
-        'select id from rowgate.memberships where organization_id = $1 and user_id = $2',
-        [params.id, params.user_id],
-      );
+      const membership = await tx.one<{ id: string }>('select id from rowgate.memberships where organization_id = $1 and user_id = $2', [
+        params.id,
+        params.user_id,
+      ]);
       if (!membership) throw notFound();
       await tx.one(`select rowgate.delete_resource('membership', $1)`, [membership.id]);
     },
   }),
 ];
-

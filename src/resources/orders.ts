@@ -7,13 +7,13 @@ import { listQuery, listSchema, multi, organizationFilter, runList, Where, type 
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { doc, idParams, timestamps, uuid } from './fields.ts';
 
-const amount = doc(z.number().int().min(0).max(100_000_000_000), 'Amount in the currency\'s minor unit (cents).', 2500);
+const amount = doc(z.number().int().min(0).max(100_000_000_000), "Amount in the currency's minor unit (cents).", 2500);
 const status = doc(z.enum(['pending', 'paid', 'refunded']), 'pending → paid → refunded; a status only moves forward.', 'paid');
 
 export const OrderRead = z
   .object({
     id: uuid('The order id.'),
-    organization_id: uuid('The organization that sold it (the product\'s).'),
+    organization_id: uuid("The organization that sold it (the product's)."),
     customer_id: uuid('The customer who bought.'),
     product_id: uuid('The product bought.'),
     amount,
@@ -25,17 +25,17 @@ export const OrderRead = z
 
 const OrderCreate = z
   .strictObject({
-    customer_id: uuid('The customer; must belong to the product\'s organization.'),
+    customer_id: uuid("The customer; must belong to the product's organization."),
     product_id: uuid('The product; its organization owns the order.'),
     amount: amount.optional(),
-    currency: doc(currency, 'Currency of `amount` (requires `amount`); default: the product\'s currency.', 'usd').optional(),
+    currency: doc(currency, "Currency of `amount` (requires `amount`); default: the product's currency.", 'usd').optional(),
     status: doc(z.enum(['pending', 'paid']), 'pending (default) or paid; an order is refunded later, by an update.', 'paid').optional(),
   })
   .refine((o) => o.currency === undefined || o.amount !== undefined, {
     message: 'amount is required when currency is given',
     path: ['amount'],
   })
-  .meta({ id: 'OrderCreate', description: 'A new order; amount and currency default to the product\'s price, status to pending.' });
+  .meta({ id: 'OrderCreate', description: "A new order; amount and currency default to the product's price, status to pending." });
 
 const OrderUpdate = z
   .strictObject({ status: status.optional() })
@@ -47,7 +47,12 @@ const write = writeScopes('orders');
 const idFilter = (what: string) => multi(z.uuid(), `Only orders of this ${what} (repeatable).`, '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b');
 
 export const orderSortable = { created_at: 'created_at', amount: 'amount' };
-export const orderListSpec: ListSpec = { from: 'rowgate.orders', columns: orderColumns, sortable: orderSortable, perOrganization: { counter: 'orders' } };
+export const orderListSpec: ListSpec = {
+  from: 'rowgate.orders',
+  columns: orderColumns,
+  sortable: orderSortable,
+  perOrganization: { counter: 'orders' },
+};
 
 export const orderRoutes = [
   route({
@@ -94,7 +99,7 @@ export const orderRoutes = [
     path: '/v1/orders/',
     operationId: 'orders:create',
     summary: 'Create an order',
-    description: 'The organization is the product\'s; the customer must belong to it (422 at body.customer_id). Needs `orders:write`.',
+    description: "The organization is the product's; the customer must belong to it (422 at body.customer_id). Needs `orders:write`.",
     tag: 'orders',
     access: access.organization(...write),
     body: OrderCreate,

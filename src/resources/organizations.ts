@@ -7,7 +7,11 @@ import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { doc, idParams, timestamps, uuid } from './fields.ts';
 
 const slug = doc(
-  z.string().min(2).max(64).regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, 'Lower-case letters, digits and single hyphens'),
+  z
+    .string()
+    .min(2)
+    .max(64)
+    .regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, 'Lower-case letters, digits and single hyphens'),
   'Unique, URL-friendly name: lower-case letters, digits and hyphens.',
   'acme',
 );
@@ -18,7 +22,7 @@ export const OrganizationRead = z
     id: uuid('The organization id.'),
     name,
     slug,
-    account_id: doc(z.uuid().nullable(), 'The organization\'s account, once created; null before.', '7d1e2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6'),
+    account_id: doc(z.uuid().nullable(), "The organization's account, once created; null before.", '7d1e2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6'),
     ...timestamps,
   })
   .meta({ id: 'Organization', description: 'An organization: the tenant that owns members, products, customers and orders.' });
@@ -36,7 +40,7 @@ export const organizationRoutes = [
     path: '/v1/organizations/',
     operationId: 'organizations:list',
     summary: 'List organizations',
-    description: 'The organizations the subject reaches: a user\'s memberships, or the token\'s own organization.',
+    description: "The organizations the subject reaches: a user's memberships, or the token's own organization.",
     tag: 'organizations',
     access: access.organization(...readScopes('organizations')),
     query: listQuery(['created_at', 'name', 'slug'], {
@@ -81,8 +85,7 @@ export const organizationRoutes = [
     body: OrganizationCreate,
     status: 201,
     response: OrganizationRead,
-    handler: ({ tx, body }) =>
-      tx.one(`select ${organizationColumns} from rowgate.create_organization($1, $2)`, [body.name, body.slug]),
+    handler: ({ tx, body }) => tx.one(`select ${organizationColumns} from rowgate.create_organization($1, $2)`, [body.name, body.slug]),
   }),
   route({
     method: 'patch',

@@ -18,7 +18,7 @@ export const PayoutAccountRead = z
     currency,
     ...timestamps,
   })
-  .meta({ id: 'PayoutAccount', description: 'A destination for an organization\'s payouts.' });
+  .meta({ id: 'PayoutAccount', description: "A destination for an organization's payouts." });
 
 const PayoutAccountCreate = z
   .strictObject({ organization_id: uuid('The organization (the caller must be its account admin).'), type, country, currency })

@@ -45,7 +45,15 @@ export const personalAccessTokenRoutes = [
     status: 200,
     response: listSchema(PersonalAccessTokenRead, 'PersonalAccessToken'),
     handler: ({ tx, query }) =>
-      runList(tx, { from: 'rowgate.personal_access_tokens', columns, sortable: { created_at: 'created_at', comment: 'comment', last_used_at: 'last_used_at' } }, query),
+      runList(
+        tx,
+        {
+          from: 'rowgate.personal_access_tokens',
+          columns,
+          sortable: { created_at: 'created_at', comment: 'comment', last_used_at: 'last_used_at' },
+        },
+        query,
+      ),
   }),
   route({
     method: 'post',

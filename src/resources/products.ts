@@ -9,7 +9,7 @@ import { doc, idParams, timestamps, uuid } from './fields.ts';
 
 const name = doc(z.string().trim().min(1).max(200), 'Product name.', 'Pro plan');
 const description = doc(z.string().max(5000).nullable(), 'Longer description; null when none.', 'Everything in Basic, and more.');
-const priceAmount = doc(z.number().int().min(0).max(100_000_000_000), 'Price in the currency\'s minor unit (cents).', 2500);
+const priceAmount = doc(z.number().int().min(0).max(100_000_000_000), "Price in the currency's minor unit (cents).", 2500);
 const isArchived = doc(z.boolean(), 'Archived products stay visible and listed, but are no longer sold.', false);
 
 export const ProductRead = z
@@ -68,12 +68,14 @@ export const productRoutes = [
     handler: ({ tx, query }) =>
       runList(
         tx,
-        { from: 'rowgate.products', columns, sortable: { created_at: 'created_at', name: 'name', price_amount: 'price_amount' }, perOrganization: { counter: 'products' } },
+        {
+          from: 'rowgate.products',
+          columns,
+          sortable: { created_at: 'created_at', name: 'name', price_amount: 'price_amount' },
+          perOrganization: { counter: 'products' },
+        },
         query,
-        new Where()
-          .organizations(query.organization_id)
-          .equals('is_archived', query.is_archived)
-          .search(['name'], query.query),
+        new Where().organizations(query.organization_id).equals('is_archived', query.is_archived).search(['name'], query.query),
       ),
   }),
   route({
@@ -104,7 +106,14 @@ export const productRoutes = [
         `insert into rowgate.products (organization_id, name, description, price_amount, price_currency, is_archived)
          values (rowgate_hidden.target_organization_id($1, 'products:write'), $2, $3, $4, $5, $6)
          returning ${columns}`,
-        [body.organization_id ?? null, body.name, body.description ?? null, body.price_amount, body.price_currency, body.is_archived ?? false],
+        [
+          body.organization_id ?? null,
+          body.name,
+          body.description ?? null,
+          body.price_amount,
+          body.price_currency,
+          body.is_archived ?? false,
+        ],
       ),
   }),
   route({
@@ -128,7 +137,15 @@ export const productRoutes = [
            price_currency = coalesce($6, price_currency),
            is_archived = coalesce($7, is_archived)
          where id = $1 returning ${columns}`,
-        [params.id, body.name ?? null, 'description' in body, body.description ?? null, body.price_amount ?? null, body.price_currency ?? null, body.is_archived ?? null],
+        [
+          params.id,
+          body.name ?? null,
+          'description' in body,
+          body.description ?? null,
+          body.price_amount ?? null,
+          body.price_currency ?? null,
+          body.is_archived ?? null,
+        ],
       );
     },
   }),

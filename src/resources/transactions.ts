@@ -13,7 +13,7 @@ export const TransactionRead = z
     organization_id: uuid('The organization whose money moved.'),
     order_id: uuid('The order that caused it.'),
     type,
-    amount: doc(z.number().int(), 'Signed amount in the currency\'s minor unit (refunds are negative).', 2500),
+    amount: doc(z.number().int(), "Signed amount in the currency's minor unit (refunds are negative).", 2500),
     currency,
     ...timestamps,
   })
@@ -47,10 +47,7 @@ export const transactionRoutes = [
           perOrganization: { permission: 'finance:read', counter: 'transactions' },
         },
         query,
-        new Where()
-          .organizations(query.organization_id)
-          .anyOf('order_id', query.order_id, 'uuid')
-          .anyOf('type', query.type),
+        new Where().organizations(query.organization_id).anyOf('order_id', query.order_id, 'uuid').anyOf('type', query.type),
       ),
   }),
 ];

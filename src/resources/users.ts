@@ -19,7 +19,10 @@ const UserUpdate = z
   .strictObject({
     name: doc(z.string().trim().min(1).max(200).nullable(), 'Display name; null clears it.', 'Ada King').optional(),
     avatar_url: doc(
-      z.url({ protocol: /^https?$/ }).max(2000).nullable(),
+      z
+        .url({ protocol: /^https?$/ })
+        .max(2000)
+        .nullable(),
       'URL (http or https) of the avatar image; null clears it.',
       'https://example.com/ada.png',
     ).optional(),

@@ -31,9 +31,7 @@ export const loginCodeHash = (secret: string, email: string, code: string) =>
 
 const email = doc(z.email().max(320), 'The e-mail address to sign in with (case does not matter).', 'ada@example.com');
 
-const LoginCodeRequest = z
-  .strictObject({ email })
-  .meta({ id: 'LoginCodeRequest', description: 'Where to send a sign-in code.' });
+const LoginCodeRequest = z.strictObject({ email }).meta({ id: 'LoginCodeRequest', description: 'Where to send a sign-in code.' });
 
 const LoginCodeRequested = z
   .object({

@@ -116,9 +116,21 @@ export async function databaseOutage(server: ServerProcess, data: Seeded, option
     statuses,
     database_down_ms: back - stopping,
     database_start_ms: back - starting,
-    while_down: { requests: during.length, all_503: during.every((o) => o.status === 503), p50_ms: percentile(latency, 50), p99_ms: percentile(latency, 99), max_ms: Math.max(...latency) },
+    while_down: {
+      requests: during.length,
+      all_503: during.every((o) => o.status === 503),
+      p50_ms: percentile(latency, 50),
+      p99_ms: percentile(latency, 99),
+      max_ms: Math.max(...latency),
+    },
     recovery_ms: recovery,
-    writes: { before, acknowledged: acknowledged.length, stored_after: stored.size, lost: lost.length, refused_but_stored: refusedButStored.length },
+    writes: {
+      before,
+      acknowledged: acknowledged.length,
+      stored_after: stored.size,
+      lost: lost.length,
+      refused_but_stored: refusedButStored.length,
+    },
     readyz: { while_down: readyDuring.status, after: readyAfter.status },
     process_alive: server.alive(),
     ...(server.alive() ? {} : { server_log: server.lines.slice(-30).map((l) => l.line) }),
@@ -191,7 +203,10 @@ export async function sigtermUnderLoad(server: ServerProcess, data: Seeded, opti
       ).rows[0]!.n,
     );
   for (const until = Date.now() + 10_000; (await lockWaiters()) < held.length; ) {
-    if (Date.now() > until) throw new Error(`the held requests never reached the database: ${JSON.stringify(await Promise.race([Promise.all(held), 'pending']))}`);
+    if (Date.now() > until)
+      throw new Error(
+        `the held requests never reached the database: ${JSON.stringify(await Promise.race([Promise.all(held), 'pending']))}`,
+      );
     await new Promise((r) => setTimeout(r, 10));
   }
 
@@ -227,7 +242,13 @@ export async function sigtermUnderLoad(server: ServerProcess, data: Seeded, opti
   const lines = server.lines.map((l) => l.line);
   const report = {
     requests: outcomes.length,
-    before_signal: { answered: outcomes.filter((o) => o.end < signalled).length, p99_ms: percentile(outcomes.filter((o) => o.end < signalled).map((o) => o.end - o.start), 99) },
+    before_signal: {
+      answered: outcomes.filter((o) => o.end < signalled).length,
+      p99_ms: percentile(
+        outcomes.filter((o) => o.end < signalled).map((o) => o.end - o.start),
+        99,
+      ),
+    },
     held_in_database_at_signal: inFlight.map((o) => ({ status: o.status || o.error, ms_after_signal: o.end - signalled })),
     load_in_flight_at_signal: { count: loadInFlight.length, statuses: [...new Set(loadInFlight.map((o) => o.status || o.error))] },
     sent_after_signal: { count: afterSignal.length, outcomes: [...new Set(afterSignal.map((o) => o.status || o.error))] },
@@ -279,9 +300,17 @@ export async function slowQuery(server: ServerProcess, data: Seeded, othersToken
   const report = {
     slow: slowDone.map((o) => ({ status: o.status, error: o.body?.error, ms: o.end - o.start })),
     others: {
-      statuses: Object.fromEntries([...new Set(othersDone.map((o) => o.status))].map((s) => [s, othersDone.filter((o) => o.status === s).length])),
-      p50_ms: percentile(othersDone.map((o) => o.end - o.start), 50),
-      p99_ms: percentile(othersDone.map((o) => o.end - o.start), 99),
+      statuses: Object.fromEntries(
+        [...new Set(othersDone.map((o) => o.status))].map((s) => [s, othersDone.filter((o) => o.status === s).length]),
+      ),
+      p50_ms: percentile(
+        othersDone.map((o) => o.end - o.start),
+        50,
+      ),
+      p99_ms: percentile(
+        othersDone.map((o) => o.end - o.start),
+        99,
+      ),
     },
   };
   return { slowDone, othersDone, report };
@@ -297,7 +326,12 @@ export async function slowQueryDoesNotStarveThePool(server: ServerProcess, data:
     expect(o.end - o.start).toBeLessThan(2_500);
   }
   expect(othersDone.map((o) => o.status)).toEqual(othersDone.map(() => 200));
-  expect(percentile(othersDone.map((o) => o.end - o.start), 99)).toBeLessThan(500);
+  expect(
+    percentile(
+      othersDone.map((o) => o.end - o.start),
+      99,
+    ),
+  ).toBeLessThan(500);
   expect(server.alive()).toBe(true);
   return report;
 }

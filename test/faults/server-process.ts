@@ -33,7 +33,9 @@ export async function startServerProcess(env: Record<string, string> = {}, optio
   const home = options.home ?? (await mkdtemp(path.join(tmpdir(), 'rowgate-process-')));
   const port = await freePort();
   const base = Object.fromEntries(
-    Object.entries(process.env).filter(([k, v]) => v !== undefined && !/^(DATABASE_URL|AUTH_DATABASE_URL|ROOT_DATABASE_URL|ROWGATE_.*|PORT|HOST)$/.test(k)),
+    Object.entries(process.env).filter(
+      ([k, v]) => v !== undefined && !/^(DATABASE_URL|AUTH_DATABASE_URL|ROOT_DATABASE_URL|ROWGATE_.*|PORT|HOST)$/.test(k),
+    ),
   ) as Record<string, string>;
   const child = spawn(process.execPath, [path.join(projectRoot, 'src', 'main.ts')], {
     cwd: projectRoot,
@@ -150,7 +152,9 @@ export async function seed(server: ServerProcess, counts: { products: number; cu
     const token = generateToken('personal_access_token');
     const otherToken = generateToken('personal_access_token');
     const hash = hashToken(server.state.secret, token);
-    const { rows: [ids] } = await owner.query<{ user_id: string; organization_id: string }>(
+    const {
+      rows: [ids],
+    } = await owner.query<{ user_id: string; organization_id: string }>(
       `with u as (insert into rowgate.users (email) values ($1) returning id),
             o as (insert into rowgate.organizations (name, slug) values ($2, $2) returning id),
             m as (insert into rowgate.memberships (user_id, organization_id, role) select u.id, o.id, 'admin' from u, o),
@@ -183,7 +187,14 @@ export async function seed(server: ServerProcess, counts: { products: number; cu
       [organizationId, counts.orders, counts.customers, counts.products],
     );
     await owner.query('analyze');
-    return { organizationId, token, otherToken, productIds: products.map((r) => r.id), customerIds: customers.map((r) => r.id), orderIds: orders.map((r) => r.id) };
+    return {
+      organizationId,
+      token,
+      otherToken,
+      productIds: products.map((r) => r.id),
+      customerIds: customers.map((r) => r.id),
+      orderIds: orders.map((r) => r.id),
+    };
   } finally {
     await owner.end();
   }

@@ -74,7 +74,14 @@ export function operationsOf(document: any): FuzzOperation[] {
     path: '/graphql',
     operationId: 'graphql',
     parameters: [],
-    body: { types: ['application/json'], schema: { type: 'object', properties: { query: { type: 'string', example: '{ allProducts { nodes { rowId } } }' }, variables: { type: 'object' } }, required: ['query'] } },
+    body: {
+      types: ['application/json'],
+      schema: {
+        type: 'object',
+        properties: { query: { type: 'string', example: '{ allProducts { nodes { rowId } } }' }, variables: { type: 'object' } },
+        required: ['query'],
+      },
+    },
     errorShape: 'error',
     accepts: [1, 2, 3, 4, 12, 13],
   });
@@ -123,7 +130,7 @@ const oddStrings = [
   ' ',
   '',
   '9'.repeat(400),
-  '-' + '9'.repeat(40),
+  `-${'9'.repeat(40)}`,
   'a'.repeat(5000),
   'é'.repeat(3000),
 ];
@@ -136,7 +143,22 @@ const junkString: fc.Arbitrary<string> = fc.oneof(
 );
 
 const junkNumber: fc.Arbitrary<number> = fc.oneof(
-  fc.constantFrom(-1, 0, 1, 2 ** 31, 2 ** 31 - 1, -(2 ** 31), 2 ** 53 + 2, -(2 ** 63), 1e21, 1e308, -1e308, 0.5, -0.000001, Number.MAX_SAFE_INTEGER),
+  fc.constantFrom(
+    -1,
+    0,
+    1,
+    2 ** 31,
+    2 ** 31 - 1,
+    -(2 ** 31),
+    2 ** 53 + 2,
+    -(2 ** 63),
+    1e21,
+    1e308,
+    -1e308,
+    0.5,
+    -0.000001,
+    Number.MAX_SAFE_INTEGER,
+  ),
   fc.integer(),
   fc.double({ noNaN: true, noDefaultInfinity: true }),
 );
@@ -175,7 +197,10 @@ function validValue(document: any, schema: Schema | undefined, depth = 0): fc.Ar
       if (s.format === 'uri') return fc.oneof(fc.webUrl(), ...example);
       if (s.pattern) {
         try {
-          return fc.oneof(fc.stringMatching(new RegExp(s.pattern)).filter((x) => x.length <= (s.maxLength ?? 500)), ...example);
+          return fc.oneof(
+            fc.stringMatching(new RegExp(s.pattern)).filter((x) => x.length <= (s.maxLength ?? 500)),
+            ...example,
+          );
         } catch {
           // a pattern fast-check cannot read: fall back to the example
         }
@@ -210,7 +235,7 @@ function paramValue(document: any, p: Parameter): fc.Arbitrary<string | string[]
   const valid = validValue(document, p.schema).map((v) => (Array.isArray(v) ? v.map(asText) : asText(v)));
   const junk = junkValue.map(asText);
   if (p.in === 'path') {
-    return fc.oneof({ weight: 5, arbitrary: valid.map((v) => (Array.isArray(v) ? v[0] ?? '' : v)) }, { weight: 3, arbitrary: junk });
+    return fc.oneof({ weight: 5, arbitrary: valid.map((v) => (Array.isArray(v) ? (v[0] ?? '') : v)) }, { weight: 3, arbitrary: junk });
   }
   return fc.oneof(
     { weight: 4, arbitrary: fc.constant(undefined) },
@@ -327,7 +352,9 @@ function bodyArb(document: any, op: FuzzOperation): fc.Arbitrary<Body> {
     {
       // a wrong (or odd) content type
       weight: 3,
-      arbitrary: fc.tuple(valid, fc.constantFrom(...contentTypes)).map(([v, contentType]): Body => ({ kind: 'raw', text: JSON.stringify(v) ?? '', contentType })),
+      arbitrary: fc
+        .tuple(valid, fc.constantFrom(...contentTypes))
+        .map(([v, contentType]): Body => ({ kind: 'raw', text: JSON.stringify(v) ?? '', contentType })),
     },
     // a body without a content type
     { weight: 1, arbitrary: valid.map((v): Body => ({ kind: 'raw', text: JSON.stringify(v) ?? 'x', contentType: null })) },
@@ -336,17 +363,32 @@ function bodyArb(document: any, op: FuzzOperation): fc.Arbitrary<Body> {
       weight: 1,
       arbitrary: fc
         .array(fc.tuple(fc.constantFrom('grant_type', 'code', 'name', 'a[b]', 'scopes[]', '', '%', 'email'), junkString), { maxLength: 6 })
-        .map((pairs): Body => ({
-          kind: 'raw',
-          text: pairs.map(([k, v]) => `${k}=${enc(v)}`).join('&'),
-          contentType: 'application/x-www-form-urlencoded',
-        })),
+        .map(
+          (pairs): Body => ({
+            kind: 'raw',
+            text: pairs.map(([k, v]) => `${k}=${enc(v)}`).join('&'),
+            contentType: 'application/x-www-form-urlencoded',
+          }),
+        ),
     },
     // compressed (wrongly)
-    { weight: 1, arbitrary: valid.map((v): Body => ({ kind: 'raw', text: JSON.stringify(v) ?? '{}', contentType: 'application/json', encoding: 'gzip' })) },
+    {
+      weight: 1,
+      arbitrary: valid.map(
+        (v): Body => ({ kind: 'raw', text: JSON.stringify(v) ?? '{}', contentType: 'application/json', encoding: 'gzip' }),
+      ),
+    },
     // very deep nesting, and a body over 1 MiB
-    { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 200_000 }).map((n): Body => ({ kind: 'raw', text: '['.repeat(n) + ']'.repeat(n), contentType: 'application/json' })) },
-    { weight: 1, arbitrary: fc.constant<Body>({ kind: 'raw', text: `{"name": "${'x'.repeat(1_100_000)}"}`, contentType: 'application/json' }) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .integer({ min: 1_000, max: 200_000 })
+        .map((n): Body => ({ kind: 'raw', text: '['.repeat(n) + ']'.repeat(n), contentType: 'application/json' })),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.constant<Body>({ kind: 'raw', text: `{"name": "${'x'.repeat(1_100_000)}"}`, contentType: 'application/json' }),
+    },
   );
 }
 
@@ -362,7 +404,9 @@ export function requestArb(document: any, ops: FuzzOperation[]): fc.Arbitrary<Fu
       op: fc.constant(i),
       method: fc.oneof({ weight: 12, arbitrary: fc.constant(op.method) }, { weight: 1, arbitrary: fc.constantFrom(...METHODS) }),
       path: fc.record(
-        Object.fromEntries(pathParams.map((p) => [p.name, paramValue(document, p).map((v) => (Array.isArray(v) ? v.join(',') : v ?? ''))])),
+        Object.fromEntries(
+          pathParams.map((p) => [p.name, paramValue(document, p).map((v) => (Array.isArray(v) ? v.join(',') : (v ?? '')))]),
+        ),
       ) as fc.Arbitrary<Record<string, string>>,
       query: fc
         .tuple(
@@ -372,7 +416,10 @@ export function requestArb(document: any, ops: FuzzOperation[]): fc.Arbitrary<Fu
         .map(([known, extra]) => [...known, ...extra]),
       rawQuery: fc.oneof(
         { weight: 10, arbitrary: fc.constant('') },
-        { weight: 1, arbitrary: fc.constantFrom('%', '%zz', 'a[b]=1', 'a[]=1&a[]=2', '&&&', '=x', 'limit', 'page=%ff', 'x=%E0%A4%A', 'q=%00') },
+        {
+          weight: 1,
+          arbitrary: fc.constantFrom('%', '%zz', 'a[b]=1', 'a[]=1&a[]=2', '&&&', '=x', 'limit', 'page=%ff', 'x=%E0%A4%A', 'q=%00'),
+        },
       ),
       body: bodyArb(document, op),
       fitting: fc.noBias(fc.integer({ min: 0, max: 9 })).map((n) => n < 7),
@@ -458,9 +505,9 @@ export async function makeFixtures(app: TestApp): Promise<Fixtures> {
       bearer(revokedPat),
       { authorization: 'Bearer not-a-token' },
       { authorization: 'Basic Zm9vOmJhcg==' },
-      { cookie: 'rowgate_session=rg_us_' + 'x'.repeat(40) + '; other=1' },
+      { cookie: `rowgate_session=rg_us_${'x'.repeat(40)}; other=1` },
       { cookie: `rowgate_session=${session}`, authorization: `Bearer ${customerToken}` },
-      { authorization: `Bearer ${patToken}`.padEnd(3000, ' ') + 'x' },
+      { authorization: `${`Bearer ${patToken}`.padEnd(3000, ' ')}x` },
       bearer(oauthUser),
       bearer(oauthOrganization),
     ],
@@ -488,7 +535,9 @@ function enc(text: string): string {
     return text.replace(/[\s\S]/gu, (ch) => {
       const code = ch.codePointAt(0)!;
       if (code >= 0xd800 && code <= 0xdfff) {
-        return [0xe0 | (code >> 12), 0x80 | ((code >> 6) & 0x3f), 0x80 | (code & 0x3f)].map((b) => `%${b.toString(16).toUpperCase()}`).join('');
+        return [0xe0 | (code >> 12), 0x80 | ((code >> 6) & 0x3f), 0x80 | (code & 0x3f)]
+          .map((b) => `%${b.toString(16).toUpperCase()}`)
+          .join('');
       }
       return encodeURIComponent(ch);
     });
@@ -594,7 +643,7 @@ export function curl(sent: Sent): string {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   const url = sent.url.length > 1500 ? `${sent.url.slice(0, 1500)}…(${sent.url.length} characters in all)` : sent.url;
   const parts = ['curl -i', `-X ${sent.method}`, q(url)];
-  for (const [k, v] of Object.entries(sent.headers)) parts.push(`-H ${q(`${k}: ${v.length > 200 ? v.slice(0, 200) + '…' : v}`)}`);
+  for (const [k, v] of Object.entries(sent.headers)) parts.push(`-H ${q(`${k}: ${v.length > 200 ? `${v.slice(0, 200)}…` : v}`)}`);
   if (sent.body) {
     const text = sent.body.toString('utf8');
     parts.push(text.length > 2000 ? `--data-binary ${q(text.slice(0, 300))}… (${text.length} bytes in all)` : `--data-binary ${q(text)}`);
@@ -616,7 +665,12 @@ export async function runFuzz(
   const document = (await send({ method: 'GET', url: `${app.url}/v1/openapi.json`, headers: {}, body: null })).text;
   const parsed = JSON.parse(document);
   const ops = operationsOf(parsed);
-  const counters: FuzzCounters = { requests: 0, byStatus: {}, byOperation: Object.fromEntries(ops.map((o) => [o.operationId, 0])), serverErrors: 0 };
+  const counters: FuzzCounters = {
+    requests: 0,
+    byStatus: {},
+    byOperation: Object.fromEntries(ops.map((o) => [o.operationId, 0])),
+    serverErrors: 0,
+  };
   let fixtures = await makeFixtures(app);
   await fc.assert(
     fc.asyncProperty(requestArb(parsed, ops), async (r) => {

@@ -197,7 +197,9 @@ export async function makeGraphqlFixtures(app: TestApp, schema: GraphQLSchema): 
 
   // node ids and cursors, read back with the web session (and the customer's), one
   // connection a request (one refused field must not take the others with it)
-  const roots = Object.values(schema.getQueryType()!.getFields()).filter((f) => f.name.startsWith('all') && f.args.some((a) => a.name === 'first'));
+  const roots = Object.values(schema.getQueryType()!.getFields()).filter(
+    (f) => f.name.startsWith('all') && f.args.some((a) => a.name === 'first'),
+  );
   const nodeIdsByType = new Map<string, string[]>();
   const cursors = new Set<string>();
   const cursorsByConnection = new Map<string, string[]>();
@@ -208,7 +210,9 @@ export async function makeGraphqlFixtures(app: TestApp, schema: GraphQLSchema): 
       const hasId = node && isObjectType(node) && 'id' in node.getFields();
       const query = `{ ${root.name}(first: 4) { edges { cursor ${hasId ? 'node { __typename id }' : ''} } } }`;
       const answer = await send(graphqlRequest(app, JSON.stringify({ query }), credential ?? null));
-      const body = JSON.parse(answer.text) as { data?: Record<string, { edges: { cursor: string; node?: { __typename: string; id: string } }[] } | null> };
+      const body = JSON.parse(answer.text) as {
+        data?: Record<string, { edges: { cursor: string; node?: { __typename: string; id: string } }[] } | null>;
+      };
       const connection = getNamedType(root.type).name;
       for (const edge of body.data?.[root.name]?.edges ?? []) {
         cursors.add(edge.cursor);
@@ -218,7 +222,8 @@ export async function makeGraphqlFixtures(app: TestApp, schema: GraphQLSchema): 
     }
   }
   const nodeIds = [...new Set([...nodeIdsByType.values()].flat())];
-  if (nodeIds.length < 5 || cursors.size < 5) throw new Error(`the fixtures read back through GraphQL are too few (${nodeIds.length} node ids, ${cursors.size} cursors)`);
+  if (nodeIds.length < 5 || cursors.size < 5)
+    throw new Error(`the fixtures read back through GraphQL are too few (${nodeIds.length} node ids, ${cursors.size} cursors)`);
   return { fixtures, organizationId: org, uuids, nodeIds, nodeIdsByType, cursors: [...cursors], cursorsByConnection };
 }
 
@@ -296,7 +301,7 @@ export function malformedNodeId(rng: Rng, f: GraphqlFixtures): string {
     () => '%%%',
     () => 'null',
     () => real.slice(0, rng.int(real.length)),
-    () => real + '=',
+    () => `${real}=`,
     () => real.replace(/[A-Za-z]/, '!'),
     () => b64('[]'),
     () => b64('{}'),
@@ -367,7 +372,13 @@ function newContext(rng: Rng, schema: GraphQLSchema, f: GraphqlFixtures, bounded
     schema,
     f,
     bounded,
-    maxDepth: bounded ? rng.weighted([[6, rng.between(1, 4)], [3, rng.between(5, 8)], [1, rng.between(9, 10)]]) : rng.between(3, 14),
+    maxDepth: bounded
+      ? rng.weighted([
+          [6, rng.between(1, 4)],
+          [3, rng.between(5, 8)],
+          [1, rng.between(9, 10)],
+        ])
+      : rng.between(3, 14),
     variables: new Map(),
     fragments: new Map(),
     aliases: 0,
@@ -389,9 +400,24 @@ function validScalar(ctx: Context, typeName: string, argName: string, nested: bo
     case 'Int':
       if (PAGE_ARGUMENTS.has(argName)) {
         // nested connections small, so that the nodes stay under 10,000
-        return nested ? rng.weighted([[5, rng.between(1, 5)], [2, rng.between(0, 20)], [1, 0]]) : rng.weighted([[4, rng.between(1, 10)], [3, rng.between(0, 100)], [1, 100], [1, 0]]);
+        return nested
+          ? rng.weighted([
+              [5, rng.between(1, 5)],
+              [2, rng.between(0, 20)],
+              [1, 0],
+            ])
+          : rng.weighted([
+              [4, rng.between(1, 10)],
+              [3, rng.between(0, 100)],
+              [1, 100],
+              [1, 0],
+            ]);
       }
-      if (argName === 'offset') return rng.weighted([[4, rng.between(0, 5)], [1, rng.between(0, 200)]]);
+      if (argName === 'offset')
+        return rng.weighted([
+          [4, rng.between(0, 5)],
+          [1, rng.between(0, 200)],
+        ]);
       return rng.between(-5, 1000);
     case 'Float':
       return rng.pick([0, 1.5, -2.25, 1e6, rng.float() * 100]);
@@ -400,7 +426,10 @@ function validScalar(ctx: Context, typeName: string, argName: string, nested: bo
     case 'ID':
       return rng.pick(f.nodeIdsByType.get(ctx.fieldType ?? '') ?? f.nodeIds);
     case 'UUID':
-      return rng.weighted([[8, () => rng.pick(f.uuids)], [2, () => rng.uuid()]])();
+      return rng.weighted([
+        [8, () => rng.pick(f.uuids)],
+        [2, () => rng.uuid()],
+      ])();
     case 'Cursor':
       return rng.pick(f.cursorsByConnection.get(ctx.fieldType ?? '') ?? f.cursors);
     case 'Datetime':
@@ -420,7 +449,11 @@ function validScalar(ctx: Context, typeName: string, argName: string, nested: bo
       if (lower.includes('slug')) return `fuzz-${rng.word(6, 10)}`;
       if (lower === 'status') return rng.pick(['pending', 'paid', 'refunded', 'active']);
       if (lower === 'type') return rng.pick(['bank_account', 'payment', 'refund']);
-      return rng.weighted([[6, () => `Fuzz ${rng.between(1, 130)}`], [3, () => rng.word()], [1, () => rng.pick(ODD_STRINGS)]])();
+      return rng.weighted([
+        [6, () => `Fuzz ${rng.between(1, 130)}`],
+        [3, () => rng.word()],
+        [1, () => rng.pick(ODD_STRINGS)],
+      ])();
     }
     default:
       return rng.word();
@@ -432,13 +465,56 @@ function hostileValue(ctx: Context, type: GraphQLInputType, argName: string): un
   const { rng } = ctx;
   const named = getNamedType(type);
   if (named.name === 'Int' && (PAGE_ARGUMENTS.has(argName) || argName === 'offset')) {
-    return rng.pick([-1, -100, 101, 1000, 10_001, 2 ** 31 - 1, -(2 ** 31), new Raw('2147483648'), new Raw('99999999999999999999'), 1.5, -0.5, new Raw('1e3'), new Raw('-0'), '10', 'ten', true, null, [10], new EnumValue('ALL'), { n: 1 }]);
+    return rng.pick([
+      -1,
+      -100,
+      101,
+      1000,
+      10_001,
+      2 ** 31 - 1,
+      -(2 ** 31),
+      new Raw('2147483648'),
+      new Raw('99999999999999999999'),
+      1.5,
+      -0.5,
+      new Raw('1e3'),
+      new Raw('-0'),
+      '10',
+      'ten',
+      true,
+      null,
+      [10],
+      new EnumValue('ALL'),
+      { n: 1 },
+    ]);
   }
   if (named.name === 'ID' || named.name === 'UUID') {
-    return rng.weighted<() => unknown>([[4, () => malformedNodeId(rng, ctx.f)], [1, () => 12345], [1, () => null], [1, () => [rng.uuid()]]])();
+    return rng.weighted<() => unknown>([
+      [4, () => malformedNodeId(rng, ctx.f)],
+      [1, () => 12345],
+      [1, () => null],
+      [1, () => [rng.uuid()]],
+    ])();
   }
-  if (named.name === 'Cursor') return rng.pick<unknown>(['', 'x', Buffer.from('["natural", -1]').toString('base64'), Buffer.from('["natural", 1e308]').toString('base64'), Buffer.from('[]').toString('base64'), Buffer.from(JSON.stringify(['x'.repeat(50_000)])).toString('base64'), malformedNodeId(rng, ctx.f), 1]);
-  if (isEnumType(named)) return rng.pick([new EnumValue('NOPE'), named.getValues()[0]?.name ?? 'x', 0, null, [new EnumValue(named.getValues()[0]?.name ?? 'X'), new EnumValue('NATURAL_DESC')]]);
+  if (named.name === 'Cursor')
+    return rng.pick<unknown>([
+      '',
+      'x',
+      Buffer.from('["natural", -1]').toString('base64'),
+      Buffer.from('["natural", 1e308]').toString('base64'),
+      Buffer.from('[]').toString('base64'),
+      Buffer.from(JSON.stringify(['x'.repeat(50_000)])).toString('base64'),
+      malformedNodeId(rng, ctx.f),
+      1,
+    ]);
+  if (isEnumType(named))
+    return rng.pick([
+      new EnumValue('NOPE'),
+      named.getValues()[0]?.name ?? 'x',
+      0,
+      null,
+      [new EnumValue(named.getValues()[0]?.name ?? 'X'), new EnumValue('NATURAL_DESC')],
+    ]);
   if (isInputObjectType(named)) return rng.pick([{}, { nope: 1 }, 'text', [], null, { __proto__x: 1 }]);
   return rng.pick([
     null,
@@ -463,7 +539,12 @@ function inputValue(ctx: Context, type: GraphQLInputType, argName: string, neste
   const { rng } = ctx;
   if (isNonNullType(type)) return inputValue(ctx, type.ofType, argName, nested, depth);
   if (isListType(type)) {
-    const n = rng.weighted([[4, 1], [3, 2], [1, 3], [1, 0]]);
+    const n = rng.weighted([
+      [4, 1],
+      [3, 2],
+      [1, 3],
+      [1, 0],
+    ]);
     const items = Array.from({ length: n }, () => inputValue(ctx, type.ofType, argName, nested, depth + 1));
     return n === 1 && rng.chance(0.3) ? items[0] : items; // a single item is coerced to a list
   }
@@ -493,7 +574,8 @@ function argumentText(ctx: Context, arg: GraphQLArgument, nested: boolean, inclu
   const required = isNonNullType(arg.type) && arg.defaultValue === undefined;
   const page = PAGE_ARGUMENTS.has(arg.name);
   // nested connections get a page size in bounded documents most of the time (100 each, else)
-  const wanted = include ?? (required || (page && ctx.bounded && nested ? rng.chance(0.85) : rng.chance(page ? 0.5 : ctx.pOptionalArgument)));
+  const wanted =
+    include ?? (required || (page && ctx.bounded && nested ? rng.chance(0.85) : rng.chance(page ? 0.5 : ctx.pOptionalArgument)));
   if (!wanted) return null;
   if (!ctx.bounded && arg.name === 'last' && rng.chance(0.7)) return null; // `first` and `last` together are refused
   const hostile = rng.chance(ctx.pHostileArgument);
@@ -542,7 +624,20 @@ function selectionSet(ctx: Context, type: GraphQLNamedType, level: number, multi
       parts.push(`... on ${t.name} ${selectionSet(ctx, t, level, multiplier)}`);
     }
   } else if (isObjectType(type)) {
-    parts.push(...fieldsOf(ctx, type, level, multiplier, rng.weighted([[3, 1], [4, 2], [2, 3], [1, rng.between(4, 8)]])));
+    parts.push(
+      ...fieldsOf(
+        ctx,
+        type,
+        level,
+        multiplier,
+        rng.weighted([
+          [3, 1],
+          [4, 2],
+          [2, 3],
+          [1, rng.between(4, 8)],
+        ]),
+      ),
+    );
   }
   if (!parts.length) parts.push('__typename');
   let inner = parts.join(' ');
@@ -585,7 +680,13 @@ function fieldsOf(ctx: Context, type: GraphQLObjectType, level: number, multipli
   return out;
 }
 
-function fieldText(ctx: Context, field: GraphQLField<unknown, unknown>, level: number, multiplier: number, used: Set<string>): string | null {
+function fieldText(
+  ctx: Context,
+  field: GraphQLField<unknown, unknown>,
+  level: number,
+  multiplier: number,
+  used: Set<string>,
+): string | null {
   const { rng } = ctx;
   const aliased = used.has(field.name) || (field.args.length > 0 && rng.chance(ctx.pAlias)) || rng.chance(ctx.pAlias / 3);
   if (aliased && ctx.bounded && ctx.aliases >= 12) return null;
@@ -597,7 +698,8 @@ function fieldText(ctx: Context, field: GraphQLField<unknown, unknown>, level: n
     const last = rng.chance(0.1);
     include.set(last ? 'first' : 'last', false);
     if (last) include.set('last', true).set('offset', false);
-    if (ctx.f.cursorsByConnection.has(named.name) && rng.chance(0.15)) include.set(rng.pick(['after', 'before']), true).set('orderBy', false);
+    if (ctx.f.cursorsByConnection.has(named.name) && rng.chance(0.15))
+      include.set(rng.pick(['after', 'before']), true).set('orderBy', false);
     else include.set('after', false).set('before', false);
   }
   const args: string[] = [];
@@ -608,7 +710,8 @@ function fieldText(ctx: Context, field: GraphQLField<unknown, unknown>, level: n
     if (!a) continue;
     args.push(a.text);
     if (PAGE_ARGUMENTS.has(arg.name)) {
-      page = !a.text.includes('$') && typeof a.value === 'number' && Number.isInteger(a.value) && a.value >= 0 && a.value <= 100 ? a.value : 100;
+      page =
+        !a.text.includes('$') && typeof a.value === 'number' && Number.isInteger(a.value) && a.value >= 0 && a.value <= 100 ? a.value : 100;
     }
   }
   let childMultiplier = multiplier;
@@ -624,23 +727,44 @@ function fieldText(ctx: Context, field: GraphQLField<unknown, unknown>, level: n
 
 function operationText(ctx: Context, operation: 'query' | 'mutation', selection: string, name?: string): string {
   const variables = [...ctx.variables].map(([n, v]) => `$${n}: ${v.type}`);
-  const head = variables.length || name || operation !== 'query' || ctx.rng.chance(0.3) ? `${operation}${name ? ` ${name}` : ''}${variables.length ? `(${variables.join(', ')})` : ''} ` : '';
+  const head =
+    variables.length || name || operation !== 'query' || ctx.rng.chance(0.3)
+      ? `${operation}${name ? ` ${name}` : ''}${variables.length ? `(${variables.join(', ')})` : ''} `
+      : '';
   return [`${head}${selection}`, ...ctx.fragments.values()].join('\n');
 }
 
 const variablesOf = (ctx: Context) => Object.fromEntries([...ctx.variables].map(([n, v]) => [n, v.value]));
 
 /** A query or mutation built from the schema, within (bounded) or beyond SPEC §13's limits. */
-function schemaDocument(rng: Rng, schema: GraphQLSchema, f: GraphqlFixtures, bounded: boolean): { query: string; variables: Record<string, unknown>; nodes: number } {
+function schemaDocument(
+  rng: Rng,
+  schema: GraphQLSchema,
+  f: GraphqlFixtures,
+  bounded: boolean,
+): { query: string; variables: Record<string, unknown>; nodes: number } {
   const ctx = newContext(rng, schema, f, bounded);
   const mutationType = schema.getMutationType();
   if (mutationType && rng.chance(0.12)) {
     const fields = Object.values(mutationType.getFields());
-    const parts = Array.from({ length: rng.weighted([[6, 1], [2, 2], [1, 3]]) }, () => fieldText(ctx, rng.pick(fields), 1, 1, new Set())).filter(Boolean);
+    const parts = Array.from(
+      {
+        length: rng.weighted([
+          [6, 1],
+          [2, 2],
+          [1, 3],
+        ]),
+      },
+      () => fieldText(ctx, rng.pick(fields), 1, 1, new Set()),
+    ).filter(Boolean);
     return { query: operationText(ctx, 'mutation', `{ ${parts.join(' ')} }`), variables: variablesOf(ctx), nodes: ctx.nodes };
   }
   const selection = selectionSet(ctx, schema.getQueryType()!, 1, 1);
-  return { query: operationText(ctx, 'query', selection, rng.chance(0.2) ? `Op${rng.int(100)}` : undefined), variables: variablesOf(ctx), nodes: ctx.nodes };
+  return {
+    query: operationText(ctx, 'query', selection, rng.chance(0.2) ? `Op${rng.int(100)}` : undefined),
+    variables: variablesOf(ctx),
+    nodes: ctx.nodes,
+  };
 }
 
 // ---------------------------------------------------------------------------
@@ -654,9 +778,12 @@ function deepPath(rng: Rng, schema: GraphQLSchema, f: GraphqlFixtures, depth: nu
   for (let level = 1; level < depth; level++) {
     if (!isObjectType(type)) break;
     // fields of object types that lead further (not PageInfo's dead end), without a node id to name
-    const leadsOn = (t: GraphQLNamedType) => isObjectType(t) && Object.values(t.getFields()).some((x) => isObjectType(getNamedType(x.type)));
+    const leadsOn = (t: GraphQLNamedType) =>
+      isObjectType(t) && Object.values(t.getFields()).some((x) => isObjectType(getNamedType(x.type)));
     const composite: GraphQLField<unknown, unknown>[] = Object.values(type.getFields()).filter(
-      (x) => leadsOn(getNamedType(x.type)) && !x.args.some((a) => isNonNullType(a.type) && a.defaultValue === undefined && getNamedType(a.type).name === 'ID'),
+      (x) =>
+        leadsOn(getNamedType(x.type)) &&
+        !x.args.some((a) => isNonNullType(a.type) && a.defaultValue === undefined && getNamedType(a.type).name === 'ID'),
     );
     if (!composite.length) break;
     const field: GraphQLField<unknown, unknown> = rng.pick(composite);
@@ -672,7 +799,9 @@ function deepPath(rng: Rng, schema: GraphQLSchema, f: GraphqlFixtures, depth: nu
     opens.push(`${field.name}${args.length ? `(${args.join(', ')})` : ''} {`);
     type = getNamedType(field.type);
   }
-  const leaf = isObjectType(type) ? Object.values(type.getFields()).find((x) => isLeafType(getNamedType(x.type)))?.name ?? '__typename' : '__typename';
+  const leaf = isObjectType(type)
+    ? (Object.values(type.getFields()).find((x) => isLeafType(getNamedType(x.type)))?.name ?? '__typename')
+    : '__typename';
   return `{ ${opens.join(' ')} ${leaf} ${'}'.repeat(opens.length)} }`;
 }
 
@@ -776,7 +905,7 @@ const SYNTAX_ERRORS = [
   '#',
   '# only a comment',
   '"""a description""" { __typename }',
-  '{ __typename }' + '\n'.repeat(1000),
+  `{ __typename }${'\n'.repeat(1000)}`,
   'query ($x: [[[[[[[[[[Int]]]]]]]]]]) { __typename }',
   'query ($x: Nope) { __typename }',
   'query ($x: Product) { __typename }',
@@ -793,13 +922,49 @@ function syntaxDocument(rng: Rng, valid: string): string {
       2,
       () => {
         const i = rng.int(valid.length);
-        return valid.slice(0, i) + rng.pick(['{', '}', '(', ')', '"', '$', '@', '...', ':', '!', '[', ']', '#', '\\', '\u0000', '\ud800', '"""', '=', '|', '&']) + valid.slice(i + rng.int(3));
+        return (
+          valid.slice(0, i) +
+          rng.pick(['{', '}', '(', ')', '"', '$', '@', '...', ':', '!', '[', ']', '#', '\\', '\u0000', '\ud800', '"""', '=', '|', '&']) +
+          valid.slice(i + rng.int(3))
+        );
       },
     ],
-    [1, () => Array.from({ length: rng.between(1, 200) }, () => rng.pick(['{', '}', '(', ')', '[', ']', 'query', 'fragment', 'on', '...', '$a', ':', '@skip', 'a', '1', '"s"', '!', '=', 'true', 'null', '#c\n'])).join(' ')],
+    [
+      1,
+      () =>
+        Array.from({ length: rng.between(1, 200) }, () =>
+          rng.pick([
+            '{',
+            '}',
+            '(',
+            ')',
+            '[',
+            ']',
+            'query',
+            'fragment',
+            'on',
+            '...',
+            '$a',
+            ':',
+            '@skip',
+            'a',
+            '1',
+            '"s"',
+            '!',
+            '=',
+            'true',
+            'null',
+            '#c\n',
+          ]),
+        ).join(' '),
+    ],
     [1, () => '{'.repeat(rng.between(100, 100_000)) + '}'.repeat(rng.int(3) ? 0 : rng.between(0, 100))],
     [1, () => '['.repeat(rng.between(100, 50_000))],
-    [1, () => `{ allProducts(condition: ${'{ name: '.repeat(rng.between(50, 5000))}"x"${' }'.repeat(rng.between(50, 5000))}) { totalCount } }`],
+    [
+      1,
+      () =>
+        `{ allProducts(condition: ${'{ name: '.repeat(rng.between(50, 5000))}"x"${' }'.repeat(rng.between(50, 5000))}) { totalCount } }`,
+    ],
     [1, () => `{ allProducts(orderBy: ${'['.repeat(rng.between(10, 5000))}NAME_ASC${']'.repeat(rng.between(10, 5000))}) { totalCount } }`],
   ])();
 }
@@ -811,14 +976,19 @@ function fragmentsDocument(rng: Rng, schema: GraphQLSchema, f: GraphqlFixtures):
     () => `{ ...A } fragment A on Query { __typename ...B } fragment B on Query { allProducts(first: 1) { totalCount } ...A }`,
     () => `{ ...A } fragment A on Query { ...A }`,
     () => `{ ...F0 } ${Array.from({ length: n }, (_, i) => `fragment F${i} on Query { ...F${(i + 1) % n} }`).join(' ')}`,
-    () => `{ allProducts(first: 1) { nodes { ...P } } } fragment P on Product { name } fragment Unused on Product { rowId } fragment Unused2 on Nope { a }`,
+    () =>
+      `{ allProducts(first: 1) { nodes { ...P } } } fragment P on Product { name } fragment Unused on Product { rowId } fragment Unused2 on Nope { a }`,
     // 2^n expansions of a selection, unless the server merges them
-    () => `{ ...F0 } ${Array.from({ length: n }, (_, i) => (i === n - 1 ? `fragment F${i} on Query { __typename allOrders(first: 1) { totalCount } }` : `fragment F${i} on Query { ...F${i + 1} a${i}: __typename ...F${i + 1} }`)).join(' ')}`,
-    () => `{ ...F0 } ${Array.from({ length: n }, (_, i) => (i === n - 1 ? `fragment F${i} on Query { __typename }` : `fragment F${i} on Query { x${i}: query { ...F${i + 1} } y${i}: query { ...F${i + 1} } }`)).join(' ')}`,
+    () =>
+      `{ ...F0 } ${Array.from({ length: n }, (_, i) => (i === n - 1 ? `fragment F${i} on Query { __typename allOrders(first: 1) { totalCount } }` : `fragment F${i} on Query { ...F${i + 1} a${i}: __typename ...F${i + 1} }`)).join(' ')}`,
+    () =>
+      `{ ...F0 } ${Array.from({ length: n }, (_, i) => (i === n - 1 ? `fragment F${i} on Query { __typename }` : `fragment F${i} on Query { x${i}: query { ...F${i + 1} } y${i}: query { ...F${i + 1} } }`)).join(' ')}`,
     // the same without aliases nor depth: valid, and 2^n spreads for a walker that does not remember fragments
-    () => `{ ...F0 } ${Array.from({ length: n }, (_, i) => (i === n - 1 ? `fragment F${i} on Query { __typename }` : `fragment F${i} on Query { ...F${i + 1} ...F${i + 1} }`)).join(' ')}`,
+    () =>
+      `{ ...F0 } ${Array.from({ length: n }, (_, i) => (i === n - 1 ? `fragment F${i} on Query { __typename }` : `fragment F${i} on Query { ...F${i + 1} ...F${i + 1} }`)).join(' ')}`,
     // depth through fragments: each one nests the next
-    () => `{ allOrganizations(first: 1) { nodes { ...O0 } } } ${Array.from({ length: n }, (_, i) => (i === n - 1 ? `fragment O${i} on Organization { name }` : `fragment O${i} on Organization { productsByOrganizationId(first: 1) { nodes { organizationByOrganizationId { ...O${i + 1} } } } }`)).join(' ')}`,
+    () =>
+      `{ allOrganizations(first: 1) { nodes { ...O0 } } } ${Array.from({ length: n }, (_, i) => (i === n - 1 ? `fragment O${i} on Organization { name }` : `fragment O${i} on Organization { productsByOrganizationId(first: 1) { nodes { organizationByOrganizationId { ...O${i + 1} } } } }`)).join(' ')}`,
     () => `{ ... on Query { ${'... on Query { '.repeat(n)}__typename${' }'.repeat(n)} } }`,
     () => `{ ...F } fragment F on Product { name }`,
     () => `{ allProducts(first: 1) { nodes { ...F } } } fragment F on Order { rowId }`,
@@ -847,7 +1017,10 @@ function sizedBody(rng: Rng, size: number, f: GraphqlFixtures): string {
       query = `{ allProducts(first: 1, condition: { name: "${'s'.repeat(Math.max(0, room - 26))}" }) { nodes { rowId } } }`;
       break;
     case 'variable': {
-      const body = JSON.stringify({ query: 'query ($n: String) { allProducts(first: 1, condition: { name: $n }) { totalCount } }', variables: { n: '' } });
+      const body = JSON.stringify({
+        query: 'query ($n: String) { allProducts(first: 1, condition: { name: $n }) { totalCount } }',
+        variables: { n: '' },
+      });
       return body.replace('"n":""', `"n":"${'v'.repeat(size - body.length)}"`);
     }
     case 'fields': {
@@ -889,7 +1062,13 @@ export function generateDocument(seed: number, index: number, schema: GraphQLSch
   const rng = new Rng(seed, index);
   const credential = rng.weighted(CREDENTIALS.map(([w, i]) => [w, i] as const));
   const accept = rng.weighted(ACCEPT);
-  const json = (kind: string, query: string, variables?: Record<string, unknown>, extra: Record<string, unknown> = {}, estimatedNodes?: number): GeneratedDocument => ({
+  const json = (
+    kind: string,
+    query: string,
+    variables?: Record<string, unknown>,
+    extra: Record<string, unknown> = {},
+    estimatedNodes?: number,
+  ): GeneratedDocument => ({
     kind,
     body: JSON.stringify({ query, ...(variables && Object.keys(variables).length ? { variables } : {}), ...extra }),
     contentType: 'application/json',
@@ -943,7 +1122,11 @@ export function generateDocument(seed: number, index: number, schema: GraphQLSch
         rng.weighted<() => string>([
           [5, () => deepPath(rng, schema, f, depth, pageSize)],
           [1, () => `{ ${'query { '.repeat(depth - 1)}__typename${' }'.repeat(depth - 1)} }`],
-          [1, () => `{ __schema { types { ${'fields { type { '.repeat(Math.floor(depth / 2))}name${' } }'.repeat(Math.floor(depth / 2))} } } }`],
+          [
+            1,
+            () =>
+              `{ __schema { types { ${'fields { type { '.repeat(Math.floor(depth / 2))}name${' } }'.repeat(Math.floor(depth / 2))} } } }`,
+          ],
           [1, () => `{ __type(name: "Query") { ${'ofType { '.repeat(depth)}name${' }'.repeat(depth)} } }`],
           [1, () => `{ ${'query { '.repeat(depth)}allProducts(first: 1) { nodes { name } }${' }'.repeat(depth)} }`],
         ])(),
@@ -957,7 +1140,10 @@ export function generateDocument(seed: number, index: number, schema: GraphQLSch
       if (rng.chance(0.5)) {
         return json(kind, `query ($id: ID!) { node(id: $id) { id __typename } }`, { id: ids[0] });
       }
-      return json(kind, `{ ${ids.map((id, i) => `x${i}: ${rng.pick(fields).name}(id: ${JSON.stringify(id)}) { id __typename }`).join(' ')} }`);
+      return json(
+        kind,
+        `{ ${ids.map((id, i) => `x${i}: ${rng.pick(fields).name}(id: ${JSON.stringify(id)}) { id __typename }`).join(' ')} }`,
+      );
     }
     case 'long-strings': {
       const length = rng.pick([10_000, 100_000, 500_000, 1_000_000]);
@@ -995,12 +1181,14 @@ export function generateDocument(seed: number, index: number, schema: GraphQLSch
         rng.pick([
           () => `{ __typename${' @include(if: true)'.repeat(n)} }`,
           () => `{ allProducts(first: 1)${' @skip(if: false)'.repeat(n)} { totalCount } }`,
-          () => `query ($b: Boolean!) { allProducts(first: 2) @include(if: $b) { nodes { name @skip(if: $b) } } a: allOrders(first: 1) @skip(if: $b) { totalCount } }`,
+          () =>
+            `query ($b: Boolean!) { allProducts(first: 2) @include(if: $b) { nodes { name @skip(if: $b) } } a: allOrders(first: 1) @skip(if: $b) { totalCount } }`,
           () => `{ __typename @include(if: true) @skip(if: true) }`,
           () => `{ __typename @deprecated }`,
           () => `{ __typename @oneOf }`,
           () => `query @skip(if: true) { __typename }`,
-          () => `{ ... @include(if: false) { allProducts { totalCount } } ... @skip(if: false) { allOrders(first: 3) { nodes { rowId } } } }`,
+          () =>
+            `{ ... @include(if: false) { allProducts { totalCount } } ... @skip(if: false) { allOrders(first: 3) { nodes { rowId } } } }`,
           () => `{ allProducts(first: 1) { nodes { name @defer } } }`,
           () => `{ allProducts(first: 3) @stream(initialCount: 1) { totalCount } }`,
           () => `{ __typename @include(if: ${'true'.repeat(n)}) }`,
@@ -1015,8 +1203,10 @@ export function generateDocument(seed: number, index: number, schema: GraphQLSch
         kind,
         rng.pick([
           () => full,
-          () => `{ ${Array.from({ length: n }, (_, i) => `s${i}: __schema { types { name fields { name args { name type { name kind ofType { name } } } } } }`).join(' ')} }`,
-          () => `{ ${Array.from({ length: n }, (_, i) => `t${i}: __type(name: "${rng.pick(Object.keys(schema.getTypeMap()))}") { name fields { name } }`).join(' ')} }`,
+          () =>
+            `{ ${Array.from({ length: n }, (_, i) => `s${i}: __schema { types { name fields { name args { name type { name kind ofType { name } } } } } }`).join(' ')} }`,
+          () =>
+            `{ ${Array.from({ length: n }, (_, i) => `t${i}: __type(name: "${rng.pick(Object.keys(schema.getTypeMap()))}") { name fields { name } }`).join(' ')} }`,
           () => `{ __schema { types { fields { type { fields { type { fields { type { fields { name } } } } } } } } } }`,
           () => `{ __schema { directives { name args { name } } } }`,
         ])(),
@@ -1105,7 +1295,13 @@ export function generateDocument(seed: number, index: number, schema: GraphQLSch
 // ---------------------------------------------------------------------------
 // Sending and judging.
 
-export function graphqlRequest(app: TestApp, body: string, credential: Record<string, string> | null, contentType = 'application/json', accept?: string) {
+export function graphqlRequest(
+  app: TestApp,
+  body: string,
+  credential: Record<string, string> | null,
+  contentType = 'application/json',
+  accept?: string,
+) {
   const headers: Record<string, string> = { ...(credential ?? {}), 'content-type': contentType };
   if (accept) headers.accept = accept;
   return { method: 'POST', url: `${app.url}/graphql`, headers, body: Buffer.from(body) };
@@ -1125,7 +1321,8 @@ export function judge(answer: Answer): Judged {
   if (answer.status >= 500) return result(`a ${answer.status} answer`);
   const type = String(answer.headers['content-type'] ?? '');
   if (answer.status === 406 || answer.status === 405) return result(null); // an Accept the server does not speak
-  if (!/^application\/(graphql-response\+)?json\b/.test(type)) return result(`an answer that is not JSON (${answer.status}, content-type ${type || 'none'})`);
+  if (!/^application\/(graphql-response\+)?json\b/.test(type))
+    return result(`an answer that is not JSON (${answer.status}, content-type ${type || 'none'})`);
   let body: any;
   try {
     body = JSON.parse(answer.text);
@@ -1139,7 +1336,8 @@ export function judge(answer: Answer): Judged {
       const code = error?.extensions?.code;
       if (typeof code !== 'string' || !code) return result(`an error without extensions.code: ${JSON.stringify(error).slice(0, 300)}`);
       codes.push(code);
-      if (code === 'InternalServerError' || code === 'INTERNAL_SERVER_ERROR') return result(`an unexpected error (${code}): ${JSON.stringify(error).slice(0, 300)}`);
+      if (code === 'InternalServerError' || code === 'INTERNAL_SERVER_ERROR')
+        return result(`an unexpected error (${code}): ${JSON.stringify(error).slice(0, 300)}`);
       if (typeof error.message !== 'string') return result(`an error without a message: ${JSON.stringify(error).slice(0, 300)}`);
       if (/\n\s+at .*\(.*:\d+:\d+\)/.test(error.message) || 'stack' in error) return result('an error with a stack trace');
     }
@@ -1194,7 +1392,8 @@ export function expectationOf(schema: GraphQLSchema, query: string, variables: R
   const depthOf = (set: SelectionSetNode | undefined, visiting: Set<string>): number => {
     let deepest = 0;
     for (const selection of set?.selections ?? []) {
-      if (selection.kind === Kind.FIELD) deepest = Math.max(deepest, 1 + (selection.name.value === '__schema' ? 0 : depthOf(selection.selectionSet, visiting)));
+      if (selection.kind === Kind.FIELD)
+        deepest = Math.max(deepest, 1 + (selection.name.value === '__schema' ? 0 : depthOf(selection.selectionSet, visiting)));
       else if (selection.kind === Kind.INLINE_FRAGMENT) deepest = Math.max(deepest, depthOf(selection.selectionSet, visiting));
       else {
         const name = selection.name.value;
@@ -1255,7 +1454,12 @@ export function expectationOf(schema: GraphQLSchema, query: string, variables: R
       Argument: (argument) => {
         const name = argument.name.value;
         if (name !== 'first' && name !== 'last' && name !== 'offset') return;
-        const value = argument.value.kind === Kind.INT ? Number(argument.value.value) : argument.value.kind === Kind.VARIABLE ? variables?.[argument.value.name.value] : undefined;
+        const value =
+          argument.value.kind === Kind.INT
+            ? Number(argument.value.value)
+            : argument.value.kind === Kind.VARIABLE
+              ? variables?.[argument.value.name.value]
+              : undefined;
         if (typeof value !== 'number' || !Number.isInteger(value) || Math.abs(value) > 2 ** 31 - 1) return; // not an Int: graphql-js refuses it
         if (name === 'offset' ? value < 0 : value < 0 || value > LIMITS.page) badInput ??= `${name}: ${value}`;
       },
@@ -1474,7 +1678,11 @@ export async function runGraphqlFuzz(app: TestApp, options: GraphqlFuzzOptions):
   const inFlightDir = path.join(outDir, 'in-flight');
   mkdirSync(inFlightDir, { recursive: true });
   const concurrency = options.concurrency ?? 2;
-  const shared = { heartbeat: new Int32Array(new SharedArrayBuffer(4)), slots: new Int32Array(new SharedArrayBuffer(4 * concurrency)), done: new Int32Array(new SharedArrayBuffer(4)) };
+  const shared = {
+    heartbeat: new Int32Array(new SharedArrayBuffer(4)),
+    slots: new Int32Array(new SharedArrayBuffer(4 * concurrency)),
+    done: new Int32Array(new SharedArrayBuffer(4)),
+  };
   const base = Date.now();
   const beat = () => Atomics.store(shared.heartbeat, 0, Date.now() - base);
   beat();
@@ -1513,7 +1721,11 @@ export async function runGraphqlFuzz(app: TestApp, options: GraphqlFuzzOptions):
   /** the stats with what is measured over the run so far: latencies, RSS now, the event loop's delay, the time */
   const measured = () => {
     const sorted = [...latencies].sort((a, b) => a - b);
-    stats.latency = { p50: Math.round(percentile(sorted, 0.5)), p99: Math.round(percentile(sorted, 0.99)), max: Math.round(sorted[sorted.length - 1] ?? 0) };
+    stats.latency = {
+      p50: Math.round(percentile(sorted, 0.5)),
+      p99: Math.round(percentile(sorted, 0.99)),
+      max: Math.round(sorted[sorted.length - 1] ?? 0),
+    };
     stats.rss.end = process.memoryUsage.rss();
     stats.eventLoopDelayMaxMs = Math.round(loopDelay.max / 1e6);
     stats.seconds = Math.round((Date.now() - started) / 100) / 10;
@@ -1553,7 +1765,10 @@ export async function runGraphqlFuzz(app: TestApp, options: GraphqlFuzzOptions):
       latencies.push(ms);
       if (verbose) {
         // every document and its answer, one line each, in outDir/log.txt
-        appendFileSync(path.join(outDir, 'log.txt'), `${index} ${doc.kind} [${CREDENTIALS.find(([, i]) => i === doc.credential)?.[2]}] ${answer.status} ${Math.round(ms)} ms ${judged.codes.join(',')} ${short(doc.body, verbose)} → ${short(answer.text, 300)}\n`);
+        appendFileSync(
+          path.join(outDir, 'log.txt'),
+          `${index} ${doc.kind} [${CREDENTIALS.find(([, i]) => i === doc.credential)?.[2]}] ${answer.status} ${Math.round(ms)} ms ${judged.codes.join(',')} ${short(doc.body, verbose)} → ${short(answer.text, 300)}\n`,
+        );
       }
       const rss = process.memoryUsage.rss();
       if (rss > stats.rss.max) stats.rss.max = rss;
@@ -1570,7 +1785,14 @@ export async function runGraphqlFuzz(app: TestApp, options: GraphqlFuzzOptions):
         kind.executed++;
       }
       // what SPEC §13 says of this document, where its text decides it
-      if (!judged.problem && doc.kind !== 'bodies' && doc.query !== undefined && doc.contentType === 'application/json' && doc.body.length <= 1024 * 1024 && [200, 400].includes(answer.status)) {
+      if (
+        !judged.problem &&
+        doc.kind !== 'bodies' &&
+        doc.query !== undefined &&
+        doc.contentType === 'application/json' &&
+        doc.body.length <= 1024 * 1024 &&
+        [200, 400].includes(answer.status)
+      ) {
         // refused, and said so: with the limit's code, or another refusal that came first
         // (a validation error the server's own scalars find, graphql-js's 20 errors at most)
         const expectation = expectationOf(schema, doc.query, doc.variables);
@@ -1595,13 +1817,22 @@ export async function runGraphqlFuzz(app: TestApp, options: GraphqlFuzzOptions):
         mkdirSync(outDir, { recursive: true });
         const file = path.join(outDir, `${index}.json`);
         writeFileSync(file, doc.body);
-        const headers = Object.entries(request.headers).map(([k, v]) => `-H '${k}: ${v}'`).join(' ');
+        const headers = Object.entries(request.headers)
+          .map(([k, v]) => `-H '${k}: ${v}'`)
+          .join(' ');
         return { file, request: `curl -i ${app.url}/graphql ${headers} --data-binary @${file}   # ${short(doc.body, 400)}` };
       };
       if (ms > slowMs) stats.slow.push({ index, kind: doc.kind, ms: Math.round(ms), request: describe().request });
       if (judged.problem) {
         const { file, request: curl } = describe();
-        const problem = { index, kind: doc.kind, problem: judged.problem, file, request: `[${credential}] ${curl}`, answer: `${answer.status} ${short(answer.text, 800)}` };
+        const problem = {
+          index,
+          kind: doc.kind,
+          problem: judged.problem,
+          file,
+          request: `[${credential}] ${curl}`,
+          answer: `${answer.status} ${short(answer.text, 800)}`,
+        };
         stats.problems.push(problem);
         const signature = problemSignature(judged.problem);
         const seen = stats.distinctProblems.get(signature);
@@ -1609,7 +1840,9 @@ export async function runGraphqlFuzz(app: TestApp, options: GraphqlFuzzOptions):
         else {
           stats.distinctProblems.set(signature, { count: 1, first: problem });
           // said at once (the first of its kind): a crash later must not hide it
-          console.log(`GraphQL fuzzing: document ${index} (seed ${options.seed}, ${doc.kind}): ${judged.problem}\n  request: ${problem.request}\n  answer: ${problem.answer}`);
+          console.log(
+            `GraphQL fuzzing: document ${index} (seed ${options.seed}, ${doc.kind}): ${judged.problem}\n  request: ${problem.request}\n  answer: ${problem.answer}`,
+          );
         }
       }
       if (options.progress && stats.documents % (options.progressEvery ?? 1000) === 0) options.progress(measured());

@@ -41,7 +41,13 @@ test(`${runs} fuzzed GraphQL documents: zero 5xx, every error with a code, RSS b
   for (const slow of stats.slow.slice(0, 10)) console.log(`  slow: document ${slow.index} (${slow.kind}) ${slow.ms} ms: ${slow.request}`);
   expect(stats.documents + stats.skipped).toBe(runs);
   // every property said, not only the first that fails
-  expect.soft([...stats.distinctProblems.values()].map(({ count, first }) => `${count}× like document ${first.index} (${first.kind}): ${first.problem}`)).toEqual([]);
+  expect
+    .soft(
+      [...stats.distinctProblems.values()].map(
+        ({ count, first }) => `${count}× like document ${first.index} (${first.kind}): ${first.problem}`,
+      ),
+    )
+    .toEqual([]);
   if (!only) expect.soft(stats.executed / stats.documents).toBeGreaterThan(0.3);
   expect.soft(stats.rss.max - stats.rss.start, 'RSS growth').toBeLessThan(GiB);
   expect.soft(stats.readyz.failures, '/readyz probes that failed (with the documents in flight)').toEqual([]);

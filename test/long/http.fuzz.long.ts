@@ -27,7 +27,11 @@ test(`${runs} fuzzed requests from the OpenAPI document: zero 5xx, every error i
   console.log(`HTTP fuzzing passed: ${summary(counters, started)}`);
   expect(counters.requests).toBe(runs);
   expect(counters.serverErrors).toBe(0);
-  expect(Object.entries(counters.byOperation).filter(([, n]) => n === 0).map(([id]) => id)).toEqual([]);
+  expect(
+    Object.entries(counters.byOperation)
+      .filter(([, n]) => n === 0)
+      .map(([id]) => id),
+  ).toEqual([]);
   expect((await app.get('/healthz')).status).toBe(200);
   expect((await app.get('/readyz')).status).toBe(200);
 });

@@ -62,7 +62,10 @@ test(`${CONNECTIONS} connections for ${DURATION} s on the list and get endpoints
     non2xx: result.non2xx,
     statuses: { '2xx': result['2xx'], '4xx': result['4xx'], '5xx': result['5xx'] },
     per_endpoint_ms: Object.fromEntries(
-      endpoints.map((e, i) => [e.name, { n: perEndpoint[i]!.length, p50: percentile(perEndpoint[i]!, 50), p99: percentile(perEndpoint[i]!, 99) }]),
+      endpoints.map((e, i) => [
+        e.name,
+        { n: perEndpoint[i]!.length, p50: percentile(perEndpoint[i]!, 50), p99: percentile(perEndpoint[i]!, 99) },
+      ]),
     ),
   };
   console.log(`load: ${JSON.stringify(report, null, 2)}`);

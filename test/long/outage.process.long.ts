@@ -50,6 +50,11 @@ describe('one slow query', () => {
     const { othersDone, report } = await slowQuery(server, data, data.token);
     console.log(`slow query, the same token: ${JSON.stringify(report)}`);
     expect(othersDone.map((o) => o.status)).toEqual(othersDone.map(() => 200));
-    expect(percentile(othersDone.map((o) => o.end - o.start), 99)).toBeLessThan(500);
+    expect(
+      percentile(
+        othersDone.map((o) => o.end - o.start),
+        99,
+      ),
+    ).toBeLessThan(500);
   });
 });

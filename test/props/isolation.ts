@@ -148,9 +148,14 @@ export interface GraphqlCheck {
 async function graphqlCheck(app: TestApp, m: Model, c: MCredential): Promise<GraphqlCheck> {
   const out: GraphqlCheck = { isolation: [], exact: [], scopes: [] };
   const s = authenticate(m, c);
-  const res = await app.request('POST', '/graphql', { ...auth(c), headers: { accept: 'application/json' }, body: { query: GRAPHQL_QUERY } });
+  const res = await app.request('POST', '/graphql', {
+    ...auth(c),
+    headers: { accept: 'application/json' },
+    body: { query: GRAPHQL_QUERY },
+  });
   if (!s) {
-    if (res.status !== 401 || res.body?.error !== 'Unauthorized') out.isolation.push(`expected 401 Unauthorized, got ${res.status} ${show(res.body).slice(0, 300)}`);
+    if (res.status !== 401 || res.body?.error !== 'Unauthorized')
+      out.isolation.push(`expected 401 Unauthorized, got ${res.status} ${show(res.body).slice(0, 300)}`);
     return out;
   }
   if (res.status !== 200) {
@@ -168,10 +173,14 @@ async function graphqlCheck(app: TestApp, m: Model, c: MCredential): Promise<Gra
     if (beyond.length) out.isolation.push(`${key}: ${beyond.length} row(s) beyond the subject's reach: ${show(beyond)}`);
     if (show(got) !== show(sorted(exact[key]))) {
       const fieldErrors = errors.filter((e) => e.path?.[0] === key).map((e) => e.message);
-      out.exact.push(`${key}: expected ${show(sorted(exact[key]))}, got ${show(got)}${fieldErrors.length ? ` (errors: ${show(fieldErrors)})` : ''}`);
+      out.exact.push(
+        `${key}: expected ${show(sorted(exact[key]))}, got ${show(got)}${fieldErrors.length ? ` (errors: ${show(fieldErrors)})` : ''}`,
+      );
     }
     if (!COLLECTION_SCOPES[key].some((x) => s.scopes.has(x)) && got.length) {
-      out.scopes.push(`${key}: the credential holds none of ${COLLECTION_SCOPES[key].join(', ')}, yet GraphQL returned ${got.length} row(s)`);
+      out.scopes.push(
+        `${key}: the credential holds none of ${COLLECTION_SCOPES[key].join(', ')}, yet GraphQL returned ${got.length} row(s)`,
+      );
     }
   }
   // archived products are omitted unless asked for (SPEC §9)
@@ -223,7 +232,9 @@ export async function openAnalyst(app: TestApp): Promise<Analyst> {
 async function analystCheck(analyst: Analyst, m: Model): Promise<string[]> {
   const user = m.users[m.analyst]!;
   // an analyst's login counts as a web session (docs/decisions.md)
-  const s: Subject | null = user.deleted ? null : { kind: 'user', user: m.analyst, scopes: new Set(READ_SCOPES), impersonation: false, web: true };
+  const s: Subject | null = user.deleted
+    ? null
+    : { kind: 'user', user: m.analyst, scopes: new Set(READ_SCOPES), impersonation: false, web: true };
   const { rows } = await analyst.client.query<{ k: keyof Visible; v: string }>(ANALYST_QUERY);
   const v = visible(m, s);
   const problems: string[] = [];

@@ -129,46 +129,44 @@ const scopesArb = (all: readonly string[]): fc.Arbitrary<string[]> =>
   );
 
 export function worldArb(): fc.Arbitrary<WorldSpec> {
-  return fc
-    .record({ nUsers: fc.integer({ min: 1, max: 4 }), nOrgs: fc.integer({ min: 1, max: 3 }) })
-    .chain(({ nUsers, nOrgs }) => {
-      const user = fc.nat({ max: nUsers - 1 });
-      const org = fc.nat({ max: nOrgs - 1 });
-      const pairs = Array.from({ length: nUsers * nOrgs }, (_, i) => ({ user: i % nUsers, org: Math.floor(i / nUsers) }));
-      return fc
-        .record({
-          users: fc.array(fc.record({ deleted: sometimes(10) }), { minLength: nUsers, maxLength: nUsers }),
-          orgs: fc.array(fc.record({ deleted: sometimes(10), accountAdmin: fc.option(user, { freq: 2 }) }), {
-            minLength: nOrgs,
-            maxLength: nOrgs,
+  return fc.record({ nUsers: fc.integer({ min: 1, max: 4 }), nOrgs: fc.integer({ min: 1, max: 3 }) }).chain(({ nUsers, nOrgs }) => {
+    const user = fc.nat({ max: nUsers - 1 });
+    const org = fc.nat({ max: nOrgs - 1 });
+    const pairs = Array.from({ length: nUsers * nOrgs }, (_, i) => ({ user: i % nUsers, org: Math.floor(i / nUsers) }));
+    return fc
+      .record({
+        users: fc.array(fc.record({ deleted: sometimes(10) }), { minLength: nUsers, maxLength: nUsers }),
+        orgs: fc.array(fc.record({ deleted: sometimes(10), accountAdmin: fc.option(user, { freq: 2 }) }), {
+          minLength: nOrgs,
+          maxLength: nOrgs,
+        }),
+        // at most one membership per (user, organization): present or not, removed or live
+        memberships: fc
+          .tuple(
+            ...pairs.map((p) =>
+              fc
+                .option(fc.record({ role: fc.constantFrom(...ROLES), removed: sometimes(20) }), { freq: 4 })
+                .map((m) => (m ? { ...p, ...m } : null)),
+            ),
+          )
+          .map((ms) => ms.filter((m): m is MembershipSpec => m !== null)),
+        products: fc.array(fc.record({ org, archived: sometimes(30), deleted: sometimes(20) }), { maxLength: 5 }),
+        customers: fc.array(fc.record({ org, deleted: sometimes(20) }), { maxLength: 4 }),
+        seats: fc.array(fc.record({ customer: fc.nat({ max: 3 }), deleted: sometimes(20) }), { maxLength: 2 }),
+        orders: fc.array(
+          fc.record({
+            product: fc.nat({ max: 4 }),
+            customer: fc.nat({ max: 3 }),
+            status: fc.constantFrom('pending' as const, 'paid' as const, 'refunded' as const),
           }),
-          // at most one membership per (user, organization): present or not, removed or live
-          memberships: fc
-            .tuple(
-              ...pairs.map((p) =>
-                fc.option(fc.record({ role: fc.constantFrom(...ROLES), removed: sometimes(20) }), { freq: 4 }).map((m) =>
-                  m ? { ...p, ...m } : null,
-                ),
-              ),
-            )
-            .map((ms) => ms.filter((m): m is MembershipSpec => m !== null)),
-          products: fc.array(fc.record({ org, archived: sometimes(30), deleted: sometimes(20) }), { maxLength: 5 }),
-          customers: fc.array(fc.record({ org, deleted: sometimes(20) }), { maxLength: 4 }),
-          seats: fc.array(fc.record({ customer: fc.nat({ max: 3 }), deleted: sometimes(20) }), { maxLength: 2 }),
-          orders: fc.array(
-            fc.record({
-              product: fc.nat({ max: 4 }),
-              customer: fc.nat({ max: 3 }),
-              status: fc.constantFrom('pending' as const, 'paid' as const, 'refunded' as const),
-            }),
-            { maxLength: 5 },
-          ),
-          payouts: fc.array(fc.record({ org, deleted: sometimes(20) }), { maxLength: 3 }),
-          credentials: fc.array(credentialArb(user, org), { minLength: 1, maxLength: 6 }),
-          analyst: user,
-        })
-        .map((w) => w);
-    });
+          { maxLength: 5 },
+        ),
+        payouts: fc.array(fc.record({ org, deleted: sometimes(20) }), { maxLength: 3 }),
+        credentials: fc.array(credentialArb(user, org), { minLength: 1, maxLength: 6 }),
+        analyst: user,
+      })
+      .map((w) => w);
+  });
 }
 
 function credentialArb(user: fc.Arbitrary<number>, org: fc.Arbitrary<number>): fc.Arbitrary<CredentialSpec> {
@@ -333,11 +331,19 @@ export function authenticate(m: Model, c: MCredential): Subject | null {
   switch (c.kind) {
     case 'web_session':
       return live(m.users[c.user])
-        ? { kind: 'user', user: c.user, scopes: new Set(c.impersonation ? READ_SCOPES : ALL_SCOPES), impersonation: c.impersonation, web: true }
+        ? {
+            kind: 'user',
+            user: c.user,
+            scopes: new Set(c.impersonation ? READ_SCOPES : ALL_SCOPES),
+            impersonation: c.impersonation,
+            web: true,
+          }
         : null;
     case 'personal_access_token':
     case 'oauth2_user_token':
-      return live(m.users[c.user]) ? { kind: 'user', user: c.user, scopes: expandScopes(c.scopes), impersonation: false, web: false } : null;
+      return live(m.users[c.user])
+        ? { kind: 'user', user: c.user, scopes: expandScopes(c.scopes), impersonation: false, web: false }
+        : null;
     case 'organization_access_token':
       return live(m.orgs[c.org]) ? { kind: 'organization', org: c.org, scopes: expandScopes(c.scopes) } : null;
     case 'oauth2_organization_token':
@@ -347,7 +353,9 @@ export function authenticate(m: Model, c: MCredential): Subject | null {
         : null;
     case 'customer_session': {
       const customer = m.customers[c.customer];
-      return live(customer) && live(m.orgs[customer.org]) ? { kind: 'customer', customer: c.customer, scopes: new Set(PORTAL_SCOPES) } : null;
+      return live(customer) && live(m.orgs[customer.org])
+        ? { kind: 'customer', customer: c.customer, scopes: new Set(PORTAL_SCOPES) }
+        : null;
     }
     case 'member_session': {
       const seat = m.seats[c.seat];
@@ -373,7 +381,8 @@ export function reach(m: Model, s: Subject | null, permission?: string): Set<num
   const out = new Set<number>();
   if (s?.kind === 'user') {
     for (const x of m.memberships) {
-      if (x.user === s.user && !x.removed && live(m.orgs[x.org]) && (!permission || PERMISSIONS[x.role].includes(permission))) out.add(x.org);
+      if (x.user === s.user && !x.removed && live(m.orgs[x.org]) && (!permission || PERMISSIONS[x.role].includes(permission)))
+        out.add(x.org);
     }
   } else if (s?.kind === 'organization' && live(m.orgs[s.org])) {
     out.add(s.org);
@@ -538,7 +547,11 @@ export function operationOf(kind: CredentialKind, probe: Probe): Operation {
  * The request a probe makes and the answer the model expects, or null when the
  * probe has no target in this world (nothing to create an order of…).
  */
-export function expect(m: Model, probe: Probe, fresh: () => { id: string; slug: string; email: string }): { credential: MCredential; request: Request; expected: Expected } | null {
+export function expect(
+  m: Model,
+  probe: Probe,
+  fresh: () => { id: string; slug: string; email: string },
+): { credential: MCredential; request: Request; expected: Expected } | null {
   const [credential] = pick(m.credentials, probe.credential);
   if (!credential) return null;
   const op = operationOf(credential.kind, probe);
@@ -559,7 +572,11 @@ export function expect(m: Model, probe: Probe, fresh: () => { id: string; slug: 
   switch (op) {
     case 'organizations:list': {
       const request: Request = { method: 'GET', path: '/v1/organizations/?limit=100' };
-      return { credential, request, expected: gate(ORG_DATA, ['organizations_read', 'organizations_write']) ?? list(read('organizations')) };
+      return {
+        credential,
+        request,
+        expected: gate(ORG_DATA, ['organizations_read', 'organizations_write']) ?? list(read('organizations')),
+      };
     }
     case 'organizations:get': {
       const [org, o] = pick(m.orgs, a);
@@ -568,7 +585,8 @@ export function expect(m: Model, probe: Probe, fresh: () => { id: string; slug: 
       return {
         credential,
         request,
-        expected: gate(ORG_DATA, ['organizations_read', 'organizations_write']) ?? (orgs.has(o) ? { status: 200, id: org.id } : { status: 404 }),
+        expected:
+          gate(ORG_DATA, ['organizations_read', 'organizations_write']) ?? (orgs.has(o) ? { status: 200, id: org.id } : { status: 404 }),
       };
     }
     case 'organizations:update': {
@@ -579,7 +597,11 @@ export function expect(m: Model, probe: Probe, fresh: () => { id: string; slug: 
       if (denied) return { credential, request, expected: denied };
       if (!orgs.has(o)) return { credential, request, expected: { status: 404 } };
       const denial = roleDenial(m, s!, o, 'organization:manage');
-      return { credential, request, expected: denial ? { status: 403, error: 'NotPermitted', detail: denial } : { status: 200, id: org.id } };
+      return {
+        credential,
+        request,
+        expected: denial ? { status: 403, error: 'NotPermitted', detail: denial } : { status: 200, id: org.id },
+      };
     }
     case 'organizations:create': {
       const { id, slug } = fresh();
@@ -634,8 +656,7 @@ export function expect(m: Model, probe: Probe, fresh: () => { id: string; slug: 
       if (denied) return { credential, request, expected: denied };
       if (!orgs.has(o)) return { credential, request, expected: { status: 404 } };
       const membership = liveMembership(m, u, o);
-      const managementDenial = () =>
-        s!.kind !== 'user' ? 'Only users can manage members' : roleDenial(m, s!, o, 'members:manage');
+      const managementDenial = () => (s!.kind !== 'user' ? 'Only users can manage members' : roleDenial(m, s!, o, 'members:manage'));
       // the membership is resolved first (404), then the policy (403), SPEC §5; a change reads the
       // membership with its user, so the membership of a deleted user is not found there
       if (!membership || (op === 'members:update' && user.deleted)) return { credential, request, expected: { status: 404 } };
@@ -698,7 +719,9 @@ export function expect(m: Model, probe: Probe, fresh: () => { id: string; slug: 
       const [org, o] = a % 4 === 3 ? [undefined, -1] : pick(m.orgs, a);
       const { email } = fresh();
       const body: Record<string, unknown> =
-        resource === 'products' ? { name: `Product ${b}`, price_amount: 100 * b, price_currency: 'usd', is_archived: c % 2 === 0 } : { email };
+        resource === 'products'
+          ? { name: `Product ${b}`, price_amount: 100 * b, price_currency: 'usd', is_archived: c % 2 === 0 }
+          : { email };
       if (org) body.organization_id = org.id;
       const request: Request = { method: 'POST', path: `/v1/${resource}/`, body };
       const denied = gate(ORG_DATA, [`${resource}_write`]);
@@ -723,7 +746,11 @@ export function expect(m: Model, probe: Probe, fresh: () => { id: string; slug: 
       const id = row?.id ?? NIL;
       const request: Request =
         action === 'update'
-          ? { method: 'PATCH', path: `/v1/${resource}/${id}`, body: resource === 'products' ? { name: `Renamed ${b}` } : { first_name: `Jo ${b}` } }
+          ? {
+              method: 'PATCH',
+              path: `/v1/${resource}/${id}`,
+              body: resource === 'products' ? { name: `Renamed ${b}` } : { first_name: `Jo ${b}` },
+            }
           : { method: 'DELETE', path: `/v1/${resource}/${id}` };
       const denied = gate(ORG_DATA, [`${resource}_write`]);
       if (denied) return { credential, request, expected: denied };
@@ -745,7 +772,8 @@ export function expect(m: Model, probe: Probe, fresh: () => { id: string; slug: 
       if (product.deleted || !orgs.has(product.org)) return { credential, request, expected: { status: 422, loc: 'body.product_id' } };
       const denial = roleDenial(m, s!, product.org, 'orders:write');
       if (denial) return { credential, request, expected: { status: 403, error: 'NotPermitted', detail: denial } };
-      if (customer.deleted || customer.org !== product.org) return { credential, request, expected: { status: 422, loc: 'body.customer_id' } };
+      if (customer.deleted || customer.org !== product.org)
+        return { credential, request, expected: { status: 422, loc: 'body.customer_id' } };
       return {
         credential,
         request,
@@ -830,11 +858,13 @@ export function describeModel(m: Model): string {
   const u = (i: number) => `user${i}${m.users[i]?.deleted ? '(deleted)' : ''}`;
   const o = (i: number) => `org${i}${m.orgs[i]?.deleted ? '(deleted)' : ''}`;
   lines.push(`users: ${m.users.map((_, i) => u(i)).join(', ')}`);
+  lines.push(`organizations: ${m.orgs.map((x, i) => `${o(i)}${x.account ? ` account admin ${u(x.account.admin)}` : ''}`).join('; ')}`);
   lines.push(
-    `organizations: ${m.orgs.map((x, i) => `${o(i)}${x.account ? ` account admin ${u(x.account.admin)}` : ''}`).join('; ')}`,
+    `memberships: ${m.memberships.map((x) => `${u(x.user)}@${o(x.org)}:${x.role}${x.removed ? '(removed)' : ''}`).join(', ') || '-'}`,
   );
-  lines.push(`memberships: ${m.memberships.map((x) => `${u(x.user)}@${o(x.org)}:${x.role}${x.removed ? '(removed)' : ''}`).join(', ') || '-'}`);
-  lines.push(`products: ${m.products.map((x, i) => `product${i}@${o(x.org)}${x.archived ? ' archived' : ''}${x.deleted ? ' deleted' : ''}`).join(', ') || '-'}`);
+  lines.push(
+    `products: ${m.products.map((x, i) => `product${i}@${o(x.org)}${x.archived ? ' archived' : ''}${x.deleted ? ' deleted' : ''}`).join(', ') || '-'}`,
+  );
   lines.push(`customers: ${m.customers.map((x, i) => `customer${i}@${o(x.org)}${x.deleted ? ' deleted' : ''}`).join(', ') || '-'}`);
   lines.push(`seats: ${m.seats.map((x, i) => `seat${i} of customer${x.customer}${x.deleted ? ' deleted' : ''}`).join(', ') || '-'}`);
   lines.push(`orders: ${m.orders.map((x, i) => `order${i}(product${x.product}, customer${x.customer}, ${x.status})`).join(', ') || '-'}`);

@@ -127,7 +127,15 @@ export function buildWorld(input: WorldSpec, secret: string, analystLogin: strin
   insert(
     'rowgate.products',
     'id, organization_id, name, price_amount, price_currency, is_archived, deleted_at',
-    model.products.map((p, i) => [q(p.id), q(model.orgs[p.org]!.id), q(`Product ${i}`), `${1000 + i}`, `'usd'`, `${p.archived}`, deletedAt(p.deleted)]),
+    model.products.map((p, i) => [
+      q(p.id),
+      q(model.orgs[p.org]!.id),
+      q(`Product ${i}`),
+      `${1000 + i}`,
+      `'usd'`,
+      `${p.archived}`,
+      deletedAt(p.deleted),
+    ]),
   );
   // customers live first: an order's customer must be live when the order is made
   insert(
@@ -138,7 +146,13 @@ export function buildWorld(input: WorldSpec, secret: string, analystLogin: strin
   insert(
     'rowgate.customer_members',
     'id, organization_id, customer_id, email, deleted_at',
-    model.seats.map((x, i) => [q(x.id), q(model.orgs[model.customers[x.customer]!.org]!.id), q(model.customers[x.customer]!.id), q(`m${i}-${t}@example.com`), deletedAt(x.deleted)]),
+    model.seats.map((x, i) => [
+      q(x.id),
+      q(model.orgs[model.customers[x.customer]!.org]!.id),
+      q(model.customers[x.customer]!.id),
+      q(`m${i}-${t}@example.com`),
+      deletedAt(x.deleted),
+    ]),
   );
   // a refunded order was paid first: payment, then refund (the transactions trigger)
   insert(
