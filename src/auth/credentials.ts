@@ -7,6 +7,17 @@ import { tokenKind, type CredentialKind } from './tokens.ts';
 
 export const SESSION_COOKIE = 'rowgate_session';
 
+/** Each kind of credential as a sentence names it (the 401's detail, the OpenAPI document). */
+export const credentialNames: Record<CredentialKind, string> = {
+  web_session: 'a web session cookie',
+  personal_access_token: 'a personal access token',
+  organization_access_token: 'an organization access token',
+  oauth2_user_token: 'an OAuth2 user token',
+  oauth2_organization_token: 'an OAuth2 organization token',
+  customer_session: 'a customer session token',
+  member_session: 'a member session token',
+};
+
 export interface PresentedCredential {
   kind: CredentialKind;
   token: string;

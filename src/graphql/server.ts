@@ -22,7 +22,7 @@ import type pg from 'pg';
 import type { PostGraphileInstance } from 'postgraphile';
 import type { ObjectStep, Step } from 'postgraphile/grafast';
 import type { GraphQLError } from 'postgraphile/graphql';
-import { jsonBody } from '../http/app.ts';
+import { jsonBody } from '../http/input.ts';
 import { ANONYMOUS_SETTINGS, authenticate } from '../auth/authenticate.ts';
 import { readCredential } from '../auth/credentials.ts';
 import { ApiError, fromDatabaseError, unauthorized, validationError, type ValidationIssue } from '../http/errors.ts';

@@ -167,3 +167,20 @@ export function found<T>(row: T | undefined | null): T {
   if (row === undefined || row === null) throw notFound();
   return row;
 }
+
+/** Any error as the API answers it: ours as they are, the body parsers' and the database's mapped, the rest a 500. */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  const e = error as { type?: string; status?: number; message?: string };
+  if (e?.type === 'entity.too.large') return new ApiError(413, 'PayloadTooLarge', 'The request body is larger than 1 MiB');
+  if (e?.type === 'entity.parse.failed') {
+    return validationError([{ type: 'json_invalid', loc: ['body'], msg: `Invalid JSON: ${e.message}` }]);
+  }
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
+    return new ApiError(415, 'UnsupportedMediaType', e.message ?? 'Unsupported encoding');
+  }
+  if (e?.status && e.status >= 400 && e.status < 500) {
+    return new ApiError(e.status, 'BadRequest', e.message ?? 'Bad request');
+  }
+  return fromDatabaseError(error) ?? new ApiError(500, 'InternalServerError', 'An unexpected error occurred');
+}

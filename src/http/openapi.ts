@@ -2,7 +2,8 @@
 // the same ones that validate requests (SPEC §9).
 import { createDocument } from 'zod-openapi';
 import { z } from 'zod';
-import { credentialNames, mediaTypes } from './app.ts';
+import { credentialNames } from '../auth/credentials.ts';
+import { mediaTypes } from './input.ts';
 import { isAnonymous, type Route } from './route.ts';
 import { doc } from '../resources/fields.ts';
 

@@ -1,0 +1,44 @@
+// SPEC §5's first checks, as the HTTP layer makes them: a credential of a kind the
+// route accepts (401), the database's word on whom it authenticates (401), and the
+// route's scopes (403). The database decides who; this only reads and maps.
+import type { Request } from 'express';
+import { ANONYMOUS, authenticate, type Authenticated } from '../auth/authenticate.ts';
+import { credentialNames, type PresentedCredential, readCredential } from '../auth/credentials.ts';
+import type { Tx } from '../db/pool.ts';
+import { insufficientScope, unauthorized } from './errors.ts';
+import type { ApiRoute } from './route.ts';
+
+function acceptedCredentials(route: ApiRoute) {
+  return `This endpoint accepts ${route.access.credentials.map((k) => credentialNames[k]).join(', ')}`;
+}
+
+/** The credential of a request, when it is of a kind the route accepts; a 401 otherwise. */
+export function acceptCredential(route: ApiRoute, req: Request): PresentedCredential {
+  const credential = readCredential(req);
+  if (credential === 'malformed') throw unauthorized('The credential is malformed', true);
+  if (!credential) throw unauthorized(`Authentication required. ${acceptedCredentials(route)}`, false);
+  if (!route.access.credentials.includes(credential.kind)) {
+    throw unauthorized(`${acceptedCredentials(route)}; ${credentialNames[credential.kind]} was sent`, true);
+  }
+  return credential;
+}
+
+/**
+ * Authenticates in the transaction: its role and settings become the subject's
+ * (rowgate_anonymous without a credential, and no subject). A 401 when the
+ * database knows no live credential of that token.
+ */
+export async function authenticateIn(tx: Tx, secret: string, credential: PresentedCredential | null): Promise<Authenticated | null> {
+  if (!credential) {
+    await tx.rows(ANONYMOUS);
+    return null;
+  }
+  const subject = await authenticate((text, values) => tx.one(text, values), secret, credential);
+  if (!subject) throw unauthorized('The credential is unknown, expired or revoked', true);
+  return subject;
+}
+
+/** A 403 unless the subject holds one of the route's scopes (no check without a subject: anonymous routes). */
+export function requireScopes(route: ApiRoute, subject: Pick<Authenticated, 'scopes'> | null) {
+  if (subject && !route.access.scopes.some((s) => subject.scopes.has(s))) throw insufficientScope(route.access.scopes);
+}

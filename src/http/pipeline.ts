@@ -1,0 +1,218 @@
+// The request pipeline of an API route: SPEC §5's order of checks, one step a line
+// (`answer` below). Each check fails with its own status, and a request is answered by
+// the first that fails, in this order:
+//   1. accept credential: one of a kind the route accepts (401)
+//   2. authenticate: the database resolves it, and the transaction takes its role (401)
+//   3. scopes: the route's, any of (403)
+//   4. input: path, query and body through the route's schemas (415, 422)
+//   5. authorize: the route's policy, asked of the database (404, 403) — in the handler for now
+//   6. run: the handler, in the same transaction
+//   7. send: the status the route declares
+//
+// Extension points, in the order a request meets them:
+// - Express middleware for every request, whatever its route (request ids, access logs,
+//   CORS, per-address rate limits): `requestMiddleware` in src/http/app.ts, an ordered
+//   list that runs before any route is matched (also before GraphQL and the 404).
+// - `PipelineHooks` for API routes (AppOptions.hooks), each an ordered list of
+//   functions given the request's `RequestState`; one may throw an ApiError to refuse:
+//   - `received`: before the credential is read;
+//   - `accepted`: the credential is read and of an accepted kind, not yet authenticated
+//     (per-credential rate limits: `state.credential`);
+//   - `authenticated`: the subject is known and holds the scopes, before the input is
+//     checked; inside the transaction, as the subject (`state.tx`), except on an answer
+//     from the answer cache (no `tx`) and on a JSON read, whose statement has left with
+//     the authentication (its `tx` takes no statement);
+//   - `answered`: the handler's result, before it is sent; inside the transaction
+//     (a write's commit has not left yet: idempotency keys record the answer here).
+//
+// Speed lives here and in src/db/pool.ts, not in handlers: `begin`, the authentication
+// and a JSON read's statements leave in one write (a JSON read's handler starts before
+// the authentication has answered: until the role is switched its statements run as
+// rowgate_authenticator, which may read nothing, so a bad credential only makes them
+// fail, and the answer is still decided in the order above); a read's commit may leave
+// with its last statement (Tx.last) and is not waited for; a write that changed users
+// or sessions says so with its commit (the answer cache forgets them before answering).
+import type { Request, RequestHandler, Response } from 'express';
+import type pg from 'pg';
+import type { AnswerCache, CachedAnswer } from '../auth/answer-cache.ts';
+import type { Authenticated } from '../auth/authenticate.ts';
+import type { PresentedCredential } from '../auth/credentials.ts';
+import { inTransaction, type Tx } from '../db/pool.ts';
+import type { Mailer } from '../signin/mailer.ts';
+import { commitAnnouncingChanges, routeCache } from './cached-answers.ts';
+import { acceptCredential, authenticateIn, requireScopes } from './credential-checks.ts';
+import { ApiError } from './errors.ts';
+import { type Input, parseInput } from './input.ts';
+import { checkResponse, send, sendJson } from './respond.ts';
+import { type ApiRoute, isAnonymous } from './route.ts';
+
+/** What the hooks see of a request, filled in as the pipeline goes. */
+export interface RequestState {
+  readonly route: ApiRoute;
+  readonly req: Request;
+  readonly res: Response;
+  /** from `accepted` on: the credential presented; null on an endpoint that takes none */
+  credential: PresentedCredential | null;
+  /** from `authenticated` on: whom it authenticates (from the answer cache: its user and scopes only); null without a credential */
+  subject: Pick<Authenticated, 'subjectId' | 'scopes'> | null;
+  /** the request's transaction, from `authenticated` on (see the extension points above) */
+  tx?: Tx;
+}
+
+export type Hook = (state: RequestState) => void | Promise<void>;
+export type AnsweredHook = (state: RequestState, result: unknown) => void | Promise<void>;
+
+export interface PipelineHooks {
+  received: Hook[];
+  accepted: Hook[];
+  authenticated: Hook[];
+  answered: AnsweredHook[];
+}
+
+export interface PipelineOptions {
+  pool: pg.Pool;
+  secret: string;
+  mailer: Mailer;
+  answerCache?: AnswerCache;
+  /** check every response against its schema (the test suite turns this on) */
+  validateResponses: boolean;
+  hooks: PipelineHooks;
+}
+
+export const noHooks = (): PipelineHooks => ({ received: [], accepted: [], authenticated: [], answered: [] });
+
+/** The Express handler of an API route (one that names its credentials, or none: access.anonymous). */
+export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestHandler {
+  const { hooks, validateResponses } = options;
+  // an anonymous endpoint reads no credential: an Authorization header there is
+  // not ours to judge (an OAuth2 client's HTTP Basic credentials)
+  const anonymous = isAnonymous(route.access);
+  const startsEarly = route.method === 'get' && route.responseType === undefined;
+  const cache = routeCache(route, options.answerCache);
+  const announcesChanges = route.method !== 'get' && options.answerCache !== undefined;
+
+  return async function answer(req, res) {
+    const state: RequestState = { route, req, res, credential: null, subject: null };
+    if (hooks.received.length) await run(hooks.received, state);
+    state.credential = anonymous ? null : acceptCredential(route, req); // 1.
+    if (hooks.accepted.length) await run(hooks.accepted, state);
+    const lookup = cache && state.credential ? cache.lookup(state.credential) : undefined;
+    if (lookup?.answer) return answerFromCache(state, lookup.answer);
+    let changedUsers: string | null = null;
+    const result = await inTransaction(
+      options.pool,
+      async (tx) => {
+        state.tx = tx;
+        const subject = authenticateIn(tx, options.secret, state.credential); // 2. sent now, awaited in its turn
+        const input = attempt(() => parseInput(route, req)); // read now, refused in its turn (4.)
+        const context = input.ok ? new HandlerContext(tx, options, input.value, state) : undefined;
+        const early = startsEarly && context ? startQuietly(context) : undefined;
+        try {
+          state.subject = await subject; // 2.
+          requireScopes(route, state.subject); // 3.
+          if (hooks.authenticated.length) await run(hooks.authenticated, state);
+        } catch (refusal) {
+          // a read started early ends before its transaction does: nothing of it
+          // may reach the connection once it is back in the pool
+          await early?.catch(() => {});
+          throw refusal;
+        }
+        input.take(); // 4.
+        HandlerContext.open(context!);
+        const result = await (early ?? start(context!)); // 5. and 6.
+        for (const hook of hooks.answered) await hook(state, result);
+        if (announcesChanges) changedUsers = await commitAnnouncingChanges(tx);
+        return result;
+      },
+      { deferCommit: route.method === 'get' },
+    );
+    // committed: what it changed is forgotten before anybody is answered
+    options.answerCache?.forget(changedUsers);
+    // a handler that *returns* an error has recorded something that must stay
+    // (a failed attempt, a revoked token family): the transaction committed
+    if (result instanceof ApiError) throw result;
+    send(route, res, result, validateResponses); // 7.
+    if (lookup?.key && state.subject) cache!.keep(lookup, state.subject as Authenticated, JSON.stringify(result));
+  };
+
+  function answerFromCache(state: RequestState, cached: CachedAnswer) {
+    state.subject = { subjectId: cached.userId, scopes: cached.scopes };
+    requireScopes(route, state.subject); // 3.
+    const finish = () => {
+      if (validateResponses) checkResponse(route, cached.body);
+      sendJson(state.res, route.status, cached.body); // 7.
+    };
+    return hooks.authenticated.length ? run(hooks.authenticated, state).then(finish) : finish();
+  }
+
+  /** The handler, started now: its first statement joins what is queued on the connection. */
+  function start(context: HandlerContext): Promise<unknown> {
+    try {
+      return route.handler(context as never);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** Started before the checks: its failure is answered after theirs. */
+  function startQuietly(context: HandlerContext) {
+    const started = start(context);
+    started.catch(() => {});
+    return started;
+  }
+}
+
+/** What a handler gets. A JSON read's handler starts before the checks: it may touch the response only once they passed. */
+class HandlerContext {
+  readonly tx: Tx;
+  readonly secret: string;
+  readonly mailer: Mailer;
+  readonly params: unknown;
+  readonly query: unknown;
+  readonly body: unknown;
+  readonly req: Request;
+  readonly #res: Response;
+  readonly #operationId: string;
+  #open = false;
+  constructor(tx: Tx, options: PipelineOptions, input: Input, state: RequestState) {
+    this.tx = tx;
+    this.secret = options.secret;
+    this.mailer = options.mailer;
+    this.params = input.params;
+    this.query = input.query;
+    this.body = input.body;
+    this.req = state.req;
+    this.#res = state.res;
+    this.#operationId = state.route.operationId;
+  }
+
+  /** the checks passed */
+  static open(context: HandlerContext) {
+    context.#open = true;
+  }
+
+  get res(): Response {
+    if (!this.#open) throw new Error(`${this.#operationId}: its handler touched the response before the checks passed`);
+    return this.#res;
+  }
+}
+
+/** Runs an extension point's hooks in order (called only when there are some: an await costs the hot path a tick). */
+async function run(list: Hook[], state: RequestState): Promise<void> {
+  for (const hook of list) await hook(state);
+}
+
+/** A step's outcome, taken later: its failure is answered in its turn, not when it happens. */
+function attempt<T>(step: () => T): { ok: true; value: T; take(): T } | { ok: false; take(): never } {
+  try {
+    const value = step();
+    return { ok: true, value, take: () => value };
+  } catch (error) {
+    return {
+      ok: false,
+      take: () => {
+        throw error;
+      },
+    };
+  }
+}

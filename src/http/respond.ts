@@ -1,0 +1,57 @@
+// Writing answers: a route's result with the status its entry declares, and every
+// error in SPEC §7's shape (RFC 6749's on the OAuth2 protocol endpoints).
+import type { NextFunction, Request, Response } from 'express';
+import { ListPage } from '../resources/lists.ts';
+import { asOAuth2Error, toApiError } from './errors.ts';
+import type { Route } from './route.ts';
+
+/** Sends a handler's result as its route declares: a redirect to it (302), nothing (204), or it as JSON. */
+export function send(route: Route, res: Response, result: unknown, validate: boolean) {
+  if (res.headersSent) return; // the handler answered itself (documents, redirects)
+  if (route.status === 302) {
+    // a redirecting handler returns the Location: sent after its transaction committed
+    res.redirect(302, String(result));
+    return;
+  }
+  if (route.status === 204) {
+    res.status(route.status).end();
+    return;
+  }
+  if (validate) checkResponse(route, JSON.stringify(result ?? null));
+  sendJson(res, route.status, result instanceof ListPage ? result.json() : (JSON.stringify(result) ?? ''));
+}
+
+/**
+ * A JSON answer, written with Node's own writeHead and end (the headers set
+ * before it are kept). Express's res.send parses and formats the Content-Type
+ * and checks the request's freshness on every call: on the cached users/me that
+ * was a fifth of the throughput (docs/performance.md).
+ */
+export function sendJson(res: Response, status: number, json: string) {
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(json) }).end(json);
+}
+
+/** With `validateResponses` (the test suite): an answer that does not match its route's schema is a bug, a 500. */
+export function checkResponse(route: Route, json: string) {
+  const checked = route.response?.safeParse(JSON.parse(json));
+  if (checked && !checked.success) {
+    throw new Error(`response of ${route.operationId} does not match its schema: ${checked.error.message}`);
+  }
+}
+
+/** The answer to a path no route has. */
+export function sendNoSuchRoute(_req: Request, res: Response) {
+  res.status(404).json({ error: 'NotFound', detail: 'No such route' });
+}
+
+/** The error handler: every error in its one body shape; only the unexpected ones are logged. */
+export function errorAnswers(log: ((line: string) => void) | undefined) {
+  return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const apiError = res.locals.errorFormat === 'oauth2' ? asOAuth2Error(toApiError(error)) : toApiError(error);
+    if (apiError.status >= 500 && apiError.status !== 503) {
+      log?.(`error on ${req.method} ${req.originalUrl.split('?')[0]}: ${(error as Error)?.stack ?? String(error)}`);
+    }
+    if (res.headersSent) return;
+    res.status(apiError.status).set(apiError.headers).json(apiError.body());
+  };
+}
