@@ -12,6 +12,9 @@ const schema = z.object({
   DATABASE_URL: url.optional().describe('the owner role (rowgate_owner): runs the migrations'),
   AUTH_DATABASE_URL: url.optional().describe('the authenticator role the server connects as'),
   ROOT_DATABASE_URL: url.optional().describe('a superuser, to create the roles (optional)'),
+  // the answer cache's LISTEN needs a session: a direct connection when AUTH_DATABASE_URL
+  // goes through a transaction-pooling PgBouncer (docs/operations.md)
+  ROWGATE_LISTEN_DATABASE_URL: url.optional().describe('the authenticator, directly: where the users/me answer cache listens'),
   ROWGATE_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   ROWGATE_HOME: z.string().min(1).default('.rowgate'),
   ROWGATE_DB_PORT: port.optional(),

@@ -7,6 +7,7 @@ import { inject } from 'vitest';
 import { AnswerCache } from '../src/auth/answer-cache.ts';
 import { createApp } from '../src/http/app.ts';
 import { createPool } from '../src/db/pool.ts';
+import { Consistency } from '../src/db/consistency.ts';
 import { ensureDatabase } from '../src/db/setup.ts';
 import { createGraphql } from '../src/graphql/server.ts';
 import { outboxMailer } from '../src/signin/mailer.ts';
@@ -321,6 +322,7 @@ export async function startTestApp(): Promise<TestApp> {
     mailer: outboxMailer(() => {}),
     mounts: [graphql.mount],
     answerCache,
+    consistency: new Consistency({ primary: pool }),
   });
   const server = app.listen(0, '127.0.0.1');
   answerClientErrors(server); // as src/http/server.ts does: parser-level errors in SPEC §7's shape

@@ -15,6 +15,7 @@
 // and what it costs: docs/decisions.md ("The users/me cache").
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { parsePosition, type Position } from '../db/consistency.ts';
 
 export const CHANGES_CHANNEL = 'rowgate_user_changes';
 
@@ -53,6 +54,8 @@ export class AnswerCache {
   private retry?: NodeJS.Timeout;
   private failures = 0;
   private readonly syncs = new Map<string, () => void>();
+  /** every change committed at or before this WAL position has been applied here */
+  private knownThrough: Position = 0n;
   private readonly options: Required<Omit<AnswerCacheOptions, 'log'>> & Pick<AnswerCacheOptions, 'log'>;
 
   constructor(options: AnswerCacheOptions) {
@@ -134,11 +137,29 @@ export class AnswerCache {
    * the next request is answered knowing it.
    */
   async sync(pool: pg.Pool | pg.Client): Promise<void> {
+    const listener = this.listener;
     if (!this.listening) return;
     const marker = `sync:${randomUUID()}`;
     const seen = new Promise<void>((resolve) => this.syncs.set(marker, resolve));
-    await pool.query('select pg_notify($1, $2)', [CHANGES_CHANNEL, marker]);
+    // the position is read in the marker's transaction: every commit before it
+    // queued its notification before the marker's
+    const { rows } = await pool.query<{ position: string }>('select pg_notify($1, $2), pg_current_wal_insert_lsn()::text as position', [
+      CHANGES_CHANNEL,
+      marker,
+    ]);
     await seen;
+    const position = parsePosition(rows[0]?.position);
+    if (position !== null && position > this.knownThrough && this.listening && this.listener === listener) this.knownThrough = position;
+  }
+
+  /**
+   * Resolves once every change committed at or before `position` (a write's
+   * `Rowgate-Consistency`, src/db/consistency.ts) has been applied here: a
+   * write made through another instance holds for the next request that sends
+   * its token. One round trip, only when the position is past what is known.
+   */
+  async catchUp(position: Position, pool: pg.Pool): Promise<void> {
+    if (this.listening && position > this.knownThrough) await this.sync(pool);
   }
 
   protected notified(payload: string | undefined) {
@@ -192,6 +213,7 @@ export class AnswerCache {
     }
     this.listener = undefined;
     this.listening = false;
+    this.knownThrough = 0n;
     this.forget('*');
     for (const resolve of this.syncs.values()) resolve();
     this.syncs.clear();

@@ -4,6 +4,7 @@
 import express, { type Request, type Response } from 'express';
 import type pg from 'pg';
 import type { AnswerCache } from '../auth/answer-cache.ts';
+import type { Consistency } from '../db/consistency.ts';
 import { environmentMailer, type Mailer } from '../signin/mailer.ts';
 import { apiPipeline, noHooks, type PipelineHooks } from './pipeline.ts';
 import { errorAnswers, send, sendNoSuchRoute } from './respond.ts';
@@ -24,6 +25,8 @@ export interface AppOptions {
   mailer?: Mailer;
   /** answers of `cache: 'credential'` routes kept between requests (src/auth/answer-cache.ts); none: always asked */
   answerCache?: AnswerCache;
+  /** read-your-writes across instances and standbys (src/db/consistency.ts); none: no Rowgate-Consistency */
+  consistency?: Consistency;
   /** the API routes' extension points (src/http/pipeline.ts) */
   hooks?: Partial<PipelineHooks>;
 }
@@ -43,6 +46,7 @@ export function createApp(options: AppOptions) {
     secret: options.secret,
     mailer: options.mailer ?? environmentMailer(options.log ?? console.log),
     answerCache: options.answerCache,
+    consistency: options.consistency,
     validateResponses: options.validateResponses ?? false,
     hooks: { ...noHooks(), ...options.hooks },
   };

@@ -27,11 +27,10 @@ export function routeCache(route: ApiRoute, cache: AnswerCache | undefined) {
   return {
     /**
      * The answer kept for this credential, or where to keep the one about to be
-     * read. The key is the token's SHA-256, which nobody can turn back into a
-     * 256-bit random token, at a tenth of the HMAC's cost.
+     * read (credentialKey).
      */
     lookup(credential: PresentedCredential): { answer: CachedAnswer; key?: undefined } | (CacheLookup & { answer?: undefined }) {
-      const key = hash('sha256', credential.token, 'base64');
+      const key = credentialKey(credential);
       const answer = cache.get(key);
       return answer ? { answer } : { key, ticket: cache.ticket() };
     },
@@ -46,6 +45,15 @@ export function routeCache(route: ApiRoute, cache: AnswerCache | undefined) {
       );
     },
   };
+}
+
+/**
+ * A credential's key in the server's memories (the answer cache, the last write's
+ * position): the token's SHA-256, which nobody can turn back into a 256-bit random
+ * token, at a tenth of the HMAC's cost.
+ */
+export function credentialKey(credential: PresentedCredential): string {
+  return hash('sha256', credential.token, 'base64');
 }
 
 /**

@@ -37,9 +37,10 @@ import type pg from 'pg';
 import type { AnswerCache, CachedAnswer } from '../auth/answer-cache.ts';
 import type { Authenticated } from '../auth/authenticate.ts';
 import type { PresentedCredential } from '../auth/credentials.ts';
+import { CONSISTENCY_HEADER, type Consistency } from '../db/consistency.ts';
 import { inTransaction, type Tx } from '../db/pool.ts';
 import type { Mailer } from '../signin/mailer.ts';
-import { commitAnnouncingChanges, routeCache } from './cached-answers.ts';
+import { commitAnnouncingChanges, credentialKey, routeCache } from './cached-answers.ts';
 import { acceptCredential, authenticateIn, requireScopes } from './credential-checks.ts';
 import { ApiError } from './errors.ts';
 import { type Input, parseInput } from './input.ts';
@@ -74,6 +75,8 @@ export interface PipelineOptions {
   secret: string;
   mailer: Mailer;
   answerCache?: AnswerCache;
+  /** read-your-writes across instances and standbys (Rowgate-Consistency) */
+  consistency?: Consistency;
   /** check every response against its schema (the test suite turns this on) */
   validateResponses: boolean;
   hooks: PipelineHooks;
@@ -96,6 +99,10 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     if (hooks.received.length) await run(hooks.received, state);
     state.credential = anonymous ? null : acceptCredential(route, req); // 1.
     if (hooks.accepted.length) await run(hooks.accepted, state);
+    // what a read must see: its credential's last write here, or the position it sends (any instance's)
+    const key = state.credential && options.consistency ? credentialKey(state.credential) : undefined;
+    const position = route.method === 'get' ? (options.consistency?.required(key, req.headers['rowgate-consistency']) ?? null) : null;
+    if (cache && position !== null) await options.answerCache!.catchUp(position, options.pool);
     const lookup = cache && state.credential ? cache.lookup(state.credential) : undefined;
     if (lookup?.answer) return answerFromCache(state, lookup.answer);
     let changedUsers: string | null = null;
@@ -128,6 +135,10 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     );
     // committed: what it changed is forgotten before anybody is answered
     options.answerCache?.forget(changedUsers);
+    if (route.method !== 'get' && options.consistency) {
+      const token = await options.consistency.written(key);
+      if (token) res.setHeader(CONSISTENCY_HEADER, token);
+    }
     // a handler that *returns* an error has recorded something that must stay
     // (a failed attempt, a revoked token family): the transaction committed
     if (result instanceof ApiError) throw result;

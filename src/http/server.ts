@@ -7,6 +7,7 @@ import { AnswerCache } from '../auth/answer-cache.ts';
 import { createApp } from './app.ts';
 import type { Config } from '../config.ts';
 import { createPool } from '../db/pool.ts';
+import { Consistency } from '../db/consistency.ts';
 import { connect } from '../db/connect.ts';
 import { createGraphql, type Graphql } from '../graphql/server.ts';
 import { allRoutes } from './routes.ts';
@@ -60,12 +61,25 @@ export async function startServer(config: Config, log: (line: string) => void = 
   let graphql: Graphql | undefined;
   const answerCache =
     config.ROWGATE_ANSWER_CACHE_SECONDS > 0
-      ? new AnswerCache({ connectionString: connection.authenticatorUrl, maxAgeMs: config.ROWGATE_ANSWER_CACHE_SECONDS * 1000, log })
+      ? new AnswerCache({
+          connectionString: config.ROWGATE_LISTEN_DATABASE_URL ?? connection.authenticatorUrl,
+          maxAgeMs: config.ROWGATE_ANSWER_CACHE_SECONDS * 1000,
+          log,
+        })
       : undefined;
   const server = await (async () => {
     await answerCache?.start();
     graphql = await createGraphql({ pool, secret: connection.secret, development: config.NODE_ENV === 'development', log });
-    const app = createApp({ pool, secret: connection.secret, routes: allRoutes(pool), log, mounts: [graphql.mount], answerCache });
+    const consistency = new Consistency({ primary: pool });
+    const app = createApp({
+      pool,
+      secret: connection.secret,
+      routes: allRoutes(pool),
+      log,
+      mounts: [graphql.mount],
+      answerCache,
+      consistency,
+    });
     return new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(s)));
     });

@@ -13,24 +13,30 @@ import { embeddedUrl, freePort, postgresOptions, runningPostmaster, type Embedde
 import { projectRoot } from '../../src/db/setup.ts';
 import { generateToken, hashToken } from '../../src/auth/tokens.ts';
 
-export interface ServerProcess {
-  url: string;
-  port: number;
+export interface ServerProcess extends SpawnedServer {
   home: string;
-  child: ChildProcess;
   state: EmbeddedState;
   ownerUrl: string;
-  /** every line the server printed, with the time it arrived */
-  lines: { at: number; line: string }[];
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
-  alive(): boolean;
   /** SIGTERM, then wait for the exit; removes the home */
   stop(): Promise<void>;
 }
 
-/** A server on a new home, or on `options.home` (a home another server used) */
-export async function startServerProcess(env: Record<string, string> = {}, options: { home?: string } = {}): Promise<ServerProcess> {
-  const home = options.home ?? (await mkdtemp(path.join(tmpdir(), 'rowgate-process-')));
+/** A server process as it runs, whatever database it serves. */
+export interface SpawnedServer {
+  url: string;
+  port: number;
+  child: ChildProcess;
+  /** every line the server printed, with the time it arrived */
+  lines: { at: number; line: string }[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
+  alive(): boolean;
+}
+
+/**
+ * `node src/main.ts` with this environment (on top of this process's, without
+ * its database and rowgate settings), once it says it is listening.
+ */
+export async function spawnServer(env: Record<string, string>): Promise<SpawnedServer> {
   const port = await freePort();
   const base = Object.fromEntries(
     Object.entries(process.env).filter(
@@ -39,7 +45,7 @@ export async function startServerProcess(env: Record<string, string> = {}, optio
   ) as Record<string, string>;
   const child = spawn(process.execPath, [path.join(projectRoot, 'src', 'main.ts')], {
     cwd: projectRoot,
-    env: { ...base, NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1', ROWGATE_HOME: home, ...env },
+    env: { ...base, NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: { at: number; line: string }[] = [];
@@ -66,21 +72,23 @@ export async function startServerProcess(env: Record<string, string> = {}, optio
     child.kill('SIGKILL');
     throw new Error(`the server did not start:\n${lines.map((l) => l.line).join('\n')}`);
   }
+  return { url: `http://127.0.0.1:${port}`, port, child, lines, exited, alive: () => exitedAt === null };
+}
+
+/** A server on a new home, or on `options.home` (a home another server used) */
+export async function startServerProcess(env: Record<string, string> = {}, options: { home?: string } = {}): Promise<ServerProcess> {
+  const home = options.home ?? (await mkdtemp(path.join(tmpdir(), 'rowgate-process-')));
+  const spawned = await spawnServer({ ROWGATE_HOME: home, ...env });
   const state = JSON.parse(await readFile(path.join(home, 'state.json'), 'utf8')) as EmbeddedState;
   const server: ServerProcess = {
-    url: `http://127.0.0.1:${port}`,
-    port,
+    ...spawned,
     home,
-    child,
     state,
     ownerUrl: embeddedUrl(state, 'owner'),
-    lines,
-    exited,
-    alive: () => exitedAt === null,
     stop: async () => {
-      if (exitedAt === null) {
-        child.kill('SIGTERM');
-        await exited;
+      if (server.alive()) {
+        spawned.child.kill('SIGTERM');
+        await spawned.exited;
       }
       // a database the server did not stop (it crashed) must not outlive the run
       if (await runningPostmaster(home)) await pgCtl(home, ['stop', '-m', 'immediate', '-w']).catch(() => {});
@@ -144,7 +152,10 @@ export interface Seeded {
   orderIds: string[];
 }
 
-export async function seed(server: ServerProcess, counts: { products: number; customers: number; orders: number }): Promise<Seeded> {
+export async function seed(
+  server: { ownerUrl: string; state: { secret: string } },
+  counts: { products: number; customers: number; orders: number },
+): Promise<Seeded> {
   const owner = new pg.Client({ connectionString: server.ownerUrl });
   await owner.connect();
   try {

@@ -1,0 +1,70 @@
+// Read-your-writes past one server (SPEC §19). A write's answer carries
+// `Rowgate-Consistency`: the primary's WAL position read after its commit, so
+// at or past the commit record. A later request that sends it back (to any
+// instance), or that comes with the same credential to the same instance (which
+// remembers the last position per credential), is answered from data at least
+// that recent: a standby is used only once it has replayed past it
+// (src/db/read-replicas.ts), and an instance's users/me answers only once it has
+// heard every change committed before it (src/auth/answer-cache.ts, catchUp).
+import type pg from 'pg';
+
+export const CONSISTENCY_HEADER = 'Rowgate-Consistency';
+
+/** A WAL position (pg_lsn) as a number: `16/B374D848` → 0x16B374D848. */
+export type Position = bigint;
+
+/** The position a pg_lsn's text names, or null for anything else (a client's header is only a hint). */
+export function parsePosition(text: unknown): Position | null {
+  if (typeof text !== 'string') return null;
+  const match = /^([0-9A-Fa-f]{1,8})\/([0-9A-Fa-f]{1,8})$/.exec(text.trim());
+  return match ? (BigInt(`0x${match[1]}`) << 32n) | BigInt(`0x${match[2]}`) : null;
+}
+
+export function formatPosition(position: Position): string {
+  return `${(position >> 32n).toString(16).toUpperCase()}/${(position & 0xffffffffn).toString(16).toUpperCase()}`;
+}
+
+/** The primary's WAL position now (inserted, not necessarily flushed: at or past every commit it has acknowledged). */
+export const CURRENT_POSITION = 'select pg_current_wal_insert_lsn()::text as position';
+
+export class Consistency {
+  /** credential key (the token's SHA-256) → the position of its last write through this instance */
+  private readonly remembered = new Map<string, Position>();
+  private readonly primary: pg.Pool;
+  private readonly maxEntries: number;
+
+  constructor(options: { primary: pg.Pool; maxEntries?: number }) {
+    this.primary = options.primary;
+    this.maxEntries = options.maxEntries ?? 10_000;
+  }
+
+  /**
+   * After a write committed: the token its answer carries, remembered for the
+   * credential. Undefined when the primary cannot say (the write stands; only
+   * the token is missing).
+   */
+  async written(credentialKey: string | undefined): Promise<string | undefined> {
+    let position: Position | null = null;
+    try {
+      position = parsePosition((await this.primary.query<{ position: string }>(CURRENT_POSITION)).rows[0]?.position);
+    } catch {
+      return undefined;
+    }
+    if (position === null) return undefined;
+    if (credentialKey !== undefined) {
+      // most recent last: the oldest is dropped first when full
+      this.remembered.delete(credentialKey);
+      if (this.remembered.size >= this.maxEntries) this.remembered.delete(this.remembered.keys().next().value!);
+      this.remembered.set(credentialKey, position);
+    }
+    return formatPosition(position);
+  }
+
+  /** The position a request must see at least: the later of its header and its credential's last write here; null: any. */
+  required(credentialKey: string | undefined, header: unknown): Position | null {
+    const sent = parsePosition(Array.isArray(header) ? header[0] : header);
+    const known = credentialKey === undefined ? undefined : this.remembered.get(credentialKey);
+    if (known === undefined) return sent;
+    return sent === null || known > sent ? known : sent;
+  }
+}

@@ -1,0 +1,196 @@
+// Many instances (SPEC §19, issue 18), `npm run test:instances`: three server
+// processes (`node src/main.ts`) on ONE database, started together (the
+// migrations run once, under graphile-migrate's lock), with the configuration a
+// deployment uses (DATABASE_URL, AUTH_DATABASE_URL, ROWGATE_SECRET). The npm
+// script runs it twice: against its own embedded PostgreSQL, and through
+// PgBouncer in transaction mode (scripts/test-pgbouncer.ts sets
+// TEST_DATABASE_URL and TEST_PGBOUNCER_PORT; the answer caches then listen on
+// a direct connection, ROWGATE_LISTEN_DATABASE_URL).
+//  - a change through one instance is seen through the others at once by a
+//    request carrying the write's Rowgate-Consistency token;
+//  - SIGTERM to one, under load on all three, loses no request of the others,
+//    and every write acknowledged by any of them is in the database.
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { generateToken, hashToken } from '../../src/auth/tokens.ts';
+import { embeddedUrl, openEmbeddedDatabase, type EmbeddedDatabase } from '../../src/db/embedded.ts';
+import { ensureDatabase, ensureRoles, hardenDatabase } from '../../src/db/setup.ts';
+import { withDatabase } from '../database-server.ts';
+import { call, seed, spawnServer, type Outcome, type Seeded, type SpawnedServer } from '../faults/server-process.ts';
+
+const throughPgBouncer = process.env.TEST_PGBOUNCER_PORT !== undefined;
+let embedded: EmbeddedDatabase | undefined;
+let home: string | undefined;
+let servers: SpawnedServer[] = [];
+let ownerUrl: string;
+let secret: string;
+let data: Seeded;
+
+beforeAll(async () => {
+  let superuserUrl = process.env.TEST_DATABASE_URL;
+  if (!superuserUrl) {
+    home = await mkdtemp(path.join(tmpdir(), 'rowgate-instances-'));
+    embedded = await openEmbeddedDatabase({ home, exclusive: false });
+    superuserUrl = embeddedUrl(embedded.state, 'superuser', 'postgres');
+  }
+  const passwords = { owner: randomBytes(18).toString('base64url'), authenticator: randomBytes(18).toString('base64url') };
+  await ensureRoles(superuserUrl, passwords);
+  const database = `rowgate_instances_${randomBytes(4).toString('hex')}`;
+  await ensureDatabase(superuserUrl, database);
+  await hardenDatabase(superuserUrl, database);
+  ownerUrl = withDatabase(superuserUrl, database, { name: 'rowgate_owner', password: passwords.owner });
+  const authenticatorUrl = withDatabase(superuserUrl, database, { name: 'rowgate_authenticator', password: passwords.authenticator });
+  const bounced = new URL(authenticatorUrl);
+  if (throughPgBouncer) bounced.port = process.env.TEST_PGBOUNCER_PORT!;
+  secret = randomBytes(32).toString('base64url');
+  const env = {
+    DATABASE_URL: ownerUrl,
+    AUTH_DATABASE_URL: bounced.toString(),
+    ROWGATE_LISTEN_DATABASE_URL: authenticatorUrl,
+    ROWGATE_SECRET: secret,
+    ROWGATE_POOL_SIZE: '4',
+    ROWGATE_PREPARED_STATEMENTS: throughPgBouncer && process.env.TEST_PGBOUNCER_STATEMENTS !== 'named' ? 'unnamed' : 'named',
+  };
+  const started = await Promise.allSettled([0, 1, 2].map(() => spawnServer(env)));
+  servers = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  for (const s of started) if (s.status === 'rejected') throw s.reason;
+  data = await seed({ ownerUrl, state: { secret } }, { products: 300, customers: 50, orders: 300 });
+  console.error(`instances: 3 servers on ${database}${throughPgBouncer ? ', authenticator through PgBouncer' : ''}`);
+});
+
+afterAll(async () => {
+  for (const server of servers) if (server.alive()) server.child.kill('SIGTERM');
+  await Promise.all(servers.map((s) => s.exited));
+  await embedded?.stop();
+  if (home) await rm(home, { recursive: true, force: true });
+});
+
+/** A web session of a new user, made as the operator CLI makes one. */
+async function webSession(name: string) {
+  const owner = new pg.Client({ connectionString: ownerUrl });
+  await owner.connect();
+  try {
+    const session = generateToken('web_session');
+    const {
+      rows: [user],
+    } = await owner.query<{ id: string }>(`insert into rowgate.users (email, name) values ($1, $2) returning id`, [
+      `instances-${randomBytes(4).toString('hex')}@example.com`,
+      name,
+    ]);
+    await owner.query(`select rowgate_private.issue_user_session($1, $2, '1 day', null)`, [user!.id, hashToken(secret, session)]);
+    return session;
+  } finally {
+    await owner.end();
+  }
+}
+
+async function request(base: string, method: string, path: string, headers: Record<string, string>, body?: unknown) {
+  const response = await fetch(base + path, {
+    method,
+    headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
+}
+
+test('a change through one instance is seen through the others at once (with its Rowgate-Consistency token)', async () => {
+  const session = await webSession('Before');
+  const cookie = { cookie: `rowgate_session=${session}` };
+  // every instance has the answer in its cache
+  for (const server of servers) {
+    for (let i = 0; i < 2; i++) expect((await request(server.url, 'GET', '/v1/users/me', cookie)).body.name).toBe('Before');
+  }
+  for (let round = 0; round < 5; round++) {
+    const writer = servers[round % 3]!;
+    const patched = await request(writer.url, 'PATCH', '/v1/users/me', cookie, { name: `Name ${round}` });
+    expect(patched.status).toBe(200);
+    const token = patched.headers.get('rowgate-consistency');
+    expect(token).toMatch(/^[0-9A-F]+\/[0-9A-F]+$/);
+    for (const server of servers) {
+      const me = await request(server.url, 'GET', '/v1/users/me', { ...cookie, 'rowgate-consistency': token! });
+      expect(me.body.name, `round ${round}, written through ${writer.url}, read through ${server.url}`).toBe(`Name ${round}`);
+    }
+  }
+  // signing out through one ends the session everywhere
+  const out = await request(servers[1]!.url, 'POST', '/v1/auth/logout', cookie);
+  expect(out.status).toBeLessThan(300);
+  const token = out.headers.get('rowgate-consistency')!;
+  for (const server of servers) {
+    expect((await request(server.url, 'GET', '/v1/users/me', { ...cookie, 'rowgate-consistency': token })).status).toBe(401);
+  }
+  // a product created through one is read through the others
+  const bearer = { authorization: `Bearer ${data.token}` };
+  const product = await request(servers[2]!.url, 'POST', '/v1/products/', bearer, {
+    organization_id: data.organizationId,
+    name: 'Everywhere',
+    price_amount: 5,
+    price_currency: 'usd',
+  });
+  expect(product.status).toBe(201);
+  for (const server of servers) expect((await request(server.url, 'GET', `/v1/products/${product.body.id}`, bearer)).status).toBe(200);
+});
+
+test('SIGTERM to one instance under load loses no request of the others', async () => {
+  const [a, b, stopped] = servers as [SpawnedServer, SpawnedServer, SpawnedServer];
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 24 });
+  const outcomes = new Map<SpawnedServer, (Outcome & { write: boolean })[]>(servers.map((s) => [s, []]));
+  let running = true;
+  const workers = servers.flatMap((server) =>
+    Array.from({ length: 6 }, async (_, w) => {
+      for (let i = 0; running; i++) {
+        const write = (i + w) % 4 === 0;
+        const outcome = write
+          ? await call(agent, `${server.url}/v1/products/`, {
+              method: 'POST',
+              token: data.token,
+              body: { organization_id: data.organizationId, name: `load ${w}-${i}`, price_amount: 1, price_currency: 'usd' },
+            })
+          : await call(agent, `${server.url}/v1/products/?limit=50&sorting=name`, { token: data.token });
+        outcomes.get(server)!.push({ ...outcome, write });
+        if (!server.alive()) break;
+      }
+    }),
+  );
+  await new Promise((r) => setTimeout(r, 1_500));
+  const signalled = Date.now();
+  stopped.child.kill('SIGTERM');
+  const exit = await stopped.exited;
+  await new Promise((r) => setTimeout(r, 1_500)); // the others keep serving
+  running = false;
+  await Promise.all(workers);
+  agent.destroy();
+
+  const summary = (server: SpawnedServer) => {
+    const list = outcomes.get(server)!;
+    const counts: Record<string, number> = {};
+    for (const o of list) counts[String(o.status || o.error)] = (counts[String(o.status || o.error)] ?? 0) + 1;
+    return { requests: list.length, after_signal: list.filter((o) => o.start > signalled).length, outcomes: counts };
+  };
+  console.error(
+    `instances, SIGTERM to one: ${JSON.stringify({ a: summary(a), b: summary(b), stopped: summary(stopped), exit: exit.code })}`,
+  );
+  expect(exit.code).toBe(0);
+  for (const server of [a, b]) {
+    const list = outcomes.get(server)!;
+    expect(list.filter((o) => o.start > signalled).length).toBeGreaterThan(0);
+    expect(list.filter((o) => o.status !== (o.write ? 201 : 200))).toEqual([]);
+  }
+  // the stopped one answered nothing but success: what it did not answer was refused or cut, never a 5xx
+  expect(outcomes.get(stopped)!.filter((o) => o.status >= 300)).toEqual([]);
+  // every acknowledged write is there
+  const acknowledged = [...outcomes.values()].flat().filter((o) => o.write && o.status === 201);
+  const owner = new pg.Client({ connectionString: ownerUrl });
+  await owner.connect();
+  const { rows } = await owner.query<{ n: number }>(
+    `select count(*)::int as n from rowgate.products where organization_id = $1 and name like 'load %'`,
+    [data.organizationId],
+  );
+  await owner.end();
+  expect(rows[0]!.n).toBeGreaterThanOrEqual(acknowledged.length);
+});
