@@ -28,6 +28,22 @@ const schema = z.object({
     .min(1)
     .max(200)
     .default(Math.max(4, 2 * availableParallelism())),
+  // hot standbys for reads (SPEC §19, src/db/read-replicas.ts): authenticator URLs, comma-separated
+  ROWGATE_READ_DATABASE_URLS: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const urls = (v ?? '')
+        .split(',')
+        .map((u) => u.trim())
+        .filter(Boolean);
+      for (const u of urls) {
+        if (!/^postgres(ql)?:\/\/[^\s]+$/.test(u))
+          ctx.addIssue({ code: 'custom', message: 'must be postgres:// URLs separated by commas' });
+      }
+      return urls;
+    }),
+  ROWGATE_READ_MAX_LAG_MS: z.coerce.number().int().min(1).max(3_600_000).default(500),
   ROWGATE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   // 'unnamed' for a transaction-pooling PgBouncer older than 1.21 (docs/operations.md)
   ROWGATE_PREPARED_STATEMENTS: z.enum(['named', 'unnamed']).default('named'),

@@ -3,7 +3,7 @@
 // against DATABASE_URL or the embedded database of ROWGATE_HOME, running or not.
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { AnalystError, grantAnalyst, listAnalysts, revokeAnalyst } from '../db/analysts.ts';
+import { AnalystError, analystUrl, grantAnalyst, listAnalysts, revokeAnalyst } from '../db/analysts.ts';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { migrationStatus } from '../db/setup.ts';
 import { embeddedUrl } from '../db/embedded.ts';
@@ -136,7 +136,9 @@ const commands: Record<string, CommandSpec> = {
         userId: userId(o),
         login: required(o, 'login'),
       });
-      return { login, password, database_url };
+      // the same login reads a hot standby too (roles and bindings replicate): one URL per standby
+      const standby_database_urls = config.ROWGATE_READ_DATABASE_URLS.map((url) => analystUrl(url, login, password));
+      return { login, password, database_url, ...(standby_database_urls.length ? { standby_database_urls } : {}) };
     },
   },
   'analysts revoke': {

@@ -24,6 +24,19 @@ export function formatPosition(position: Position): string {
   return `${(position >> 32n).toString(16).toUpperCase()}/${(position & 0xffffffffn).toString(16).toUpperCase()}`;
 }
 
+/**
+ * The end of the last record at or before an insert position. Where a record
+ * ends on a page boundary, pg_current_wal_insert_lsn() points past the next
+ * page's header (24 bytes; 40 at the start of a 16 MiB segment), while a
+ * standby that has replayed that record reports the boundary: without this an
+ * idle primary could look forever one header ahead of its standbys.
+ */
+export function recordEnd(position: Position): Position {
+  if (position % 0x1000000n === 40n) return position - 40n;
+  if (position % 8192n === 24n) return position - 24n;
+  return position;
+}
+
 /** The primary's WAL position now (inserted, not necessarily flushed: at or past every commit it has acknowledged). */
 export const CURRENT_POSITION = 'select pg_current_wal_insert_lsn()::text as position';
 

@@ -5,6 +5,7 @@ import express, { type Request, type Response } from 'express';
 import type pg from 'pg';
 import type { AnswerCache } from '../auth/answer-cache.ts';
 import type { Consistency } from '../db/consistency.ts';
+import type { ReadReplicas } from '../db/read-replicas.ts';
 import { environmentMailer, type Mailer } from '../signin/mailer.ts';
 import { apiPipeline, noHooks, type PipelineHooks } from './pipeline.ts';
 import { errorAnswers, send, sendNoSuchRoute } from './respond.ts';
@@ -27,6 +28,8 @@ export interface AppOptions {
   answerCache?: AnswerCache;
   /** read-your-writes across instances and standbys (src/db/consistency.ts); none: no Rowgate-Consistency */
   consistency?: Consistency;
+  /** hot standbys for GET routes (src/db/read-replicas.ts); none: every read on the primary */
+  reads?: ReadReplicas;
   /** the API routes' extension points (src/http/pipeline.ts) */
   hooks?: Partial<PipelineHooks>;
 }
@@ -47,6 +50,7 @@ export function createApp(options: AppOptions) {
     mailer: options.mailer ?? environmentMailer(options.log ?? console.log),
     answerCache: options.answerCache,
     consistency: options.consistency,
+    reads: options.reads,
     validateResponses: options.validateResponses ?? false,
     hooks: { ...noHooks(), ...options.hooks },
   };

@@ -39,6 +39,7 @@ import type { Authenticated } from '../auth/authenticate.ts';
 import type { PresentedCredential } from '../auth/credentials.ts';
 import { CONSISTENCY_HEADER, type Consistency } from '../db/consistency.ts';
 import { inTransaction, type Tx } from '../db/pool.ts';
+import type { ReadReplicas } from '../db/read-replicas.ts';
 import type { Mailer } from '../signin/mailer.ts';
 import { commitAnnouncingChanges, credentialKey, routeCache } from './cached-answers.ts';
 import { acceptCredential, authenticateIn, requireScopes } from './credential-checks.ts';
@@ -77,6 +78,8 @@ export interface PipelineOptions {
   answerCache?: AnswerCache;
   /** read-your-writes across instances and standbys (Rowgate-Consistency) */
   consistency?: Consistency;
+  /** hot standbys: a GET runs on one that will do (src/db/read-replicas.ts) */
+  reads?: ReadReplicas;
   /** check every response against its schema (the test suite turns this on) */
   validateResponses: boolean;
   hooks: PipelineHooks;
@@ -106,33 +109,37 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     const lookup = cache && state.credential ? cache.lookup(state.credential) : undefined;
     if (lookup?.answer) return answerFromCache(state, lookup.answer);
     let changedUsers: string | null = null;
-    const result = await inTransaction(
-      options.pool,
-      async (tx) => {
-        state.tx = tx;
-        const subject = authenticateIn(tx, options.secret, state.credential); // 2. sent now, awaited in its turn
-        const input = attempt(() => parseInput(route, req)); // read now, refused in its turn (4.)
-        const context = input.ok ? new HandlerContext(tx, options, input.value, state) : undefined;
-        const early = startsEarly && context ? startQuietly(context) : undefined;
-        try {
-          state.subject = await subject; // 2.
-          requireScopes(route, state.subject); // 3.
-          if (hooks.authenticated.length) await run(hooks.authenticated, state);
-        } catch (refusal) {
-          // a read started early ends before its transaction does: nothing of it
-          // may reach the connection once it is back in the pool
-          await early?.catch(() => {});
-          throw refusal;
-        }
-        input.take(); // 4.
-        HandlerContext.open(context!);
-        const result = await (early ?? start(context!)); // 5. and 6.
-        for (const hook of hooks.answered) await hook(state, result);
-        if (announcesChanges) changedUsers = await commitAnnouncingChanges(tx);
-        return result;
-      },
-      { deferCommit: route.method === 'get' },
-    );
+    const transaction = (pool: pg.Pool) =>
+      inTransaction(
+        pool,
+        async (tx) => {
+          state.tx = tx;
+          const subject = authenticateIn(tx, options.secret, state.credential); // 2. sent now, awaited in its turn
+          const input = attempt(() => parseInput(route, req)); // read now, refused in its turn (4.)
+          const context = input.ok ? new HandlerContext(tx, options, input.value, state) : undefined;
+          const early = startsEarly && context ? startQuietly(context) : undefined;
+          try {
+            state.subject = await subject; // 2.
+            requireScopes(route, state.subject); // 3.
+            if (hooks.authenticated.length) await run(hooks.authenticated, state);
+          } catch (refusal) {
+            // a read started early ends before its transaction does: nothing of it
+            // may reach the connection once it is back in the pool
+            await early?.catch(() => {});
+            throw refusal;
+          }
+          input.take(); // 4.
+          HandlerContext.open(context!);
+          const result = await (early ?? start(context!)); // 5. and 6.
+          for (const hook of hooks.answered) await hook(state, result);
+          if (announcesChanges) changedUsers = await commitAnnouncingChanges(tx);
+          return result;
+        },
+        { deferCommit: route.method === 'get' },
+      );
+    // a read on a standby that will do (a failed one: again on the primary), anything else on the primary
+    const result =
+      route.method === 'get' && options.reads ? await options.reads.read(position, transaction) : await transaction(options.pool);
     // committed: what it changed is forgotten before anybody is answered
     options.answerCache?.forget(changedUsers);
     if (route.method !== 'get' && options.consistency) {

@@ -1,5 +1,6 @@
 // The route table: every endpoint of the API, in one list.
 import type pg from 'pg';
+import type { ReadReplicas } from '../db/read-replicas.ts';
 import { accountRoutes } from '../resources/accounts.ts';
 import { customerPortalRoutes } from '../resources/customer-portal.ts';
 import { customerSessionRoutes } from '../resources/customer-sessions.ts';
@@ -38,6 +39,6 @@ export const apiRoutes: readonly Route[] = [
   ...oauth2Routes,
 ];
 
-export function allRoutes(pool: pg.Pool): Route[] {
-  return [...serviceRoutes(pool, () => apiRoutes), ...apiRoutes];
+export function allRoutes(pool: pg.Pool, reads?: ReadReplicas): Route[] {
+  return [...serviceRoutes(pool, () => apiRoutes, reads), ...apiRoutes];
 }

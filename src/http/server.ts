@@ -8,6 +8,7 @@ import { createApp } from './app.ts';
 import type { Config } from '../config.ts';
 import { createPool } from '../db/pool.ts';
 import { Consistency } from '../db/consistency.ts';
+import { ReadReplicas } from '../db/read-replicas.ts';
 import { connect } from '../db/connect.ts';
 import { createGraphql, type Graphql } from '../graphql/server.ts';
 import { allRoutes } from './routes.ts';
@@ -59,6 +60,19 @@ export async function startServer(config: Config, log: (line: string) => void = 
   // PostGraphile's own statement cache follows the same choice
   if (config.ROWGATE_PREPARED_STATEMENTS === 'unnamed') process.env.DATAPLAN_PG_PREPARED_STATEMENT_CACHE_SIZE ??= '0';
   let graphql: Graphql | undefined;
+  const reads = config.ROWGATE_READ_DATABASE_URLS.length
+    ? new ReadReplicas({
+        primary: pool,
+        urls: config.ROWGATE_READ_DATABASE_URLS,
+        maxLagMs: config.ROWGATE_READ_MAX_LAG_MS,
+        pool: {
+          max: config.ROWGATE_POOL_SIZE,
+          statementTimeoutMs: config.ROWGATE_STATEMENT_TIMEOUT_MS,
+          statements: config.ROWGATE_PREPARED_STATEMENTS,
+        },
+        log,
+      })
+    : undefined;
   const answerCache =
     config.ROWGATE_ANSWER_CACHE_SECONDS > 0
       ? new AnswerCache({
@@ -69,22 +83,25 @@ export async function startServer(config: Config, log: (line: string) => void = 
       : undefined;
   const server = await (async () => {
     await answerCache?.start();
+    await reads?.start();
     graphql = await createGraphql({ pool, secret: connection.secret, development: config.NODE_ENV === 'development', log });
     const consistency = new Consistency({ primary: pool });
     const app = createApp({
       pool,
       secret: connection.secret,
-      routes: allRoutes(pool),
+      routes: allRoutes(pool, reads),
       log,
       mounts: [graphql.mount],
       answerCache,
       consistency,
+      reads,
     });
     return new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(s)));
     });
   })().catch(async (error) => {
     await answerCache?.stop();
+    await reads?.stop();
     await graphql?.release();
     await pool.end();
     await connection.embedded?.stop();
@@ -105,6 +122,7 @@ export async function startServer(config: Config, log: (line: string) => void = 
         // no new connections; in-flight requests finish; then the pool; the database last
         await drain();
         await answerCache?.stop();
+        await reads?.stop();
         await graphql?.release();
         await pool.end();
         await connection.embedded?.stop();

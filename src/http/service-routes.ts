@@ -2,6 +2,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type pg from 'pg';
+import type { ReadReplicas } from '../db/read-replicas.ts';
 import { ApiError } from './errors.ts';
 import { openApiDocument } from './openapi.ts';
 import { publicRoute, type Route } from './route.ts';
@@ -12,7 +13,25 @@ const Health = z
   .object({ status: doc(z.string(), 'Always "ok" when the process answers.', 'ok') })
   .meta({ id: 'Health', description: 'Health state.' });
 
-export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[]): Route[] {
+const Standby = z
+  .object({
+    standby: doc(z.number().int(), 'Its place in ROWGATE_READ_DATABASE_URLS, from 1.', 1),
+    available: doc(z.boolean(), 'Whether reads may go to it now: it answers, and its lag is under the bound.', true),
+    lag_ms: doc(
+      z.number().int().nullable(),
+      'How long ago the primary first had WAL it has not replayed (0: none); null when it does not answer.',
+      0,
+    ),
+    reads: doc(z.number().int(), 'Reads it has served since the server started.', 1200),
+  })
+  .meta({ id: 'Standby', description: 'A hot standby that serves reads (SPEC §19).' });
+
+const Readiness = Health.extend({
+  standbys: doc(z.array(Standby), 'The read replicas, when ROWGATE_READ_DATABASE_URLS names any.', []).optional(),
+  primary_reads: doc(z.number().int(), 'Reads the primary served because no standby would do.', 3).optional(),
+}).meta({ id: 'Readiness', description: 'Readiness: the primary answers; the standbys as they are.' });
+
+export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[], reads?: ReadReplicas): Route[] {
   let document: unknown;
   return [
     publicRoute({
@@ -32,7 +51,7 @@ export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[]):
       summary: 'Readiness: the database answers',
       tag: 'health',
       status: 200,
-      response: Health,
+      response: Readiness,
       errors: [503],
       handler: async () => {
         try {
@@ -40,7 +59,14 @@ export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[]):
         } catch {
           throw new ApiError(503, 'ServiceUnavailable', 'The database is unavailable');
         }
-        return { status: 'ok' };
+        if (!reads) return { status: 'ok' };
+        const standbys = reads.status().map(({ available, lag_ms, reads: served }, i) => ({
+          standby: i + 1,
+          available,
+          lag_ms: lag_ms === null ? null : Math.round(lag_ms),
+          reads: served,
+        }));
+        return { status: 'ok', standbys, primary_reads: reads.primaryReads };
       },
     }),
     publicRoute({
