@@ -43,12 +43,39 @@ export const CURRENT_POSITION = 'select pg_current_wal_insert_lsn()::text as pos
 export class Consistency {
   /** credential key (the token's SHA-256) → the position of its last write through this instance */
   private readonly remembered = new Map<string, Position>();
+  /** credential key → until when (Date.now()) its reads stay on the primary (a GraphQL mutation's) */
+  private readonly held = new Map<string, number>();
   private readonly primary: pg.Pool;
   private readonly maxEntries: number;
 
-  constructor(options: { primary: pg.Pool; maxEntries?: number }) {
+  private readonly holdMs: number;
+
+  /** `holdMs`: the standbys' lag bound (ROWGATE_READ_MAX_LAG_MS): past it, an eligible standby has replayed a write */
+  constructor(options: { primary: pg.Pool; maxEntries?: number; holdMs?: number }) {
     this.primary = options.primary;
     this.maxEntries = options.maxEntries ?? 10_000;
+    this.holdMs = options.holdMs ?? 0;
+  }
+
+  /**
+   * A write whose position is not known (a GraphQL mutation: PostGraphile commits
+   * it): the credential's reads stay on the primary until the lag bound has
+   * passed since (called at its start and once it is answered).
+   */
+  hold(credentialKey: string) {
+    this.held.delete(credentialKey);
+    if (this.held.size >= this.maxEntries) this.held.delete(this.held.keys().next().value!);
+    this.held.set(credentialKey, Date.now() + this.holdMs);
+  }
+
+  /** Must the credential's reads run on the primary now? */
+  onPrimary(credentialKey: string | undefined): boolean {
+    if (credentialKey === undefined) return false;
+    const until = this.held.get(credentialKey);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.held.delete(credentialKey);
+    return false;
   }
 
   /**

@@ -25,6 +25,8 @@ import type { GraphQLError } from 'postgraphile/graphql';
 import { jsonBody } from '../http/input.ts';
 import { ANONYMOUS_SETTINGS, authenticate } from '../auth/authenticate.ts';
 import { readCredential } from '../auth/credentials.ts';
+import type { Consistency } from '../db/consistency.ts';
+import { credentialKey } from '../http/cached-answers.ts';
 import { ApiError, fromDatabaseError, unauthorized, validationError, type ValidationIssue } from '../http/errors.ts';
 import { BAD_USER_INPUT, makeParseAndValidate, pageArgumentErrors, VALIDATION_FAILED } from './limits.ts';
 import { DefaultPagePlugin } from './page-size.ts';
@@ -301,6 +303,8 @@ export interface GraphqlOptions {
   log?: (line: string) => void;
   /** more configuration on top of ours (the tests turn simple lists on with it) */
   preset?: GraphileConfig.Preset;
+  /** a mutation keeps its credential's REST reads on the primary for the standbys' lag bound (src/db/consistency.ts) */
+  consistency?: Consistency;
 }
 
 export interface Graphql {
@@ -421,9 +425,15 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
     next(issues.length ? validationError(issues) : undefined);
   };
 
-  const authenticateRequest = async (req: Request, _res: Response, next: NextFunction) => {
+  const authenticateRequest = async (req: Request, res: Response, next: NextFunction) => {
     try {
       settings.set(req, await requestSettings(options.pool, options.secret, req));
+      const credential = options.consistency && /\bmutation\b/.test(String(req.body?.query)) ? readCredential(req) : null;
+      if (credential && credential !== 'malformed') {
+        const key = credentialKey(credential);
+        options.consistency!.hold(key);
+        res.on('finish', () => options.consistency!.hold(key));
+      }
       next();
     } catch (error) {
       next(error);

@@ -138,8 +138,8 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
         { deferCommit: route.method === 'get' },
       );
     // a read on a standby that will do (a failed one: again on the primary), anything else on the primary
-    const result =
-      route.method === 'get' && options.reads ? await options.reads.read(position, transaction) : await transaction(options.pool);
+    const onStandby = route.method === 'get' && options.reads && !options.consistency?.onPrimary(key);
+    const result = onStandby ? await options.reads!.read(position, transaction) : await transaction(options.pool);
     // committed: what it changed is forgotten before anybody is answered
     options.answerCache?.forget(changedUsers);
     if (route.method !== 'get' && options.consistency) {

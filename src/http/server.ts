@@ -84,8 +84,8 @@ export async function startServer(config: Config, log: (line: string) => void = 
   const server = await (async () => {
     await answerCache?.start();
     await reads?.start();
-    graphql = await createGraphql({ pool, secret: connection.secret, development: config.NODE_ENV === 'development', log });
-    const consistency = new Consistency({ primary: pool });
+    const consistency = new Consistency({ primary: pool, holdMs: config.ROWGATE_READ_MAX_LAG_MS });
+    graphql = await createGraphql({ pool, secret: connection.secret, development: config.NODE_ENV === 'development', log, consistency });
     const app = createApp({
       pool,
       secret: connection.secret,

@@ -244,6 +244,16 @@ describe('reads on a hot standby', () => {
         const token = created.headers.get('rowgate-consistency')!;
         expect((await viaLenient('GET', `/v1/products/${created.body.id}`, { ...cookie, 'rowgate-consistency': token })).status).toBe(200);
       }
+      // a GraphQL mutation (no token: PostGraphile commits it) keeps its credential's reads on the primary
+      const mutation = await viaLenient('POST', '/graphql', bearer, {
+        query: `mutation ($o: UUID!) {
+          createProduct(input: { product: { organizationId: $o, name: "by graphql", priceAmount: "1", priceCurrency: "usd" } }) { product { rowId } }
+        }`,
+        variables: { o: data.organizationId },
+      });
+      const id = mutation.body.data.createProduct.product.rowId;
+      expect((await viaLenient('GET', `/v1/products/${id}`, bearer)).status).toBe(200);
+      expect((await viaLenient('GET', `/v1/products/${id}`, cookie)).status).toBe(404);
     } finally {
       await control.query('select pg_wal_replay_resume()');
       await control.end();
