@@ -1,5 +1,6 @@
 // The published OpenAPI document (SPEC §6, §9): OpenAPI 3.1, every route of the
 // table in it, and every schema, property and parameter described, with an example.
+import { authorizationSentence } from '../src/auth/authorize.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { z } from 'zod';
 import type { ApiRoute } from '../src/http/route.ts';
@@ -239,6 +240,11 @@ describe('GET /v1/openapi.json', () => {
       ];
       expect(op.security).toEqual(expected);
       for (const scope of scopes) expect(op.description).toContain(`\`${scope}\``);
+    });
+
+    test('its description says the policy its entry declares, and no other', () => {
+      const sentence = /\*\*Authorization:\*\* [^\n]*/.exec(operation().description ?? '')?.[0];
+      expect(sentence).toBe(route.authorize ? authorizationSentence(route.authorize) : undefined);
     });
 
     // an endpoint that takes no credential has no 401/403 for one; the OAuth2 protocol

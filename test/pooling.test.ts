@@ -105,7 +105,7 @@ test('every transaction of the pool runs under the statement and idle-in-transac
   for (const row of seen) expect(row).toEqual({ statement: '10s', idle: '20s' });
 });
 
-describe("a read's last statement carries its commit (Tx.last)", () => {
+describe("a read's last statement carries its commit (Tx.lastStatementNext)", () => {
   // now() is the start of the transaction
   const state = `select now()::text as started`;
 
@@ -117,7 +117,8 @@ describe("a read's last statement carries its commit (Tx.last)", () => {
         single,
         async (tx) => {
           const first = await tx.one<{ started: string }>(state);
-          return [first, await tx.last<{ started: string }>(state)] as const;
+          tx.lastStatementNext();
+          return [first, await tx.one<{ started: string }>(state)] as const;
         },
         { deferCommit: true },
       );
@@ -135,7 +136,8 @@ describe("a read's last statement carries its commit (Tx.last)", () => {
     const error = await inTransaction(
       app.pool,
       async (tx) => {
-        await tx.last('select 1');
+        tx.lastStatementNext();
+        await tx.one('select 1');
         return tx.one('select 2').then(
           () => null,
           (e: Error) => e.message,
@@ -163,7 +165,8 @@ describe("a read's last statement carries its commit (Tx.last)", () => {
 
   test('in a write transaction it is a plain statement: the commit waits for the end', async () => {
     const seen = await inTransaction(app.pool, async (tx) => {
-      const last = await tx.last<{ started: string }>(state);
+      tx.lastStatementNext();
+      const last = await tx.one<{ started: string }>(state);
       const after = await tx.one<{ started: string }>(state);
       return [last, after];
     });

@@ -96,8 +96,10 @@ export function corked(client: pg.PoolClient): { release(): void } {
 export class Tx {
   readonly client: pg.PoolClient;
   private readonly named: boolean;
-  /** a read: its commit may leave with its last statement (`last`) */
+  /** a read: its commit may leave with its last statement */
   private readonly read: boolean;
+  /** the next statement is the last: in a read, the commit leaves with it */
+  private commitWithNext = false;
   /** that commit, once sent */
   committed?: Promise<unknown>;
   constructor(client: pg.PoolClient, named = true, read = false) {
@@ -111,6 +113,11 @@ export class Tx {
 
   private query<T extends object>(text: string, values: unknown[]) {
     if (this.committed || this.ended) throw new Error('a statement after the last statement of its transaction');
+    if (this.commitWithNext) return this.sendWithCommit<T>(text, values);
+    return this.send<T>(text, values);
+  }
+
+  private send<T extends object>(text: string, values: unknown[]) {
     return this.client.query<T>(this.named ? { name: statementName(text), text, values } : { text, values });
   }
 
@@ -128,12 +135,13 @@ export class Tx {
   }
 
   /**
-   * `one`, for the last statement of a read: its commit leaves with it, in the
-   * same write, instead of after its answer (one round trip less). Nothing
-   * may follow it in the transaction. In a write it is `one`.
+   * Declares the next statement the transaction's last. In a read its commit
+   * leaves with it, in the same write, instead of after its answer (one round
+   * trip less), and nothing may follow it; in a write nothing changes. The
+   * pipeline declares it before a JSON read's handler runs.
    */
-  last<T extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T | undefined> {
-    return this.read ? this.withCommit<T>(text, values) : this.one<T>(text, values);
+  lastStatementNext() {
+    if (this.read) this.commitWithNext = true;
   }
 
   /**
@@ -141,16 +149,21 @@ export class Tx {
    * answer does not wait for the commit (inTransaction does, for a write).
    */
   async withCommit<T extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T | undefined> {
+    if (this.committed || this.ended) throw new Error('a statement after the last statement of its transaction');
+    return (await this.sendWithCommit<T>(text, values)).rows[0];
+  }
+
+  private sendWithCommit<T extends object>(text: string, values: unknown[]): Promise<pg.QueryResult<T>> {
     const writes = corked(this.client);
-    let answer: Promise<pg.QueryResult<T>>;
     try {
-      answer = this.query<T>(text, values);
+      const answer = this.send<T>(text, values);
+      this.commitWithNext = false;
       this.committed = this.client.query('commit');
       this.committed.catch(() => {}); // settled by inTransaction
+      return answer;
     } finally {
       writes.release();
     }
-    return (await answer).rows[0];
   }
 }
 
@@ -160,7 +173,7 @@ export class Tx {
  * `deferCommit` (reads), the answer does not wait for the commit: the
  * connection goes back to the pool once the commit is done, and what follows
  * on it queues behind; and a read's last statement may carry the commit with it
- * (`Tx.last`).
+ * (`Tx.lastStatementNext`).
  */
 export async function inTransaction<T>(pool: pg.Pool, work: (tx: Tx) => Promise<T>, options: { deferCommit?: boolean } = {}): Promise<T> {
   const client = await pool.connect();

@@ -2,6 +2,7 @@
 // the same ones that validate requests (SPEC §9).
 import { createDocument } from 'zod-openapi';
 import { z } from 'zod';
+import { authorizationSentence } from '../auth/authorize.ts';
 import { credentialNames } from '../auth/credentials.ts';
 import { mediaTypes } from './input.ts';
 import { isAnonymous, type Route } from './route.ts';
@@ -107,6 +108,7 @@ export function openApiDocument(routes: readonly Route[]) {
         credentialed
           ? `**Credentials:** ${accepts}. **Scopes (any of):** ${route.access.scopes.map((s) => `\`${s}\``).join(', ')}.`
           : '**Credentials:** none.',
+        route.authorize ? authorizationSentence(route.authorize) : undefined,
       ]
         .filter(Boolean)
         .join('\n\n');

@@ -5,7 +5,7 @@
 //   2. authenticate: the database resolves it, and the transaction takes its role (401)
 //   3. scopes: the route's, any of (403)
 //   4. input: path, query and body through the route's schemas (415, 422)
-//   5. authorize: the route's policy, asked of the database (404, 403) — in the handler for now
+//   5. authorize: the policy the route declares, asked of the database (404, 403)
 //   6. run: the handler, in the same transaction
 //   7. send: the status the route declares
 //
@@ -29,14 +29,16 @@
 // and a JSON read's statements leave in one write (a JSON read's handler starts before
 // the authentication has answered: until the role is switched its statements run as
 // rowgate_authenticator, which may read nothing, so a bad credential only makes them
-// fail, and the answer is still decided in the order above); a read's commit may leave
-// with its last statement (Tx.last) and is not waited for; a write that changed users
-// or sessions says so with its commit (the answer cache forgets them before answering).
+// fail, and the answer is still decided in the order above); a JSON read runs one
+// statement, which carries the commit (Tx.lastStatementNext), and its answer does not
+// wait for the commit; a write that changed users or sessions says so with its commit
+// (the answer cache forgets them before answering). Handlers only use tx.one/rows/count.
 import type { Request, RequestHandler, Response } from 'express';
 import type pg from 'pg';
 import type { AnswerCache, CachedAnswer } from '../auth/answer-cache.ts';
 import type { Authenticated } from '../auth/authenticate.ts';
 import type { PresentedCredential } from '../auth/credentials.ts';
+import { authorizeRequest } from '../auth/authorize.ts';
 import { CONSISTENCY_HEADER, type Consistency } from '../db/consistency.ts';
 import { inTransaction, type Tx } from '../db/pool.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
@@ -96,6 +98,10 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
   const startsEarly = route.method === 'get' && route.responseType === undefined;
   const cache = routeCache(route, options.answerCache);
   const announcesChanges = route.method !== 'get' && options.answerCache !== undefined;
+  // the SQL that asks a policy itself (rowgate.delete_resource) is not asked twice
+  const authorization = route.authorize && !route.authorize.checkedBy ? route.authorize : undefined;
+  if (startsEarly && authorization?.resolve)
+    throw new Error(`${route.operationId}: a JSON read sends its statements at once; it cannot resolve first`);
 
   return async function answer(req, res) {
     const state: RequestState = { route, req, res, credential: null, subject: null };
@@ -117,20 +123,23 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
           const subject = authenticateIn(tx, options.secret, state.credential); // 2. sent now, awaited in its turn
           const input = attempt(() => parseInput(route, req)); // read now, refused in its turn (4.)
           const context = input.ok ? new HandlerContext(tx, options, input.value, state) : undefined;
-          const early = startsEarly && context ? startQuietly(context) : undefined;
+          // a JSON read sends everything now, in the authentication's write: the policy's question, then its one statement with the commit
+          const asked = startsEarly && context && authorization ? quietly(authorizeRequest(tx, authorization, context.params)) : undefined;
+          const early = startsEarly && context ? quietly(startHandler(context, tx)) : undefined;
           try {
             state.subject = await subject; // 2.
             requireScopes(route, state.subject); // 3.
             if (hooks.authenticated.length) await run(hooks.authenticated, state);
+            input.take(); // 4.
+            if (authorization) await (asked ?? authorizeRequest(tx, authorization, context!.params)); // 5.
           } catch (refusal) {
             // a read started early ends before its transaction does: nothing of it
             // may reach the connection once it is back in the pool
             await early?.catch(() => {});
             throw refusal;
           }
-          input.take(); // 4.
           HandlerContext.open(context!);
-          const result = await (early ?? start(context!)); // 5. and 6.
+          const result = await (early ?? startHandler(context!, tx)); // 6.
           for (const hook of hooks.answered) await hook(state, result);
           if (announcesChanges) changedUsers = await commitAnnouncingChanges(tx);
           return result;
@@ -164,20 +173,20 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
   }
 
   /** The handler, started now: its first statement joins what is queued on the connection. */
-  function start(context: HandlerContext): Promise<unknown> {
+  function startHandler(context: HandlerContext, tx: Tx): Promise<unknown> {
+    if (startsEarly) tx.lastStatementNext();
     try {
       return route.handler(context as never);
     } catch (error) {
       return Promise.reject(error);
     }
   }
+}
 
-  /** Started before the checks: its failure is answered after theirs. */
-  function startQuietly(context: HandlerContext) {
-    const started = start(context);
-    started.catch(() => {});
-    return started;
-  }
+/** Started before the checks: its failure is answered in its turn, after theirs. */
+function quietly<T>(started: Promise<T>): Promise<T> {
+  started.catch(() => {});
+  return started;
 }
 
 /** What a handler gets. A JSON read's handler starts before the checks: it may touch the response only once they passed. */
@@ -185,7 +194,7 @@ class HandlerContext {
   readonly tx: Tx;
   readonly secret: string;
   readonly mailer: Mailer;
-  readonly params: unknown;
+  readonly params: Record<string, unknown>;
   readonly query: unknown;
   readonly body: unknown;
   readonly req: Request;
@@ -196,7 +205,7 @@ class HandlerContext {
     this.tx = tx;
     this.secret = options.secret;
     this.mailer = options.mailer;
-    this.params = input.params;
+    this.params = input.params as Record<string, unknown>;
     this.query = input.query;
     this.body = input.body;
     this.req = state.req;

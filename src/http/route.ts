@@ -3,6 +3,7 @@
 // document; nothing else declares a route.
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
+import type { Authorization } from '../auth/authorize.ts';
 import type { Tx } from '../db/pool.ts';
 import type { Mailer } from '../signin/mailer.ts';
 import type { CredentialKind } from '../auth/tokens.ts';
@@ -49,9 +50,9 @@ type ZodObj = z.ZodObject;
 /**
  * What a handler gets. The subject is not among it: the transaction runs under
  * the subject's role and settings, and the database decides what it may do.
- * A JSON read's handler starts before the authentication has answered (its
- * statements leave with it): it must not touch the response before its first
- * statement's answer.
+ * A JSON read (a GET answering JSON) runs one statement: the pipeline sends it
+ * with the authentication and its commit (src/http/pipeline.ts), and a second
+ * statement is an error.
  */
 export interface Context<P, Q, B> {
   tx: Tx;
@@ -108,6 +109,11 @@ export interface ApiRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, 
    * database has not said it changed (src/auth/answer-cache.ts).
    */
   cache?: 'credential';
+  /**
+   * The policy that guards the operation (SPEC §5 steps 3–5), asked of the
+   * database by the pipeline before the handler runs; the OpenAPI document says it.
+   */
+  authorize?: Authorization<z.infer<P>>;
   /**
    * The answer, sent with `status`. Throwing an error rolls the transaction back;
    * returning an ApiError commits it and then answers the error (a failed attempt

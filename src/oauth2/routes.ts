@@ -543,7 +543,7 @@ export const oauth2Routes = [
     status: 200,
     response: OAuth2ClientRead,
     handler: async ({ tx, params }) =>
-      found(await tx.last(`select ${clientColumns} from rowgate.oauth2_clients where id = $1`, [params.id])),
+      found(await tx.one(`select ${clientColumns} from rowgate.oauth2_clients where id = $1`, [params.id])),
   }),
   route({
     method: 'delete',

@@ -1,7 +1,6 @@
 // Accounts: an organization's financial identity (SPEC §5 finance policies, §9, §11).
 // GET /v1/organizations/{id}/account, POST /v1/accounts/, GET/PATCH /v1/accounts/{id}.
 import { z } from 'zod';
-import { authorize } from '../auth/authorize.ts';
 import { notFound } from '../http/errors.ts';
 import { access, route, writeScopes, type Access } from '../http/route.ts';
 import { doc, idParams, timestamps, uuid } from './fields.ts';
@@ -48,8 +47,8 @@ export const accountRoutes = [
     params: idParams,
     status: 200,
     response: AccountRead,
+    authorize: { resource: 'organization', policy: 'finance_read' },
     handler: async ({ tx, params }) => {
-      await authorize(tx, 'organization', params.id, 'finance_read');
       const account = await tx.one(`select ${columns} from rowgate.accounts where organization_id = $1`, [params.id]);
       if (!account) throw notFound();
       return account;
@@ -79,30 +78,26 @@ export const accountRoutes = [
     params: idParams,
     status: 200,
     response: AccountRead,
-    handler: async ({ tx, params }) => {
-      await authorize(tx, 'account', params.id, 'finance_read');
-      return tx.one(`select ${columns} from rowgate.accounts where id = $1`, [params.id]);
-    },
+    authorize: { resource: 'account', policy: 'finance_read' },
+    handler: ({ tx, params }) => tx.one(`select ${columns} from rowgate.accounts where id = $1`, [params.id]),
   }),
   route({
     method: 'patch',
     path: '/v1/accounts/{id}',
     operationId: 'accounts:update',
     summary: 'Update an account',
-    description: 'Finance-write policy: the account admin only.',
     tag: 'accounts',
     access: access.organization(...financeWriteScopes),
     params: idParams,
     body: AccountUpdate,
     status: 200,
     response: AccountRead,
-    handler: async ({ tx, params, body }) => {
-      await authorize(tx, 'account', params.id, 'finance_write');
-      return tx.one(
+    authorize: { resource: 'account', policy: 'finance_write' },
+    handler: ({ tx, params, body }) =>
+      tx.one(
         `update rowgate.accounts set country = coalesce($2, country), currency = coalesce($3, currency)
          where id = $1 returning ${columns}`,
         [params.id, body.country ?? null, body.currency ?? null],
-      );
-    },
+      ),
   }),
 ];

@@ -29,7 +29,7 @@ export const customerPortalRoutes = [
     access: read,
     status: 200,
     response: CustomerRead,
-    handler: async ({ tx }) => found(await tx.last(me)),
+    handler: async ({ tx }) => found(await tx.one(me)),
   }),
   route({
     method: 'patch',
@@ -86,6 +86,6 @@ export const customerPortalRoutes = [
     params: idParams,
     status: 200,
     response: OrderRead,
-    handler: async ({ tx, params }) => found(await tx.last(`select ${orderColumns} from rowgate.orders where id = $1`, [params.id])),
+    handler: async ({ tx, params }) => found(await tx.one(`select ${orderColumns} from rowgate.orders where id = $1`, [params.id])),
   }),
 ];

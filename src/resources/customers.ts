@@ -1,6 +1,5 @@
 // /v1/customers: an organization's customers (SPEC §9, §11).
 import { z } from 'zod';
-import { authorize } from '../auth/authorize.ts';
 import { found } from '../http/errors.ts';
 import { listQuery, listSchema, multi, organizationFilter, runList, Where } from './lists.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
@@ -96,7 +95,7 @@ export const customerRoutes = [
     params: idParams,
     status: 200,
     response: CustomerRead,
-    handler: async ({ tx, params }) => found(await tx.last(`select ${customerColumns} from rowgate.customers where id = $1`, [params.id])),
+    handler: async ({ tx, params }) => found(await tx.one(`select ${customerColumns} from rowgate.customers where id = $1`, [params.id])),
   }),
   route({
     method: 'post',
@@ -129,9 +128,9 @@ export const customerRoutes = [
     body: CustomerUpdate,
     status: 200,
     response: CustomerRead,
-    handler: async ({ tx, params, body }) => {
-      await authorize(tx, 'customer', params.id, 'customers:write');
-      return tx.one(
+    authorize: { resource: 'customer', policy: 'customers:write' },
+    handler: ({ tx, params, body }) =>
+      tx.one(
         `update rowgate.customers set
            email = coalesce($2, email),
            first_name = case when $3 then $4 else first_name end,
@@ -147,8 +146,7 @@ export const customerRoutes = [
           body.last_name ?? null,
           body.status ?? null,
         ],
-      );
-    },
+      ),
   }),
   route({
     method: 'delete',
@@ -160,6 +158,7 @@ export const customerRoutes = [
     access: access.organization(...write),
     params: idParams,
     status: 204,
+    authorize: { resource: 'customer', policy: 'customers:write', checkedBy: 'rowgate.delete_resource' },
     handler: async ({ tx, params }) => {
       await tx.one(`select rowgate.delete_resource('customer', $1)`, [params.id]);
     },

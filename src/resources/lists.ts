@@ -242,6 +242,6 @@ export function listStatement(spec: ListSpec, query: ListQuery, where: Where): L
 /** Runs a list: the filters of `where` and the sort of `query`; RLS decides the rest. */
 export async function runList(tx: Tx, spec: ListSpec, query: ListQuery, where: Where = new Where()): Promise<ListPage> {
   const statement = listStatement(spec, query, where);
-  const row = await tx.last<{ items: string; total_count: number }>(statement.text, statement.values);
+  const row = await tx.one<{ items: string; total_count: number }>(statement.text, statement.values);
   return new ListPage(row!.items, row!.total_count, query.limit);
 }

@@ -1,7 +1,6 @@
 // /v1/organizations/{id}/members: who belongs to an organization, with which role.
 // Changes go through the members-management policy (SPEC §5).
 import { z } from 'zod';
-import { authorize } from '../auth/authorize.ts';
 import { notFound } from '../http/errors.ts';
 import { listQuery, listSchema, multi, runList, Where } from './lists.ts';
 import type { Tx } from '../db/pool.ts';
@@ -55,15 +54,14 @@ export const memberRoutes = [
     }),
     status: 200,
     response: listSchema(MembershipRead, 'Membership'),
-    handler: async ({ tx, params, query }) => {
-      await authorize(tx, 'organization', params.id, 'read');
-      return runList(
+    authorize: { resource: 'organization', policy: 'read' },
+    handler: ({ tx, params, query }) =>
+      runList(
         tx,
         { from, columns, id: 'm.id', sortable: { created_at: 'm.created_at', email: 'u.email', role: 'm.role' } },
         query,
         new Where().equals('m.organization_id', params.id).anyOf('m.role', query.role),
-      );
-    },
+      ),
   }),
   route({
     method: 'post',
@@ -76,8 +74,8 @@ export const memberRoutes = [
     body: MembershipCreate,
     status: 201,
     response: MembershipRead,
+    authorize: { resource: 'organization', policy: 'members_management' },
     handler: async ({ tx, params, body }) => {
-      await authorize(tx, 'organization', params.id, 'members_management');
       const added = await tx.one<{ user_id: string }>('select user_id from rowgate.add_member($1, $2, $3)', [
         params.id,
         body.email,
@@ -97,10 +95,13 @@ export const memberRoutes = [
     body: MembershipUpdate,
     status: 200,
     response: MembershipRead,
+    // the membership is resolved (404) before the policy is asked (403), as SPEC §5 orders them
+    authorize: {
+      resource: 'organization',
+      policy: 'members_management',
+      resolve: (tx, params) => readMembership(tx, params.id, params.user_id),
+    },
     handler: async ({ tx, params, body }) => {
-      // resolve the membership (404) before the policy (403), as SPEC §5 orders them
-      await readMembership(tx, params.id, params.user_id);
-      await authorize(tx, 'organization', params.id, 'members_management');
       await tx.count('update rowgate.memberships set role = $3 where organization_id = $1 and user_id = $2', [
         params.id,
         params.user_id,
@@ -119,6 +120,7 @@ export const memberRoutes = [
     access: access.organization(...writeScopes('members')),
     params: memberParams,
     status: 204,
+    authorize: { resource: 'membership', policy: 'members_management', checkedBy: 'rowgate.delete_resource' },
     handler: async ({ tx, params }) => {
       const membership = await tx.one<{ id: string }>('select id from rowgate.memberships where organization_id = $1 and user_id = $2', [
         params.id,

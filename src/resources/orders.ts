@@ -1,6 +1,5 @@
 // /v1/orders: what customers bought (SPEC §9, §11). A paid order records a payment transaction.
 import { z } from 'zod';
-import { authorize } from '../auth/authorize.ts';
 import { currency } from './accounts.ts';
 import { found } from '../http/errors.ts';
 import { listQuery, listSchema, multi, organizationFilter, runList, Where, type ListSpec } from './lists.ts';
@@ -92,7 +91,7 @@ export const orderRoutes = [
     params: idParams,
     status: 200,
     response: OrderRead,
-    handler: async ({ tx, params }) => found(await tx.last(`select ${orderColumns} from rowgate.orders where id = $1`, [params.id])),
+    handler: async ({ tx, params }) => found(await tx.one(`select ${orderColumns} from rowgate.orders where id = $1`, [params.id])),
   }),
   route({
     method: 'post',
@@ -126,12 +125,11 @@ export const orderRoutes = [
     body: OrderUpdate,
     status: 200,
     response: OrderRead,
-    handler: async ({ tx, params, body }) => {
-      await authorize(tx, 'order', params.id, 'orders:write');
-      return tx.one(`update rowgate.orders set status = coalesce($2, status) where id = $1 returning ${orderColumns}`, [
+    authorize: { resource: 'order', policy: 'orders:write' },
+    handler: ({ tx, params, body }) =>
+      tx.one(`update rowgate.orders set status = coalesce($2, status) where id = $1 returning ${orderColumns}`, [
         params.id,
         body.status ?? null,
-      ]);
-    },
+      ]),
   }),
 ];

@@ -89,6 +89,7 @@ export const organizationAccessTokenRoutes = [
     access: access.organizationUser(...writeScopes('organization_access_tokens')),
     params: idParams,
     status: 204,
+    authorize: { resource: 'organization_access_token', policy: 'access_token_management', checkedBy: 'rowgate.delete_resource' },
     handler: async ({ tx, params }) => {
       await tx.one(`select rowgate.delete_resource('organization_access_token', $1)`, [params.id]);
     },

@@ -1,6 +1,5 @@
 // /v1/organizations: the tenants (SPEC §9, §11).
 import { z } from 'zod';
-import { authorize } from '../auth/authorize.ts';
 import { notFound } from '../http/errors.ts';
 import { listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
@@ -92,32 +91,31 @@ export const organizationRoutes = [
     path: '/v1/organizations/{id}',
     operationId: 'organizations:update',
     summary: 'Update an organization',
-    description: 'Needs the `organization:manage` permission (organization tokens may update their own organization).',
     tag: 'organizations',
     access: access.organization(...writeScopes('organizations')),
     params: idParams,
     body: OrganizationUpdate,
     status: 200,
     response: OrganizationRead,
-    handler: async ({ tx, params, body }) => {
-      await authorize(tx, 'organization', params.id, 'organization:manage');
-      return tx.one(
+    authorize: { resource: 'organization', policy: 'organization:manage' },
+    handler: ({ tx, params, body }) =>
+      tx.one(
         `update rowgate.organizations set name = coalesce($2, name), slug = coalesce($3, slug)
          where id = $1 returning ${organizationColumns}`,
         [params.id, body.name ?? null, body.slug ?? null],
-      );
-    },
+      ),
   }),
   route({
     method: 'delete',
     path: '/v1/organizations/{id}',
     operationId: 'organizations:delete',
     summary: 'Delete an organization',
-    description: 'A soft delete: the organization and everything it owns disappear from every API. Users with `organization:manage` only.',
+    description: 'A soft delete: the organization and everything it owns disappear from every API.',
     tag: 'organizations',
     access: access.organizationUser(...writeScopes('organizations')),
     params: idParams,
     status: 204,
+    authorize: { resource: 'organization', policy: 'organization:manage', checkedBy: 'rowgate.delete_resource' },
     handler: async ({ tx, params }) => {
       await tx.one(`select rowgate.delete_resource('organization', $1)`, [params.id]);
     },

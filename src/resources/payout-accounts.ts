@@ -1,7 +1,6 @@
 // /v1/payout-accounts: where an organization's balance is paid out. Web payouts
 // access classes (SPEC §4) plus the finance policies (SPEC §5).
 import { z } from 'zod';
-import { authorize } from '../auth/authorize.ts';
 import { country, currency } from './accounts.ts';
 import { listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
 import { access, route } from '../http/route.ts';
@@ -56,10 +55,8 @@ export const payoutAccountRoutes = [
     params: idParams,
     status: 200,
     response: PayoutAccountRead,
-    handler: async ({ tx, params }) => {
-      await authorize(tx, 'payout_account', params.id, 'finance_read');
-      return tx.one(`select ${columns} from rowgate.payout_accounts where id = $1`, [params.id]);
-    },
+    authorize: { resource: 'payout_account', policy: 'finance_read' },
+    handler: ({ tx, params }) => tx.one(`select ${columns} from rowgate.payout_accounts where id = $1`, [params.id]),
   }),
   route({
     method: 'post',
@@ -88,6 +85,7 @@ export const payoutAccountRoutes = [
     access: access.webPayoutsWrite,
     params: idParams,
     status: 204,
+    authorize: { resource: 'payout_account', policy: 'finance_write', checkedBy: 'rowgate.delete_resource' },
     handler: async ({ tx, params }) => {
       await tx.one(`select rowgate.delete_resource('payout_account', $1)`, [params.id]);
     },

@@ -1,6 +1,5 @@
 // /v1/products: what an organization sells (SPEC §9, §11).
 import { z } from 'zod';
-import { authorize } from '../auth/authorize.ts';
 import { found } from '../http/errors.ts';
 import { listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
@@ -88,7 +87,7 @@ export const productRoutes = [
     params: idParams,
     status: 200,
     response: ProductRead,
-    handler: async ({ tx, params }) => found(await tx.last(`select ${columns} from rowgate.products where id = $1`, [params.id])),
+    handler: async ({ tx, params }) => found(await tx.one(`select ${columns} from rowgate.products where id = $1`, [params.id])),
   }),
   route({
     method: 'post',
@@ -127,9 +126,9 @@ export const productRoutes = [
     body: ProductUpdate,
     status: 200,
     response: ProductRead,
-    handler: async ({ tx, params, body }) => {
-      await authorize(tx, 'product', params.id, 'products:write');
-      return tx.one(
+    authorize: { resource: 'product', policy: 'products:write' },
+    handler: ({ tx, params, body }) =>
+      tx.one(
         `update rowgate.products set
            name = coalesce($2, name),
            description = case when $3 then $4 else description end,
@@ -146,8 +145,7 @@ export const productRoutes = [
           body.price_currency ?? null,
           body.is_archived ?? null,
         ],
-      );
-    },
+      ),
   }),
   route({
     method: 'delete',
@@ -159,6 +157,7 @@ export const productRoutes = [
     access: access.organization(...write),
     params: idParams,
     status: 204,
+    authorize: { resource: 'product', policy: 'products:write', checkedBy: 'rowgate.delete_resource' },
     handler: async ({ tx, params }) => {
       await tx.one(`select rowgate.delete_resource('product', $1)`, [params.id]);
     },

@@ -48,7 +48,7 @@ export const userRoutes = [
     status: 200,
     response: UserRead,
     handler: async ({ tx }) => {
-      const user = await tx.last(ME);
+      const user = await tx.one(ME);
       if (!user) throw notFound();
       return user;
     },
