@@ -27,11 +27,18 @@ const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 const BODY_LENGTH = 43;
 const shape = /^(rg_(?:us|pat|oat|at_u|at_o|cst|mst)_)([0-9A-Za-z]{32,64})$/;
 
-export function generateToken(kind: CredentialKind): string {
-  let body = '';
-  for (let i = 0; i < BODY_LENGTH; i++) body += ALPHABET[randomInt(ALPHABET.length)];
-  return tokenPrefixes[kind] + body;
+/** `length` characters drawn uniformly and independently from `alphabet` (base62 by default). */
+export function randomCharacters(length: number, alphabet = ALPHABET): string {
+  let text = '';
+  for (let i = 0; i < length; i++) text += alphabet[randomInt(alphabet.length)];
+  return text;
 }
+
+/** A secret: the prefix that names its kind, then base62 characters (43: ~256 bits). */
+export const randomToken = (prefix: string, length = BODY_LENGTH) => prefix + randomCharacters(length);
+
+/** A credential of a kind. */
+export const generateToken = (kind: CredentialKind): string => randomToken(tokenPrefixes[kind]);
 
 /** The credential kind a token claims by its prefix, or null when it is malformed. */
 export function tokenKind(token: string): CredentialKind | null {

@@ -9,6 +9,7 @@ import { migrationStatus } from '../db/setup.ts';
 import { embeddedUrl } from '../db/embedded.ts';
 import { connect, type Connection } from '../db/connect.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
+import { UUID } from '../resources/fields.ts';
 
 type Options = Record<string, string | boolean | undefined>;
 type Command = (db: pg.Client, options: Options, connection: Connection, config: Config) => Promise<unknown>;
@@ -35,8 +36,6 @@ function required(options: Options, name: string): string {
   if (typeof value !== 'string' || !value) throw new UsageError(`--${name} is required`);
   return value;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** --user-id, checked before it reaches SQL (a malformed id is bad usage, not a database error) */
 function userId(options: Options): string {

@@ -7,6 +7,9 @@ export function doc<T extends z.ZodType>(schema: T, description: string, example
   return schema.meta({ description, example }) as T;
 }
 
+/** A UUID's text, any version (where no zod schema reads it: CLI options, OAuth2 parameters). */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export const uuid = (description: string, example = '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b') => doc(z.uuid(), description, example);
 
 export const timestamp = (description: string) => doc(z.iso.datetime({ offset: true }), description, '2026-11-21T09:30:00.123456+00:00');

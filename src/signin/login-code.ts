@@ -2,13 +2,12 @@
 // and mailed; the database keeps only its keyed hash, bound to the address, and
 // decides: 15 minutes, 5 wrong attempts in all, 5 codes per address per 15
 // minutes (docs/decisions.md).
-import { randomInt } from 'node:crypto';
 import { z } from 'zod';
 import { ApiError, unauthorized } from '../http/errors.ts';
 import { access, anonymousRoute, route } from '../http/route.ts';
 import { doc } from '../resources/fields.ts';
 import { clearSessionCookie, setSessionCookie } from './session-cookie.ts';
-import { generateToken, hashToken } from '../auth/tokens.ts';
+import { generateToken, hashToken, randomCharacters } from '../auth/tokens.ts';
 import { UserRead } from '../resources/users.ts';
 
 /** 32 letters and digits without the look-alikes I, O, 0 and 1: 8 of them are 40 bits */
@@ -16,11 +15,7 @@ const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 const CODE_LENGTH = 8;
 export const LOGIN_CODE_LIFETIME_SECONDS = 15 * 60;
 
-export function generateLoginCode(): string {
-  let code = '';
-  for (let i = 0; i < CODE_LENGTH; i++) code += CODE_ALPHABET[randomInt(CODE_ALPHABET.length)];
-  return code;
-}
+export const generateLoginCode = () => randomCharacters(CODE_LENGTH, CODE_ALPHABET);
 
 /** What a person types, as the code was made: case, spaces and dashes do not matter. */
 export const normalizeLoginCode = (typed: string) => typed.toUpperCase().replace(/[\s-]/g, '');

@@ -1,0 +1,39 @@
+// Client authentication at the token, revocation and introspection endpoints
+// (RFC 6749 §2.3.1). The database compares the secret's keyed hash.
+import type { Request } from 'express';
+import { hashToken } from '../auth/tokens.ts';
+import { oauth2InvalidClient, oauth2InvalidRequest } from '../http/errors.ts';
+
+/**
+ * RFC 6749 §2.3.1 client credentials: HTTP Basic (client_secret_basic) or the
+ * body (client_secret_post), or a bare client_id (a public client). Only one
+ * method per request.
+ */
+export function clientCredentials(req: Request, body: { client_id?: string; client_secret?: string }) {
+  const header = req.headers.authorization;
+  if (header !== undefined) {
+    const match = /^Basic +([A-Za-z0-9+/]+=*) *$/i.exec(header);
+    if (!match) throw oauth2InvalidClient();
+    const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0) throw oauth2InvalidClient();
+    let clientId: string;
+    let clientSecret: string;
+    try {
+      // each part is form-encoded before it is joined (RFC 6749 §2.3.1)
+      const formDecode = (s: string) => decodeURIComponent(s.replace(/\+/g, ' '));
+      clientId = formDecode(decoded.slice(0, colon));
+      clientSecret = formDecode(decoded.slice(colon + 1));
+    } catch {
+      throw oauth2InvalidClient();
+    }
+    if (body.client_secret) throw oauth2InvalidRequest('Use one client authentication method: HTTP Basic or client_secret, not both');
+    if (body.client_id && body.client_id !== clientId) throw oauth2InvalidClient();
+    return { clientId, clientSecret };
+  }
+  if (!body.client_id) throw oauth2InvalidClient();
+  return { clientId: body.client_id, clientSecret: body.client_secret || null };
+}
+
+export const clientHashes = (secret: string, client: { clientId: string; clientSecret: string | null }) =>
+  [client.clientId, client.clientSecret === null ? null : hashToken(secret, client.clientSecret)] as const;
