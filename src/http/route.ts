@@ -4,6 +4,7 @@
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { Authorization } from '../auth/authorize.ts';
+import type { Scope } from '../auth/scopes.ts';
 import type { Tx } from '../db/pool.ts';
 import type { Mailer } from '../signin/mailer.ts';
 import type { CredentialKind } from '../auth/tokens.ts';
@@ -15,7 +16,7 @@ import type { CredentialKind } from '../auth/tokens.ts';
  */
 export interface Access {
   credentials: readonly CredentialKind[];
-  scopes: readonly string[];
+  scopes: readonly Scope[];
 }
 
 /** Whether an endpoint takes no credential at all. */
@@ -33,17 +34,15 @@ export const access = {
   userRead: { credentials: userCredentials, scopes: ['user:read', 'user:write'] },
   userWrite: { credentials: userCredentials, scopes: ['user:write'] },
   /** organization data: User and Organization subjects, with any of `scopes` */
-  organization: (...scopes: string[]): Access => ({ credentials: [...userCredentials, ...organizationCredentials], scopes }),
+  organization: (...scopes: Scope[]): Access => ({ credentials: [...userCredentials, ...organizationCredentials], scopes }),
   /** organization data that only User subjects reach */
-  organizationUser: (...scopes: string[]): Access => ({ credentials: userCredentials, scopes }),
-  customerPortal: (...scopes: string[]): Access => ({ credentials: ['customer_session', 'member_session'], scopes }),
+  organizationUser: (...scopes: Scope[]): Access => ({ credentials: userCredentials, scopes }),
+  customerPortal: (...scopes: Scope[]): Access => ({ credentials: ['customer_session', 'member_session'], scopes }),
   /** no credential: the transaction runs as rowgate_anonymous, with no subject */
   anonymous: { credentials: [], scopes: [] },
-} satisfies Record<string, Access | ((...s: string[]) => Access)>;
+} satisfies Record<string, Access | ((...s: Scope[]) => Access)>;
 
-/** A read endpoint accepts the read scope or its write scope (SPEC §3). */
-export const readScopes = (resource: string) => [`${resource}_read`, `${resource}_write`];
-export const writeScopes = (resource: string) => [`${resource}_write`];
+export { readScopes, writeScopes } from '../auth/scopes.ts';
 
 type ZodObj = z.ZodObject;
 

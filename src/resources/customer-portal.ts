@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { customerColumns, CustomerRead } from './customers.ts';
 import { found, notPermitted } from '../http/errors.ts';
-import { listQuery, listSchema, multi, runList, Where } from './lists.ts';
+import { type ListSpec, listQuery, listSchema, multi, runList, Where } from './lists.ts';
 import { orderColumns, OrderRead, orderSortable } from './orders.ts';
 import { access, route } from '../http/route.ts';
 import { doc, idParams } from './fields.ts';
@@ -18,6 +18,8 @@ const PortalCustomerUpdate = z
 const read = access.customerPortal('customer_portal_read', 'customer_portal_write');
 const write = access.customerPortal('customer_portal_write');
 const me = `select ${customerColumns} from rowgate.customers where id = rowgate_hidden.current_customer_id()`;
+
+const portalOrderList: ListSpec = { from: 'rowgate.orders', columns: orderColumns, sortable: orderSortable };
 
 export const customerPortalRoutes = [
   route({
@@ -63,18 +65,12 @@ export const customerPortalRoutes = [
     summary: "List the current customer's orders",
     tag: 'customer-portal',
     access: read,
-    query: listQuery(Object.keys(orderSortable), {
+    query: listQuery(portalOrderList, {
       status: multi(z.enum(['pending', 'paid', 'refunded']), 'Only orders with this status (repeatable).', 'paid'),
     }),
     status: 200,
     response: listSchema(OrderRead, 'PortalOrder'),
-    handler: ({ tx, query }) =>
-      runList(
-        tx,
-        { from: 'rowgate.orders', columns: orderColumns, sortable: orderSortable },
-        query,
-        new Where().anyOf('status', query.status),
-      ),
+    handler: ({ tx, query }) => runList(tx, portalOrderList, query, new Where().anyOf('status', query.status)),
   }),
   route({
     method: 'get',

@@ -1,7 +1,7 @@
 // /v1/customers: an organization's customers (SPEC §9, §11).
 import { z } from 'zod';
 import { found } from '../http/errors.ts';
-import { listQuery, listSchema, multi, organizationFilter, runList, Where } from './lists.ts';
+import { type ListSpec, listQuery, listSchema, multi, organizationFilter, runList, Where } from './lists.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { doc, idParams, timestamps, uuid } from './fields.ts';
 
@@ -52,6 +52,13 @@ export const customerColumns = 'id, organization_id, email, first_name, last_nam
 const read = readScopes('customers');
 const write = writeScopes('customers');
 
+const customerList: ListSpec = {
+  from: 'rowgate.customers',
+  columns: customerColumns,
+  sortable: { created_at: 'created_at', email: 'email' },
+  perOrganization: { counter: 'customers' },
+};
+
 export const customerRoutes = [
   route({
     method: 'get',
@@ -60,7 +67,7 @@ export const customerRoutes = [
     summary: 'List customers',
     tag: 'customers',
     access: access.organization(...read),
-    query: listQuery(['created_at', 'email'], {
+    query: listQuery(customerList, {
       organization_id: organizationFilter,
       status: multi(status, 'Only customers with this status (repeatable).', 'active'),
       email: doc(z.string().max(320).optional(), 'Only the customer with this e-mail address (case-insensitive).', 'jo@example.com'),
@@ -71,12 +78,7 @@ export const customerRoutes = [
     handler: ({ tx, query }) =>
       runList(
         tx,
-        {
-          from: 'rowgate.customers',
-          columns: customerColumns,
-          sortable: { created_at: 'created_at', email: 'email' },
-          perOrganization: { counter: 'customers' },
-        },
+        customerList,
         query,
         new Where()
           .organizations(query.organization_id)

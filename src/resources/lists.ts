@@ -23,8 +23,10 @@ export function multi<T extends z.ZodType>(item: T, description: string, example
 
 export const asArray = <T>(v: T | T[] | undefined): T[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
 
-/** The query schema of a list: pagination, sorting over `sortable`, and the list's filters. */
-export function listQuery<F extends z.ZodRawShape>(sortable: readonly string[], filters: F, defaultSort = '-created_at') {
+/** The query schema of a list: pagination, sorting over the list's sortable fields, and its filters. */
+export function listQuery<F extends z.ZodRawShape>(list: Pick<ListSpec, 'sortable' | 'defaultSort'>, filters: F) {
+  const sortable = Object.keys(list.sortable);
+  const defaultSort = list.defaultSort ?? '-created_at';
   const keys = new Set(sortable);
   const sorting = z.union([z.string(), z.array(z.string())]).superRefine((value, ctx) => {
     const seen = new Set<string>();

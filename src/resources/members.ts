@@ -2,7 +2,7 @@
 // Changes go through the members-management policy (SPEC §5).
 import { z } from 'zod';
 import { notFound } from '../http/errors.ts';
-import { listQuery, listSchema, multi, runList, Where } from './lists.ts';
+import { type ListSpec, listQuery, listSchema, multi, runList, Where } from './lists.ts';
 import type { Tx } from '../db/pool.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { doc, timestamps, uuid } from './fields.ts';
@@ -40,6 +40,8 @@ async function readMembership(tx: Tx, organizationId: string, userId: string) {
   return row;
 }
 
+const membershipList: ListSpec = { from, columns, id: 'm.id', sortable: { created_at: 'm.created_at', email: 'u.email', role: 'm.role' } };
+
 export const memberRoutes = [
   route({
     method: 'get',
@@ -49,19 +51,14 @@ export const memberRoutes = [
     tag: 'members',
     access: access.organization(...readScopes('members')),
     params: organizationParams,
-    query: listQuery(['created_at', 'email', 'role'], {
+    query: listQuery(membershipList, {
       role: multi(role, 'Only members with this role (repeatable).', 'admin'),
     }),
     status: 200,
     response: listSchema(MembershipRead, 'Membership'),
     authorize: { resource: 'organization', policy: 'read' },
     handler: ({ tx, params, query }) =>
-      runList(
-        tx,
-        { from, columns, id: 'm.id', sortable: { created_at: 'm.created_at', email: 'u.email', role: 'm.role' } },
-        query,
-        new Where().equals('m.organization_id', params.id).anyOf('m.role', query.role),
-      ),
+      runList(tx, membershipList, query, new Where().equals('m.organization_id', params.id).anyOf('m.role', query.role)),
   }),
   route({
     method: 'post',

@@ -61,7 +61,7 @@ export const orderRoutes = [
     summary: 'List orders',
     tag: 'orders',
     access: access.organization(...read),
-    query: listQuery(Object.keys(orderSortable), {
+    query: listQuery(orderListSpec, {
       organization_id: organizationFilter,
       customer_id: idFilter('customer'),
       product_id: idFilter('product'),

@@ -1,7 +1,7 @@
 // /v1/organization-access-tokens: tokens that act as an organization (SPEC §2, §9).
 // Users with access_tokens:manage only; an organization token never mints or revokes them.
 import { z } from 'zod';
-import { listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
+import { type ListSpec, listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from './fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
@@ -34,6 +34,12 @@ const OrganizationAccessTokenCreated = OrganizationAccessTokenRead.extend({ toke
 
 const columns = 'id, organization_id, comment, scopes, expires_at, last_used_at, created_at, updated_at';
 
+const organizationAccessTokenList: ListSpec = {
+  from: 'rowgate.organization_access_tokens',
+  columns,
+  sortable: { created_at: 'created_at', comment: 'comment', last_used_at: 'last_used_at' },
+};
+
 export const organizationAccessTokenRoutes = [
   route({
     method: 'get',
@@ -43,23 +49,12 @@ export const organizationAccessTokenRoutes = [
     description: 'The tokens of the organizations where the user may manage access tokens.',
     tag: 'organization-access-tokens',
     access: access.organizationUser(...readScopes('organization_access_tokens')),
-    query: listQuery(['created_at', 'comment', 'last_used_at'], {
+    query: listQuery(organizationAccessTokenList, {
       organization_id: organizationFilter,
     }),
     status: 200,
     response: listSchema(OrganizationAccessTokenRead, 'OrganizationAccessToken'),
-    handler: ({ tx, query }) => {
-      return runList(
-        tx,
-        {
-          from: 'rowgate.organization_access_tokens',
-          columns,
-          sortable: { created_at: 'created_at', comment: 'comment', last_used_at: 'last_used_at' },
-        },
-        query,
-        new Where().organizations(query.organization_id),
-      );
-    },
+    handler: ({ tx, query }) => runList(tx, organizationAccessTokenList, query, new Where().organizations(query.organization_id)),
   }),
   route({
     method: 'post',

@@ -1,7 +1,7 @@
 // /v1/organizations: the tenants (SPEC §9, §11).
 import { z } from 'zod';
 import { notFound } from '../http/errors.ts';
-import { listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
+import { type ListSpec, listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { doc, idParams, timestamps, uuid } from './fields.ts';
 
@@ -33,6 +33,12 @@ const OrganizationUpdate = z
 
 export const organizationColumns = 'id, name, slug, account_id, created_at, updated_at';
 
+const organizationList: ListSpec = {
+  from: 'rowgate.organizations',
+  columns: organizationColumns,
+  sortable: { created_at: 'created_at', name: 'name', slug: 'slug' },
+};
+
 export const organizationRoutes = [
   route({
     method: 'get',
@@ -42,20 +48,14 @@ export const organizationRoutes = [
     description: "The organizations the subject reaches: a user's memberships, or the token's own organization.",
     tag: 'organizations',
     access: access.organization(...readScopes('organizations')),
-    query: listQuery(['created_at', 'name', 'slug'], {
+    query: listQuery(organizationList, {
       organization_id: organizationFilter,
       slug: doc(z.string().max(64).optional(), 'Only the organization with this slug.', 'acme'),
     }),
     status: 200,
     response: listSchema(OrganizationRead, 'Organization'),
-    handler: ({ tx, query }) => {
-      return runList(
-        tx,
-        { from: 'rowgate.organizations', columns: organizationColumns, sortable: { created_at: 'created_at', name: 'name', slug: 'slug' } },
-        query,
-        new Where().anyOf('id', query.organization_id, 'uuid').equals('slug', query.slug),
-      );
-    },
+    handler: ({ tx, query }) =>
+      runList(tx, organizationList, query, new Where().anyOf('id', query.organization_id, 'uuid').equals('slug', query.slug)),
   }),
   route({
     method: 'get',

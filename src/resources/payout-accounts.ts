@@ -2,7 +2,7 @@
 // access classes (SPEC §4) plus the finance policies (SPEC §5).
 import { z } from 'zod';
 import { country, currency } from './accounts.ts';
-import { listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
+import { type ListSpec, listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
 import { access, route } from '../http/route.ts';
 import { doc, idParams, timestamps, uuid } from './fields.ts';
 
@@ -25,6 +25,8 @@ const PayoutAccountCreate = z
 
 const columns = 'id, organization_id, type, country, currency, created_at, updated_at';
 
+const payoutAccountList: ListSpec = { from: 'rowgate.payout_accounts', columns, sortable: { created_at: 'created_at' } };
+
 export const payoutAccountRoutes = [
   route({
     method: 'get',
@@ -34,16 +36,10 @@ export const payoutAccountRoutes = [
     description: 'Those of organizations whose account the user administers (finance-read policy).',
     tag: 'payout-accounts',
     access: access.webPayoutsRead,
-    query: listQuery(['created_at'], { organization_id: organizationFilter }),
+    query: listQuery(payoutAccountList, { organization_id: organizationFilter }),
     status: 200,
     response: listSchema(PayoutAccountRead, 'PayoutAccount'),
-    handler: ({ tx, query }) =>
-      runList(
-        tx,
-        { from: 'rowgate.payout_accounts', columns, sortable: { created_at: 'created_at' } },
-        query,
-        new Where().organizations(query.organization_id),
-      ),
+    handler: ({ tx, query }) => runList(tx, payoutAccountList, query, new Where().organizations(query.organization_id)),
   }),
   route({
     method: 'get',

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import type { Tx } from '../db/pool.ts';
 import { notFound } from '../http/errors.ts';
-import { listQuery, listSchema, runList } from './lists.ts';
+import { type ListSpec, listQuery, listSchema, runList } from './lists.ts';
 import { access, route } from '../http/route.ts';
 import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from './fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
@@ -33,6 +33,12 @@ const PersonalAccessTokenCreated = PersonalAccessTokenRead.extend({ token: token
 
 const columns = 'id, comment, scopes, expires_at, last_used_at, created_at, updated_at';
 
+const personalAccessTokenList: ListSpec = {
+  from: 'rowgate.personal_access_tokens',
+  columns,
+  sortable: { created_at: 'created_at', comment: 'comment', last_used_at: 'last_used_at' },
+};
+
 export const personalAccessTokenRoutes = [
   route({
     method: 'get',
@@ -41,19 +47,10 @@ export const personalAccessTokenRoutes = [
     summary: 'List personal access tokens',
     tag: 'personal-access-tokens',
     access: access.webUserRead,
-    query: listQuery(['created_at', 'comment', 'last_used_at'], {}),
+    query: listQuery(personalAccessTokenList, {}),
     status: 200,
     response: listSchema(PersonalAccessTokenRead, 'PersonalAccessToken'),
-    handler: ({ tx, query }) =>
-      runList(
-        tx,
-        {
-          from: 'rowgate.personal_access_tokens',
-          columns,
-          sortable: { created_at: 'created_at', comment: 'comment', last_used_at: 'last_used_at' },
-        },
-        query,
-      ),
+    handler: ({ tx, query }) => runList(tx, personalAccessTokenList, query),
   }),
   route({
     method: 'post',

@@ -1,7 +1,7 @@
 // /v1/products: what an organization sells (SPEC §9, §11).
 import { z } from 'zod';
 import { found } from '../http/errors.ts';
-import { listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
+import { type ListSpec, listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { currency } from './accounts.ts';
 import { doc, idParams, timestamps, uuid } from './fields.ts';
@@ -49,6 +49,13 @@ const columns = 'id, organization_id, name, description, price_amount, price_cur
 const read = readScopes('products');
 const write = writeScopes('products');
 
+const productList: ListSpec = {
+  from: 'rowgate.products',
+  columns,
+  sortable: { created_at: 'created_at', name: 'name', price_amount: 'price_amount' },
+  perOrganization: { counter: 'products' },
+};
+
 export const productRoutes = [
   route({
     method: 'get',
@@ -57,7 +64,7 @@ export const productRoutes = [
     summary: 'List products',
     tag: 'products',
     access: access.organization(...read),
-    query: listQuery(['created_at', 'name', 'price_amount'], {
+    query: listQuery(productList, {
       organization_id: organizationFilter,
       is_archived: doc(z.stringbool().optional(), 'Only archived (true) or only not archived (false) products.', 'false'),
       query: doc(z.string().max(200).optional(), 'Case-insensitive search in the name.', 'pro'),
@@ -67,12 +74,7 @@ export const productRoutes = [
     handler: ({ tx, query }) =>
       runList(
         tx,
-        {
-          from: 'rowgate.products',
-          columns,
-          sortable: { created_at: 'created_at', name: 'name', price_amount: 'price_amount' },
-          perOrganization: { counter: 'products' },
-        },
+        productList,
         query,
         new Where().organizations(query.organization_id).equals('is_archived', query.is_archived).search(['name'], query.query),
       ),

@@ -1,7 +1,7 @@
 // GET /v1/transactions/: money movements, behind the finance:read permission filter.
 import { z } from 'zod';
 import { currency, financeReadScopes } from './accounts.ts';
-import { listQuery, listSchema, multi, organizationFilter, runList, Where } from './lists.ts';
+import { type ListSpec, listQuery, listSchema, multi, organizationFilter, runList, Where } from './lists.ts';
 import { access, route } from '../http/route.ts';
 import { doc, timestamps, uuid } from './fields.ts';
 
@@ -19,6 +19,14 @@ export const TransactionRead = z
   })
   .meta({ id: 'Transaction', description: 'A payment or refund.' });
 
+const transactionList: ListSpec = {
+  from: 'rowgate.transactions',
+  columns: 'id, organization_id, order_id, type, amount, currency, created_at, updated_at',
+  sortable: { created_at: 'created_at', amount: 'amount' },
+  // the same permission filter as the table's RLS policy
+  perOrganization: { permission: 'finance:read', counter: 'transactions' },
+};
+
 export const transactionRoutes = [
   route({
     method: 'get',
@@ -29,7 +37,7 @@ export const transactionRoutes = [
       'Permission filter `finance:read`: a user sees the transactions of organizations where its role grants it (not the `member` role); an organization token sees all of its own.',
     tag: 'transactions',
     access: access.organization(...financeReadScopes),
-    query: listQuery(['created_at', 'amount'], {
+    query: listQuery(transactionList, {
       organization_id: organizationFilter,
       order_id: multi(z.uuid(), 'Only transactions of this order (repeatable).', '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b'),
       type: multi(type, 'Only transactions of this type (repeatable).', 'payment'),
@@ -39,13 +47,7 @@ export const transactionRoutes = [
     handler: ({ tx, query }) =>
       runList(
         tx,
-        {
-          from: 'rowgate.transactions',
-          columns: 'id, organization_id, order_id, type, amount, currency, created_at, updated_at',
-          sortable: { created_at: 'created_at', amount: 'amount' },
-          // the same permission filter as the table's RLS policy
-          perOrganization: { permission: 'finance:read', counter: 'transactions' },
-        },
+        transactionList,
         query,
         new Where().organizations(query.organization_id).anyOf('order_id', query.order_id, 'uuid').anyOf('type', query.type),
       ),
