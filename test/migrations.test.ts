@@ -1,6 +1,6 @@
 // The committed migrations, applied to an empty database the way a deploy does
 // (graphile-migrate migrate as rowgate_owner, through src/db/setup.ts),
-// make exactly the schema the suite runs on; and migrations/current.sql is empty
+// make exactly the schema the suite runs on; and migrations/current/ is empty
 // (the check that fails when an uncommitted migration reaches main).
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -268,18 +268,20 @@ async function superuser(sql: string, values: unknown[], database: string) {
   }
 }
 
-describe('migrations/current.sql on main', () => {
-  test('holds nothing but blank lines and comments (every migration is committed)', async () => {
-    const file = path.join(projectRoot, 'migrations', 'current.sql');
-    const text = await readFile(file, 'utf8');
-    const statements = text
-      .replace(/\/\*[\s\S]*?\*\//g, '')
-      .split('\n')
-      .map((line) => line.replace(/--.*$/, '').trim())
-      .filter(Boolean);
-    expect(statements, `${file} must be empty on main: commit it with graphile-migrate commit`).toEqual([]);
-    // graphile-migrate also accepts a current/ folder instead of the file
+describe('migrations/current/ on main', () => {
+  test('holds no part but blank lines and comments (every migration is committed), and current.sql does not exist', async () => {
+    // graphile-migrate takes either current.sql or the current/ folder, never both
+    expect(existsSync(path.join(projectRoot, 'migrations', 'current.sql')), 'migrations/current.sql: use migrations/current/').toBe(false);
     const folder = path.join(projectRoot, 'migrations', 'current');
-    expect(existsSync(folder) ? await readdir(folder) : [], `${folder} must not hold a migration`).toEqual([]);
+    const parts = (await readdir(folder)).filter((f) => f.endsWith('.sql'));
+    for (const part of parts) {
+      const text = await readFile(path.join(folder, part), 'utf8');
+      const statements = text
+        .replace(/\/\*[\s\S]*?\*\//g, '')
+        .split('\n')
+        .map((line) => line.replace(/--.*$/, '').trim())
+        .filter(Boolean);
+      expect(statements, `migrations/current/${part} must be empty on main: commit it with scripts/commit-migration.ts`).toEqual([]);
+    }
   });
 });

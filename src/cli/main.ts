@@ -171,7 +171,7 @@ const commands: Record<string, CommandSpec> = {
     run: async () => ({ migrated: true }),
   },
   'db status': {
-    usage: '(exit code 1 when migrations are pending or current.sql is not empty)',
+    usage: '(exit code 1 when migrations are pending or migrations/current/ is not empty)',
     migrate: false,
     databaseOnly: true,
     run: async (_db, _o, c) => {

@@ -1,0 +1,2331 @@
+-- rowgate's schema as the committed migrations make it, on PostgreSQL 18.
+-- Written by `npm run db:schema`: do not edit (the migrations make the schema; this file shows it).
+-- Order: the database, schemas, types, tables (each with its comments, row-level security, grants,
+-- indexes, policies and triggers), sequences, views, functions. Grants are all there is: anything
+-- not granted here is not allowed (functions are not executable by PUBLIC unless a line says so).
+
+-- The database (whichever its name: :database), its extensions and default privileges
+grant connect on database :database to public, rowgate_analyst, rowgate_authenticator;
+alter default privileges for role rowgate_owner revoke execute on functions from public;
+
+-- Schema public
+comment on schema public is 'standard public schema';
+grant usage on schema public to public;
+
+-- Schema rowgate
+create schema rowgate;
+grant usage on schema rowgate to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Schema rowgate_hidden
+create schema rowgate_hidden;
+grant usage on schema rowgate_hidden to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Schema rowgate_private
+create schema rowgate_private;
+grant usage on schema rowgate_private to rowgate_authenticator;
+
+-- Table rowgate.accounts
+create table rowgate.accounts (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  admin_id uuid not null,
+  country text not null,
+  currency text not null,
+  status text default 'pending'::text not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint accounts_pkey PRIMARY KEY (id),
+  constraint accounts_admin_id_fkey FOREIGN KEY (admin_id) REFERENCES rowgate.users(id),
+  constraint accounts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint accounts_country_check CHECK ((country ~ '^[A-Z]{2}$'::text)),
+  constraint accounts_currency_check CHECK ((currency ~ '^[a-z]{3}$'::text)),
+  constraint accounts_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'active'::text, 'disabled'::text])))
+);
+alter table rowgate.accounts enable row level security;
+grant select (id, organization_id, admin_id, country, currency, status, created_at, updated_at) on rowgate.accounts to rowgate_analyst, rowgate_organization, rowgate_user;
+grant update (country, currency) on rowgate.accounts to rowgate_user;
+CREATE UNIQUE INDEX accounts_organization_live ON rowgate.accounts USING btree (organization_id) WHERE (deleted_at IS NULL);
+create policy select_finance on rowgate.accounts as permissive for select to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (rowgate_hidden.finance_read_denial(organization_id) IS NULL) AND ( SELECT (rowgate_hidden.has_scope('transactions_read'::text) OR rowgate_hidden.has_scope('payouts_read'::text)))));
+create policy update_finance on rowgate.accounts as permissive for update to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (rowgate_hidden.finance_write_denial(organization_id) IS NULL) AND ( SELECT (rowgate_hidden.has_scope('payouts_write'::text) OR rowgate_hidden.has_scope('transactions_write'::text)))));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.accounts FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+
+-- Table rowgate.customer_members
+create table rowgate.customer_members (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  customer_id uuid not null,
+  email text not null,
+  name text,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint customer_members_pkey PRIMARY KEY (id),
+  constraint customer_members_customer_id_fkey FOREIGN KEY (customer_id) REFERENCES rowgate.customers(id),
+  constraint customer_members_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint customer_members_email_check CHECK (((email = lower(email)) AND (email ~ '^[^@\s]+@[^@\s]+$'::text) AND (length(email) <= 320))),
+  constraint customer_members_name_check CHECK ((length(name) <= 200))
+);
+alter table rowgate.customer_members enable row level security;
+grant select (id, organization_id, customer_id, email, name, created_at, updated_at) on rowgate.customer_members to rowgate_analyst, rowgate_member, rowgate_organization, rowgate_user;
+CREATE UNIQUE INDEX customer_members_email_live ON rowgate.customer_members USING btree (customer_id, email) WHERE (deleted_at IS NULL);
+CREATE INDEX customer_members_organization ON rowgate.customer_members USING btree (organization_id, created_at, id) WHERE (deleted_at IS NULL);
+create policy select_member on rowgate.customer_members as permissive for select to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('customers_read'::text) AS has_scope)));
+create policy select_self on rowgate.customer_members as permissive for select to rowgate_member
+  using (((id = ( SELECT rowgate_hidden.current_subject_id() AS current_subject_id)) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('customer_portal_read'::text) AS has_scope)));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.customer_members FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+
+-- Table rowgate.customers
+create table rowgate.customers (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  email text not null,
+  first_name text,
+  last_name text,
+  status text default 'pending'::text not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint customers_pkey PRIMARY KEY (id),
+  constraint customers_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint customers_email_check CHECK (((email = lower(email)) AND (email ~ '^[^@\s]+@[^@\s]+$'::text) AND (length(email) <= 320))),
+  constraint customers_first_name_check CHECK ((length(first_name) <= 200)),
+  constraint customers_last_name_check CHECK ((length(last_name) <= 200)),
+  constraint customers_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'active'::text])))
+);
+alter table rowgate.customers enable row level security;
+grant insert (organization_id, email, first_name, last_name, status) on rowgate.customers to rowgate_organization, rowgate_user;
+grant select (id, organization_id, email, first_name, last_name, status, created_at, updated_at) on rowgate.customers to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant update (email, first_name, last_name, status) on rowgate.customers to rowgate_organization, rowgate_user;
+grant update (first_name, last_name) on rowgate.customers to rowgate_customer;
+CREATE UNIQUE INDEX customers_email_live ON rowgate.customers USING btree (organization_id, email) WHERE (deleted_at IS NULL);
+CREATE INDEX customers_organization_created ON rowgate.customers USING btree (organization_id, created_at, id) WHERE (deleted_at IS NULL);
+create policy insert_write on rowgate.customers as permissive for insert to public
+  with check (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('customers:write'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('customers_write'::text) AS has_scope)));
+create policy select_member on rowgate.customers as permissive for select to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('customers_read'::text) AS has_scope)));
+create policy select_self on rowgate.customers as permissive for select to rowgate_customer, rowgate_member
+  using (((id = ( SELECT rowgate_hidden.current_customer_id() AS current_customer_id)) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('customer_portal_read'::text) AS has_scope)));
+create policy update_self on rowgate.customers as permissive for update to rowgate_customer
+  using (((id = ( SELECT rowgate_hidden.current_customer_id() AS current_customer_id)) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('customer_portal_write'::text) AS has_scope)));
+create policy update_write on rowgate.customers as permissive for update to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('customers:write'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('customers_write'::text) AS has_scope)));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.customers FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE OR UPDATE OF deleted_at ON rowgate.customers FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('customers', 'soft');
+
+-- Table rowgate.memberships
+create table rowgate.memberships (
+  id uuid default gen_random_uuid() not null,
+  user_id uuid not null,
+  organization_id uuid not null,
+  role text not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint memberships_pkey PRIMARY KEY (id),
+  constraint memberships_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint memberships_role_fkey FOREIGN KEY (role) REFERENCES rowgate.roles(name) ON UPDATE CASCADE,
+  constraint memberships_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id)
+);
+alter table rowgate.memberships enable row level security;
+grant select (id, user_id, organization_id, role, created_at, updated_at) on rowgate.memberships to rowgate_analyst, rowgate_organization, rowgate_user;
+grant update (role) on rowgate.memberships to rowgate_user;
+CREATE UNIQUE INDEX memberships_live ON rowgate.memberships USING btree (user_id, organization_id) WHERE (deleted_at IS NULL);
+CREATE INDEX memberships_organization ON rowgate.memberships USING btree (organization_id, created_at) WHERE (deleted_at IS NULL);
+create policy select_member on rowgate.memberships as permissive for select to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('members_read'::text) AS has_scope)));
+create policy update_manage on rowgate.memberships as permissive for update to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('members:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (rowgate_hidden.current_subject_kind() = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('members_write'::text) AS has_scope)))
+  with check ((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('members:manage'::text) AS current_organization_ids)::uuid[])));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _200_keep_an_admin BEFORE UPDATE ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_memberships__keep_an_admin();
+
+-- Table rowgate.oauth2_clients
+create table rowgate.oauth2_clients (
+  id uuid default gen_random_uuid() not null,
+  client_id text not null,
+  user_id uuid not null,
+  client_name text not null,
+  redirect_uris text[] not null,
+  scopes text[] not null,
+  token_endpoint_auth_method text not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint oauth2_clients_pkey PRIMARY KEY (id),
+  constraint oauth2_clients_client_id_key UNIQUE (client_id),
+  constraint oauth2_clients_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id),
+  constraint oauth2_clients_client_id_check CHECK ((client_id ~ '^rg_ci_[0-9A-Za-z]{24,64}$'::text)),
+  constraint oauth2_clients_client_name_check CHECK (((length(client_name) >= 1) AND (length(client_name) <= 200))),
+  constraint oauth2_clients_redirect_uris_check CHECK (((cardinality(redirect_uris) >= 1) AND (cardinality(redirect_uris) <= 10))),
+  constraint oauth2_clients_scopes_check CHECK (((cardinality(scopes) >= 1) AND (cardinality(scopes) <= 50))),
+  constraint oauth2_clients_token_endpoint_auth_method_check CHECK ((token_endpoint_auth_method = ANY (ARRAY['client_secret_basic'::text, 'client_secret_post'::text, 'none'::text])))
+);
+comment on table rowgate.oauth2_clients is '@behavior -*
+OAuth2 clients registered by users (REST only).';
+alter table rowgate.oauth2_clients enable row level security;
+grant select (id, client_id, user_id, client_name, redirect_uris, scopes, token_endpoint_auth_method, created_at, updated_at) on rowgate.oauth2_clients to rowgate_user;
+CREATE INDEX oauth2_clients_user_id ON rowgate.oauth2_clients USING btree (user_id, created_at) WHERE (deleted_at IS NULL);
+create policy select_own on rowgate.oauth2_clients as permissive for select to rowgate_user
+  using (((user_id = ( SELECT rowgate_hidden.current_user_id() AS current_user_id)) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('user:read'::text) AS has_scope)));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.oauth2_clients FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+
+-- Table rowgate.orders
+create table rowgate.orders (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  customer_id uuid not null,
+  product_id uuid not null,
+  amount bigint not null,
+  currency text not null,
+  status text default 'pending'::text not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  constraint orders_pkey PRIMARY KEY (id),
+  constraint orders_customer_id_fkey FOREIGN KEY (customer_id) REFERENCES rowgate.customers(id),
+  constraint orders_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint orders_product_id_fkey FOREIGN KEY (product_id) REFERENCES rowgate.products(id),
+  constraint orders_amount_check CHECK (((amount >= 0) AND (amount <= '100000000000'::bigint))),
+  constraint orders_currency_check CHECK ((currency ~ '^[a-z]{3}$'::text)),
+  constraint orders_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'paid'::text, 'refunded'::text])))
+);
+alter table rowgate.orders enable row level security;
+grant insert (organization_id, customer_id, product_id, amount, currency, status) on rowgate.orders to rowgate_organization, rowgate_user;
+grant select (id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at) on rowgate.orders to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant update (status) on rowgate.orders to rowgate_organization, rowgate_user;
+CREATE INDEX orders_customer ON rowgate.orders USING btree (customer_id, created_at, id);
+CREATE INDEX orders_organization_amount ON rowgate.orders USING btree (organization_id, amount, id);
+CREATE INDEX orders_organization_created ON rowgate.orders USING btree (organization_id, created_at, id);
+CREATE INDEX orders_product ON rowgate.orders USING btree (product_id);
+create policy insert_write on rowgate.orders as permissive for insert to public
+  with check (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('orders:write'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('orders_write'::text) AS has_scope)));
+create policy select_member on rowgate.orders as permissive for select to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('orders_read'::text) AS has_scope)));
+create policy select_own on rowgate.orders as permissive for select to rowgate_customer, rowgate_member
+  using (((customer_id = ( SELECT rowgate_hidden.current_customer_id() AS current_customer_id)) AND ( SELECT rowgate_hidden.has_scope('customer_portal_read'::text) AS has_scope)));
+create policy update_write on rowgate.orders as permissive for update to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('orders:write'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('orders_write'::text) AS has_scope)));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _200_check BEFORE INSERT OR UPDATE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_orders__check();
+CREATE TRIGGER _500_transactions AFTER INSERT OR UPDATE OF status ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_orders__transactions();
+CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('orders', 'hard');
+
+-- Table rowgate.organization_access_tokens
+create table rowgate.organization_access_tokens (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  comment text not null,
+  scopes text[] not null,
+  expires_at timestamp with time zone,
+  last_used_at timestamp with time zone,
+  created_by uuid,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint organization_access_tokens_pkey PRIMARY KEY (id),
+  constraint organization_access_tokens_created_by_fkey FOREIGN KEY (created_by) REFERENCES rowgate.users(id),
+  constraint organization_access_tokens_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint organization_access_tokens_comment_check CHECK (((length(comment) >= 1) AND (length(comment) <= 200)))
+);
+comment on table rowgate.organization_access_tokens is '@behavior -*
+Organization access tokens (REST only).';
+alter table rowgate.organization_access_tokens enable row level security;
+grant select (id, organization_id, comment, scopes, expires_at, last_used_at, created_by, created_at, updated_at) on rowgate.organization_access_tokens to rowgate_user;
+CREATE INDEX organization_access_tokens_organization ON rowgate.organization_access_tokens USING btree (organization_id, created_at) WHERE (deleted_at IS NULL);
+create policy select_manage on rowgate.organization_access_tokens as permissive for select to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('access_tokens:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (rowgate_hidden.current_subject_kind() = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('organization_access_tokens_read'::text) AS has_scope)));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+
+-- Table rowgate.organizations
+create table rowgate.organizations (
+  id uuid default gen_random_uuid() not null,
+  name text not null,
+  slug text not null,
+  account_id uuid,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint organizations_pkey PRIMARY KEY (id),
+  constraint organizations_account_id_fkey FOREIGN KEY (account_id) REFERENCES rowgate.accounts(id),
+  constraint organizations_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200))),
+  constraint organizations_slug_check CHECK (((slug ~ '^[a-z0-9]+(-[a-z0-9]+)*$'::text) AND ((length(slug) >= 2) AND (length(slug) <= 64))))
+);
+alter table rowgate.organizations enable row level security;
+grant select (id, name, slug, account_id, created_at, updated_at) on rowgate.organizations to rowgate_analyst, rowgate_organization, rowgate_user;
+grant update (name, slug) on rowgate.organizations to rowgate_organization, rowgate_user;
+CREATE UNIQUE INDEX organizations_slug_live ON rowgate.organizations USING btree (slug) WHERE (deleted_at IS NULL);
+create policy select_member on rowgate.organizations as permissive for select to public
+  using (((id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('organizations_read'::text) AS has_scope)));
+create policy update_manage on rowgate.organizations as permissive for update to public
+  using (((id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('organizations_write'::text) AS has_scope)));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.organizations FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+
+-- Table rowgate.payout_accounts
+create table rowgate.payout_accounts (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  type text not null,
+  country text not null,
+  currency text not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint payout_accounts_pkey PRIMARY KEY (id),
+  constraint payout_accounts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint payout_accounts_country_check CHECK ((country ~ '^[A-Z]{2}$'::text)),
+  constraint payout_accounts_currency_check CHECK ((currency ~ '^[a-z]{3}$'::text)),
+  constraint payout_accounts_type_check CHECK ((type = ANY (ARRAY['bank_account'::text, 'stripe'::text, 'open_collective'::text])))
+);
+alter table rowgate.payout_accounts enable row level security;
+grant insert (organization_id, type, country, currency) on rowgate.payout_accounts to rowgate_user;
+grant select (id, organization_id, type, country, currency, created_at, updated_at) on rowgate.payout_accounts to rowgate_analyst, rowgate_organization, rowgate_user;
+CREATE INDEX payout_accounts_organization ON rowgate.payout_accounts USING btree (organization_id, created_at, id) WHERE (deleted_at IS NULL);
+create policy insert_finance_web_session on rowgate.payout_accounts as permissive for insert to public
+  with check (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND (rowgate_hidden.finance_write_denial(organization_id) IS NULL) AND (( SELECT rowgate_hidden.current_credential_kind() AS current_credential_kind) = 'web_session'::text) AND ( SELECT rowgate_hidden.has_scope('payouts:write'::text) AS has_scope)));
+create policy select_finance_web_session on rowgate.payout_accounts as permissive for select to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (rowgate_hidden.finance_read_denial(organization_id) IS NULL) AND (( SELECT rowgate_hidden.current_credential_kind() AS current_credential_kind) = 'web_session'::text) AND ( SELECT rowgate_hidden.has_scope('payouts:read'::text) AS has_scope)));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.payout_accounts FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+
+-- Table rowgate.permissions
+create table rowgate.permissions (
+  name text not null,
+  verb text not null,
+  things text not null,
+  constraint permissions_pkey PRIMARY KEY (name)
+);
+alter table rowgate.permissions enable row level security;
+grant select (name, verb, things) on rowgate.permissions to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+create policy select_all on rowgate.permissions as permissive for select to public
+  using (true);
+
+-- Table rowgate.personal_access_tokens
+create table rowgate.personal_access_tokens (
+  id uuid default gen_random_uuid() not null,
+  user_id uuid not null,
+  comment text not null,
+  scopes text[] not null,
+  expires_at timestamp with time zone,
+  last_used_at timestamp with time zone,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint personal_access_tokens_pkey PRIMARY KEY (id),
+  constraint personal_access_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id) ON DELETE CASCADE,
+  constraint personal_access_tokens_comment_check CHECK (((length(comment) >= 1) AND (length(comment) <= 200)))
+);
+comment on table rowgate.personal_access_tokens is '@behavior -*
+Personal access tokens (REST only).';
+alter table rowgate.personal_access_tokens enable row level security;
+grant select (id, user_id, comment, scopes, expires_at, last_used_at, created_at, updated_at) on rowgate.personal_access_tokens to rowgate_user;
+CREATE INDEX personal_access_tokens_user_id ON rowgate.personal_access_tokens USING btree (user_id, created_at);
+create policy select_own on rowgate.personal_access_tokens as permissive for select to rowgate_user
+  using (((user_id = ( SELECT rowgate_hidden.current_user_id() AS current_user_id)) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('user:read'::text) AS has_scope)));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.personal_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+
+-- Table rowgate.products
+create table rowgate.products (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  name text not null,
+  description text,
+  price_amount bigint not null,
+  price_currency text not null,
+  is_archived boolean default false not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint products_pkey PRIMARY KEY (id),
+  constraint products_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint products_description_check CHECK ((length(description) <= 5000)),
+  constraint products_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200))),
+  constraint products_price_amount_check CHECK (((price_amount >= 0) AND (price_amount <= '100000000000'::bigint))),
+  constraint products_price_currency_check CHECK ((price_currency ~ '^[a-z]{3}$'::text))
+);
+alter table rowgate.products enable row level security;
+grant insert (organization_id, name, description, price_amount, price_currency, is_archived) on rowgate.products to rowgate_organization, rowgate_user;
+grant select (id, organization_id, name, description, price_amount, price_currency, is_archived, created_at, updated_at) on rowgate.products to rowgate_analyst, rowgate_organization, rowgate_user;
+grant update (name, description, price_amount, price_currency, is_archived) on rowgate.products to rowgate_organization, rowgate_user;
+CREATE INDEX products_organization_created ON rowgate.products USING btree (organization_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE INDEX products_organization_name ON rowgate.products USING btree (organization_id, name, id) WHERE (deleted_at IS NULL);
+CREATE INDEX products_organization_price ON rowgate.products USING btree (organization_id, price_amount, id) WHERE (deleted_at IS NULL);
+create policy insert_write on rowgate.products as permissive for insert to public
+  with check (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('products:write'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('products_write'::text) AS has_scope)));
+create policy select_member on rowgate.products as permissive for select to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('products_read'::text) AS has_scope)));
+create policy update_write on rowgate.products as permissive for update to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('products:write'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('products_write'::text) AS has_scope)));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.products FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE OR UPDATE OF deleted_at ON rowgate.products FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('products', 'soft');
+
+-- Table rowgate.role_permissions
+create table rowgate.role_permissions (
+  role text not null,
+  permission text not null,
+  constraint role_permissions_pkey PRIMARY KEY (role, permission),
+  constraint role_permissions_permission_fkey FOREIGN KEY (permission) REFERENCES rowgate.permissions(name) ON UPDATE CASCADE,
+  constraint role_permissions_role_fkey FOREIGN KEY (role) REFERENCES rowgate.roles(name) ON UPDATE CASCADE
+);
+alter table rowgate.role_permissions enable row level security;
+grant select (role, permission) on rowgate.role_permissions to rowgate_analyst, rowgate_organization, rowgate_user;
+create policy select_all on rowgate.role_permissions as permissive for select to public
+  using (true);
+
+-- Table rowgate.roles
+create table rowgate.roles (
+  name text not null,
+  description text not null,
+  constraint roles_pkey PRIMARY KEY (name)
+);
+alter table rowgate.roles enable row level security;
+grant select (name, description) on rowgate.roles to rowgate_analyst, rowgate_organization, rowgate_user;
+create policy select_all on rowgate.roles as permissive for select to public
+  using (true);
+
+-- Table rowgate.transactions
+create table rowgate.transactions (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  order_id uuid not null,
+  type text not null,
+  amount bigint not null,
+  currency text not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  constraint transactions_pkey PRIMARY KEY (id),
+  constraint transactions_order_id_fkey FOREIGN KEY (order_id) REFERENCES rowgate.orders(id),
+  constraint transactions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint transactions_currency_check CHECK ((currency ~ '^[a-z]{3}$'::text)),
+  constraint transactions_type_check CHECK ((type = ANY (ARRAY['payment'::text, 'refund'::text])))
+);
+alter table rowgate.transactions enable row level security;
+grant select (id, organization_id, order_id, type, amount, currency, created_at, updated_at) on rowgate.transactions to rowgate_analyst, rowgate_organization, rowgate_user;
+CREATE INDEX transactions_order ON rowgate.transactions USING btree (order_id);
+CREATE INDEX transactions_organization_amount ON rowgate.transactions USING btree (organization_id, amount, id);
+CREATE INDEX transactions_organization_created ON rowgate.transactions USING btree (organization_id, created_at, id);
+create policy select_finance on rowgate.transactions as permissive for select to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('finance:read'::text) AS current_organization_ids)::uuid[])) AND ( SELECT (rowgate_hidden.has_scope('transactions_read'::text) OR rowgate_hidden.has_scope('payouts_read'::text)))));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.transactions FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE ON rowgate.transactions FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('transactions', 'hard');
+
+-- Table rowgate.users
+create table rowgate.users (
+  id uuid default gen_random_uuid() not null,
+  email text not null,
+  name text,
+  avatar_url text,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint users_pkey PRIMARY KEY (id),
+  constraint users_avatar_url_check CHECK (((avatar_url ~ '^https?://'::text) AND (length(avatar_url) <= 2000))),
+  constraint users_email_check CHECK (((email = lower(email)) AND (email ~ '^[^@\s]+@[^@\s]+$'::text) AND (length(email) <= 320))),
+  constraint users_name_check CHECK ((length(name) <= 200))
+);
+alter table rowgate.users enable row level security;
+grant select (id, email, name, avatar_url, created_at, updated_at) on rowgate.users to rowgate_organization, rowgate_user;
+grant select (id, email, name, avatar_url, created_at, updated_at, deleted_at) on rowgate.users to rowgate_analyst;
+grant update (name, avatar_url) on rowgate.users to rowgate_user;
+CREATE UNIQUE INDEX users_email_live ON rowgate.users USING btree (email) WHERE (deleted_at IS NULL);
+create policy select_colleague on rowgate.users as permissive for select to rowgate_user, rowgate_organization, rowgate_analyst
+  using (((id = ANY (( SELECT rowgate_hidden.current_colleague_ids() AS current_colleague_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('members_read'::text) AS has_scope)));
+create policy select_self on rowgate.users as permissive for select to rowgate_user, rowgate_analyst
+  using (((id = ( SELECT rowgate_hidden.current_user_id() AS current_user_id)) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('user:read'::text) AS has_scope)));
+create policy update_self_web_session on rowgate.users as permissive for update to rowgate_user
+  using (((id = ( SELECT rowgate_hidden.current_user_id() AS current_user_id)) AND (deleted_at IS NULL) AND (( SELECT rowgate_hidden.current_credential_kind() AS current_credential_kind) = 'web_session'::text) AND ( SELECT rowgate_hidden.has_scope('user:write'::text) AS has_scope)));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.users FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _900_announce_delete AFTER DELETE ON rowgate.users REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
+CREATE TRIGGER _900_announce_truncate AFTER TRUNCATE ON rowgate.users FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
+CREATE TRIGGER _900_announce_update AFTER UPDATE ON rowgate.users REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
+
+-- Table rowgate_private.access_token_hashes
+create table rowgate_private.access_token_hashes (
+  token_hash bytea not null,
+  personal_access_token_id uuid,
+  organization_access_token_id uuid,
+  constraint access_token_hashes_pkey PRIMARY KEY (token_hash),
+  constraint access_token_hashes_organization_access_token_id_key UNIQUE (organization_access_token_id),
+  constraint access_token_hashes_personal_access_token_id_key UNIQUE (personal_access_token_id),
+  constraint access_token_hashes_organization_access_token_id_fkey FOREIGN KEY (organization_access_token_id) REFERENCES rowgate.organization_access_tokens(id) ON DELETE CASCADE,
+  constraint access_token_hashes_personal_access_token_id_fkey FOREIGN KEY (personal_access_token_id) REFERENCES rowgate.personal_access_tokens(id) ON DELETE CASCADE,
+  constraint access_token_hashes_check CHECK ((num_nonnulls(personal_access_token_id, organization_access_token_id) = 1))
+);
+
+-- Table rowgate_private.analysts
+create table rowgate_private.analysts (
+  login name not null,
+  user_id uuid not null,
+  created_at timestamp with time zone default now() not null,
+  constraint analysts_pkey PRIMARY KEY (login),
+  constraint analysts_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id)
+);
+
+-- Table rowgate_private.login_codes
+create table rowgate_private.login_codes (
+  id uuid default gen_random_uuid() not null,
+  email text not null,
+  code_hash bytea not null,
+  attempts integer default 0 not null,
+  expires_at timestamp with time zone not null,
+  used_at timestamp with time zone,
+  created_at timestamp with time zone default now() not null,
+  constraint login_codes_pkey PRIMARY KEY (id),
+  constraint login_codes_email_check CHECK (((email = lower(email)) AND (email ~ '^[^@\s]+@[^@\s]+$'::text) AND (length(email) <= 320)))
+);
+CREATE INDEX login_codes_email ON rowgate_private.login_codes USING btree (email, created_at);
+
+-- Table rowgate_private.mail_outbox
+create table rowgate_private.mail_outbox (
+  id uuid default gen_random_uuid() not null,
+  recipient text not null,
+  subject text not null,
+  body text not null,
+  created_at timestamp with time zone default now() not null,
+  constraint mail_outbox_pkey PRIMARY KEY (id)
+);
+CREATE INDEX mail_outbox_created_at ON rowgate_private.mail_outbox USING btree (created_at);
+
+-- Table rowgate_private.oauth2_access_tokens
+create table rowgate_private.oauth2_access_tokens (
+  id uuid default gen_random_uuid() not null,
+  token_hash bytea not null,
+  client_id text not null,
+  user_id uuid not null,
+  organization_id uuid,
+  scopes text[] not null,
+  expires_at timestamp with time zone not null,
+  revoked_at timestamp with time zone,
+  created_at timestamp with time zone default now() not null,
+  family_id uuid,
+  constraint oauth2_access_tokens_pkey PRIMARY KEY (id),
+  constraint oauth2_access_tokens_token_hash_key UNIQUE (token_hash),
+  constraint oauth2_access_tokens_family_id_fkey FOREIGN KEY (family_id) REFERENCES rowgate_private.oauth2_token_families(id),
+  constraint oauth2_access_tokens_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint oauth2_access_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id) ON DELETE CASCADE
+);
+CREATE INDEX oauth2_access_tokens_client_id ON rowgate_private.oauth2_access_tokens USING btree (client_id) WHERE (revoked_at IS NULL);
+CREATE INDEX oauth2_access_tokens_family_id ON rowgate_private.oauth2_access_tokens USING btree (family_id) WHERE (revoked_at IS NULL);
+CREATE INDEX oauth2_access_tokens_user_id ON rowgate_private.oauth2_access_tokens USING btree (user_id) WHERE (revoked_at IS NULL);
+
+-- Table rowgate_private.oauth2_authorization_codes
+create table rowgate_private.oauth2_authorization_codes (
+  id uuid default gen_random_uuid() not null,
+  code_hash bytea not null,
+  client_id text not null,
+  user_id uuid not null,
+  organization_id uuid,
+  scopes text[] not null,
+  redirect_uri text not null,
+  code_challenge text,
+  expires_at timestamp with time zone not null,
+  used_at timestamp with time zone,
+  created_at timestamp with time zone default now() not null,
+  constraint oauth2_authorization_codes_pkey PRIMARY KEY (id),
+  constraint oauth2_authorization_codes_code_hash_key UNIQUE (code_hash),
+  constraint oauth2_authorization_codes_client_id_fkey FOREIGN KEY (client_id) REFERENCES rowgate.oauth2_clients(client_id),
+  constraint oauth2_authorization_codes_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint oauth2_authorization_codes_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id)
+);
+CREATE INDEX oauth2_authorization_codes_client_id ON rowgate_private.oauth2_authorization_codes USING btree (client_id);
+
+-- Table rowgate_private.oauth2_client_secrets
+create table rowgate_private.oauth2_client_secrets (
+  client_id text not null,
+  secret_hash bytea not null,
+  constraint oauth2_client_secrets_pkey PRIMARY KEY (client_id),
+  constraint oauth2_client_secrets_client_id_fkey FOREIGN KEY (client_id) REFERENCES rowgate.oauth2_clients(client_id)
+);
+
+-- Table rowgate_private.oauth2_refresh_tokens
+create table rowgate_private.oauth2_refresh_tokens (
+  id uuid default gen_random_uuid() not null,
+  token_hash bytea not null,
+  family_id uuid not null,
+  expires_at timestamp with time zone not null,
+  used_at timestamp with time zone,
+  created_at timestamp with time zone default now() not null,
+  constraint oauth2_refresh_tokens_pkey PRIMARY KEY (id),
+  constraint oauth2_refresh_tokens_token_hash_key UNIQUE (token_hash),
+  constraint oauth2_refresh_tokens_family_id_fkey FOREIGN KEY (family_id) REFERENCES rowgate_private.oauth2_token_families(id)
+);
+CREATE INDEX oauth2_refresh_tokens_family_id ON rowgate_private.oauth2_refresh_tokens USING btree (family_id);
+
+-- Table rowgate_private.oauth2_token_families
+create table rowgate_private.oauth2_token_families (
+  id uuid default gen_random_uuid() not null,
+  client_id text not null,
+  user_id uuid not null,
+  organization_id uuid,
+  scopes text[] not null,
+  authorization_code_id uuid not null,
+  revoked_at timestamp with time zone,
+  created_at timestamp with time zone default now() not null,
+  constraint oauth2_token_families_pkey PRIMARY KEY (id),
+  constraint oauth2_token_families_authorization_code_id_key UNIQUE (authorization_code_id),
+  constraint oauth2_token_families_authorization_code_id_fkey FOREIGN KEY (authorization_code_id) REFERENCES rowgate_private.oauth2_authorization_codes(id),
+  constraint oauth2_token_families_client_id_fkey FOREIGN KEY (client_id) REFERENCES rowgate.oauth2_clients(client_id),
+  constraint oauth2_token_families_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint oauth2_token_families_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id)
+);
+CREATE INDEX oauth2_token_families_client_id ON rowgate_private.oauth2_token_families USING btree (client_id) WHERE (revoked_at IS NULL);
+
+-- Table rowgate_private.organization_row_counts
+create table rowgate_private.organization_row_counts (
+  organization_id uuid not null,
+  resource text not null,
+  row_count bigint default 0 not null,
+  constraint organization_row_counts_pkey PRIMARY KEY (organization_id, resource),
+  constraint organization_row_counts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id)
+);
+
+-- Table rowgate_private.platform_admins
+create table rowgate_private.platform_admins (
+  user_id uuid not null,
+  created_at timestamp with time zone default now() not null,
+  constraint platform_admins_pkey PRIMARY KEY (user_id),
+  constraint platform_admins_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id) ON DELETE CASCADE
+);
+CREATE TRIGGER _900_announce_truncate AFTER TRUNCATE ON rowgate_private.platform_admins FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
+CREATE TRIGGER _900_touch_user AFTER INSERT OR DELETE OR UPDATE ON rowgate_private.platform_admins FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_platform_admins__touch_user();
+
+-- Table rowgate_private.scopes
+create table rowgate_private.scopes (
+  name text not null,
+  implies text,
+  constraint scopes_pkey PRIMARY KEY (name),
+  constraint scopes_implies_fkey FOREIGN KEY (implies) REFERENCES rowgate_private.scopes(name)
+);
+CREATE TRIGGER _900_announce_change AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON rowgate_private.scopes FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
+
+-- Table rowgate_private.sessions
+create table rowgate_private.sessions (
+  id uuid default gen_random_uuid() not null,
+  token_hash bytea not null,
+  kind text not null,
+  user_id uuid,
+  customer_id uuid,
+  member_id uuid,
+  is_impersonation boolean default false not null,
+  impersonator_id uuid,
+  expires_at timestamp with time zone not null,
+  revoked_at timestamp with time zone,
+  created_at timestamp with time zone default now() not null,
+  constraint sessions_pkey PRIMARY KEY (id),
+  constraint sessions_token_hash_key UNIQUE (token_hash),
+  constraint sessions_customer_id_fkey FOREIGN KEY (customer_id) REFERENCES rowgate.customers(id),
+  constraint sessions_impersonator_id_fkey FOREIGN KEY (impersonator_id) REFERENCES rowgate.users(id) ON DELETE CASCADE,
+  constraint sessions_member_id_fkey FOREIGN KEY (member_id) REFERENCES rowgate.customer_members(id),
+  constraint sessions_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id) ON DELETE CASCADE,
+  constraint sessions_check CHECK (((kind = 'user'::text) = (user_id IS NOT NULL))),
+  constraint sessions_check1 CHECK ((((kind = 'customer'::text) = ((customer_id IS NOT NULL) AND (member_id IS NULL))) OR (kind <> 'customer'::text))),
+  constraint sessions_check2 CHECK ((((kind = 'member'::text) = (member_id IS NOT NULL)) OR (kind <> 'member'::text))),
+  constraint sessions_check3 CHECK ((is_impersonation = (impersonator_id IS NOT NULL))),
+  constraint sessions_kind_check CHECK ((kind = ANY (ARRAY['user'::text, 'customer'::text, 'member'::text])))
+);
+CREATE INDEX sessions_user_id ON rowgate_private.sessions USING btree (user_id) WHERE (revoked_at IS NULL);
+CREATE TRIGGER _900_announce_delete AFTER DELETE ON rowgate_private.sessions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
+CREATE TRIGGER _900_announce_truncate AFTER TRUNCATE ON rowgate_private.sessions FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
+CREATE TRIGGER _900_announce_update AFTER UPDATE ON rowgate_private.sessions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
+
+-- View rowgate.orders_by_day
+create view rowgate.orders_by_day with (security_invoker=true) as
+ SELECT organization_id,
+    (created_at AT TIME ZONE 'UTC'::text)::date AS day,
+    status,
+    count(*) AS orders,
+    sum(amount) AS amount
+   FROM rowgate.orders
+  GROUP BY organization_id, ((created_at AT TIME ZONE 'UTC'::text)::date), status;
+comment on view rowgate.orders_by_day is 'Orders per organization, UTC day and status.';
+grant select on table rowgate.orders_by_day to rowgate_analyst, rowgate_organization, rowgate_user;
+
+-- View rowgate.revenue_by_day
+create view rowgate.revenue_by_day with (security_invoker=true) as
+ SELECT organization_id,
+    (created_at AT TIME ZONE 'UTC'::text)::date AS day,
+    currency,
+    COALESCE(sum(amount) FILTER (WHERE type = 'payment'::text), 0::numeric) AS gross_amount,
+    COALESCE(- sum(amount) FILTER (WHERE type = 'refund'::text), 0::numeric) AS refunded_amount,
+    sum(amount) AS net_amount,
+    count(*) FILTER (WHERE type = 'payment'::text) AS payments
+   FROM rowgate.transactions
+  GROUP BY organization_id, ((created_at AT TIME ZONE 'UTC'::text)::date), currency;
+comment on view rowgate.revenue_by_day is 'Payments, refunds and net revenue per organization, UTC day and currency (finance:read).';
+grant select on table rowgate.revenue_by_day to rowgate_analyst, rowgate_organization, rowgate_user;
+
+-- Function rowgate.add_member(uuid,text,text)
+CREATE OR REPLACE FUNCTION rowgate.add_member(p_organization_id uuid, p_email text, p_role text)
+ RETURNS rowgate.memberships
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_denial text;
+  v_user_id uuid;
+  v_membership rowgate.memberships;
+begin
+  perform rowgate_hidden.assert_scope('members_write');
+  if not (p_organization_id = any (rowgate_hidden.current_organization_ids())) then
+    raise exception 'Not found' using errcode = 'RG404';
+  end if;
+  v_denial := rowgate_hidden.members_management_denial(p_organization_id);
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG403';
+  end if;
+  select id into v_user_id from rowgate.users where email = lower(p_email) and deleted_at is null;
+  if v_user_id is null then
+    raise exception 'No user has this e-mail address' using errcode = 'RG422', detail = 'body.email';
+  end if;
+  if exists (select 1 from rowgate.memberships where user_id = v_user_id and organization_id = p_organization_id and deleted_at is null) then
+    raise exception 'This user is a member already' using errcode = 'RG422', detail = 'body.email';
+  end if;
+  insert into rowgate.memberships (user_id, organization_id, role) values (v_user_id, p_organization_id, p_role)
+    returning * into v_membership;
+  return v_membership;
+end;
+$function$;
+grant execute on function rowgate.add_member(uuid,text,text) to rowgate_organization, rowgate_user;
+
+-- Function rowgate.authenticate_login_code(text,bytea,bytea)
+CREATE OR REPLACE FUNCTION rowgate.authenticate_login_code(p_email text, p_code_hash bytea, p_session_token_hash bytea)
+ RETURNS TABLE(status text, id uuid, email text, name text, avatar_url text, is_admin boolean, created_at timestamp with time zone, updated_at timestamp with time zone, session_expires_at timestamp with time zone)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+#variable_conflict use_column
+declare
+  v_email text := lower(p_email);
+  v_code_id uuid;
+  v_user rowgate.users;
+  v_session rowgate_private.sessions;
+begin
+  select c.id into v_code_id from rowgate_private.login_codes c
+    where c.email = v_email and c.code_hash = p_code_hash and c.used_at is null
+      and c.expires_at > now() and c.attempts < 5
+    for update;
+  if v_code_id is null then
+    -- a wrong guess counts against every live code of the address
+    update rowgate_private.login_codes c set attempts = c.attempts + 1
+      where c.email = v_email and c.used_at is null and c.expires_at > now();
+    return query select 'invalid'::text, null::uuid, null::text, null::text, null::text, null::boolean,
+      null::timestamptz, null::timestamptz, null::timestamptz;
+    return;
+  end if;
+  -- a code signs in once, and the other codes of the address die with it
+  update rowgate_private.login_codes c set used_at = now() where c.email = v_email and c.used_at is null;
+  select u.* into v_user from rowgate.users u where u.email = v_email and u.deleted_at is null;
+  if v_user.id is null then
+    insert into rowgate.users (email) values (v_email) returning * into v_user;
+  end if;
+  v_session := rowgate_private.issue_user_session(v_user.id, p_session_token_hash, interval '31 days');
+  return query select 'ok'::text, v_user.id, v_user.email, v_user.name, v_user.avatar_url,
+    exists (select 1 from rowgate_private.platform_admins a where a.user_id = v_user.id),
+    v_user.created_at, v_user.updated_at, v_session.expires_at;
+end;
+$function$;
+comment on function rowgate.authenticate_login_code(text,bytea,bytea) is '@behavior -*
+Signs in with an e-mail code: the user and its new session, or status invalid.';
+grant execute on function rowgate.authenticate_login_code(text,bytea,bytea) to rowgate_anonymous;
+
+-- Function rowgate.check_oauth2_authorization(text,text,text[],uuid,text,text)
+CREATE OR REPLACE FUNCTION rowgate.check_oauth2_authorization(p_client_id text, p_redirect_uri text, p_scopes text[], p_organization_id uuid, p_code_challenge text, p_code_challenge_method text)
+ RETURNS TABLE(status text, description text, client_name text, scopes text[], organization_name text)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+#variable_conflict use_column
+declare
+  v_client rowgate.oauth2_clients;
+  v_scopes text[];
+  v_unknown text;
+  v_denial text;
+  v_organization_name text;
+begin
+  select c.* into v_client from rowgate.oauth2_clients c join rowgate.users u on u.id = c.user_id
+    where c.client_id = p_client_id and c.deleted_at is null and u.deleted_at is null;
+  if v_client.client_id is null then
+    return query select 'invalid_client'::text, 'Unknown client_id'::text, null::text, null::text[], null::text;
+    return;
+  elsif p_redirect_uri is null or not (p_redirect_uri = any (v_client.redirect_uris)) then
+    return query select 'invalid_redirect_uri'::text, 'The redirect_uri is not one the client registered'::text,
+      null::text, null::text[], null::text;
+    return;
+  end if;
+  if rowgate_hidden.current_user_id() is null then
+    return query select 'access_denied'::text, 'Only users can authorize clients'::text, v_client.client_name, null::text[], null::text;
+    return;
+  end if;
+  -- PKCE (RFC 7636): S256 only; required of public clients
+  if p_code_challenge is null and (p_code_challenge_method is not null or v_client.token_endpoint_auth_method = 'none') then
+    return query select 'invalid_request'::text,
+      'PKCE is required: send code_challenge with code_challenge_method=S256'::text, v_client.client_name, null::text[], null::text;
+    return;
+  elsif p_code_challenge is not null and p_code_challenge_method is distinct from 'S256' then
+    return query select 'invalid_request'::text, 'Only code_challenge_method=S256 is supported'::text,
+      v_client.client_name, null::text[], null::text;
+    return;
+  elsif p_code_challenge is not null and p_code_challenge !~ '^[A-Za-z0-9_-]{43}$' then
+    return query select 'invalid_request'::text,
+      'code_challenge must be the base64url SHA-256 of the code_verifier (43 characters)'::text, v_client.client_name, null::text[], null::text;
+    return;
+  end if;
+  -- scopes: those asked for (the client's own when none are named), within the client's
+  v_scopes := (select array_agg(distinct s order by s) from unnest(coalesce(p_scopes, v_client.scopes)) s);
+  v_unknown := rowgate_private.unknown_scope(v_scopes);
+  if v_scopes is null then
+    return query select 'invalid_scope'::text, 'No scope was requested'::text, v_client.client_name, null::text[], null::text;
+    return;
+  elsif v_unknown is not null then
+    return query select 'invalid_scope'::text, format('Unknown scope: %s', v_unknown), v_client.client_name, null::text[], null::text;
+    return;
+  elsif not (v_scopes <@ v_client.scopes) then
+    return query select 'invalid_scope'::text,
+      format('The client did not register the scope %s', (select s from unnest(v_scopes) s where not (s = any (v_client.scopes)) limit 1)),
+      v_client.client_name, null::text[], null::text;
+    return;
+  elsif not (v_scopes <@ rowgate_hidden.current_scopes()) then
+    return query select 'invalid_scope'::text, 'A grant cannot hold a scope its user does not hold'::text,
+      v_client.client_name, null::text[], null::text;
+    return;
+  end if;
+  if p_organization_id is not null then
+    select o.name into v_organization_name from rowgate.organizations o
+      where o.id = p_organization_id and o.id = any (rowgate_hidden.current_organization_ids());
+    if v_organization_name is null then
+      return query select 'invalid_request'::text, 'Unknown organization_id'::text, v_client.client_name, null::text[], null::text;
+      return;
+    end if;
+    v_denial := rowgate_hidden.access_token_management_denial(p_organization_id);
+    if v_denial is not null then
+      return query select 'access_denied'::text, v_denial, v_client.client_name, null::text[], null::text;
+      return;
+    end if;
+    if v_scopes && array['user:read', 'user:write', 'payouts:read', 'payouts:write'] then
+      return query select 'invalid_scope'::text, 'Organization tokens carry organization scopes only'::text,
+        v_client.client_name, null::text[], null::text;
+      return;
+    end if;
+  end if;
+  return query select 'ok'::text, null::text, v_client.client_name, v_scopes, v_organization_name;
+end;
+$function$;
+comment on function rowgate.check_oauth2_authorization(text,text,text[],uuid,text,text) is '@behavior -*
+Checks an OAuth2 authorization request for the current user: ok, or the RFC 6749 error.';
+grant execute on function rowgate.check_oauth2_authorization(text,text,text[],uuid,text,text) to rowgate_user;
+
+-- Function rowgate.create_account(uuid,text,text)
+CREATE OR REPLACE FUNCTION rowgate.create_account(p_organization_id uuid, p_country text, p_currency text)
+ RETURNS rowgate.accounts
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_user_id uuid := rowgate_hidden.current_user_id();
+  v_denial text;
+  v_account rowgate.accounts;
+begin
+  perform rowgate_hidden.assert_scope('organizations_write');
+  if v_user_id is null then
+    raise exception 'Only users can create accounts' using errcode = 'RG403';
+  end if;
+  if not (p_organization_id = any (rowgate_hidden.current_organization_ids())) then
+    raise exception 'Organization not found' using errcode = 'RG422', detail = 'body.organization_id';
+  end if;
+  v_denial := rowgate_hidden.role_permission_denial(p_organization_id, 'organization:manage');
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG403';
+  end if;
+  if exists (select 1 from rowgate.accounts where organization_id = p_organization_id and deleted_at is null) then
+    raise exception 'The organization has an account already' using errcode = 'RG422', detail = 'body.organization_id';
+  end if;
+  insert into rowgate.accounts (organization_id, admin_id, country, currency)
+    values (p_organization_id, v_user_id, p_country, p_currency) returning * into v_account;
+  update rowgate.organizations set account_id = v_account.id where id = p_organization_id;
+  return v_account;
+end;
+$function$;
+grant execute on function rowgate.create_account(uuid,text,text) to rowgate_user;
+
+-- Function rowgate.create_customer_session(uuid,uuid,bytea)
+CREATE OR REPLACE FUNCTION rowgate.create_customer_session(p_customer_id uuid, p_member_id uuid, p_token_hash bytea)
+ RETURNS TABLE(customer_id uuid, member_id uuid, expires_at timestamp with time zone)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_organization_id uuid;
+  v_denial text;
+begin
+  perform rowgate_hidden.assert_scope('customer_sessions_write');
+  select c.organization_id into v_organization_id from rowgate.customers c
+    where c.id = p_customer_id and c.deleted_at is null
+      and c.organization_id = any (rowgate_hidden.current_organization_ids());
+  if v_organization_id is null then
+    raise exception 'Customer not found' using errcode = 'RG422', detail = 'body.customer_id';
+  end if;
+  v_denial := rowgate_hidden.role_permission_denial(v_organization_id, 'customers:write');
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG403';
+  end if;
+  if p_member_id is not null and not exists (select 1 from rowgate.customer_members m
+      where m.id = p_member_id and m.customer_id = p_customer_id and m.deleted_at is null) then
+    raise exception 'Member not found for this customer' using errcode = 'RG422', detail = 'body.member_id';
+  end if;
+  return query insert into rowgate_private.sessions as s (token_hash, kind, customer_id, member_id, expires_at)
+    values (p_token_hash, case when p_member_id is null then 'customer' else 'member' end,
+      case when p_member_id is null then p_customer_id end, p_member_id, now() + interval '1 hour')
+    returning p_customer_id, s.member_id, s.expires_at;
+end;
+$function$;
+comment on function rowgate.create_customer_session(uuid,uuid,bytea) is '@behavior -*';
+grant execute on function rowgate.create_customer_session(uuid,uuid,bytea) to rowgate_organization, rowgate_user;
+
+-- Function rowgate.create_impersonation_session(uuid,bytea)
+CREATE OR REPLACE FUNCTION rowgate.create_impersonation_session(p_user_id uuid, p_token_hash bytea)
+ RETURNS TABLE(user_id uuid, expires_at timestamp with time zone, scopes text[])
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_admin_id uuid := rowgate_hidden.current_user_id();
+begin
+  if rowgate_hidden.current_credential_kind() is distinct from 'web_session' then
+    raise exception 'Impersonation takes a platform admin''s web session' using errcode = 'RG403';
+  end if;
+  perform rowgate_hidden.assert_scope('user:write');
+  if not exists (select 1 from rowgate_private.platform_admins a join rowgate.users u on u.id = a.user_id
+      where a.user_id = v_admin_id and u.deleted_at is null) then
+    raise exception 'Only platform admins can impersonate users' using errcode = 'RG403';
+  end if;
+  if not exists (select 1 from rowgate.users u where u.id = p_user_id and u.deleted_at is null) then
+    raise exception 'No such user' using errcode = 'RG422', detail = 'body.user_id';
+  end if;
+  return query select s.user_id, s.expires_at, rowgate_private.read_scopes()
+    from rowgate_private.issue_user_session(p_user_id, p_token_hash, interval '1 hour', v_admin_id) s;
+end;
+$function$;
+comment on function rowgate.create_impersonation_session(uuid,bytea) is '@behavior -*';
+grant execute on function rowgate.create_impersonation_session(uuid,bytea) to rowgate_user;
+
+-- Function rowgate.create_oauth2_authorization_code(text,text,text[],uuid,text,text,bytea)
+CREATE OR REPLACE FUNCTION rowgate.create_oauth2_authorization_code(p_client_id text, p_redirect_uri text, p_scopes text[], p_organization_id uuid, p_code_challenge text, p_code_challenge_method text, p_code_hash bytea)
+ RETURNS timestamp with time zone
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_status text;
+  v_description text;
+  v_scopes text[];
+  v_expires_at timestamptz := now() + interval '10 minutes';
+begin
+  perform rowgate_hidden.assert_scope('user:write');
+  select c.status, c.description, c.scopes into v_status, v_description, v_scopes
+    from rowgate.check_oauth2_authorization(p_client_id, p_redirect_uri, p_scopes, p_organization_id,
+      p_code_challenge, p_code_challenge_method) c;
+  if v_status <> 'ok' then
+    raise exception '%', v_description using errcode = 'RG403';
+  end if;
+  insert into rowgate_private.oauth2_authorization_codes
+      (code_hash, client_id, user_id, organization_id, scopes, redirect_uri, code_challenge, expires_at)
+    values (p_code_hash, p_client_id, rowgate_hidden.current_user_id(), p_organization_id, v_scopes, p_redirect_uri,
+      p_code_challenge, v_expires_at);
+  return v_expires_at;
+end;
+$function$;
+comment on function rowgate.create_oauth2_authorization_code(text,text,text[],uuid,text,text,bytea) is '@behavior -*
+Issues an authorization code to a client the current user authorizes.';
+grant execute on function rowgate.create_oauth2_authorization_code(text,text,text[],uuid,text,text,bytea) to rowgate_user;
+
+-- Function rowgate.create_order(uuid,uuid,bigint,text,text)
+CREATE OR REPLACE FUNCTION rowgate.create_order(p_product_id uuid, p_customer_id uuid, p_amount bigint, p_currency text, p_status text)
+ RETURNS SETOF rowgate.orders
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_product record;
+  v_denial text;
+begin
+  perform rowgate_hidden.assert_scope('orders_write');
+  select p.organization_id, p.price_amount, p.price_currency into v_product from rowgate.products p
+    where p.id = p_product_id and p.deleted_at is null
+      and p.organization_id = any (rowgate_hidden.current_organization_ids());
+  if not found then
+    raise exception 'Product not found' using errcode = 'RG422', detail = 'body.product_id';
+  end if;
+  v_denial := rowgate_hidden.role_permission_denial(v_product.organization_id, 'orders:write');
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG403';
+  end if;
+  return query insert into rowgate.orders (organization_id, customer_id, product_id, amount, currency, status)
+    values (v_product.organization_id, p_customer_id, p_product_id, coalesce(p_amount, v_product.price_amount),
+      coalesce(p_currency, v_product.price_currency), coalesce(p_status, 'pending'))
+    returning *;
+end;
+$function$;
+grant execute on function rowgate.create_order(uuid,uuid,bigint,text,text) to rowgate_organization, rowgate_user;
+
+-- Function rowgate.create_organization(text,text)
+CREATE OR REPLACE FUNCTION rowgate.create_organization(p_name text, p_slug text)
+ RETURNS rowgate.organizations
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_user_id uuid := rowgate_hidden.current_user_id();
+  v_organization rowgate.organizations;
+begin
+  perform rowgate_hidden.assert_scope('organizations_write');
+  if v_user_id is null then
+    raise exception 'Only users can create organizations' using errcode = 'RG403';
+  end if;
+  insert into rowgate.organizations (name, slug) values (p_name, p_slug) returning * into v_organization;
+  insert into rowgate.memberships (user_id, organization_id, role) values (v_user_id, v_organization.id, 'admin');
+  return v_organization;
+end;
+$function$;
+grant execute on function rowgate.create_organization(text,text) to rowgate_user;
+
+-- Function rowgate.create_organization_access_token(uuid,text,text[],timestamp with time zone,bytea)
+CREATE OR REPLACE FUNCTION rowgate.create_organization_access_token(p_organization_id uuid, p_comment text, p_scopes text[], p_expires_at timestamp with time zone, p_token_hash bytea)
+ RETURNS rowgate.organization_access_tokens
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_denial text;
+  v_token rowgate.organization_access_tokens;
+begin
+  perform rowgate_hidden.assert_scope('organization_access_tokens_write');
+  if not (p_organization_id = any (rowgate_hidden.current_organization_ids())) then
+    raise exception 'Organization not found' using errcode = 'RG422', detail = 'body.organization_id';
+  end if;
+  v_denial := rowgate_hidden.access_token_management_denial(p_organization_id);
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG403';
+  end if;
+  perform rowgate_private.assert_known_scopes(p_scopes);
+  if exists (select 1 from unnest(p_scopes) s where s in ('user:read', 'user:write', 'payouts:read', 'payouts:write')) then
+    raise exception 'Organization tokens carry organization scopes only' using errcode = 'RG422', detail = 'body.scopes';
+  end if;
+  if not (p_scopes <@ rowgate_hidden.current_scopes()) then
+    raise exception 'A token cannot hold a scope its creator does not hold' using errcode = 'RG422', detail = 'body.scopes';
+  end if;
+  insert into rowgate.organization_access_tokens (organization_id, comment, scopes, expires_at, created_by)
+    values (p_organization_id, p_comment, (select array_agg(distinct s order by s) from unnest(p_scopes) s), p_expires_at,
+      rowgate_hidden.current_user_id())
+    returning * into v_token;
+  insert into rowgate_private.access_token_hashes (token_hash, organization_access_token_id) values (p_token_hash, v_token.id);
+  return v_token;
+end;
+$function$;
+comment on function rowgate.create_organization_access_token(uuid,text,text[],timestamp with time zone,bytea) is '@behavior -*';
+grant execute on function rowgate.create_organization_access_token(uuid,text,text[],timestamp with time zone,bytea) to rowgate_user;
+
+-- Function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea)
+CREATE OR REPLACE FUNCTION rowgate.create_personal_access_token(p_comment text, p_scopes text[], p_expires_at timestamp with time zone, p_token_hash bytea)
+ RETURNS rowgate.personal_access_tokens
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_user_id uuid := rowgate_hidden.current_user_id();
+begin
+  perform rowgate_hidden.assert_scope('user:write');
+  if v_user_id is null then
+    raise exception 'Only users can create personal access tokens' using errcode = 'RG403';
+  end if;
+  perform rowgate_private.assert_known_scopes(p_scopes);
+  if not (p_scopes <@ rowgate_hidden.current_scopes()) then
+    raise exception 'A token cannot hold a scope its creator does not hold' using errcode = 'RG422', detail = 'body.scopes';
+  end if;
+  return rowgate_private.issue_personal_access_token(v_user_id, p_comment, p_scopes, p_expires_at, p_token_hash);
+end;
+$function$;
+comment on function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea) is '@behavior -*';
+grant execute on function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea) to rowgate_user;
+
+-- Function rowgate.delete_current_user()
+CREATE OR REPLACE FUNCTION rowgate.delete_current_user()
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_user_id uuid := rowgate_hidden.current_user_id();
+begin
+  perform rowgate_hidden.assert_scope('user:write');
+  update rowgate.users set deleted_at = now() where id = v_user_id and deleted_at is null;
+  if not found then
+    return false;
+  end if;
+  update rowgate_private.sessions set revoked_at = now() where user_id = v_user_id and revoked_at is null;
+  update rowgate.personal_access_tokens set deleted_at = now() where user_id = v_user_id and deleted_at is null;
+  update rowgate_private.oauth2_access_tokens set revoked_at = now() where user_id = v_user_id and revoked_at is null;
+  return true;
+end;
+$function$;
+comment on function rowgate.delete_current_user() is '@behavior -*';
+grant execute on function rowgate.delete_current_user() to rowgate_user;
+
+-- Function rowgate.delete_oauth2_client(uuid)
+CREATE OR REPLACE FUNCTION rowgate.delete_oauth2_client(p_id uuid)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_client_id text;
+begin
+  perform rowgate_hidden.assert_scope('user:write');
+  update rowgate.oauth2_clients c set deleted_at = now()
+    where c.id = p_id and c.user_id = rowgate_hidden.current_user_id() and c.deleted_at is null
+    returning c.client_id into v_client_id;
+  if v_client_id is null then
+    return false;
+  end if;
+  perform rowgate_private.revoke_oauth2_family(f.id) from rowgate_private.oauth2_token_families f
+    where f.client_id = v_client_id and f.revoked_at is null;
+  update rowgate_private.oauth2_access_tokens t set revoked_at = now() where t.client_id = v_client_id and t.revoked_at is null;
+  update rowgate_private.oauth2_authorization_codes c set used_at = now() where c.client_id = v_client_id and c.used_at is null;
+  delete from rowgate_private.oauth2_client_secrets s where s.client_id = v_client_id;
+  return true;
+end;
+$function$;
+comment on function rowgate.delete_oauth2_client(uuid) is '@behavior -*
+Deletes one of the current user''s OAuth2 clients and revokes its tokens.';
+grant execute on function rowgate.delete_oauth2_client(uuid) to rowgate_user;
+
+-- Function rowgate.delete_resource(text,uuid)
+CREATE OR REPLACE FUNCTION rowgate.delete_resource(p_resource text, p_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_policy text := case p_resource
+    when 'organization' then 'organization:manage'
+    when 'membership' then 'members_management'
+    when 'organization_access_token' then 'access_token_management'
+    when 'product' then 'products:write'
+    when 'customer' then 'customers:write'
+    when 'payout_account' then 'finance_write'
+  end;
+  v_scope text := case p_resource
+    when 'organization' then 'organizations_write'
+    when 'membership' then 'members_write'
+    when 'organization_access_token' then 'organization_access_tokens_write'
+    when 'product' then 'products_write'
+    when 'customer' then 'customers_write'
+    when 'payout_account' then 'payouts:write'
+  end;
+  v_organization_id uuid;
+  v_denial text;
+begin
+  if v_policy is null then
+    raise exception 'Unknown resource %', p_resource;
+  end if;
+  if p_resource = 'payout_account' and rowgate_hidden.current_credential_kind() is distinct from 'web_session' then
+    raise exception 'Payout accounts are managed with a web session only' using errcode = 'RG403';
+  end if;
+  perform rowgate_hidden.assert_scope(v_scope);
+  select a.organization_id, a.denial into v_organization_id, v_denial from rowgate_hidden.authorize(p_resource, p_id, v_policy) a;
+  if v_organization_id is null then
+    raise exception 'Not found' using errcode = 'RG404';
+  elsif v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG403';
+  elsif p_resource = 'organization' and rowgate_hidden.current_subject_kind() is distinct from 'user' then
+    raise exception 'Only users can delete organizations' using errcode = 'RG403';
+  end if;
+  case p_resource
+    when 'organization' then update rowgate.organizations set deleted_at = now() where id = p_id;
+    when 'membership' then update rowgate.memberships set deleted_at = now() where id = p_id;
+    when 'organization_access_token' then update rowgate.organization_access_tokens set deleted_at = now() where id = p_id;
+    when 'product' then update rowgate.products set deleted_at = now() where id = p_id;
+    when 'customer' then update rowgate.customers set deleted_at = now() where id = p_id;
+    when 'payout_account' then update rowgate.payout_accounts set deleted_at = now() where id = p_id;
+  end case;
+end;
+$function$;
+comment on function rowgate.delete_resource(text,uuid) is '@behavior -*';
+grant execute on function rowgate.delete_resource(text,uuid) to rowgate_organization, rowgate_user;
+
+-- Function rowgate.exchange_oauth2_authorization_code(text,bytea,bytea,text,text,bytea,bytea,bytea)
+CREATE OR REPLACE FUNCTION rowgate.exchange_oauth2_authorization_code(p_client_id text, p_client_secret_hash bytea, p_code_hash bytea, p_redirect_uri text, p_code_challenge text, p_user_token_hash bytea, p_organization_token_hash bytea, p_refresh_token_hash bytea)
+ RETURNS TABLE(status text, description text, token_kind text, scopes text[], expires_at timestamp with time zone)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+#variable_conflict use_column
+declare
+  v_client rowgate.oauth2_clients := rowgate_private.authenticate_oauth2_client(p_client_id, p_client_secret_hash);
+  v_code rowgate_private.oauth2_authorization_codes;
+  v_family rowgate_private.oauth2_token_families;
+  v_failure text;
+begin
+  if v_client.client_id is null then
+    return query select 'invalid_client'::text, 'Client authentication failed'::text, null::text, null::text[], null::timestamptz;
+    return;
+  end if;
+  select c.* into v_code from rowgate_private.oauth2_authorization_codes c
+    where c.code_hash = p_code_hash and c.client_id = p_client_id for update;
+  if v_code.id is null then
+    return query select 'invalid_grant'::text, 'The authorization code is unknown or was issued to another client'::text,
+      null::text, null::text[], null::timestamptz;
+    return;
+  elsif v_code.used_at is not null then
+    -- whoever replays a code may have stolen it: what was issued from it ends
+    perform rowgate_private.revoke_oauth2_family(f.id) from rowgate_private.oauth2_token_families f
+      where f.authorization_code_id = v_code.id;
+    return query select 'invalid_grant'::text,
+      'The authorization code was used already; the tokens issued from it are revoked'::text, null::text, null::text[], null::timestamptz;
+    return;
+  end if;
+  -- one attempt per code: from here on it is spent, whatever the outcome
+  update rowgate_private.oauth2_authorization_codes c set used_at = now() where c.id = v_code.id;
+  v_failure := case
+    when v_code.expires_at <= now() then 'The authorization code has expired'
+    when p_redirect_uri is distinct from v_code.redirect_uri then 'redirect_uri differs from the authorization request''s'
+    when v_code.code_challenge is not null and p_code_challenge is null then 'code_verifier is required'
+    when v_code.code_challenge is distinct from p_code_challenge then
+      case when v_code.code_challenge is null then 'No code_challenge was sent with the authorization request'
+        else 'The code_verifier does not match the code_challenge' end
+  end;
+  if v_failure is null and not rowgate_private.oauth2_grant_holds(v_code.user_id, v_code.organization_id) then
+    v_failure := 'The user can no longer grant this authorization';
+  end if;
+  if v_failure is not null then
+    return query select 'invalid_grant'::text, v_failure, null::text, null::text[], null::timestamptz;
+    return;
+  end if;
+  insert into rowgate_private.oauth2_token_families (client_id, user_id, organization_id, scopes, authorization_code_id)
+    values (v_code.client_id, v_code.user_id, v_code.organization_id, v_code.scopes, v_code.id)
+    returning * into v_family;
+  return query select 'ok'::text, null::text,
+    case when v_family.organization_id is null then 'oauth2_user_token' else 'oauth2_organization_token' end,
+    v_family.scopes,
+    rowgate_private.issue_oauth2_tokens(v_family.id, v_family.scopes,
+      case when v_family.organization_id is null then p_user_token_hash else p_organization_token_hash end,
+      p_refresh_token_hash);
+end;
+$function$;
+comment on function rowgate.exchange_oauth2_authorization_code(text,bytea,bytea,text,text,bytea,bytea,bytea) is '@behavior -*
+The authorization_code grant of the token endpoint.';
+grant execute on function rowgate.exchange_oauth2_authorization_code(text,bytea,bytea,text,text,bytea,bytea,bytea) to rowgate_anonymous;
+
+-- Function rowgate.introspect_oauth2_token(text,bytea,bytea)
+CREATE OR REPLACE FUNCTION rowgate.introspect_oauth2_token(p_client_id text, p_client_secret_hash bytea, p_token_hash bytea)
+ RETURNS TABLE(status text, active boolean, token_type text, scopes text[], user_id uuid, username text, organization_id uuid, expires_at timestamp with time zone, issued_at timestamp with time zone)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+#variable_conflict use_column
+declare
+  v_client rowgate.oauth2_clients := rowgate_private.authenticate_oauth2_client(p_client_id, p_client_secret_hash);
+begin
+  if v_client.client_id is null then
+    return query select 'invalid_client'::text, false, null::text, null::text[], null::uuid, null::text, null::uuid,
+      null::timestamptz, null::timestamptz;
+    return;
+  end if;
+  return query
+    select 'ok'::text, true, 'access_token'::text, t.scopes, t.user_id, u.email, t.organization_id, t.expires_at, t.created_at
+    from rowgate_private.oauth2_access_tokens t join rowgate.users u on u.id = t.user_id
+    where t.token_hash = p_token_hash and t.client_id = p_client_id
+      and exists (select 1 from rowgate_private.authenticate(
+        case when t.organization_id is null then 'oauth2_user_token' else 'oauth2_organization_token' end, p_token_hash))
+    union all
+    select 'ok'::text, true, 'refresh_token'::text, f.scopes, f.user_id, u.email, f.organization_id, r.expires_at, r.created_at
+    from rowgate_private.oauth2_refresh_tokens r
+      join rowgate_private.oauth2_token_families f on f.id = r.family_id
+      join rowgate.users u on u.id = f.user_id
+    where r.token_hash = p_token_hash and f.client_id = p_client_id and r.used_at is null and f.revoked_at is null
+      and r.expires_at > now() and rowgate_private.oauth2_grant_holds(f.user_id, f.organization_id);
+  if not found then
+    return query select 'ok'::text, false, null::text, null::text[], null::uuid, null::text, null::uuid,
+      null::timestamptz, null::timestamptz;
+  end if;
+end;
+$function$;
+comment on function rowgate.introspect_oauth2_token(text,bytea,bytea) is '@behavior -*
+RFC 7662 token introspection.';
+grant execute on function rowgate.introspect_oauth2_token(text,bytea,bytea) to rowgate_anonymous;
+
+-- Function rowgate.oauth2_scopes_supported()
+CREATE OR REPLACE FUNCTION rowgate.oauth2_scopes_supported()
+ RETURNS text[]
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select rowgate_private.all_scopes();
+$function$;
+comment on function rowgate.oauth2_scopes_supported() is '@behavior -*
+The scopes OAuth2 clients may ask for.';
+grant execute on function rowgate.oauth2_scopes_supported() to rowgate_anonymous;
+
+-- Function rowgate.record_outbox_mail(text,text,text)
+CREATE OR REPLACE FUNCTION rowgate.record_outbox_mail(p_to text, p_subject text, p_text text)
+ RETURNS void
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  delete from rowgate_private.mail_outbox where created_at < now() - interval '1 day';
+  insert into rowgate_private.mail_outbox (recipient, subject, body) values (lower(p_to), p_subject, p_text);
+$function$;
+comment on function rowgate.record_outbox_mail(text,text,text) is '@behavior -*
+Keeps a message in the development outbox (no mail server configured).';
+grant execute on function rowgate.record_outbox_mail(text,text,text) to rowgate_anonymous;
+
+-- Function rowgate.refresh_oauth2_token(text,bytea,bytea,text[],bytea,bytea,bytea)
+CREATE OR REPLACE FUNCTION rowgate.refresh_oauth2_token(p_client_id text, p_client_secret_hash bytea, p_refresh_token_hash bytea, p_scopes text[], p_user_token_hash bytea, p_organization_token_hash bytea, p_new_refresh_token_hash bytea)
+ RETURNS TABLE(status text, description text, token_kind text, scopes text[], expires_at timestamp with time zone)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+#variable_conflict use_column
+declare
+  v_client rowgate.oauth2_clients := rowgate_private.authenticate_oauth2_client(p_client_id, p_client_secret_hash);
+  v_token rowgate_private.oauth2_refresh_tokens;
+  v_family rowgate_private.oauth2_token_families;
+  v_scopes text[];
+begin
+  if v_client.client_id is null then
+    return query select 'invalid_client'::text, 'Client authentication failed'::text, null::text, null::text[], null::timestamptz;
+    return;
+  end if;
+  select r.* into v_token from rowgate_private.oauth2_refresh_tokens r
+    join rowgate_private.oauth2_token_families f on f.id = r.family_id
+    where r.token_hash = p_refresh_token_hash and f.client_id = p_client_id
+    for update of r;
+  if v_token.id is not null then
+    select f.* into v_family from rowgate_private.oauth2_token_families f where f.id = v_token.family_id for update;
+  end if;
+  if v_token.id is null then
+    return query select 'invalid_grant'::text, 'The refresh token is unknown or was issued to another client'::text,
+      null::text, null::text[], null::timestamptz;
+    return;
+  elsif v_family.revoked_at is not null then
+    return query select 'invalid_grant'::text, 'The refresh token is revoked'::text, null::text, null::text[], null::timestamptz;
+    return;
+  elsif v_token.used_at is not null then
+    perform rowgate_private.revoke_oauth2_family(v_family.id);
+    return query select 'invalid_grant'::text,
+      'The refresh token was used already; every token of its grant is revoked'::text, null::text, null::text[], null::timestamptz;
+    return;
+  elsif v_token.expires_at <= now() then
+    return query select 'invalid_grant'::text, 'The refresh token has expired'::text, null::text, null::text[], null::timestamptz;
+    return;
+  elsif not rowgate_private.oauth2_grant_holds(v_family.user_id, v_family.organization_id) then
+    perform rowgate_private.revoke_oauth2_family(v_family.id);
+    return query select 'invalid_grant'::text, 'The user can no longer grant this authorization'::text,
+      null::text, null::text[], null::timestamptz;
+    return;
+  end if;
+  v_scopes := coalesce((select array_agg(distinct s order by s) from unnest(p_scopes) s), v_family.scopes);
+  if not (v_scopes <@ v_family.scopes) then
+    return query select 'invalid_scope'::text, 'A refresh cannot widen the scopes of the grant'::text,
+      null::text, null::text[], null::timestamptz;
+    return;
+  end if;
+  update rowgate_private.oauth2_refresh_tokens r set used_at = now() where r.id = v_token.id;
+  return query select 'ok'::text, null::text,
+    case when v_family.organization_id is null then 'oauth2_user_token' else 'oauth2_organization_token' end,
+    v_scopes,
+    rowgate_private.issue_oauth2_tokens(v_family.id, v_scopes,
+      case when v_family.organization_id is null then p_user_token_hash else p_organization_token_hash end,
+      p_new_refresh_token_hash);
+end;
+$function$;
+comment on function rowgate.refresh_oauth2_token(text,bytea,bytea,text[],bytea,bytea,bytea) is '@behavior -*
+The refresh_token grant of the token endpoint, with rotation and reuse detection.';
+grant execute on function rowgate.refresh_oauth2_token(text,bytea,bytea,text[],bytea,bytea,bytea) to rowgate_anonymous;
+
+-- Function rowgate.register_oauth2_client(text,text,text[],text[],text,bytea)
+CREATE OR REPLACE FUNCTION rowgate.register_oauth2_client(p_client_id text, p_client_name text, p_redirect_uris text[], p_scopes text[], p_token_endpoint_auth_method text, p_secret_hash bytea)
+ RETURNS rowgate.oauth2_clients
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_user_id uuid := rowgate_hidden.current_user_id();
+  v_unknown text := rowgate_private.unknown_scope(p_scopes);
+  v_client rowgate.oauth2_clients;
+begin
+  perform rowgate_hidden.assert_scope('user:write');
+  if v_user_id is null then
+    raise exception 'Only users can register OAuth2 clients' using errcode = 'RG403';
+  end if;
+  if v_unknown is not null then
+    raise exception 'Unknown scope: %', v_unknown using errcode = 'RG422', detail = 'body.scope';
+  end if;
+  if not (p_scopes <@ rowgate_hidden.current_scopes()) then
+    raise exception 'A client cannot register a scope its creator does not hold' using errcode = 'RG422', detail = 'body.scope';
+  end if;
+  if (p_token_endpoint_auth_method = 'none') <> (p_secret_hash is null) then
+    raise exception 'A confidential client has a secret, a public client none';
+  end if;
+  insert into rowgate.oauth2_clients (client_id, user_id, client_name, redirect_uris, scopes, token_endpoint_auth_method)
+    values (p_client_id, v_user_id, p_client_name, p_redirect_uris,
+      (select array_agg(distinct s order by s) from unnest(p_scopes) s), p_token_endpoint_auth_method)
+    returning * into v_client;
+  if p_secret_hash is not null then
+    insert into rowgate_private.oauth2_client_secrets (client_id, secret_hash) values (p_client_id, p_secret_hash);
+  end if;
+  return v_client;
+end;
+$function$;
+comment on function rowgate.register_oauth2_client(text,text,text[],text[],text,bytea) is '@behavior -*
+Registers an OAuth2 client owned by the current user (RFC 7591).';
+grant execute on function rowgate.register_oauth2_client(text,text,text[],text[],text,bytea) to rowgate_user;
+
+-- Function rowgate.request_login_code(text,bytea)
+CREATE OR REPLACE FUNCTION rowgate.request_login_code(p_email text, p_code_hash bytea)
+ RETURNS text
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_email text := lower(p_email);
+begin
+  -- codes a day old serve nobody
+  delete from rowgate_private.login_codes c where c.created_at < now() - interval '1 day';
+  if (select count(*) from rowgate_private.login_codes c
+      where c.email = v_email and c.created_at > now() - interval '15 minutes') >= 5 then
+    return 'rate_limited';
+  end if;
+  insert into rowgate_private.login_codes (email, code_hash, expires_at)
+    values (v_email, p_code_hash, now() + interval '15 minutes');
+  return 'created';
+end;
+$function$;
+comment on function rowgate.request_login_code(text,bytea) is '@behavior -*
+Stores a login code''s hash for an address: created, or rate_limited.';
+grant execute on function rowgate.request_login_code(text,bytea) to rowgate_anonymous;
+
+-- Function rowgate.revoke_current_session()
+CREATE OR REPLACE FUNCTION rowgate.revoke_current_session()
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  perform rowgate_hidden.assert_scope('user:read');
+  update rowgate_private.sessions s set revoked_at = now()
+    where s.id = rowgate_hidden.current_credential_id() and s.kind = 'user'
+      and s.user_id = rowgate_hidden.current_user_id() and s.revoked_at is null;
+  return found;
+end;
+$function$;
+comment on function rowgate.revoke_current_session() is '@behavior -*
+Signs out: revokes the web session of this request.';
+grant execute on function rowgate.revoke_current_session() to rowgate_user;
+
+-- Function rowgate.revoke_oauth2_token(text,bytea,bytea)
+CREATE OR REPLACE FUNCTION rowgate.revoke_oauth2_token(p_client_id text, p_client_secret_hash bytea, p_token_hash bytea)
+ RETURNS text
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_client rowgate.oauth2_clients := rowgate_private.authenticate_oauth2_client(p_client_id, p_client_secret_hash);
+begin
+  if v_client.client_id is null then
+    return 'invalid_client';
+  end if;
+  perform rowgate_private.revoke_oauth2_family(f.id)
+    from rowgate_private.oauth2_refresh_tokens r join rowgate_private.oauth2_token_families f on f.id = r.family_id
+    where r.token_hash = p_token_hash and f.client_id = p_client_id;
+  update rowgate_private.oauth2_access_tokens t set revoked_at = now()
+    where t.token_hash = p_token_hash and t.client_id = p_client_id and t.revoked_at is null;
+  return 'ok';
+end;
+$function$;
+comment on function rowgate.revoke_oauth2_token(text,bytea,bytea) is '@behavior -*
+RFC 7009 token revocation.';
+grant execute on function rowgate.revoke_oauth2_token(text,bytea,bytea) to rowgate_anonymous;
+
+-- Function rowgate.revoke_personal_access_token(uuid)
+CREATE OR REPLACE FUNCTION rowgate.revoke_personal_access_token(p_id uuid)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  perform rowgate_hidden.assert_scope('user:write');
+  update rowgate.personal_access_tokens set deleted_at = now()
+    where id = p_id and user_id = rowgate_hidden.current_user_id() and deleted_at is null;
+  return found;
+end;
+$function$;
+comment on function rowgate.revoke_personal_access_token(uuid) is '@behavior -*';
+grant execute on function rowgate.revoke_personal_access_token(uuid) to rowgate_user;
+
+-- Function rowgate_hidden.access_token_management_denial(uuid)
+CREATE OR REPLACE FUNCTION rowgate_hidden.access_token_management_denial(p_organization_id uuid)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case when rowgate_hidden.current_subject_kind() is distinct from 'user' then 'Only users can manage access tokens'
+    else rowgate_hidden.role_permission_denial(p_organization_id, 'access_tokens:manage') end;
+$function$;
+grant execute on function rowgate_hidden.access_token_management_denial(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.analyst_scopes()
+CREATE OR REPLACE FUNCTION rowgate_hidden.analyst_scopes()
+ RETURNS text[]
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if rowgate_hidden.analyst_user_id() is null then
+    return null;
+  end if;
+  return rowgate_private.read_scopes();
+end;
+$function$;
+grant execute on function rowgate_hidden.analyst_scopes() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.analyst_user_id()
+CREATE OR REPLACE FUNCTION rowgate_hidden.analyst_user_id()
+ RETURNS uuid
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  return (select a.user_id from rowgate_private.analysts a join rowgate.users u on u.id = a.user_id
+    where a.login = session_user and u.deleted_at is null);
+end;
+$function$;
+grant execute on function rowgate_hidden.analyst_user_id() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.assert_scope(text)
+CREATE OR REPLACE FUNCTION rowgate_hidden.assert_scope(p_scope text)
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  if not rowgate_hidden.has_scope(p_scope) then
+    raise exception 'The token lacks the required scope: %', p_scope using errcode = 'RGSCO', detail = p_scope;
+  end if;
+end;
+$function$;
+grant execute on function rowgate_hidden.assert_scope(text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.authorize(text,uuid,text)
+CREATE OR REPLACE FUNCTION rowgate_hidden.authorize(p_resource text, p_id uuid, p_policy text)
+ RETURNS TABLE(organization_id uuid, denial text)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  with resolved as (
+    select rowgate_hidden.resource_organization_id(p_resource, p_id) as organization_id
+  ), reachable as (
+    select r.organization_id from resolved r
+    where r.organization_id = any (rowgate_hidden.current_organization_ids())
+  )
+  select r.organization_id, rowgate_hidden.policy_denial(r.organization_id, p_policy)
+  from (select 1) one left join reachable r on true;
+$function$;
+grant execute on function rowgate_hidden.authorize(text,uuid,text) to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.current_colleague_ids()
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_colleague_ids()
+ RETURNS uuid[]
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  return array(
+    select distinct m.user_id from rowgate.memberships m
+    where m.organization_id = any (rowgate_hidden.current_organization_ids()) and m.deleted_at is null);
+end;
+$function$;
+grant execute on function rowgate_hidden.current_colleague_ids() to rowgate_analyst, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.current_credential_id()
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_credential_id()
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case when session_user = 'rowgate_authenticator'
+    then nullif(current_setting('rowgate.credential_id', true), '')::uuid end;
+$function$;
+comment on function rowgate_hidden.current_credential_id() is 'The id of the session or token that authenticated this transaction, or null.';
+
+-- Function rowgate_hidden.current_credential_kind()
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_credential_kind()
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case when session_user = 'rowgate_authenticator'
+      then nullif(current_setting('rowgate.credential_kind', true), '')
+    when pg_has_role(session_user, 'rowgate_analyst', 'member') and rowgate_hidden.analyst_user_id() is not null
+      then 'web_session' end;
+$function$;
+comment on function rowgate_hidden.current_credential_kind() is 'The kind of the credential of this transaction (web_session, personal_access_token, …); an analyst''s login counts as web_session; null without one.';
+grant execute on function rowgate_hidden.current_credential_kind() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.current_customer_id()
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_customer_id()
+ RETURNS uuid
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_kind text := rowgate_hidden.current_subject_kind();
+begin
+  if v_kind = 'customer' then
+    return rowgate_hidden.current_subject_id();
+  elsif v_kind = 'member' then
+    return (select customer_id from rowgate.customer_members where id = rowgate_hidden.current_subject_id() and deleted_at is null);
+  end if;
+  return null;
+end;
+$function$;
+grant execute on function rowgate_hidden.current_customer_id() to rowgate_analyst, rowgate_customer, rowgate_member;
+
+-- Function rowgate_hidden.current_organization_ids(text)
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_organization_ids(p_permission text DEFAULT NULL::text)
+ RETURNS uuid[]
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_kind text := rowgate_hidden.current_subject_kind();
+begin
+  if v_kind = 'user' and p_permission is null then
+    return array(
+      select m.organization_id
+      from rowgate.memberships m join rowgate.organizations o on o.id = m.organization_id
+      where m.user_id = rowgate_hidden.current_user_id() and m.deleted_at is null and o.deleted_at is null);
+  elsif v_kind = 'user' then
+    return array(
+      select m.organization_id
+      from rowgate.memberships m join rowgate.organizations o on o.id = m.organization_id
+      where m.user_id = rowgate_hidden.current_user_id() and m.deleted_at is null and o.deleted_at is null
+        and exists (select 1 from rowgate.role_permissions rp where rp.role = m.role and rp.permission = p_permission));
+  elsif v_kind = 'organization' then
+    return array(
+      select o.id from rowgate.organizations o
+      where o.id = rowgate_hidden.current_subject_id() and o.deleted_at is null);
+  end if;
+  return '{}';
+end;
+$function$;
+comment on function rowgate_hidden.current_organization_ids(text) is 'The organizations the current subject reaches; with a permission, a User''s only where its role grants it (Organization subjects bypass the filter).';
+grant execute on function rowgate_hidden.current_organization_ids(text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.current_scopes()
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_scopes()
+ RETURNS text[]
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case when session_user = 'rowgate_authenticator'
+      then string_to_array(nullif(current_setting('rowgate.scopes', true), ''), ' ')
+    when pg_has_role(session_user, 'rowgate_analyst', 'member') then rowgate_hidden.analyst_scopes() end;
+$function$;
+comment on function rowgate_hidden.current_scopes() is 'The scopes of the credential of this transaction, with the read scopes their write scopes imply.';
+grant execute on function rowgate_hidden.current_scopes() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.current_subject_id()
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_subject_id()
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case when session_user = 'rowgate_authenticator'
+      then nullif(current_setting('rowgate.subject_id', true), '')::uuid
+    when pg_has_role(session_user, 'rowgate_analyst', 'member') then rowgate_hidden.analyst_user_id() end;
+$function$;
+comment on function rowgate_hidden.current_subject_id() is 'The id of the request''s subject, or null.';
+grant execute on function rowgate_hidden.current_subject_id() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.current_subject_kind()
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_subject_kind()
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case when session_user = 'rowgate_authenticator'
+      then nullif(current_setting('rowgate.subject_kind', true), '')
+    when pg_has_role(session_user, 'rowgate_analyst', 'member') and rowgate_hidden.analyst_user_id() is not null
+      then 'user' end;
+$function$;
+comment on function rowgate_hidden.current_subject_kind() is 'The kind of the request''s subject (user, organization, customer, member), or null.';
+grant execute on function rowgate_hidden.current_subject_kind() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.current_user_id()
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_user_id()
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case when rowgate_hidden.current_subject_kind() = 'user' then rowgate_hidden.current_subject_id() end;
+$function$;
+comment on function rowgate_hidden.current_user_id() is 'The User subject of this transaction, or null.';
+grant execute on function rowgate_hidden.current_user_id() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.current_user_is_platform_admin()
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_user_is_platform_admin()
+ RETURNS boolean
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  return exists (select 1 from rowgate_private.platform_admins a where a.user_id = rowgate_hidden.current_user_id());
+end;
+$function$;
+comment on function rowgate_hidden.current_user_is_platform_admin() is 'Is the User of this transaction a platform admin (SPEC §2)? Its own flag only.';
+grant execute on function rowgate_hidden.current_user_is_platform_admin() to rowgate_user;
+
+-- Function rowgate_hidden.finance_denial(uuid,boolean)
+CREATE OR REPLACE FUNCTION rowgate_hidden.finance_denial(p_organization_id uuid, p_write boolean)
+ RETURNS text
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_kind text := rowgate_hidden.current_subject_kind();
+  v_admin_id uuid;
+begin
+  if v_kind = 'organization' and not p_write then
+    return null;
+  elsif v_kind <> 'user' or v_kind is null then
+    return 'Not permitted';
+  end if;
+  select a.admin_id into v_admin_id from rowgate.organizations o join rowgate.accounts a on a.id = o.account_id
+    where o.id = p_organization_id and a.deleted_at is null
+      and p_organization_id = any (rowgate_hidden.current_organization_ids());
+  if not found then
+    return 'Organization has no account';
+  elsif v_admin_id is distinct from rowgate_hidden.current_user_id() then
+    return case when p_write then 'Only the account admin can manage financial information'
+      else 'Only the account admin can access financial information' end;
+  end if;
+  return null;
+end;
+$function$;
+grant execute on function rowgate_hidden.finance_denial(uuid,boolean) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.finance_read_denial(uuid)
+CREATE OR REPLACE FUNCTION rowgate_hidden.finance_read_denial(p_organization_id uuid)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$ select rowgate_hidden.finance_denial(p_organization_id, false); $function$;
+grant execute on function rowgate_hidden.finance_read_denial(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.finance_write_denial(uuid)
+CREATE OR REPLACE FUNCTION rowgate_hidden.finance_write_denial(p_organization_id uuid)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$ select rowgate_hidden.finance_denial(p_organization_id, true); $function$;
+grant execute on function rowgate_hidden.finance_write_denial(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.has_permission(uuid,text)
+CREATE OR REPLACE FUNCTION rowgate_hidden.has_permission(p_organization_id uuid, p_permission text)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select p_organization_id = any (rowgate_hidden.current_organization_ids(p_permission));
+$function$;
+grant execute on function rowgate_hidden.has_permission(uuid,text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.has_scope(text)
+CREATE OR REPLACE FUNCTION rowgate_hidden.has_scope(p_scope text)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select p_scope = any (coalesce(rowgate_hidden.current_scopes(), '{}'));
+$function$;
+comment on function rowgate_hidden.has_scope(text) is 'Does the credential of this transaction carry the scope?';
+grant execute on function rowgate_hidden.has_scope(text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.members_management_denial(uuid)
+CREATE OR REPLACE FUNCTION rowgate_hidden.members_management_denial(p_organization_id uuid)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case when rowgate_hidden.current_subject_kind() is distinct from 'user' then 'Only users can manage members'
+    else rowgate_hidden.role_permission_denial(p_organization_id, 'members:manage') end;
+$function$;
+grant execute on function rowgate_hidden.members_management_denial(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.organization_row_count(text,uuid[])
+CREATE OR REPLACE FUNCTION rowgate_hidden.organization_row_count(p_resource text, p_organization_ids uuid[])
+ RETURNS bigint
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  return (select coalesce(sum(c.row_count), 0)::bigint from rowgate_private.organization_row_counts c
+    where c.resource = p_resource and c.organization_id = any (p_organization_ids)
+      and c.organization_id = any (rowgate_hidden.current_organization_ids(
+        case p_resource when 'transactions' then 'finance:read' end)));
+end;
+$function$;
+comment on function rowgate_hidden.organization_row_count(text,uuid[]) is '@behavior -*
+The number of live rows of a tenant list over the given organizations the subject reaches.';
+grant execute on function rowgate_hidden.organization_row_count(text,uuid[]) to rowgate_analyst, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.policy_denial(uuid,text)
+CREATE OR REPLACE FUNCTION rowgate_hidden.policy_denial(p_organization_id uuid, p_policy text)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case p_policy
+    when 'read' then null
+    when 'finance_read' then rowgate_hidden.finance_read_denial(p_organization_id)
+    when 'finance_write' then rowgate_hidden.finance_write_denial(p_organization_id)
+    when 'members_management' then rowgate_hidden.members_management_denial(p_organization_id)
+    when 'access_token_management' then rowgate_hidden.access_token_management_denial(p_organization_id)
+    else rowgate_hidden.role_permission_denial(p_organization_id, p_policy)
+  end;
+$function$;
+grant execute on function rowgate_hidden.policy_denial(uuid,text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.portal_write_denial()
+CREATE OR REPLACE FUNCTION rowgate_hidden.portal_write_denial()
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case rowgate_hidden.current_subject_kind()
+    when 'customer' then null
+    when 'member' then 'Members have read-only access to the customer portal'
+    else 'Not permitted' end;
+$function$;
+grant execute on function rowgate_hidden.portal_write_denial() to rowgate_customer, rowgate_member;
+
+-- Function rowgate_hidden.resource_organization_id(text,uuid)
+CREATE OR REPLACE FUNCTION rowgate_hidden.resource_organization_id(p_resource text, p_id uuid)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  return case p_resource
+    when 'organization' then (select id from rowgate.organizations where id = p_id and deleted_at is null)
+    when 'account' then (select organization_id from rowgate.accounts where id = p_id and deleted_at is null)
+    when 'membership' then (select organization_id from rowgate.memberships where id = p_id and deleted_at is null)
+    when 'organization_access_token' then
+      (select organization_id from rowgate.organization_access_tokens where id = p_id and deleted_at is null)
+    when 'product' then (select organization_id from rowgate.products where id = p_id and deleted_at is null)
+    when 'customer' then (select organization_id from rowgate.customers where id = p_id and deleted_at is null)
+    when 'order' then (select organization_id from rowgate.orders where id = p_id)
+    when 'payout_account' then (select organization_id from rowgate.payout_accounts where id = p_id and deleted_at is null)
+  end;
+end;
+$function$;
+grant execute on function rowgate_hidden.resource_organization_id(text,uuid) to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.role_permission_denial(uuid,text)
+CREATE OR REPLACE FUNCTION rowgate_hidden.role_permission_denial(p_organization_id uuid, p_permission text)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case rowgate_hidden.current_subject_kind()
+    when 'organization' then null
+    when 'user' then case when rowgate_hidden.has_permission(p_organization_id, p_permission) then null
+      else (select format('You don''t have permission to %s %s', verb, things) from rowgate.permissions where name = p_permission) end
+    else 'Not permitted'
+  end;
+$function$;
+grant execute on function rowgate_hidden.role_permission_denial(uuid,text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.target_organization_id(uuid,text)
+CREATE OR REPLACE FUNCTION rowgate_hidden.target_organization_id(p_organization_id uuid, p_permission text)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  v_organization_id uuid := coalesce(p_organization_id,
+    case when rowgate_hidden.current_subject_kind() = 'organization' then rowgate_hidden.current_subject_id() end);
+  v_denial text;
+begin
+  if v_organization_id is null then
+    raise exception 'organization_id is required' using errcode = 'RG422', detail = 'body.organization_id';
+  end if;
+  if not (v_organization_id = any (rowgate_hidden.current_organization_ids())) then
+    raise exception 'Organization not found' using errcode = 'RG422', detail = 'body.organization_id';
+  end if;
+  v_denial := rowgate_hidden.policy_denial(v_organization_id, p_permission);
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG403';
+  end if;
+  return v_organization_id;
+end;
+$function$;
+grant execute on function rowgate_hidden.target_organization_id(uuid,text) to rowgate_organization, rowgate_user;
+
+-- Function rowgate_private.all_scopes()
+CREATE OR REPLACE FUNCTION rowgate_private.all_scopes()
+ RETURNS text[]
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select array_agg(name order by name) from rowgate_private.scopes
+  where name not like 'customer_portal_%';
+$function$;
+
+-- Function rowgate_private.assert_known_scopes(text[])
+CREATE OR REPLACE FUNCTION rowgate_private.assert_known_scopes(p_scopes text[])
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_unknown text;
+begin
+  select s into v_unknown from unnest(p_scopes) s
+    where s not in (select name from rowgate_private.scopes where name not like 'customer_portal_%') limit 1;
+  if v_unknown is not null then
+    raise exception 'Unknown scope: %', v_unknown using errcode = 'RG422', detail = 'body.scopes';
+  end if;
+end;
+$function$;
+
+-- Function rowgate_private.authenticate(text,bytea)
+CREATE OR REPLACE FUNCTION rowgate_private.authenticate(p_kind text, p_token_hash bytea)
+ RETURNS TABLE(credential_id uuid, subject_kind text, subject_id uuid, scopes text[], is_impersonation boolean, expires_at timestamp with time zone)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if p_kind = 'web_session' then
+    return query
+      select s.id, 'user'::text, s.user_id,
+        case when s.is_impersonation then rowgate_private.read_scopes() else rowgate_private.all_scopes() end,
+        s.is_impersonation, s.expires_at
+      from rowgate_private.sessions s join rowgate.users u on u.id = s.user_id
+      where s.token_hash = p_token_hash and s.kind = 'user' and s.revoked_at is null
+        and s.expires_at > now() and u.deleted_at is null;
+  elsif p_kind = 'personal_access_token' then
+    return query
+      select t.id, 'user'::text, t.user_id, rowgate_private.expand_scopes(t.scopes), false, t.expires_at
+      from rowgate_private.access_token_hashes h
+        join rowgate.personal_access_tokens t on t.id = h.personal_access_token_id
+        join rowgate.users u on u.id = t.user_id
+      where h.token_hash = p_token_hash and u.deleted_at is null
+        and t.deleted_at is null and (t.expires_at is null or t.expires_at > now());
+    perform rowgate_private.record_token_use(p_kind, p_token_hash);
+  elsif p_kind = 'organization_access_token' then
+    return query
+      select t.id, 'organization'::text, t.organization_id, rowgate_private.expand_scopes(t.scopes), false, t.expires_at
+      from rowgate_private.access_token_hashes h
+        join rowgate.organization_access_tokens t on t.id = h.organization_access_token_id
+        join rowgate.organizations o on o.id = t.organization_id
+      where h.token_hash = p_token_hash and o.deleted_at is null
+        and t.deleted_at is null and (t.expires_at is null or t.expires_at > now());
+    perform rowgate_private.record_token_use(p_kind, p_token_hash);
+  elsif p_kind = 'oauth2_user_token' then
+    return query
+      select t.id, 'user'::text, t.user_id, rowgate_private.expand_scopes(t.scopes), false, t.expires_at
+      from rowgate_private.oauth2_access_tokens t join rowgate.users u on u.id = t.user_id
+      where t.token_hash = p_token_hash and t.organization_id is null and t.revoked_at is null
+        and t.expires_at > now() and u.deleted_at is null;
+  elsif p_kind = 'oauth2_organization_token' then
+    return query
+      select t.id, 'organization'::text, t.organization_id, rowgate_private.expand_scopes(t.scopes), false, t.expires_at
+      from rowgate_private.oauth2_access_tokens t
+        join rowgate.users u on u.id = t.user_id
+        join rowgate.organizations o on o.id = t.organization_id
+      where t.token_hash = p_token_hash and t.organization_id is not null and t.revoked_at is null
+        and t.expires_at > now() and u.deleted_at is null and o.deleted_at is null
+        and rowgate_private.user_manages_access_tokens(t.user_id, t.organization_id);
+  elsif p_kind = 'customer_session' then
+    return query
+      select s.id, 'customer'::text, s.customer_id, array['customer_portal_read', 'customer_portal_write'], false, s.expires_at
+      from rowgate_private.sessions s
+        join rowgate.customers c on c.id = s.customer_id
+        join rowgate.organizations o on o.id = c.organization_id
+      where s.token_hash = p_token_hash and s.kind = 'customer' and s.revoked_at is null and s.expires_at > now()
+        and c.deleted_at is null and o.deleted_at is null;
+  elsif p_kind = 'member_session' then
+    return query
+      select s.id, 'member'::text, s.member_id, array['customer_portal_read', 'customer_portal_write'], false, s.expires_at
+      from rowgate_private.sessions s
+        join rowgate.customer_members m on m.id = s.member_id
+        join rowgate.customers c on c.id = m.customer_id
+        join rowgate.organizations o on o.id = c.organization_id
+      where s.token_hash = p_token_hash and s.kind = 'member' and s.revoked_at is null and s.expires_at > now()
+        and m.deleted_at is null and c.deleted_at is null and o.deleted_at is null;
+  end if;
+end;
+$function$;
+grant execute on function rowgate_private.authenticate(text,bytea) to rowgate_authenticator;
+
+-- Function rowgate_private.authenticate_oauth2_client(text,bytea)
+CREATE OR REPLACE FUNCTION rowgate_private.authenticate_oauth2_client(p_client_id text, p_secret_hash bytea)
+ RETURNS rowgate.oauth2_clients
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_client rowgate.oauth2_clients;
+begin
+  select c.* into v_client from rowgate.oauth2_clients c join rowgate.users u on u.id = c.user_id
+    where c.client_id = p_client_id and c.deleted_at is null and u.deleted_at is null;
+  if v_client.client_id is null then
+    return null;
+  elsif v_client.token_endpoint_auth_method = 'none' then
+    return case when p_secret_hash is null then v_client end;
+  elsif p_secret_hash is null or not exists (select 1 from rowgate_private.oauth2_client_secrets s
+      where s.client_id = p_client_id and s.secret_hash = p_secret_hash) then
+    return null;
+  end if;
+  return v_client;
+end;
+$function$;
+
+-- Function rowgate_private.expand_scopes(text[])
+CREATE OR REPLACE FUNCTION rowgate_private.expand_scopes(p_scopes text[])
+ RETURNS text[]
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select coalesce(array_agg(distinct s order by s), '{}') from (
+    select unnest(p_scopes) as s
+    union all
+    select implies from rowgate_private.scopes where name = any (p_scopes) and implies is not null
+  ) t;
+$function$;
+
+-- Function rowgate_private.issue_oauth2_tokens(uuid,text[],bytea,bytea)
+CREATE OR REPLACE FUNCTION rowgate_private.issue_oauth2_tokens(p_family_id uuid, p_scopes text[], p_access_token_hash bytea, p_refresh_token_hash bytea)
+ RETURNS timestamp with time zone
+ LANGUAGE sql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  insert into rowgate_private.oauth2_refresh_tokens (token_hash, family_id, expires_at)
+    values (p_refresh_token_hash, p_family_id, now() + interval '30 days');
+  insert into rowgate_private.oauth2_access_tokens (token_hash, client_id, user_id, organization_id, scopes, expires_at, family_id)
+    select p_access_token_hash, f.client_id, f.user_id, f.organization_id, p_scopes, now() + interval '1 hour', f.id
+    from rowgate_private.oauth2_token_families f where f.id = p_family_id
+    returning expires_at;
+$function$;
+
+-- Function rowgate_private.issue_personal_access_token(uuid,text,text[],timestamp with time zone,bytea)
+CREATE OR REPLACE FUNCTION rowgate_private.issue_personal_access_token(p_user_id uuid, p_comment text, p_scopes text[], p_expires_at timestamp with time zone, p_token_hash bytea)
+ RETURNS rowgate.personal_access_tokens
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_token rowgate.personal_access_tokens;
+begin
+  perform rowgate_private.assert_known_scopes(p_scopes);
+  insert into rowgate.personal_access_tokens (user_id, comment, scopes, expires_at)
+    values (p_user_id, p_comment, (select array_agg(distinct s order by s) from unnest(p_scopes) s), p_expires_at)
+    returning * into v_token;
+  insert into rowgate_private.access_token_hashes (token_hash, personal_access_token_id)
+    values (p_token_hash, v_token.id);
+  return v_token;
+end;
+$function$;
+
+-- Function rowgate_private.issue_user_session(uuid,bytea,interval,uuid)
+CREATE OR REPLACE FUNCTION rowgate_private.issue_user_session(p_user_id uuid, p_token_hash bytea, p_lifetime interval, p_impersonator_id uuid DEFAULT NULL::uuid)
+ RETURNS rowgate_private.sessions
+ LANGUAGE sql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  insert into rowgate_private.sessions (token_hash, kind, user_id, is_impersonation, impersonator_id, expires_at)
+    values (p_token_hash, 'user', p_user_id, p_impersonator_id is not null, p_impersonator_id, now() + p_lifetime)
+    returning *;
+$function$;
+
+-- Function rowgate_private.oauth2_grant_holds(uuid,uuid)
+CREATE OR REPLACE FUNCTION rowgate_private.oauth2_grant_holds(p_user_id uuid, p_organization_id uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select exists (select 1 from rowgate.users u where u.id = p_user_id and u.deleted_at is null)
+    and (p_organization_id is null or rowgate_private.user_manages_access_tokens(p_user_id, p_organization_id));
+$function$;
+
+-- Function rowgate_private.read_scopes()
+CREATE OR REPLACE FUNCTION rowgate_private.read_scopes()
+ RETURNS text[]
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select array_agg(name order by name) from rowgate_private.scopes
+  where name like '%read' and name not like 'customer_portal_%';
+$function$;
+
+-- Function rowgate_private.record_token_use(text,bytea)
+CREATE OR REPLACE FUNCTION rowgate_private.record_token_use(p_kind text, p_token_hash bytea)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if p_kind = 'personal_access_token' then
+    update rowgate.personal_access_tokens set last_used_at = now()
+      where id = (select t.id from rowgate_private.access_token_hashes h
+          join rowgate.personal_access_tokens t on t.id = h.personal_access_token_id
+        where h.token_hash = p_token_hash
+          and (t.last_used_at is null or t.last_used_at < now() - interval '1 minute')
+        for no key update of t skip locked);
+  elsif p_kind = 'organization_access_token' then
+    update rowgate.organization_access_tokens set last_used_at = now()
+      where id = (select t.id from rowgate_private.access_token_hashes h
+          join rowgate.organization_access_tokens t on t.id = h.organization_access_token_id
+        where h.token_hash = p_token_hash
+          and (t.last_used_at is null or t.last_used_at < now() - interval '1 minute')
+        for no key update of t skip locked);
+  end if;
+end;
+$function$;
+
+-- Function rowgate_private.revoke_oauth2_family(uuid)
+CREATE OR REPLACE FUNCTION rowgate_private.revoke_oauth2_family(p_family_id uuid)
+ RETURNS void
+ LANGUAGE sql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  update rowgate_private.oauth2_token_families set revoked_at = now() where id = p_family_id and revoked_at is null;
+  update rowgate_private.oauth2_access_tokens set revoked_at = now() where family_id = p_family_id and revoked_at is null;
+$function$;
+
+-- Function rowgate_private.tg__announce_user_changes()
+CREATE OR REPLACE FUNCTION rowgate_private.tg__announce_user_changes()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_ids text;
+  v_so_far text := nullif(current_setting('rowgate.changed_users', true), '');
+begin
+  if tg_op = 'TRUNCATE' or tg_table_name = 'scopes' then
+    v_ids := '*';
+  elsif tg_table_name = 'users' then
+    select string_agg(distinct id::text, ' ') into v_ids from old_rows;
+  else
+    select string_agg(distinct user_id::text, ' ') into v_ids from old_rows where user_id is not null;
+  end if;
+  if v_ids is null then
+    return null;
+  end if;
+  -- a notification's payload holds under 8,000 bytes: a long list is "everybody"
+  if length(v_ids) > 4000 then
+    v_ids := '*';
+  end if;
+  perform pg_notify('rowgate_user_changes', v_ids);
+  perform set_config('rowgate.changed_users',
+    case when v_so_far = '*' or v_ids = '*' or length(v_so_far) > 4000 then '*' else concat_ws(' ', v_so_far, v_ids) end,
+    true);
+  return null;
+end;
+$function$;
+
+-- Function rowgate_private.tg__count_rows()
+CREATE OR REPLACE FUNCTION rowgate_private.tg__count_rows()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_soft boolean := tg_argv[1] = 'soft';
+  v_delta integer;
+  v_organization_id uuid;
+begin
+  -- (each branch names deleted_at only for tables that have it: PL/pgSQL
+  -- compiles a statement when it first runs it)
+  if tg_op = 'INSERT' then
+    v_organization_id := new.organization_id;
+    v_delta := 1;
+    if v_soft then
+      v_delta := case when new.deleted_at is null then 1 else 0 end;
+    end if;
+  elsif tg_op = 'UPDATE' then
+    v_organization_id := new.organization_id;
+    v_delta := (case when new.deleted_at is null then 1 else 0 end) - (case when old.deleted_at is null then 1 else 0 end);
+  else
+    v_organization_id := old.organization_id;
+    v_delta := -1;
+    if v_soft then
+      v_delta := case when old.deleted_at is null then -1 else 0 end;
+    end if;
+  end if;
+  if v_delta <> 0 then
+    insert into rowgate_private.organization_row_counts as c (organization_id, resource, row_count)
+      values (v_organization_id, tg_argv[0], v_delta)
+      on conflict (organization_id, resource) do update set row_count = c.row_count + excluded.row_count;
+  end if;
+  return null;
+end;
+$function$;
+
+-- Function rowgate_private.tg__timestamps()
+CREATE OR REPLACE FUNCTION rowgate_private.tg__timestamps()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  new.created_at = case when tg_op = 'INSERT' then now() else old.created_at end;
+  new.updated_at = case when tg_op = 'UPDATE' and old.updated_at >= now() then old.updated_at + interval '1 millisecond' else now() end;
+  return new;
+end;
+$function$;
+
+-- Function rowgate_private.tg_memberships__keep_an_admin()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_memberships__keep_an_admin()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if old.role = 'admin' and (new.role <> 'admin' or new.deleted_at is not null)
+    and not exists (select 1 from rowgate.memberships m where m.organization_id = old.organization_id
+      and m.role = 'admin' and m.deleted_at is null and m.id <> old.id)
+    and exists (select 1 from rowgate.organizations o where o.id = old.organization_id and o.deleted_at is null) then
+    raise exception 'An organization needs at least one admin' using errcode = 'RG422', detail = 'path.user_id';
+  end if;
+  return new;
+end;
+$function$;
+
+-- Function rowgate_private.tg_orders__check()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_orders__check()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if tg_op = 'INSERT' then
+    if not exists (select 1 from rowgate.customers c where c.id = new.customer_id
+        and c.organization_id = new.organization_id and c.deleted_at is null) then
+      raise exception 'The customer does not belong to the product''s organization' using errcode = 'RG422', detail = 'body.customer_id';
+    end if;
+  elsif new.status is distinct from old.status and not (
+      (old.status = 'pending' and new.status = 'paid') or (old.status = 'paid' and new.status = 'refunded')) then
+    raise exception 'An order goes from pending to paid to refunded; % to % is not allowed', old.status, new.status
+      using errcode = 'RG422', detail = 'body.status';
+  end if;
+  return new;
+end;
+$function$;
+
+-- Function rowgate_private.tg_orders__transactions()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_orders__transactions()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if new.status = 'paid' and (tg_op = 'INSERT' or old.status <> 'paid') then
+    insert into rowgate.transactions (organization_id, order_id, type, amount, currency)
+      values (new.organization_id, new.id, 'payment', new.amount, new.currency);
+  elsif new.status = 'refunded' and tg_op = 'UPDATE' and old.status <> 'refunded' then
+    insert into rowgate.transactions (organization_id, order_id, type, amount, currency)
+      values (new.organization_id, new.id, 'refund', -new.amount, new.currency);
+  end if;
+  return null;
+end;
+$function$;
+
+-- Function rowgate_private.tg_platform_admins__touch_user()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_platform_admins__touch_user()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  update rowgate.users u set updated_at = now()
+    where u.id in (case when tg_op <> 'INSERT' then old.user_id end, case when tg_op <> 'DELETE' then new.user_id end)
+      and u.updated_at < now();
+  return null;
+end;
+$function$;
+
+-- Function rowgate_private.unknown_scope(text[])
+CREATE OR REPLACE FUNCTION rowgate_private.unknown_scope(p_scopes text[])
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select s from unnest(p_scopes) s
+  where s not in (select name from rowgate_private.scopes where name not like 'customer_portal_%') limit 1;
+$function$;
+
+-- Function rowgate_private.user_manages_access_tokens(uuid,uuid)
+CREATE OR REPLACE FUNCTION rowgate_private.user_manages_access_tokens(p_user_id uuid, p_organization_id uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select exists (
+    select 1 from rowgate.memberships m
+      join rowgate.role_permissions rp on rp.role = m.role and rp.permission = 'access_tokens:manage'
+      join rowgate.organizations o on o.id = m.organization_id
+      join rowgate.users u on u.id = m.user_id
+    where m.user_id = p_user_id and m.organization_id = p_organization_id
+      and m.deleted_at is null and o.deleted_at is null and u.deleted_at is null);
+$function$;
