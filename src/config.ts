@@ -19,8 +19,7 @@ const schema = z.object({
   ROWGATE_HOME: z.string().min(1).default('.rowgate'),
   ROWGATE_DB_PORT: port.optional(),
   // Sized for the machine: twice its cores, at least 4. More connections only
-  // queue in the kernel's scheduler: on 2 cores, 10 instead of 4 gave the orders
-  // page a p99 of 93–142 ms instead of 43–54 ms at 64 clients, and less throughput
+  // queue in the kernel's scheduler, with a longer tail and less throughput
   // (docs/performance.md). A database on another machine: set it for that one.
   ROWGATE_POOL_SIZE: z.coerce
     .number()

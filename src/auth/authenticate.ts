@@ -27,7 +27,7 @@ export const AUTHENTICATE = `
 export const ANONYMOUS = `select set_config('role', 'rowgate_anonymous', true) as role`;
 export const ANONYMOUS_SETTINGS: Readonly<Record<string, string>> = Object.freeze({ role: 'rowgate_anonymous' });
 
-export interface AuthenticatedRow {
+interface AuthenticatedRow {
   role: string;
   subject_kind: string;
   subject_id: string;

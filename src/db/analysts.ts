@@ -12,14 +12,14 @@ import pg from 'pg';
 export class AnalystError extends Error {}
 
 /** The analyst role every analyst login is a member of (db/roles.sql). */
-export const ANALYST_ROLE = 'rowgate_analyst';
+const ANALYST_ROLE = 'rowgate_analyst';
 
 /**
  * A login name an operator may choose: a plain lower-case SQL identifier (no
  * quoting surprises in psql or in URLs), not in PostgreSQL's reserved `pg_`
  * namespace and not in the API's `rowgate_` one.
  */
-export function checkLogin(login: string): string {
+function checkLogin(login: string): string {
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(login)) {
     throw new AnalystError(
       `--login must be a lower-case identifier of 1 to 63 characters (a-z, 0-9, _; not starting with a digit), got ${JSON.stringify(login)}`,
@@ -40,7 +40,7 @@ export function checkLogin(login: string): string {
  * it): CREATE ROLE then carries no clear-text password that statement logging
  * could record, whatever `password_encryption` says.
  */
-export function scramVerifier(password: string, salt = randomBytes(16), iterations = 4096): string {
+function scramVerifier(password: string, salt = randomBytes(16), iterations = 4096): string {
   const salted = pbkdf2Sync(password.normalize('NFKC'), salt, iterations, 32, 'sha256');
   const clientKey = createHmac('sha256', salted).update('Client Key').digest();
   const storedKey = createHash('sha256').update(clientKey).digest();

@@ -237,9 +237,9 @@ export async function openEmbeddedDatabase(options: {
 /**
  * The options the embedded PostgreSQL runs with: TCP on loopback for psql and
  * analysts, and a Unix-domain socket in the data directory (which only the
- * postgres OS user and root may enter) for the server's own connections:
- * measured here, short transactions go ~45% faster through a socket than over
- * loopback TCP for the same client CPU (docs/performance.md). A path too long
+ * postgres OS user and root may enter) for the server's own connections: short
+ * transactions are cheaper through a socket than over loopback TCP
+ * (docs/performance.md). A path too long
  * for a socket address, or one the options string cannot carry, keeps TCP only.
  */
 export function postgresOptions(home: string, port: number): { options: string; socketDir: string | null } {

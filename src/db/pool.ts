@@ -82,9 +82,9 @@ export function statementName(text: string) {
 
 /**
  * Holds back a connection's writes until `release()`, so that statements
- * queued together leave in one write: on this machine every write that wakes
- * PostgreSQL costs the server's single thread tens of microseconds (issue 7,
- * docs/performance.md). pg corks the same stream around each statement it sends.
+ * queued together leave in one write: every write that wakes PostgreSQL costs
+ * the server's single thread more wall time than its CPU accounting shows
+ * (docs/performance.md). pg corks the same stream around each statement it sends.
  */
 export function corked(client: pg.PoolClient): { release(): void } {
   const stream = (client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;

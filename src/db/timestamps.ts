@@ -9,9 +9,8 @@
 // authenticator's session time zone, db/roles.sql), "2026-11-21
 // 08:22:11.16+00", only changes shape; one written at another offset (any
 // other session) is moved to UTC first, its fraction kept as written. No Date
-// is built on the way: reading a page of 50 orders with pg and serialising it
-// took 398 µs of CPU with Dates and 212 µs without (a micro-benchmark on the
-// bench data).
+// is built on the way: Dates nearly doubled the CPU of reading and serialising
+// a page (docs/performance.md).
 
 const ZONED = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?([+-])(\d{2})(?::(\d{2}))?(?::(\d{2}))?$/;
 

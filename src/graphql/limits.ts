@@ -50,9 +50,9 @@ export const LIMITS = Object.freeze({
 });
 
 /** extensions.code of each kind of refusal (SPEC §13) */
-export const TOO_COMPLEX = 'QUERY_TOO_COMPLEX';
+const TOO_COMPLEX = 'QUERY_TOO_COMPLEX';
 export const BAD_USER_INPUT = 'BAD_USER_INPUT';
-export const PARSE_FAILED = 'GRAPHQL_PARSE_FAILED';
+const PARSE_FAILED = 'GRAPHQL_PARSE_FAILED';
 export const VALIDATION_FAILED = 'GRAPHQL_VALIDATION_FAILED';
 
 const tooComplex = (message: string, nodes?: readonly ASTNode[] | ASTNode) =>
@@ -76,11 +76,7 @@ const isCollection = (field: GraphQLField<unknown, unknown>) => field.args.some(
  * counts the largest page, what the document *could* ask for whatever its
  * variables (so the count depends on the text alone and is cached with it).
  */
-export function countNodes(
-  schema: GraphQLSchema,
-  operation: OperationDefinitionNode,
-  fragments: Map<string, FragmentDefinitionNode>,
-): number {
+function countNodes(schema: GraphQLSchema, operation: OperationDefinitionNode, fragments: Map<string, FragmentDefinitionNode>): number {
   const rootType = schema.getRootType(operation.operation);
   if (!rootType) return 0;
   // A fragment's count is the same wherever it is spread, times the pages around
@@ -218,7 +214,7 @@ const knownOperationTypesRule: ValidationRule = (context) => ({
 });
 
 /** The spec's rules, then ours; depth as SPEC §13 counts it (fragments add no level) */
-export const validationRules: readonly ValidationRule[] = [
+const validationRules: readonly ValidationRule[] = [
   ...specifiedRules,
   knownOperationTypesRule,
   expandedFieldsRule,

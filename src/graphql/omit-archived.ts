@@ -16,14 +16,14 @@ import type { PgSelectQueryBuilder, PgSelectStep } from 'postgraphile/@dataplan/
 import type { ConnectionStep, FieldArg } from 'postgraphile/grafast';
 import type { PgSQL } from 'postgraphile/pg-sql2';
 
-export const ARCHIVED_COLUMN = 'is_archived';
-export const INCLUDE_ARCHIVED_ARGUMENT = 'includeArchived';
-export const INCLUDE_ARCHIVED_TYPE = 'IncludeArchivedOption';
+const ARCHIVED_COLUMN = 'is_archived';
+const INCLUDE_ARCHIVED_ARGUMENT = 'includeArchived';
+const INCLUDE_ARCHIVED_TYPE = 'IncludeArchivedOption';
 
-export type IncludeArchivedOption = 'NO' | 'YES' | 'EXCLUSIVELY';
+type IncludeArchivedOption = 'NO' | 'YES' | 'EXCLUSIVELY';
 
 /** The condition an option puts on the collection's query (none for YES). */
-export function archivedCondition(sql: PgSQL<never>, option: IncludeArchivedOption | null | undefined) {
+function archivedCondition(sql: PgSQL<never>, option: IncludeArchivedOption | null | undefined) {
   // an explicit null means the default
   const wanted = option === 'YES' ? null : option === 'EXCLUSIVELY' ? sql.true : sql.false;
   if (wanted === null) return null;
@@ -37,7 +37,7 @@ interface AttributesCodec {
 }
 
 /** Does the codec have a boolean `is_archived` column? */
-export function hasArchivedColumn(codec: AttributesCodec | undefined | null): boolean {
+function hasArchivedColumn(codec: AttributesCodec | undefined | null): boolean {
   return codec?.attributes?.[ARCHIVED_COLUMN]?.codec.name === 'bool';
 }
 

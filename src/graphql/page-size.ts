@@ -14,7 +14,7 @@ const isCollection = (scope: { isPgFieldConnection?: boolean; isPgFieldSimpleCol
   Boolean(scope.isPgFieldConnection || scope.isPgFieldSimpleCollection);
 
 /** the page of a collection, from its `first` and `last` */
-export function pageOf([first, last]: readonly [unknown, unknown]): number | null {
+function pageOf([first, last]: readonly [unknown, unknown]): number | null {
   if (typeof first === 'number') return first;
   return last == null ? LIMITS.pageSize : null;
 }

@@ -34,7 +34,7 @@ interface PgResult<T> {
   rowCount: number | null;
 }
 /** @dataplan/pg's PgClient, the part it calls */
-export interface PgClient {
+interface PgClient {
   rawClient: pg.PoolClient;
   query<T>(query: PgQuery): Promise<PgResult<T>>;
   withTransaction<T>(callback: (client: PgClient) => Promise<T>): Promise<T>;

@@ -36,8 +36,8 @@ import { OmitArchivedPlugin } from './omit-archived.ts';
 import { pageSecurityHeaders } from '../http/security-headers.ts';
 import { rfc3339 } from '../db/timestamps.ts';
 
-export const GRAPHQL_PATH = '/graphql';
-export const GRAPHIQL_PATH = '/graphiql';
+const GRAPHQL_PATH = '/graphql';
+const GRAPHIQL_PATH = '/graphiql';
 const GRAPHIQL_STATIC_PATH = '/graphiql-static/';
 
 /**
@@ -48,9 +48,9 @@ const GRAPHIQL_STATIC_PATH = '/graphiql-static/';
  * tables are listed, and functions are published only when listed below, so a
  * lost comment or a new REST-only function cannot appear in GraphQL.
  */
-export const HIDDEN_TABLES = ['personal_access_tokens', 'organization_access_tokens', 'oauth2_clients'];
+const HIDDEN_TABLES = ['personal_access_tokens', 'organization_access_tokens', 'oauth2_clients'];
 /** the rowgate functions GraphQL publishes (as mutations); every other one is hidden */
-export const GRAPHQL_FUNCTIONS = ['create_organization', 'add_member', 'create_account', 'create_order'];
+const GRAPHQL_FUNCTIONS = ['create_organization', 'add_member', 'create_account', 'create_order'];
 /**
  * Table operations GraphQL leaves out although a grant allows them:
  * - orders `insert`: `createOrder` is rowgate.create_order, as for POST /v1/orders
@@ -60,7 +60,7 @@ export const GRAPHQL_FUNCTIONS = ['create_organization', 'add_member', 'create_a
  *   database enforces (migration 000003); REST offers them through its own
  *   endpoints, and GraphQL keeps its schema to what a token could use.
  */
-export const TABLE_BEHAVIORS: Record<string, string> = {
+const TABLE_BEHAVIORS: Record<string, string> = {
   orders: '-insert',
   users: '-update',
   payout_accounts: '-insert',
@@ -103,7 +103,7 @@ function indexedWithSoftDelete(table: TableLike, columns: string[], anyPosition 
 
 const inRowgate = (entity: { getNamespace(): { nspname: string } | undefined }) => entity.getNamespace()?.nspname === 'rowgate';
 
-export const RowgateGraphqlPlugin: GraphileConfig.Plugin = {
+const RowgateGraphqlPlugin: GraphileConfig.Plugin = {
   name: 'RowgateGraphqlPlugin',
   description: 'What rowgate publishes through GraphQL: no tokens or REST-only functions; soft-delete indexes count',
   version: '1.0.0',
@@ -186,7 +186,7 @@ export async function requestSettings(pool: pg.Pool, secret: string, req: Reques
  * size (parse and validation, cached by text) and its page arguments with this
  * request's variables. Refusals are ordinary GraphQL errors with their codes.
  */
-export const RowgateLimitsPlugin: GraphileConfig.Plugin = {
+const RowgateLimitsPlugin: GraphileConfig.Plugin = {
   name: 'RowgateLimitsPlugin',
   description: 'Bounds every GraphQL request before it is planned (SPEC §13)',
   version: '1.0.0',
@@ -271,7 +271,7 @@ function makeMaskError(GraphQLErrorClass: typeof GraphQLError, isSafeError: (e: 
 }
 
 /** What is wrong with a GraphQL request body (GraphQL over HTTP: query, variables, operationName, extensions) */
-export function graphqlBodyIssues(body: unknown): ValidationIssue[] {
+function graphqlBodyIssues(body: unknown): ValidationIssue[] {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     return [{ type: 'object_type', loc: ['body'], msg: 'The body must be a JSON object with a "query"' }];
   }
@@ -290,10 +290,10 @@ export function graphqlBodyIssues(body: unknown): ValidationIssue[] {
 }
 
 /** How many operations' plans grafast keeps (a client sends the same few documents) */
-export const OPERATION_PLANS_KEPT = 50;
+const OPERATION_PLANS_KEPT = 50;
 
 /** How long grafast may plan one request (synchronously) before it is refused */
-export const PLANNING_TIMEOUT_MS = 1_000;
+const PLANNING_TIMEOUT_MS = 1_000;
 
 export interface GraphqlOptions {
   pool: pg.Pool;
@@ -317,10 +317,10 @@ export interface Graphql {
 /**
  * Timestamps leave PostgreSQL as its own text and take REST's shape here
  * (src/db/timestamps.ts), instead of @dataplan/pg's `to_char(…)` in the query:
- * PostgreSQL computes a query's select list before its sort, so a page of 50
- * ordered over a user's 1,500 orders formatted 3,000 timestamps for 100 kept
- * (3.6 of the query's 4.2 ms, EXPLAIN ANALYZE on the bench data); its own text
- * output runs for the rows returned only. GraphQL then writes what REST writes
+ * PostgreSQL computes a query's select list before its sort, so a sorted page
+ * formatted the timestamps of every row it considered, most of them dropped
+ * (docs/performance.md, GraphQL); its own text output runs for the rows
+ * returned only. GraphQL then writes what REST writes
  * ("…T08:22:11.16+00:00"). The codec is @dataplan/pg's shared object, adjusted
  * in place so every column keeps its GraphQL type.
  */

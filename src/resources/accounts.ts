@@ -13,7 +13,7 @@ export const financeWriteScopes: Scope[] = ['transactions_write', 'payouts_write
 export const country = doc(z.string().regex(/^[A-Z]{2}$/, 'An ISO 3166-1 alpha-2 code, upper case'), 'Country (ISO 3166-1 alpha-2).', 'US');
 export const currency = doc(z.string().regex(/^[a-z]{3}$/, 'An ISO 4217 code, lower case'), 'Currency (ISO 4217, lower case).', 'usd');
 
-export const AccountRead = z
+const AccountRead = z
   .object({
     id: uuid('The account id.'),
     organization_id: uuid('The organization the account belongs to.'),

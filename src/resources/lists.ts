@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { Tx } from '../db/pool.ts';
 import { doc } from './fields.ts';
 
-export const MAX_LIMIT = 100;
+const MAX_LIMIT = 100;
 
 /** A whole number written as plain digits (no `1e1`, `0x5` or spaces), within bounds. */
 function wholeNumber(min: number, max: number) {
@@ -21,7 +21,7 @@ export function multi<T extends z.ZodType>(item: T, description: string, example
   return doc(z.union([item, z.array(item).min(1).max(100)]), description, example).optional();
 }
 
-export const asArray = <T>(v: T | T[] | undefined): T[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
+const asArray = <T>(v: T | T[] | undefined): T[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
 
 /** The query schema of a list: pagination, sorting over the list's sortable fields, and its filters. */
 export function listQuery<F extends z.ZodRawShape>(list: Pick<ListSpec, 'sortable' | 'defaultSort'>, filters: F) {
@@ -67,7 +67,7 @@ function sortKeys(value: string | string[] | undefined): string[] {
     .filter(Boolean);
 }
 
-export const paginationSchema = z
+const paginationSchema = z
   .object({
     total_count: doc(z.number().int().min(0), 'How many items match, over every page.', 42),
     max_page: doc(z.number().int().min(0), 'The last page: ceil(total_count / limit), 0 when nothing matches.', 5),
@@ -84,7 +84,7 @@ export function listSchema<T extends z.ZodType>(item: T, name: string) {
 }
 
 /** Collects the values of a statement and hands out their placeholders. */
-export class Params {
+class Params {
   readonly values: unknown[] = [];
   add(value: unknown) {
     this.values.push(value);

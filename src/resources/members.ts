@@ -9,7 +9,7 @@ import { doc, timestamps, uuid } from './fields.ts';
 
 const role = doc(z.string().min(1).max(50), 'The role: `admin`, `member` or `finance` (roles are data; more may exist).', 'member');
 
-export const MembershipRead = z
+const MembershipRead = z
   .object({
     user_id: uuid("The member's user id."),
     organization_id: uuid('The organization.'),

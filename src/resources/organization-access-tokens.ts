@@ -6,7 +6,7 @@ import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from './fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
 
-export const OrganizationAccessTokenRead = z
+const OrganizationAccessTokenRead = z
   .object({
     id: uuid('The token id.'),
     organization_id: uuid('The organization the token acts as.'),

@@ -16,7 +16,7 @@ const slug = doc(
 );
 const name = doc(z.string().trim().min(1).max(200), 'Display name.', 'Acme Inc.');
 
-export const OrganizationRead = z
+const OrganizationRead = z
   .object({
     id: uuid('The organization id.'),
     name,
@@ -31,7 +31,7 @@ const OrganizationUpdate = z
   .strictObject({ name: name.optional(), slug: slug.optional() })
   .meta({ id: 'OrganizationUpdate', description: 'Fields to change; only the fields sent change.' });
 
-export const organizationColumns = 'id, name, slug, account_id, created_at, updated_at';
+const organizationColumns = 'id, name, slug, account_id, created_at, updated_at';
 
 const organizationList: ListSpec = {
   from: 'rowgate.organizations',

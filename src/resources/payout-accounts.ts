@@ -8,7 +8,7 @@ import { doc, idParams, timestamps, uuid } from './fields.ts';
 
 const type = doc(z.enum(['bank_account', 'stripe', 'open_collective']), 'How the payout is made.', 'bank_account');
 
-export const PayoutAccountRead = z
+const PayoutAccountRead = z
   .object({
     id: uuid('The payout account id.'),
     organization_id: uuid('The organization it pays out for.'),

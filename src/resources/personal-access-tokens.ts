@@ -7,7 +7,7 @@ import { access, route } from '../http/route.ts';
 import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from './fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
 
-export const PersonalAccessTokenRead = z
+const PersonalAccessTokenRead = z
   .object({
     id: uuid('The token id.'),
     comment: doc(z.string(), 'What the token is for.', 'CI deploys'),

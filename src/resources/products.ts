@@ -11,7 +11,7 @@ const description = doc(z.string().max(5000).nullable(), 'Longer description; nu
 const priceAmount = doc(z.number().int().min(0).max(100_000_000_000), "Price in the currency's minor unit (cents).", 2500);
 const isArchived = doc(z.boolean(), 'Archived products stay visible and listed, but are no longer sold.', false);
 
-export const ProductRead = z
+const ProductRead = z
   .object({
     id: uuid('The product id.'),
     organization_id: uuid('The organization that sells it.'),

@@ -7,7 +7,7 @@ import { doc, timestamps, uuid } from './fields.ts';
 
 const type = doc(z.enum(['payment', 'refund']), 'payment when an order is paid, refund (negative) when refunded.', 'payment');
 
-export const TransactionRead = z
+const TransactionRead = z
   .object({
     id: uuid('The transaction id.'),
     organization_id: uuid('The organization whose money moved.'),

@@ -13,15 +13,15 @@ import { UserRead } from '../resources/users.ts';
 /** 32 letters and digits without the look-alikes I, O, 0 and 1: 8 of them are 40 bits */
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 const CODE_LENGTH = 8;
-export const LOGIN_CODE_LIFETIME_SECONDS = 15 * 60;
+const LOGIN_CODE_LIFETIME_SECONDS = 15 * 60;
 
 export const generateLoginCode = () => randomCharacters(CODE_LENGTH, CODE_ALPHABET);
 
 /** What a person types, as the code was made: case, spaces and dashes do not matter. */
-export const normalizeLoginCode = (typed: string) => typed.toUpperCase().replace(/[\s-]/g, '');
+const normalizeLoginCode = (typed: string) => typed.toUpperCase().replace(/[\s-]/g, '');
 
 /** The keyed hash of a code, bound to its address (a code is good for that address only). */
-export const loginCodeHash = (secret: string, email: string, code: string) =>
+const loginCodeHash = (secret: string, email: string, code: string) =>
   hashToken(secret, `login_code:${email.toLowerCase()}:${normalizeLoginCode(code)}`);
 
 const email = doc(z.email().max(320), 'The e-mail address to sign in with (case does not matter).', 'ada@example.com');

@@ -6,7 +6,7 @@
 import { loadConfig, type Config } from '../config.ts';
 import type { Tx } from '../db/pool.ts';
 
-export interface Mail {
+interface Mail {
   to: string;
   subject: string;
   text: string;
@@ -28,7 +28,7 @@ export function outboxMailer(log: (line: string) => void): Mailer {
 }
 
 /** Delivery through an SMTP server, `smtp://user:password@host:port` or `smtps://…`. */
-export function smtpMailer(url: string, from: string): Mailer {
+function smtpMailer(url: string, from: string): Mailer {
   let transport: Promise<{ sendMail(message: object): Promise<unknown> }> | undefined;
   return {
     async send(mail) {
