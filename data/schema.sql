@@ -2118,6 +2118,19 @@ CREATE OR REPLACE FUNCTION rowgate_private.record_token_use(p_kind text, p_token
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
 begin
+  if pg_is_in_recovery() then
+    if exists (
+        select 1 from rowgate_private.access_token_hashes h
+          left join rowgate.personal_access_tokens p on p_kind = 'personal_access_token' and p.id = h.personal_access_token_id
+          left join rowgate.organization_access_tokens o
+            on p_kind = 'organization_access_token' and o.id = h.organization_access_token_id
+        where h.token_hash = p_token_hash
+          and coalesce(p.id, o.id) is not null
+          and coalesce(p.last_used_at, o.last_used_at, '-infinity') < now() - interval '1 minute') then
+      raise exception 'The use of this token is recorded on the primary' using errcode = 'read_only_sql_transaction';
+    end if;
+    return;
+  end if;
   if p_kind = 'personal_access_token' then
     update rowgate.personal_access_tokens set last_used_at = now()
       where id = (select t.id from rowgate_private.access_token_hashes h
