@@ -1,5 +1,6 @@
 // The published OpenAPI document (SPEC §6, §9): OpenAPI 3.1, every route of the
 // table in it, and every schema, property and parameter described, with an example.
+import http from 'node:http';
 import { authorizationSentence } from '../src/auth/authorize.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { z } from 'zod';
@@ -19,6 +20,19 @@ beforeAll(async () => {
   document = res.body;
 });
 afterAll(async () => app?.close());
+
+/** A GET with a Host header of our choosing (fetch does not let one set it). */
+function getWithHost(pathname: string, host: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const request = http.get(`${app.url}${pathname}`, { headers: { host } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    request.on('error', reject);
+  });
+}
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
@@ -185,7 +199,7 @@ describe('GET /v1/openapi.json', () => {
     expect(document.info).toMatchObject({ title: expect.any(String), version: expect.any(String) });
     expect(Object.keys(document.paths).length).toBeGreaterThan(0);
     expect(Object.keys(document.components.schemas).length).toBeGreaterThan(0);
-    expect(Object.keys(document.components.securitySchemes).sort()).toEqual(['bearer', 'session']);
+    expect(Object.keys(document.components.securitySchemes).sort()).toEqual(['bearer', 'oauth2', 'session']);
   });
 
   test('every schema, property and parameter has a description and an example', () => {
@@ -214,7 +228,73 @@ describe('GET /v1/openapi.json', () => {
     const documented = Object.entries<Json>(document.paths).flatMap(([path, item]) =>
       METHODS.filter((m) => item[m]).map((m) => `${m.toUpperCase()} ${path}`),
     );
-    expect(documented.sort()).toEqual(apiRoutes.map((r) => `${r.method.toUpperCase()} ${r.path}`).sort());
+    expect(documented.sort()).toEqual(
+      [...apiRoutes.map((r) => `${r.method.toUpperCase()} ${r.path}`), 'GET /healthz', 'GET /readyz'].sort(),
+    );
+  });
+
+  test('the oauth2 scheme: authorization code (PKCE) with its URLs, and every scope a client may ask for, described', async () => {
+    const scheme = document.components.securitySchemes.oauth2;
+    expect(scheme.type).toBe('oauth2');
+    expect(scheme.description).toContain('PKCE');
+    const flow = scheme.flows.authorizationCode;
+    expect(flow).toMatchObject({ authorizationUrl: '/v1/oauth2/authorize', tokenUrl: '/v1/oauth2/token', refreshUrl: '/v1/oauth2/token' });
+    expect(Object.keys(scheme.flows)).toEqual(['authorizationCode']);
+    // exactly the scopes the server lets clients ask for (its metadata's scopes_supported)
+    const [row] = await app.sql<{ scopes: string[] }>('select rowgate.oauth2_scopes_supported() as scopes');
+    expect(Object.keys(flow.scopes).sort()).toEqual([...row!.scopes].sort());
+    for (const [scope, description] of Object.entries(flow.scopes)) {
+      expect(typeof description === 'string' && description.length > 10, scope).toBe(true);
+    }
+    // and every scope an operation names is one of them
+    const named = Object.values<Json>(document.paths).flatMap((item) =>
+      METHODS.flatMap((m) => (item[m]?.security ?? []).flatMap((r: Json) => r.oauth2 ?? [])),
+    );
+    expect(named.length).toBeGreaterThan(0);
+    expect(named.filter((s) => !(s in flow.scopes))).toEqual([]);
+  });
+
+  test('integer query parameters are integers with their bounds (page, limit), never digit patterns', () => {
+    const query = Object.values<Json>(document.paths).flatMap((item) =>
+      METHODS.flatMap((m) => (item[m]?.parameters ?? []).filter((p: Json) => p.in === 'query')),
+    );
+    const pages = query.filter((p) => p.name === 'page');
+    const limits = query.filter((p) => p.name === 'limit');
+    expect(pages.length).toBeGreaterThan(10);
+    for (const p of pages) expect(p.schema).toMatchObject({ type: 'integer', minimum: 1, default: 1 });
+    for (const p of limits) expect(p.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 10 });
+    expect(query.filter((p) => /\[0-9\]/.test(p.schema?.pattern ?? '')).map((p) => p.name)).toEqual([]);
+  });
+
+  test('the health endpoints are documented, without credentials', () => {
+    expect(document.paths['/healthz'].get).toMatchObject({ security: [], responses: { 200: expect.any(Object) } });
+    expect(document.paths['/readyz'].get).toMatchObject({ security: [], responses: { 200: expect.any(Object), 503: expect.any(Object) } });
+  });
+
+  // each error status shows the body it carries (an example that matches it, not one example for all)
+  const errorNames: Record<string, string[]> = {
+    400: ['BadRequest', 'invalid_request', 'invalid_grant', 'invalid_scope', 'unsupported_grant_type'],
+    401: ['Unauthorized', 'invalid_client'],
+    403: ['InsufficientScope', 'NotPermitted'],
+    404: ['ResourceNotFound'],
+    413: ['PayloadTooLarge', 'invalid_request'],
+    415: ['UnsupportedMediaType', 'invalid_request'],
+    422: ['RequestValidationError'],
+    429: ['TooManyRequests'],
+    503: ['ServiceUnavailable', 'temporarily_unavailable'],
+  };
+  test('every error response has an example of its own status', () => {
+    const wrong: string[] = [];
+    for (const [path, item] of Object.entries<Json>(document.paths)) {
+      for (const method of METHODS.filter((m) => item[m])) {
+        for (const [status, response] of Object.entries<Json>(item[method].responses)) {
+          if (Number(status) < 400) continue;
+          const example = response.content?.['application/json']?.example;
+          if (!errorNames[status]?.includes(example?.error)) wrong.push(`${method} ${path} ${status}: ${JSON.stringify(example)}`);
+        }
+      }
+    }
+    expect(wrong).toEqual([]);
   });
 
   describe.each(routes.map((route) => ({ route, name: `${route.method.toUpperCase()} ${route.path}` })))('$name', ({ route }) => {
@@ -234,8 +314,11 @@ describe('GET /v1/openapi.json', () => {
     test('its security and description follow the declared access', () => {
       const op = operation();
       const { credentials, scopes } = route.access;
+      // any one of the scopes will do: one OAuth2 requirement per scope (one listing them all would ask for all)
+      const oauth2 = credentials.some((k) => k.startsWith('oauth2_'));
       const expected = [
-        ...(credentials.some((k) => k !== 'web_session') ? [{ bearer: [...scopes] }] : []),
+        ...(oauth2 ? scopes.map((s) => ({ oauth2: [s] })) : []),
+        ...(credentials.some((k) => k !== 'web_session') ? [{ bearer: [] }] : []),
         ...(credentials.includes('web_session') ? [{ session: [] }] : []),
       ];
       expect(op.security).toEqual(expected);
@@ -293,19 +376,68 @@ describe('the rendered reference', () => {
     expect(res.body).toContain('swagger-ui-bundle.js');
     const init = await app.get('/docs/init.js');
     expect(init.status).toBe(200);
-    expect(init.body).toContain('/v1/openapi.json');
+    expect(init.body).toContain("url: '/docs/openapi.json'");
+    expect(init.body).toContain('usePkceWithAuthorizationCodeGrant: true');
+  });
+
+  // Reached by another name than localhost over plain HTTP (a LAN address, a container's
+  // name), `upgrade-insecure-requests` sent the browser to https for the CSS and JS: a blank page.
+  test.each([['/docs'], ['/docs/init.js'], ['/docs/oauth2-redirect.html']])(
+    'GET %s under another host name: a CSP that loads its own files over the same scheme',
+    async (pathname) => {
+      const res = await getWithHost(pathname, 'rowgate.internal:8080');
+      expect(res.status).toBe(200);
+      const csp = String(res.headers['content-security-policy']);
+      expect(csp).not.toContain('upgrade-insecure-requests');
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).toContain("default-src 'self'");
+      // every file a page loads is named by path, so it comes from wherever the page came from
+      const links = res.body.match(/(?:src|href)="[^"]*"/g) ?? [];
+      if (pathname.endsWith('.js')) expect(links).toEqual([]);
+      else
+        expect(
+          links.filter((a) => !a.startsWith('src="/docs/') && !a.startsWith('href="/docs/') && a !== 'src="oauth2-redirect.js"'),
+        ).toEqual([]);
+      if (!pathname.endsWith('.js')) expect(links.length).toBeGreaterThan(0);
+    },
+  );
+
+  test("the reference's copy of the document pre-fills no optional filter; the published one keeps every example", async () => {
+    const res = await app.get('/docs/openapi.json');
+    expect(res.status).toBe(200);
+    const parameters = (doc: Json) =>
+      Object.values<Json>(doc.paths).flatMap((item) => METHODS.flatMap((m) => (item[m]?.parameters ?? []) as Json[]));
+    const optional = parameters(res.body).filter((p) => p.in === 'query' && !p.required);
+    expect(optional.length).toBeGreaterThan(20);
+    expect(optional.filter((p) => hasExample(p) || hasExample(p.schema)).map((p) => p.name)).toEqual([]);
+    // the example is still shown to the reader, in the description
+    expect(optional.find((p) => p.name === 'organization_id')?.description).toMatch(/Example: `[0-9a-f-]{36}`/);
+    // required parameters (a path's id) keep theirs, and the published document keeps all
+    expect(
+      parameters(res.body)
+        .filter((p) => p.in === 'path')
+        .every((p) => hasExample(p) || hasExample(p.schema)),
+    ).toBe(true);
+    expect(
+      parameters(document)
+        .filter((p) => p.in === 'query')
+        .every((p) => hasExample(p) || hasExample(p.schema)),
+    ).toBe(true);
   });
 
   const assets: [file: string, type: RegExp][] = [
     ['swagger-ui.css', /^text\/css/],
     ['swagger-ui-bundle.js', /javascript/],
     ['init.js', /javascript/],
+    ['oauth2-redirect.html', /^text\/html/],
+    ['oauth2-redirect.js', /javascript/],
+    ['openapi.json', /^application\/json/],
   ];
   test.each(assets)('GET /docs/%s → 200 %s', async (file, type) => {
     const res = await app.get(`/docs/${file}`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(type);
-    expect(String(res.body).length).toBeGreaterThan(10);
+    expect(JSON.stringify(res.body).length).toBeGreaterThan(10);
   });
 
   test.each([['nope.js'], ['..%2Fpackage.json'], ['index.html']])('GET /docs/%s → 404', async (file) => {

@@ -628,13 +628,17 @@ describe('users/me', () => {
 });
 
 describe('the OpenAPI document', () => {
-  test('GET /v1/openapi.json lists every route of the table, with its operation id', async () => {
+  test('GET /v1/openapi.json lists every route of the table and the health endpoints, with their operation ids', async () => {
     const res = await app.get('/v1/openapi.json');
     expect(res.status).toBe(200);
     const documented = Object.entries<Record<string, { operationId: string }>>(res.body.paths).flatMap(([path, operations]) =>
       Object.entries(operations).map(([method, op]) => `${method} ${path} ${op.operationId}`),
     );
-    const expected = apiRoutes.map((r) => `${r.method} ${r.path} ${r.operationId}`);
+    const expected = [
+      ...apiRoutes.map((r) => `${r.method} ${r.path} ${r.operationId}`),
+      'get /healthz health:live',
+      'get /readyz health:ready',
+    ];
     expect(documented.sort()).toEqual(expected.sort());
     expect(expected.length).toBeGreaterThan(30);
   });

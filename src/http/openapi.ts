@@ -7,6 +7,7 @@ import { credentialNames } from '../auth/credentials.ts';
 import { mediaTypes } from './input.ts';
 import { isAnonymous, type Route } from './route.ts';
 import { doc } from '../resources/fields.ts';
+import { securityRequirements, securitySchemes } from './openapi-security.ts';
 
 const ValidationIssue = z
   .object({
@@ -61,6 +62,43 @@ const oauth2ErrorDescriptions: Record<number, string> = {
   503: 'The database is unavailable (`temporarily_unavailable`).',
 };
 
+/** An example of each error status, so that a reader (and Swagger UI) sees the body that status carries. */
+const errorExamples: Record<number, { error: string; detail: unknown }> = {
+  400: { error: 'BadRequest', detail: 'Bad request' },
+  401: { error: 'Unauthorized', detail: 'No credential was sent' },
+  403: { error: 'InsufficientScope', detail: 'The token lacks the required scope: one of products_read, products_write' },
+  404: { error: 'ResourceNotFound', detail: 'Not found' },
+  413: { error: 'PayloadTooLarge', detail: 'The request body is larger than 1 MiB' },
+  415: { error: 'UnsupportedMediaType', detail: 'The request body must be application/json' },
+  422: {
+    error: 'RequestValidationError',
+    detail: [{ type: 'too_big', loc: ['query', 'limit'], msg: 'Too big: expected number to be <=100', input: '500' }],
+  },
+  429: { error: 'TooManyRequests', detail: 'Too many codes were asked for this address; try again in 15 minutes' },
+  503: { error: 'ServiceUnavailable', detail: 'The database is unavailable; try again shortly' },
+};
+const anonymousErrorExamples: Record<number, { error: string; detail: unknown }> = {
+  ...errorExamples,
+  401: { error: 'Unauthorized', detail: 'The code is wrong, used or expired' },
+};
+const oauth2ErrorExamples: Record<number, { error: string; error_description: string }> = {
+  400: { error: 'invalid_grant', error_description: 'The authorization code has expired' },
+  401: { error: 'invalid_client', error_description: 'Client authentication failed' },
+  413: { error: 'invalid_request', error_description: 'The request body is larger than 1 MiB' },
+  415: { error: 'invalid_request', error_description: 'The request body must be application/x-www-form-urlencoded or application/json' },
+  503: { error: 'temporarily_unavailable', error_description: 'The database is unavailable; try again shortly' },
+};
+
+/** What each tag groups, for the reference's sections. */
+const tagDescriptions: Record<string, string> = {
+  health: 'Liveness and readiness, for load balancers and orchestrators.',
+  users: 'The signed-in user.',
+  'sign-in': 'Sign-in with a code sent by e-mail, and sign-out.',
+  oauth2: 'OAuth2 authorization server: clients, consent, tokens (RFC 6749, 7009, 7591, 7662, 8414).',
+  'customer-portal': "A customer's own view, with a customer or member session.",
+};
+const describeTag = (tag: string) => tagDescriptions[tag] ?? `Operations on ${tag.replaceAll('-', ' ')}.`;
+
 const successDescriptions: Record<number, string> = {
   200: 'OK',
   201: 'Created',
@@ -90,9 +128,10 @@ export function openApiDocument(routes: readonly Route[]) {
       [route.status]: { description: successDescriptions[route.status], ...(content ? { content } : {}) },
     };
     for (const status of [...statuses].sort()) {
+      const example = (oauth2 ? oauth2ErrorExamples : credentialed ? errorExamples : anonymousErrorExamples)[status];
       responses[status] = {
         description: (oauth2 ? oauth2ErrorDescriptions : credentialed ? errorDescriptions : anonymousErrorDescriptions)[status] ?? 'Error',
-        content: { 'application/json': { schema: oauth2 ? OAuth2ErrorBody : ErrorBody } },
+        content: { 'application/json': { schema: oauth2 ? OAuth2ErrorBody : ErrorBody, ...(example ? { example } : {}) } },
       };
     }
     const operation: Record<string, unknown> = {
@@ -112,10 +151,7 @@ export function openApiDocument(routes: readonly Route[]) {
       ]
         .filter(Boolean)
         .join('\n\n');
-      operation.security = [
-        ...(route.access.credentials.some((k) => k !== 'web_session') ? [{ bearer: [...route.access.scopes] }] : []),
-        ...(route.access.credentials.includes('web_session') ? [{ session: [] }] : []),
-      ];
+      operation.security = securityRequirements(route.access);
       const requestParams: Record<string, unknown> = {};
       if (route.params) requestParams.path = route.params;
       if (route.query) requestParams.query = route.query;
@@ -130,21 +166,20 @@ export function openApiDocument(routes: readonly Route[]) {
     }
     (paths[route.path] ??= {})[route.method] = operation;
   }
+  const tags = [...new Set(routes.map((r) => r.tag))].sort().map((name) => ({ name, description: describeTag(name) }));
   const document = createDocument({
     openapi: '3.1.0',
     info: {
       title: 'rowgate',
       version: '1',
+      license: { name: 'MIT', identifier: 'MIT' },
+      contact: { name: 'The operators of this rowgate server' },
       description:
         "A versioned REST API whose authorization lives in PostgreSQL. Errors have the shape `{error, detail}`, except on the OAuth2 protocol endpoints (token, revocation, introspection, metadata), which answer RFC 6749's `{error, error_description}`.",
     },
-    servers: [{ url: '/' }],
-    components: {
-      securitySchemes: {
-        bearer: { type: 'http', scheme: 'bearer', description: 'A token: rg_pat_, rg_oat_, rg_at_u_, rg_at_o_, rg_cst_ or rg_mst_.' },
-        session: { type: 'apiKey', in: 'cookie', name: 'rowgate_session', description: 'The web session cookie (rg_us_).' },
-      },
-    },
+    servers: [{ url: '/', description: 'This server' }],
+    tags,
+    components: { securitySchemes: securitySchemes(routes) as never },
     paths: paths as never,
   });
   addComponentExamples(document as OpenApiDocument);
@@ -196,4 +231,33 @@ function addComponentExamples(document: OpenApiDocument) {
     const example = exampleOf(schema, 0);
     if (example !== undefined) schema.example = example;
   }
+}
+
+type Parameter = { in?: string; required?: boolean; example?: unknown; examples?: unknown; schema?: JsonSchema; description?: string };
+
+/**
+ * The document as the rendered reference loads it: Swagger UI's "Try it out"
+ * fills every parameter with its example, so a list would be asked with every
+ * optional filter set (listing orders returned none of a user's 2,006). Here an
+ * optional query parameter's example moves into its description; defaults
+ * stay (they change nothing). The published document keeps its examples.
+ */
+export function tryItOutDocument(document: unknown): unknown {
+  const copy = structuredClone(document) as { paths?: Record<string, Record<string, { parameters?: Parameter[] }>> };
+  for (const item of Object.values(copy.paths ?? {})) {
+    for (const operation of Object.values(item)) {
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.in !== 'query' || parameter.required) continue;
+        const example = parameter.example ?? parameter.schema?.example;
+        for (const node of [parameter, parameter.schema ?? {}]) {
+          delete node.example;
+          delete node.examples;
+        }
+        if (example !== undefined)
+          parameter.description =
+            `${parameter.description ?? parameter.schema?.description ?? ''}\n\nExample: \`${String(example)}\``.trim();
+      }
+    }
+  }
+  return copy;
 }

@@ -24,4 +24,8 @@ export function apiSecurityHeaders(_req: Request, res: Response, next: NextFunct
   next();
 }
 
-export const pageSecurityHeaders = helmet();
+// Without `upgrade-insecure-requests`: over plain HTTP under any name but
+// localhost (a LAN address, a container's name) it sent the browser to https
+// for the page's own CSS and JS, and the reference rendered blank. Pages over
+// HTTPS load their files over HTTPS anyway (they are all same-origin).
+export const pageSecurityHeaders = helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } });

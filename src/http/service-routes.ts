@@ -4,7 +4,7 @@ import path from 'node:path';
 import type pg from 'pg';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import { ApiError } from './errors.ts';
-import { openApiDocument } from './openapi.ts';
+import { openApiDocument, tryItOutDocument } from './openapi.ts';
 import { publicRoute, type Route } from './route.ts';
 import { z } from 'zod';
 import { doc } from '../resources/fields.ts';
@@ -31,44 +31,15 @@ const Readiness = Health.extend({
   primary_reads: doc(z.number().int(), 'Reads the primary served because no standby would do.', 3).optional(),
 }).meta({ id: 'Readiness', description: 'Readiness: the primary answers; the standbys as they are.' });
 
+/** The published OpenAPI document: the API's routes and the health endpoints (load balancers are clients too). */
+export const publishedDocument = (apiRoutes: readonly Route[]) => openApiDocument([...healthRoutes(null), ...apiRoutes]);
+
 export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[], reads?: ReadReplicas): Route[] {
-  let document: unknown;
+  let document: ReturnType<typeof openApiDocument> | undefined;
+  const published = () => (document ??= publishedDocument(apiRoutes()));
+  let reference: unknown;
   return [
-    publicRoute({
-      method: 'get',
-      path: '/healthz',
-      operationId: 'health:live',
-      summary: 'Liveness: the process answers',
-      tag: 'health',
-      status: 200,
-      response: Health,
-      handler: async () => ({ status: 'ok' }),
-    }),
-    publicRoute({
-      method: 'get',
-      path: '/readyz',
-      operationId: 'health:ready',
-      summary: 'Readiness: the database answers',
-      tag: 'health',
-      status: 200,
-      response: Readiness,
-      errors: [503],
-      handler: async () => {
-        try {
-          await pool.query('select 1');
-        } catch {
-          throw new ApiError(503, 'ServiceUnavailable', 'The database is unavailable');
-        }
-        if (!reads) return { status: 'ok' };
-        const standbys = reads.status().map(({ available, lag_ms, reads: served }, i) => ({
-          standby: i + 1,
-          available,
-          lag_ms: lag_ms === null ? null : Math.round(lag_ms),
-          reads: served,
-        }));
-        return { status: 'ok', standbys, primary_reads: reads.primaryReads };
-      },
-    }),
+    ...healthRoutes(pool, reads),
     publicRoute({
       method: 'get',
       path: '/v1/openapi.json',
@@ -76,7 +47,7 @@ export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[], 
       summary: 'The OpenAPI 3.1 document of this API',
       tag: 'documents',
       status: 200,
-      handler: async () => (document ??= openApiDocument(apiRoutes())),
+      handler: async () => published(),
     }),
     publicRoute({
       method: 'get',
@@ -101,10 +72,15 @@ export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[], 
       handler: async ({ req, res }) => {
         const file = String(req.params.file);
         if (file === 'init.js') {
-          res.type('js').send(`window.ui = SwaggerUIBundle({ url: '/v1/openapi.json', dom_id: '#ui' });`);
+          res.type('js').send(INIT_SCRIPT);
           return;
         }
-        if (!['swagger-ui.css', 'swagger-ui-bundle.js'].includes(file)) throw new ApiError(404, 'NotFound', 'No such file');
+        // the document as "Try it out" should start from: no optional filter filled in
+        if (file === 'openapi.json') {
+          res.json((reference ??= tryItOutDocument(published())));
+          return;
+        }
+        if (!SWAGGER_FILES.includes(file)) throw new ApiError(404, 'NotFound', 'No such file');
         await new Promise<void>((resolve, reject) =>
           res.sendFile(path.join(swaggerDir, file), (error) => (error ? reject(error) : resolve())),
         );
@@ -112,6 +88,62 @@ export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[], 
     }),
   ];
 }
+
+/** Liveness and readiness; `pool` is null only for a document built without a server. */
+function healthRoutes(pool: pg.Pool | null, reads?: ReadReplicas): Route[] {
+  return [
+    publicRoute({
+      method: 'get',
+      path: '/healthz',
+      operationId: 'health:live',
+      summary: 'Liveness: the process answers',
+      description: 'Answers 200 while the process runs, whatever the database does: restart the process when it stops answering.',
+      tag: 'health',
+      status: 200,
+      response: Health,
+      handler: async () => ({ status: 'ok' }),
+    }),
+    publicRoute({
+      method: 'get',
+      path: '/readyz',
+      operationId: 'health:ready',
+      summary: 'Readiness: the database answers',
+      description: 'Answers 200 when a statement reaches the database, 503 when it cannot: send no traffic to this process meanwhile.',
+      tag: 'health',
+      status: 200,
+      response: Readiness,
+      errors: [503],
+      handler: async () => {
+        try {
+          await pool!.query('select 1');
+        } catch {
+          throw new ApiError(503, 'ServiceUnavailable', 'The database is unavailable');
+        }
+        if (!reads) return { status: 'ok' };
+        const standbys = reads.status().map(({ available, lag_ms, reads: served }, i) => ({
+          standby: i + 1,
+          available,
+          lag_ms: lag_ms === null ? null : Math.round(lag_ms),
+          reads: served,
+        }));
+        return { status: 'ok', standbys, primary_reads: reads.primaryReads };
+      },
+    }),
+  ];
+}
+
+const SWAGGER_FILES = ['swagger-ui.css', 'swagger-ui-bundle.js', 'oauth2-redirect.html', 'oauth2-redirect.js'];
+
+// Swagger UI's Authorize dialog runs the authorization code flow with PKCE; a
+// client registered with the redirect URI <origin>/docs/oauth2-redirect.html
+// can sign the reference in.
+const INIT_SCRIPT = `window.ui = SwaggerUIBundle({
+  url: '/docs/openapi.json',
+  dom_id: '#ui',
+  oauth2RedirectUrl: new URL('/docs/oauth2-redirect.html', location.href).href,
+});
+window.ui.initOAuth({ usePkceWithAuthorizationCodeGrant: true });
+`;
 
 const swaggerDir = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 

@@ -7,13 +7,25 @@ import { doc } from './fields.ts';
 
 const MAX_LIMIT = 100;
 
-/** A whole number written as plain digits (no `1e1`, `0x5` or spaces), within bounds. */
-function wholeNumber(min: number, max: number) {
+/**
+ * A whole number written as plain digits (no `1e1`, `0x5` or spaces), within
+ * bounds. The pattern only lets a sign or a fraction through to the bounds'
+ * and integer's own clearer messages; the document says what is accepted: an
+ * integer within bounds, with its default.
+ */
+function wholeNumber(min: number, max: number, fallback: number) {
   return z
     .string()
     .regex(/^-?[0-9]{1,9}(\.[0-9]+)?$/, 'Expected a whole number written in digits')
     .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
+    .pipe(z.number().int().min(min).max(max))
+    .default(fallback)
+    .meta({
+      override: ({ jsonSchema }) => {
+        delete jsonSchema.pattern;
+        Object.assign(jsonSchema, { type: 'integer', minimum: min, maximum: max, default: fallback });
+      },
+    });
 }
 
 /** A query parameter that may repeat: `?status=a&status=b`. */
@@ -45,12 +57,8 @@ export function listQuery<F extends z.ZodRawShape>(list: Pick<ListSpec, 'sortabl
     }
   });
   return z.strictObject({
-    page: doc(wholeNumber(1, 1_000_000).default(1), 'Page number, from 1.', '1'),
-    limit: doc(
-      wholeNumber(1, MAX_LIMIT).default(10),
-      `Items per page, 1 to ${MAX_LIMIT}. Out-of-range values are refused, never capped.`,
-      '10',
-    ),
+    page: doc(wholeNumber(1, 1_000_000, 1), 'Page number, from 1.', 1),
+    limit: doc(wholeNumber(1, MAX_LIMIT, 10), `Items per page, 1 to ${MAX_LIMIT}. Out-of-range values are refused, never capped.`, 10),
     sorting: doc(
       sorting.optional(),
       `Sort order: comma-separated or repeated fields of ${sortable.join(', ')}; a leading - sorts descending. Default ${defaultSort}; ties break on id.`,
