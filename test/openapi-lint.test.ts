@@ -18,7 +18,7 @@ const run = (args: string[]) =>
   );
 
 // both linters start a fresh Node and read the whole document: tens of seconds on a busy machine
-test('redocly and spectral find nothing in the published document, and do find a planted problem', { timeout: 300_000 }, async () => {
+test('redocly and spectral find nothing in the published document, and do find a planted problem', { timeout: 600_000 }, async () => {
   const folder = await mkdtemp(path.join(tmpdir(), 'rowgate-openapi-test-'));
   try {
     // the control: an operation without a summary or description, with an undeclared tag
