@@ -43,7 +43,8 @@ create table rowgate.accounts (
   constraint accounts_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'active'::text, 'disabled'::text])))
 );
 alter table rowgate.accounts enable row level security;
-grant select (id, organization_id, admin_id, country, currency, status, created_at, updated_at) on rowgate.accounts to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (id, organization_id, admin_id, country, currency, status, created_at, updated_at) on rowgate.accounts to rowgate_organization, rowgate_user;
+grant select (id, organization_id, admin_id, country, currency, status, created_at, updated_at, deleted_at) on rowgate.accounts to rowgate_analyst;
 grant update (country, currency) on rowgate.accounts to rowgate_user;
 CREATE UNIQUE INDEX accounts_organization_live ON rowgate.accounts USING btree (organization_id) WHERE (deleted_at IS NULL);
 create policy select_finance on rowgate.accounts as permissive for select to public
@@ -69,7 +70,8 @@ create table rowgate.customer_members (
   constraint customer_members_name_check CHECK ((length(name) <= 200))
 );
 alter table rowgate.customer_members enable row level security;
-grant select (id, organization_id, customer_id, email, name, created_at, updated_at) on rowgate.customer_members to rowgate_analyst, rowgate_member, rowgate_organization, rowgate_user;
+grant select (id, organization_id, customer_id, email, name, created_at, updated_at) on rowgate.customer_members to rowgate_member, rowgate_organization, rowgate_user;
+grant select (id, organization_id, customer_id, email, name, created_at, updated_at, deleted_at) on rowgate.customer_members to rowgate_analyst;
 CREATE UNIQUE INDEX customer_members_email_live ON rowgate.customer_members USING btree (customer_id, email) WHERE (deleted_at IS NULL);
 CREATE INDEX customer_members_organization ON rowgate.customer_members USING btree (organization_id, created_at, id) WHERE (deleted_at IS NULL);
 create policy select_member on rowgate.customer_members as permissive for select to public
@@ -98,7 +100,8 @@ create table rowgate.customers (
 );
 alter table rowgate.customers enable row level security;
 grant insert (organization_id, email, first_name, last_name, status) on rowgate.customers to rowgate_organization, rowgate_user;
-grant select (id, organization_id, email, first_name, last_name, status, created_at, updated_at) on rowgate.customers to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant select (id, organization_id, email, first_name, last_name, status, created_at, updated_at) on rowgate.customers to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant select (id, organization_id, email, first_name, last_name, status, created_at, updated_at, deleted_at) on rowgate.customers to rowgate_analyst;
 grant update (email, first_name, last_name, status) on rowgate.customers to rowgate_organization, rowgate_user;
 grant update (first_name, last_name) on rowgate.customers to rowgate_customer;
 CREATE UNIQUE INDEX customers_email_live ON rowgate.customers USING btree (organization_id, email) WHERE (deleted_at IS NULL);
@@ -131,7 +134,8 @@ create table rowgate.memberships (
   constraint memberships_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id)
 );
 alter table rowgate.memberships enable row level security;
-grant select (id, user_id, organization_id, role, created_at, updated_at) on rowgate.memberships to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (id, user_id, organization_id, role, created_at, updated_at) on rowgate.memberships to rowgate_organization, rowgate_user;
+grant select (id, user_id, organization_id, role, created_at, updated_at, deleted_at) on rowgate.memberships to rowgate_analyst;
 grant update (role) on rowgate.memberships to rowgate_user;
 CREATE UNIQUE INDEX memberships_live ON rowgate.memberships USING btree (user_id, organization_id) WHERE (deleted_at IS NULL);
 CREATE INDEX memberships_organization ON rowgate.memberships USING btree (organization_id, created_at) WHERE (deleted_at IS NULL);
@@ -254,7 +258,8 @@ create table rowgate.organizations (
   constraint organizations_slug_check CHECK (((slug ~ '^[a-z0-9]+(-[a-z0-9]+)*$'::text) AND ((length(slug) >= 2) AND (length(slug) <= 64))))
 );
 alter table rowgate.organizations enable row level security;
-grant select (id, name, slug, account_id, created_at, updated_at) on rowgate.organizations to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (id, name, slug, account_id, created_at, updated_at) on rowgate.organizations to rowgate_organization, rowgate_user;
+grant select (id, name, slug, account_id, created_at, updated_at, deleted_at) on rowgate.organizations to rowgate_analyst;
 grant update (name, slug) on rowgate.organizations to rowgate_organization, rowgate_user;
 CREATE UNIQUE INDEX organizations_slug_live ON rowgate.organizations USING btree (slug) WHERE (deleted_at IS NULL);
 create policy select_member on rowgate.organizations as permissive for select to public
@@ -281,7 +286,8 @@ create table rowgate.payout_accounts (
 );
 alter table rowgate.payout_accounts enable row level security;
 grant insert (organization_id, type, country, currency) on rowgate.payout_accounts to rowgate_user;
-grant select (id, organization_id, type, country, currency, created_at, updated_at) on rowgate.payout_accounts to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (id, organization_id, type, country, currency, created_at, updated_at) on rowgate.payout_accounts to rowgate_organization, rowgate_user;
+grant select (id, organization_id, type, country, currency, created_at, updated_at, deleted_at) on rowgate.payout_accounts to rowgate_analyst;
 CREATE INDEX payout_accounts_organization ON rowgate.payout_accounts USING btree (organization_id, created_at, id) WHERE (deleted_at IS NULL);
 create policy insert_finance_web_session on rowgate.payout_accounts as permissive for insert to public
   with check (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND (rowgate_hidden.finance_write_denial(organization_id) IS NULL) AND (( SELECT rowgate_hidden.current_credential_kind() AS current_credential_kind) = 'web_session'::text) AND ( SELECT rowgate_hidden.has_scope('payouts:write'::text) AS has_scope)));
@@ -346,7 +352,8 @@ create table rowgate.products (
 );
 alter table rowgate.products enable row level security;
 grant insert (organization_id, name, description, price_amount, price_currency, is_archived) on rowgate.products to rowgate_organization, rowgate_user;
-grant select (id, organization_id, name, description, price_amount, price_currency, is_archived, created_at, updated_at) on rowgate.products to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (id, organization_id, name, description, price_amount, price_currency, is_archived, created_at, updated_at) on rowgate.products to rowgate_organization, rowgate_user;
+grant select (id, organization_id, name, description, price_amount, price_currency, is_archived, created_at, updated_at, deleted_at) on rowgate.products to rowgate_analyst;
 grant update (name, description, price_amount, price_currency, is_archived) on rowgate.products to rowgate_organization, rowgate_user;
 CREATE INDEX products_organization_created ON rowgate.products USING btree (organization_id, created_at, id) WHERE (deleted_at IS NULL);
 CREATE INDEX products_organization_name ON rowgate.products USING btree (organization_id, name, id) WHERE (deleted_at IS NULL);
