@@ -6,6 +6,16 @@ import { z } from 'zod';
 const port = z.coerce.number().int().min(0).max(65535);
 const url = z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL');
 
+/** `https://app.example.com` or `http://127.0.0.1:3000`: what a browser sends as `Origin` */
+function isOrigin(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value;
+  } catch {
+    return false;
+  }
+}
+
 const schema = z.object({
   PORT: port.default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -57,6 +67,29 @@ const schema = z.object({
     .regex(/^smtps?:\/\/[^\s/]+/, 'must be an smtp:// or smtps:// URL (smtp://user:password@host:587)')
     .optional()
     .describe('the mail server for sign-in codes; unset: codes go to the log and the development outbox'),
+  // browser apps' origins that may call the API cross-origin (SPEC §16; src/http/cors.ts): comma-separated, none by default
+  ROWGATE_CORS_ORIGINS: z
+    .string()
+    .default('')
+    .transform((value) =>
+      value
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean),
+    )
+    .refine(
+      (origins) => origins.every(isOrigin),
+      'must be comma-separated origins: scheme://host[:port], no path (https://app.example.com)',
+    ),
+  // the issuer and every URL of the OAuth2 metadata; unset: http://HOST:PORT (the Host header never changes them)
+  ROWGATE_PUBLIC_URL: z
+    .string()
+    .refine(
+      (value) => isOrigin(value.replace(/\/$/, '')),
+      'must be an http(s) origin: scheme://host[:port], no path (https://api.example.com)',
+    )
+    .transform((value) => value.replace(/\/$/, ''))
+    .optional(),
   MAIL_FROM: z
     .string()
     .regex(/^(?:[^<>]*<[^@\s<>]+@[^@\s<>]+>|[^@\s<>]+@[^@\s<>]+)$/, 'must be an address, or "Name <address>"')

@@ -256,8 +256,8 @@ describe('analysts grant', () => {
     ["an API role's name", (u) => ['--user-id', u, '--login', 'rowgate_owner'], /belong to the API's own roles/],
     ['an existing role that is not an analyst', (u) => ['--user-id', u, '--login', 'postgres'], /exists and is not an analyst/],
     ['an unknown user', () => ['--user-id', randomUUID(), '--login', 'nobody_analyst'], /not found/],
-    ['a malformed user id', () => ['--user-id', 'ann', '--login', 'nobody_analyst'], /--user-id must be a uuid/],
-    ['no --login', (u) => ['--user-id', u], /--login is required/],
+    ['a malformed user id', () => ['--user-id', 'ann', '--login', 'nobody_analyst'], /argument 'ann' is invalid\. Not a uuid/],
+    ['no --login', (u) => ['--user-id', u], /required option '--login <name>' not specified/],
   ];
   /**
    * this file's roles in rowgate_analyst, and the role named --login (other test

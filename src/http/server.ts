@@ -5,6 +5,7 @@ import type { Duplex } from 'node:stream';
 import type pg from 'pg';
 import { AnswerCache } from '../auth/answer-cache.ts';
 import { createApp } from './app.ts';
+import { setPublicUrl } from './public-url.ts';
 import type { Config } from '../config.ts';
 import { createPool } from '../db/pool.ts';
 import { Consistency } from '../db/consistency.ts';
@@ -95,10 +96,17 @@ export async function startServer(config: Config, log: (line: string) => void = 
       answerCache,
       consistency,
       reads,
+      corsOrigins: config.ROWGATE_CORS_ORIGINS,
     });
-    return new Promise<Server>((resolve, reject) => {
+    const listening = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(s)));
     });
+    const address = listening.address();
+    setPublicUrl(
+      app,
+      config.ROWGATE_PUBLIC_URL ?? `http://${config.HOST}:${typeof address === 'object' && address ? address.port : config.PORT}`,
+    );
+    return listening;
   })().catch(async (error) => {
     await answerCache?.stop();
     await reads?.stop();

@@ -6,6 +6,7 @@ import type { Tx } from '../db/pool.ts';
 import { invalidField, notPermitted } from '../http/errors.ts';
 import { UUID } from '../resources/fields.ts';
 import type { AuthorizeParams } from './schemas.ts';
+import { publicUrl } from '../http/public-url.ts';
 
 /** RFC 6749 §3.3: space-delimited scope tokens; none (or an empty string) is null. */
 export const scopeList = (scope: string | undefined) => {
@@ -13,8 +14,8 @@ export const scopeList = (scope: string | undefined) => {
   return list.length ? list : null;
 };
 
-/** The issuer: this server as the client reached it (RFC 8414 §2). */
-export const issuer = (req: Request) => `${req.protocol}://${req.get('host')}`;
+/** The issuer (RFC 8414 §2): ROWGATE_PUBLIC_URL, else http://HOST:PORT; never the Host header. */
+export const issuer = (req: Request) => publicUrl(req);
 
 export interface CheckedRequest {
   clientName: string;

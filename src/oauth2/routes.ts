@@ -206,7 +206,8 @@ export const oauth2Routes = [
     path: '/.well-known/oauth-authorization-server',
     operationId: 'oauth2:metadata',
     summary: 'Authorization server metadata',
-    description: 'RFC 8414. URLs are built from the host the request was sent to.',
+    description:
+      'RFC 8414. Its URLs start with ROWGATE_PUBLIC_URL (else http://HOST:PORT), whatever Host the request names. Any origin may read it (`Access-Control-Allow-Origin: *`).',
     status: 200,
     response: ServerMetadata,
     handler: async ({ tx, req }) => {

@@ -241,7 +241,7 @@ export const UserInfo = z
 
 export const ServerMetadata = z
   .object({
-    issuer: doc(z.string(), 'This server (scheme, host and port as the client reached it).', 'http://127.0.0.1:8080'),
+    issuer: doc(z.string(), "This server: ROWGATE_PUBLIC_URL, else http://HOST:PORT (never the request's Host).", 'http://127.0.0.1:8080'),
     authorization_endpoint: doc(z.string(), 'Where the user consents.', 'http://127.0.0.1:8080/v1/oauth2/authorize'),
     token_endpoint: doc(z.string(), 'Where codes and refresh tokens become tokens.', 'http://127.0.0.1:8080/v1/oauth2/token'),
     registration_endpoint: doc(z.string(), 'Client registration (needs a web session).', 'http://127.0.0.1:8080/v1/oauth2/register'),
