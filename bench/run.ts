@@ -360,6 +360,9 @@ async function benchScale(
       ROWGATE_SECRET: secret,
       PORT: String(port),
       NODE_ENV: 'production',
+      // the limits are checked on every request, as in production, but never refuse the bench's clients
+      ROWGATE_RATE_LIMIT: '1000000',
+      ROWGATE_ANONYMOUS_RATE_LIMIT: '1000000',
       ...env,
     });
     children.push(child);

@@ -465,8 +465,14 @@ create table rowgate_private.analysts (
   login name not null,
   user_id uuid not null,
   created_at timestamp with time zone default now() not null,
+  connection_limit integer default 5 not null,
+  statement_timeout_ms integer default 60000 not null,
+  idle_in_transaction_timeout_ms integer default 60000 not null,
   constraint analysts_pkey PRIMARY KEY (login),
-  constraint analysts_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id)
+  constraint analysts_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id),
+  constraint analysts_connection_limit_check CHECK (((connection_limit >= 1) AND (connection_limit <= 1000))),
+  constraint analysts_idle_in_transaction_timeout_ms_check CHECK (((idle_in_transaction_timeout_ms >= 100) AND (idle_in_transaction_timeout_ms <= 86400000))),
+  constraint analysts_statement_timeout_ms_check CHECK (((statement_timeout_ms >= 100) AND (statement_timeout_ms <= 86400000)))
 );
 
 -- Table rowgate_private.login_codes
@@ -636,6 +642,14 @@ CREATE TRIGGER _900_announce_delete AFTER DELETE ON rowgate_private.sessions REF
 CREATE TRIGGER _900_announce_truncate AFTER TRUNCATE ON rowgate_private.sessions FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
 CREATE TRIGGER _900_announce_update AFTER UPDATE ON rowgate_private.sessions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
 
+-- Table rowgate_private.user_changes
+create table rowgate_private.user_changes (
+  id bigint generated always as identity not null,
+  user_ids text not null,
+  created_at timestamp with time zone default now() not null,
+  constraint user_changes_pkey PRIMARY KEY (id)
+);
+
 -- View rowgate.orders_by_day
 create view rowgate.orders_by_day with (security_invoker=true) as
  SELECT organization_id,
@@ -711,11 +725,9 @@ declare
   v_session rowgate_private.sessions;
 begin
   select c.id into v_code_id from rowgate_private.login_codes c
-    where c.email = v_email and c.code_hash = p_code_hash and c.used_at is null
-      and c.expires_at > now() and c.attempts < 5
+    where c.email = v_email and c.code_hash = p_code_hash and c.used_at is null and c.expires_at > now()
     for update;
   if v_code_id is null then
-    -- a wrong guess counts against every live code of the address
     update rowgate_private.login_codes c set attempts = c.attempts + 1
       where c.email = v_email and c.used_at is null and c.expires_at > now();
     return query select 'invalid'::text, null::uuid, null::text, null::text, null::text, null::boolean,
@@ -2037,6 +2049,36 @@ begin
 end;
 $function$;
 
+-- Function rowgate_private.enforce_analyst_limits()
+CREATE OR REPLACE FUNCTION rowgate_private.enforce_analyst_limits()
+ RETURNS TABLE(cancelled integer, terminated integer)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  return query
+    with sessions as (
+      select s.pid, s.state, s.query_start, s.state_change, a.statement_timeout_ms, a.idle_in_transaction_timeout_ms,
+        exists (select 1 from pg_locks l where l.pid = s.pid and l.locktype = 'advisory') as holds_advisory
+      from pg_stat_activity s
+        join rowgate_private.analysts a on a.login = s.usename
+      where s.backend_type = 'client backend' and s.pid <> pg_backend_pid()
+    ),
+    ended as (
+      select pid from sessions
+      where holds_advisory
+        or (state like 'idle in transaction%' and state_change < clock_timestamp() - make_interval(secs => idle_in_transaction_timeout_ms / 1000.0))
+    )
+    select
+      (select count(*) filter (where pg_cancel_backend(s.pid))::integer from sessions s
+        where s.state = 'active' and s.pid not in (select pid from ended)
+          and s.query_start < clock_timestamp() - make_interval(secs => s.statement_timeout_ms / 1000.0)),
+      (select count(*) filter (where pg_terminate_backend(e.pid))::integer from ended e);
+end;
+$function$;
+grant execute on function rowgate_private.enforce_analyst_limits() to rowgate_authenticator;
+
 -- Function rowgate_private.expand_scopes(text[])
 CREATE OR REPLACE FUNCTION rowgate_private.expand_scopes(p_scopes text[])
  RETURNS text[]
@@ -2170,6 +2212,8 @@ $function$;
 CREATE OR REPLACE FUNCTION rowgate_private.tg__announce_user_changes()
  RETURNS trigger
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
 declare
   v_ids text;
@@ -2185,11 +2229,13 @@ begin
   if v_ids is null then
     return null;
   end if;
-  -- a notification's payload holds under 8,000 bytes: a long list is "everybody"
   if length(v_ids) > 4000 then
     v_ids := '*';
   end if;
-  perform pg_notify('rowgate_user_changes', v_ids);
+  delete from rowgate_private.user_changes where created_at < now() - interval '10 minutes';
+  insert into rowgate_private.user_changes (user_ids) values (v_ids);
+  -- the payload names nothing: the same empty text for every change
+  perform pg_notify('rowgate_user_changes', '');
   perform set_config('rowgate.changed_users',
     case when v_so_far = '*' or v_ids = '*' or length(v_so_far) > 4000 then '*' else concat_ws(' ', v_so_far, v_ids) end,
     true);
@@ -2333,6 +2379,22 @@ AS $function$
   select s from unnest(p_scopes) s
   where s not in (select name from rowgate_private.scopes where name not like 'customer_portal_%') limit 1;
 $function$;
+
+-- Function rowgate_private.user_changes_since(bigint)
+CREATE OR REPLACE FUNCTION rowgate_private.user_changes_since(p_after bigint)
+ RETURNS TABLE(last_id bigint, user_ids text)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select coalesce(max(c.id), p_after, 0),
+    case when p_after is null then null
+      when bool_or(c.user_ids = '*') or sum(length(c.user_ids)) > 100000 then '*'
+      else string_agg(c.user_ids, ' ') end
+  from rowgate_private.user_changes c
+  where p_after is null or c.id > p_after;
+$function$;
+grant execute on function rowgate_private.user_changes_since(bigint) to rowgate_authenticator;
 
 -- Function rowgate_private.user_manages_access_tokens(uuid,uuid)
 CREATE OR REPLACE FUNCTION rowgate_private.user_manages_access_tokens(p_user_id uuid, p_organization_id uuid)

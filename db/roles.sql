@@ -57,3 +57,21 @@ alter role rowgate_authenticator set timezone = 'UTC';
 -- The authenticator may become any subject role, and nothing else.
 grant rowgate_anonymous, rowgate_user, rowgate_organization, rowgate_customer, rowgate_member
   to rowgate_authenticator;
+
+-- Analysts are held to their limits by rowgate_private.enforce_analyst_limits
+-- (owned by rowgate_owner): seeing how long an analyst's statement has run
+-- needs pg_read_all_stats (pg_stat_activity shows other roles' states only to
+-- it), cancelling it or ending its session pg_signal_backend, which signals no
+-- superuser's session.
+grant pg_read_all_stats, pg_signal_backend to rowgate_owner;
+
+-- PostgreSQL 16 and later keep `reserved_connections` slots for the members of
+-- pg_use_reserved_connections: the server and the operator's CLI still connect
+-- when analysts (or anybody else) hold every other slot (docs/operations.md).
+do $reserved$
+begin
+  if exists (select 1 from pg_roles where rolname = 'pg_use_reserved_connections') then
+    grant pg_use_reserved_connections to rowgate_owner, rowgate_authenticator;
+  end if;
+end
+$reserved$;

@@ -53,7 +53,21 @@ const schema = z.object({
       return urls;
     }),
   ROWGATE_READ_MAX_LAG_MS: z.coerce.number().int().min(1).max(3_600_000).default(500),
-  ROWGATE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  // at least a second: what a busy machine's ordinary statement may take (and a
+  // 504 names it in seconds); at most ten minutes
+  ROWGATE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(10_000),
+  // Prometheus metrics at GET /metrics on this port (HOST's address), never on the API's; unset: none (SPEC §14)
+  ROWGATE_METRICS_PORT: port.optional(),
+  // requests per second per credential (bursts up to twice that), and per client address without one (SPEC §14)
+  ROWGATE_RATE_LIMIT: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  ROWGATE_ANONYMOUS_RATE_LIMIT: z.coerce.number().int().min(1).max(1_000_000).default(20),
+  // the proxies whose X-Forwarded-For names the client: comma-separated addresses or CIDRs
+  ROWGATE_TRUST_PROXY: z
+    .string()
+    .regex(/^\s*[0-9a-fA-F.:/]+(\s*,\s*[0-9a-fA-F.:/]+)*\s*$/, 'must be comma-separated IP addresses or CIDRs (10.0.0.0/8, ::1)')
+    .optional(),
+  // pino's levels: trace, debug, info, warn, error, fatal, silent
+  LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
   // 'unnamed' for a transaction-pooling PgBouncer older than 1.21 (docs/operations.md)
   ROWGATE_PREPARED_STATEMENTS: z.enum(['named', 'unnamed']).default('named'),
   // How long a GET /v1/users/me answer may be kept at most (src/auth/answer-cache.ts;

@@ -8,6 +8,9 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { withDatabase } from './database-server.ts';
+import { CHANGES_CHANNEL } from '../src/auth/answer-cache.ts';
+import { migrateDatabase } from '../src/db/setup.ts';
+import { checkLimits } from '../src/db/analysts.ts';
 import { runCli, type CliRun } from './cli-runner.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
@@ -30,10 +33,10 @@ interface Grant {
   database_url: string;
 }
 
-async function grant(userId: string, label: string): Promise<Grant> {
+async function grant(userId: string, label: string, options: string[] = []): Promise<Grant> {
   const login = loginName(label);
   made.add(login);
-  const run = await cli(['analysts', 'grant', '--user-id', userId, '--login', login]);
+  const run = await cli(['analysts', 'grant', '--user-id', userId, '--login', login, ...options]);
   expect(run, `analysts grant --login ${login}`).toMatchObject({ code: 0, stderr: '' });
   return JSON.parse(run.stdout);
 }
@@ -229,6 +232,9 @@ describe('analysts grant', () => {
       user_id: ann.id,
       created_at: expect.any(String),
       role_exists: true,
+      connection_limit: 5,
+      statement_timeout_ms: 60_000,
+      idle_in_transaction_timeout_ms: 60_000,
     });
   });
 
@@ -805,6 +811,141 @@ describe('the binding decides', () => {
     } finally {
       await client.end();
     }
+  });
+});
+
+describe("an analyst's limits (SPEC §15)", () => {
+  /** the role's connection limit and settings, as PostgreSQL keeps them */
+  const roleLimits = async (login: string) =>
+    (
+      await superuser(
+        `select r.rolconnlimit as connection_limit,
+           (select s.setconfig from pg_db_role_setting s where s.setrole = r.oid and s.setdatabase = 0) as settings
+         from pg_roles r where r.rolname = $1`,
+        [login],
+      )
+    )[0];
+  /** waits until the analyst's session shows `state` in pg_stat_activity for longer than `ms` (what the limits measure) */
+  async function stateFor(login: string, state: string, ms: number) {
+    for (;;) {
+      const rows = await superuser(
+        `select 1 from pg_stat_activity where usename = $1 and state = $2
+           and coalesce(case when state = 'active' then query_start else state_change end, now()) < clock_timestamp() - make_interval(secs => $3 / 1000.0)`,
+        [login, state, ms],
+      );
+      if (rows.length) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  /** what the server runs every second, as the server's login runs it */
+  const enforce = async () => (await app.pool.query('select cancelled, terminated from rowgate_private.enforce_analyst_limits()')).rows[0];
+
+  test('limits out of bounds are refused before anything is created', () => {
+    expect(() => checkLimits({ connectionLimit: 0 })).toThrow(/--connection-limit must be/);
+    expect(() => checkLimits({ statementTimeoutMs: 1500 })).toThrow(/--statement-timeout must be/);
+    expect(() => checkLimits({ idleInTransactionTimeoutMs: 0 })).toThrow(/--idle-in-transaction-timeout must be/);
+    expect(checkLimits({})).toEqual({ connectionLimit: 5, statementTimeoutMs: 60_000, idleInTransactionTimeoutMs: 60_000 });
+  });
+
+  test('analysts grant: 5 connections, 60 s statements, 60 s idle transactions by default; its options choose others', async () => {
+    expect(await roleLimits(analyst.login)).toEqual({
+      connection_limit: 5,
+      settings: ['statement_timeout=60000', 'idle_in_transaction_session_timeout=60000'],
+    });
+    const chosen = await grant(ann.id, 'chosen', [
+      '--connection-limit',
+      '2',
+      '--statement-timeout',
+      '3',
+      '--idle-in-transaction-timeout',
+      '4',
+    ]);
+    expect(await roleLimits(chosen.login)).toEqual({
+      connection_limit: 2,
+      settings: ['statement_timeout=3000', 'idle_in_transaction_session_timeout=4000'],
+    });
+    expect(
+      await app.sql(
+        'select connection_limit, statement_timeout_ms, idle_in_transaction_timeout_ms from rowgate_private.analysts where login = $1',
+        [chosen.login],
+      ),
+    ).toEqual([{ connection_limit: 2, statement_timeout_ms: 3000, idle_in_transaction_timeout_ms: 4000 }]);
+  });
+
+  test('an analyst holding its connection limit plus one cannot make the API answer 503', async () => {
+    const holder = await grant(ann.id, 'holder');
+    const held = await Promise.all(Array.from({ length: 5 }, () => connect(holder.database_url)));
+    try {
+      const sixth = await connect(holder.database_url).then(
+        async (c) => (await c.end(), null),
+        (e: { code?: string }) => e,
+      );
+      expect(sixth?.code).toBe('53300'); // too many connections for role
+      // the pool opens new connections for these (more than it holds idle)
+      const answers = await Promise.all(Array.from({ length: 12 }, () => app.get('/v1/organizations/?limit=1', { token: readToken })));
+      expect(answers.map((a) => a.status)).toEqual(Array(12).fill(200));
+    } finally {
+      await Promise.all(held.map((c) => c.end()));
+    }
+  });
+
+  test('a statement past its timeout is cancelled even when the session set statement_timeout = 0', async () => {
+    const slow = await grant(ann.id, 'slow', ['--statement-timeout', '1']);
+    const client = await connect(slow.database_url);
+    try {
+      await client.query('set statement_timeout = 0');
+      const sleeping = client.query('select pg_sleep(600)').then(
+        () => null,
+        (e: { code?: string }) => e,
+      );
+      await stateFor(slow.login, 'active', 1000);
+      expect(await enforce()).toEqual({ cancelled: 1, terminated: 0 });
+      expect((await sleeping)?.code).toBe('57014');
+      expect((await client.query('select 1 as alive')).rows).toEqual([{ alive: 1 }]); // the session stays
+    } finally {
+      await client.end();
+    }
+  });
+
+  test('a transaction idle past its timeout, or an advisory lock held, ends the session (migrations are not blocked)', async () => {
+    const idle = await grant(ann.id, 'idle', ['--idle-in-transaction-timeout', '1']);
+    const client = await connect(idle.database_url);
+    await client.query('set idle_in_transaction_session_timeout = 0');
+    await client.query('begin');
+    await client.query('select 1');
+    await stateFor(idle.login, 'idle in transaction', 1000);
+    expect(await enforce()).toEqual({ cancelled: 0, terminated: 1 });
+    await expect(client.query('select 1')).rejects.toThrow();
+    await client.end().catch(() => {});
+
+    // the migrations' advisory lock (graphile-migrate's), held by an analyst: the migrations end its session and run
+    const locker = await connect(idle.database_url);
+    await locker.query('select pg_advisory_lock(4727445306447283)');
+    await migrateDatabase(app.ownerUrl);
+    await expect(locker.query('select 1')).rejects.toThrow();
+    await locker.end().catch(() => {});
+  });
+
+  test('LISTEN tells an analyst nothing of other tenants: the notifications name no user, organization or row', async () => {
+    const listener = await connect(analyst.database_url);
+    const payloads: string[] = [];
+    listener.on('notification', (m) => payloads.push(m.payload ?? ''));
+    await listener.query(`listen ${CHANGES_CHANNEL}`);
+    const carol = await app.user();
+    const carolsOrganization = (await app.organization(carol.id, { name: 'carol' })).id;
+    expect((await app.patch('/v1/users/me', { name: 'Carol' }, { session: carol.session })).status).toBe(200);
+    expect((await app.post('/v1/auth/logout', {}, { session: carol.session })).status).toBe(204);
+    await app.sql('update rowgate.users set deleted_at = now() where id = $1', [carol.id]);
+    await listener.query('select 1'); // a round trip: what was committed before it has arrived
+    expect(payloads.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(payloads)).toEqual(new Set(['']));
+    expect(JSON.stringify(payloads)).not.toContain(carol.id);
+    expect(JSON.stringify(payloads)).not.toContain(carolsOrganization);
+    // and what changed is out of its reach
+    await expectDenied(listener, 'select * from rowgate_private.user_changes');
+    await expectDenied(listener, 'select * from rowgate_private.user_changes_since(null)');
+    await expectDenied(listener, 'select * from rowgate_private.enforce_analyst_limits()');
+    await listener.end();
   });
 });
 

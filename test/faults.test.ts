@@ -19,7 +19,7 @@ describe('a server process and its database', () => {
     await databaseOutage(server, data, { outageMs: 3_000, afterMs: 3_000 });
   }, 60_000);
 
-  test('a slow query ends at the statement timeout with a 503 and does not starve the pool', async () => {
+  test('a slow query ends at the statement timeout with a 504 Timeout and a warning line, and does not starve the pool', async () => {
     await slowQueryDoesNotStarveThePool(server, data);
   }, 60_000);
 

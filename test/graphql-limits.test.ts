@@ -281,6 +281,8 @@ describe('one authentication for REST and GraphQL', () => {
       'rowgate.credential_kind': 'personal_access_token',
       'rowgate.credential_id': token!.id,
       'rowgate.scopes': expect.stringContaining('orders_read'),
+      // a request that passed no request-id middleware has none (SPEC §14: src/operating/request-id.ts)
+      'rowgate.request_id': '',
     });
   });
 });

@@ -13,7 +13,9 @@ import { ensureDatabase } from '../src/db/setup.ts';
 import { createGraphql } from '../src/graphql/server.ts';
 import { outboxMailer } from '../src/signin/mailer.ts';
 import { allRoutes } from '../src/http/routes.ts';
-import { answerClientErrors } from '../src/http/server.ts';
+import { createHttpServer, listen } from '../src/http/server.ts';
+import type { OperatingOptions } from '../src/operating/operate.ts';
+import { RateLimits } from '../src/operating/rate-limit.ts';
 import { generateToken, hashToken, type CredentialKind } from '../src/auth/tokens.ts';
 import { withDatabase } from './database-server.ts';
 
@@ -288,11 +290,29 @@ function throughPgBouncer(url: string): string {
   return u.toString();
 }
 
-/**
- * A fresh database from the template and an app on a free port; `corsOrigins` as
- * ROWGATE_CORS_ORIGINS, `publicUrl` as ROWGATE_PUBLIC_URL (default: its own URL).
- */
-export async function startTestApp(options: { corsOrigins?: string[]; publicUrl?: string } = {}): Promise<TestApp> {
+export interface TestAppOptions {
+  /** the pool's statement timeout (10 s by default) */
+  statementTimeoutMs?: number;
+  /** where the server's log lines go (default: stderr) */
+  log?: (line: string) => void;
+  /**
+   * request ids, rate limits, access log, metrics (src/operating/operate.ts). By
+   * default limits so high that the suite is never refused (but every request
+   * passes through them), and no access log.
+   */
+  operating?: OperatingOptions;
+  /** ROWGATE_CORS_ORIGINS */
+  corsOrigins?: string[];
+  /** ROWGATE_PUBLIC_URL (default: the app's own URL) */
+  publicUrl?: string;
+}
+
+/** The limits of a test app unless a test sets its own: every request counted, none refused. */
+export const UNREFUSED = { perCredential: 1_000_000_000, perAddress: 1_000_000_000, wrongCodesPerAddress: 1_000_000_000 };
+
+/** A fresh database from the template and an app on a free port. */
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const statementTimeoutMs = options.statementTimeoutMs ?? 10_000;
   const superuserUrl = inject('superuserUrl');
   const database = `rowgate_test_${randomBytes(6).toString('hex')}`;
   await ensureDatabase(superuserUrl, database, inject('template'));
@@ -307,13 +327,13 @@ export async function startTestApp(options: { corsOrigins?: string[]; publicUrl?
   const pool = createPool({
     connectionString: authenticatorUrl,
     max: 4,
-    statementTimeoutMs: 10_000,
+    statementTimeoutMs,
     // through PgBouncer 1.18 (scripts/test-pgbouncer.ts), named prepared statements cannot be shared
     statements: process.env.TEST_PGBOUNCER_STATEMENTS === 'unnamed' ? 'unnamed' : 'named',
   });
   const secret = randomBytes(32).toString('base64url');
-  const log = (l: string) => console.error(l);
-  const graphql = await createGraphql({ pool, secret, development: false, log });
+  const log = options.log ?? ((l: string) => console.error(l));
+  const graphql = await createGraphql({ pool, secret, development: false, log, metrics: options.operating?.metrics });
   // LISTEN needs a session of its own: never through a transaction-pooling PgBouncer
   const answerCache = new AnswerCache({ connectionString: directAuthenticatorUrl, maxAgeMs: 30_000, log });
   await answerCache.start();
@@ -328,10 +348,10 @@ export async function startTestApp(options: { corsOrigins?: string[]; publicUrl?
     answerCache,
     consistency: new Consistency({ primary: pool }),
     corsOrigins: options.corsOrigins,
+    operating: { rateLimits: new RateLimits(UNREFUSED), ...options.operating },
   });
-  const server = app.listen(0, '127.0.0.1');
-  answerClientErrors(server); // as src/http/server.ts does: parser-level errors in SPEC §7's shape
-  await new Promise((resolve) => server.once('listening', resolve));
+  // as src/http/server.ts serves it: its timeouts, parser-level errors in SPEC §7's shape
+  const server = await listen(createHttpServer(app, { statementTimeoutMs }), 0, '127.0.0.1');
   const { port } = server.address() as AddressInfo;
   setPublicUrl(app, options.publicUrl ?? `http://127.0.0.1:${port}`);
   return new TestApp({

@@ -3,10 +3,13 @@
 // the database answered for a credential — good until a time, with these
 // scopes, for this user, and the answer's body — and forgets it when the
 // database says the answer changed. The database says so from triggers, in the
-// transaction that makes the change (migration 000002): a notification on
-// `rowgate_user_changes` that every server receives at commit, and the same
-// user ids in a transaction-local setting that the server making the change
-// reads with its commit (CHANGED_USERS) and applies before it answers.
+// transaction that makes the change (migrations 000002, 000006): the user ids
+// go to rowgate_private.user_changes and to a transaction-local setting that
+// the server making the change reads with its commit (CHANGED_USERS) and
+// applies before it answers; and a notification on `rowgate_user_changes`
+// that names nothing (anybody may LISTEN, analysts included: SPEC §15) tells
+// every server to read what changed from that table. Until it has, it serves
+// nothing from memory.
 //
 // So a change made through this server holds for its next request, exactly; a
 // change made elsewhere (another server, psql) once its notification arrives.
@@ -22,11 +25,16 @@ export const CHANGES_CHANNEL = 'rowgate_user_changes';
 /** Read with a write's commit: the users whose answers the transaction changed ('*': everybody). */
 export const CHANGED_USERS = `select current_setting('rowgate.changed_users', true) as users`;
 
+/** The changes after a change id (null: none, only the latest id), read on the listening connection. */
+const CHANGES_SINCE = 'select last_id, user_ids from rowgate_private.user_changes_since($1)';
+
 export interface CachedAnswer {
   userId: string;
   scopes: ReadonlySet<string>;
   /** the answer's JSON text */
   body: string;
+  /** the subject's settings, as the access log reports them (its kind, the credential's id) */
+  settings?: Readonly<Record<string, string>>;
 }
 
 interface Entry extends CachedAnswer {
@@ -56,6 +64,14 @@ export class AnswerCache {
   private readonly syncs = new Map<string, () => void>();
   /** every change committed at or before this WAL position has been applied here */
   private knownThrough: Position = 0n;
+  /** the last change read from rowgate_private.user_changes */
+  private lastChange = 0;
+  /** notifications received, and those whose changes have been read and forgotten */
+  private notifications = 0;
+  private applied = 0;
+  private reading = false;
+  /** resolved once `applied` reaches their count (sync markers) */
+  private waiting: { until: number; resolve: () => void }[] = [];
   private readonly options: Required<Omit<AnswerCacheOptions, 'log'>> & Pick<AnswerCacheOptions, 'log'>;
 
   constructor(options: AnswerCacheOptions) {
@@ -89,7 +105,8 @@ export class AnswerCache {
 
   /** The answer kept for a credential's key, while it holds. */
   get(key: string): CachedAnswer | undefined {
-    if (!this.listening) return undefined;
+    // nothing is served while a change announced is not read yet
+    if (!this.listening || this.applied !== this.notifications) return undefined;
     const entry = this.entries.get(key);
     if (entry && entry.until <= Date.now()) {
       this.entries.delete(key);
@@ -164,11 +181,44 @@ export class AnswerCache {
 
   protected notified(payload: string | undefined) {
     if (payload?.startsWith('sync:')) {
-      this.syncs.get(payload)?.();
+      const resolve = this.syncs.get(payload);
       this.syncs.delete(payload);
+      if (!resolve) return;
+      if (this.applied === this.notifications) resolve();
+      else this.waiting.push({ until: this.notifications, resolve });
       return;
     }
-    this.forget(payload);
+    // whatever the payload (anybody may notify): read what changed
+    this.notifications++;
+    this.generation++; // an answer being read now may be stale
+    void this.readChanges();
+  }
+
+  /** Reads the changes announced so far, one read at a time, and forgets their users' answers. */
+  private async readChanges() {
+    const listener = this.listener;
+    if (this.reading || !listener) return;
+    this.reading = true;
+    try {
+      while (this.applied !== this.notifications && this.listener === listener) {
+        const target = this.notifications;
+        try {
+          const { rows } = await listener.query<{ last_id: string; user_ids: string | null }>(CHANGES_SINCE, [this.lastChange]);
+          if (this.listener !== listener) return;
+          this.lastChange = Number(rows[0]?.last_id ?? this.lastChange);
+          this.forget(rows[0]?.user_ids);
+        } catch {
+          if (this.listener !== listener) return;
+          this.forget('*');
+        }
+        this.applied = target;
+        const done = this.waiting.filter((w) => w.until <= this.applied);
+        this.waiting = this.waiting.filter((w) => w.until > this.applied);
+        for (const w of done) w.resolve();
+      }
+    } finally {
+      this.reading = false;
+    }
   }
 
   private async listen() {
@@ -185,6 +235,9 @@ export class AnswerCache {
     try {
       await listener.connect();
       await listener.query(`listen ${CHANGES_CHANNEL}`);
+      const { rows } = await listener.query<{ last_id: string }>(CHANGES_SINCE, [null]);
+      this.lastChange = Number(rows[0]?.last_id ?? 0);
+      this.notifications = this.applied = 0;
     } catch (error) {
       // said once an outage, not at every retry
       if (this.failures++ === 0) {
@@ -217,6 +270,9 @@ export class AnswerCache {
     this.forget('*');
     for (const resolve of this.syncs.values()) resolve();
     this.syncs.clear();
+    for (const w of this.waiting) w.resolve();
+    this.waiting = [];
+    this.notifications = this.applied = 0;
     if (!this.stopped) {
       this.retry = setTimeout(() => void this.listen(), this.options.retryMs);
       this.retry.unref();

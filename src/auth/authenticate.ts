@@ -20,11 +20,12 @@ export const AUTHENTICATE = `
     set_config('rowgate.credential_kind', $1, true) as credential_kind,
     set_config('rowgate.credential_id', a.credential_id::text, true) as credential_id,
     set_config('rowgate.scopes', array_to_string(a.scopes, ' '), true) as scopes,
+    set_config('rowgate.request_id', $3, true) as request_id,
     a.expires_at
   from rowgate_private.authenticate($1, $2) a`;
 
-/** The role of a request without a credential; no setting names a subject. */
-export const ANONYMOUS = `select set_config('role', 'rowgate_anonymous', true) as role`;
+/** The role of a request without a credential ($1: its request id); no setting names a subject. */
+export const ANONYMOUS = `select set_config('role', 'rowgate_anonymous', true) as role, set_config('rowgate.request_id', $1, true) as request_id`;
 export const ANONYMOUS_SETTINGS: Readonly<Record<string, string>> = Object.freeze({ role: 'rowgate_anonymous' });
 
 interface AuthenticatedRow {
@@ -34,6 +35,7 @@ interface AuthenticatedRow {
   credential_kind: string;
   credential_id: string;
   scopes: string;
+  request_id: string;
   expires_at: string | null;
 }
 
@@ -51,8 +53,13 @@ export interface Authenticated {
 export type RunOne = <T extends object>(text: string, values: unknown[]) => Promise<T | undefined>;
 
 /** What the database says of the credential: null when it authenticates nobody. */
-export async function authenticate(run: RunOne, secret: string, credential: PresentedCredential): Promise<Authenticated | null> {
-  const row = await run<AuthenticatedRow>(AUTHENTICATE, [credential.kind, hashToken(secret, credential.token)]);
+export async function authenticate(
+  run: RunOne,
+  secret: string,
+  credential: PresentedCredential,
+  requestId = '',
+): Promise<Authenticated | null> {
+  const row = await run<AuthenticatedRow>(AUTHENTICATE, [credential.kind, hashToken(secret, credential.token), requestId]);
   if (!row) return null;
   return {
     scopes: new Set(row.scopes.split(' ').filter(Boolean)),
@@ -65,6 +72,7 @@ export async function authenticate(run: RunOne, secret: string, credential: Pres
       'rowgate.credential_kind': row.credential_kind,
       'rowgate.credential_id': row.credential_id,
       'rowgate.scopes': row.scopes,
+      'rowgate.request_id': row.request_id,
     },
   };
 }

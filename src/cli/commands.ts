@@ -77,6 +77,31 @@ function seconds(value: string): number {
 const userIdOption: OptionSpec = { flags: '--user-id <uuid>', description: 'the user', required: true, parse: uuid };
 const loginOption: OptionSpec = { flags: '--login <name>', description: "the analyst's PostgreSQL login role", required: true };
 
+function count(value: string): number {
+  if (!/^[0-9]{1,9}$/.test(value) || Number(value) <= 0) throw new InvalidArgumentError('Not a positive whole number.');
+  return Number(value);
+}
+
+/** SPEC §15's per-analyst bounds; those left out take grantAnalyst's defaults (5 connections, 60 s, 60 s). */
+const analystLimitOptions: OptionSpec[] = [
+  { flags: '--connection-limit <n>', description: 'connections the analyst may hold at once (default 5)', parse: count },
+  { flags: '--statement-timeout <seconds>', description: "the analyst's statement timeout (default 60)", parse: seconds },
+  {
+    flags: '--idle-in-transaction-timeout <seconds>',
+    description: 'how long a session of the analyst may idle inside a transaction (default 60)',
+    parse: seconds,
+  },
+];
+
+function analystLimits(o: Options) {
+  const limits = {
+    connectionLimit: o.connectionLimit as number | undefined,
+    statementTimeoutMs: o.statementTimeout === undefined ? undefined : (o.statementTimeout as number) * 1000,
+    idleInTransactionTimeoutMs: o.idleInTransactionTimeout === undefined ? undefined : (o.idleInTransactionTimeout as number) * 1000,
+  };
+  return Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined));
+}
+
 async function one<T extends object>(db: pg.Client, text: string, values: unknown[], missing: string): Promise<T> {
   const { rows } = await db.query<T>(text, values);
   if (!rows[0]) throw new UsageError(missing);
@@ -179,7 +204,7 @@ export const commands: Record<string, CommandSpec> = {
   'analysts grant': {
     description:
       'a LOGIN role bound to the user, reading what it reads: {login, password, database_url} (needs ROOT_DATABASE_URL or the embedded database)',
-    options: [userIdOption, loginOption],
+    options: [userIdOption, loginOption, ...analystLimitOptions],
     databaseOnly: true,
     ownsRoot: true,
     run: async (_db, o, c, config) => {
@@ -189,6 +214,7 @@ export const commands: Record<string, CommandSpec> = {
         rootUrl: rootUrl(c, config),
         userId: o.userId as string,
         login: o.login as string,
+        limits: analystLimits(o),
       });
       // the same login reads a hot standby too (roles and bindings replicate): one URL per standby
       const standby_database_urls = config.ROWGATE_READ_DATABASE_URLS.map((url) => analystUrl(url, login, password));

@@ -82,6 +82,33 @@ async function roleFacts(db: pg.Client, login: string): Promise<RoleFacts> {
   return rows[0] ? { exists: true, ...rows[0] } : { exists: false, analyst: false, superuser: false };
 }
 
+/** An analyst's limits (SPEC §15): sessions at once, and how long a statement or an idle transaction may last. */
+export interface AnalystLimits {
+  connectionLimit: number;
+  statementTimeoutMs: number;
+  idleInTransactionTimeoutMs: number;
+}
+
+export const DEFAULT_ANALYST_LIMITS: AnalystLimits = Object.freeze({
+  connectionLimit: 5,
+  statementTimeoutMs: 60_000,
+  idleInTransactionTimeoutMs: 60_000,
+});
+
+/** The limits an operator chose, checked against the bounds the database keeps (migration 000006). */
+export function checkLimits(limits: Partial<AnalystLimits>): AnalystLimits {
+  const chosen = { ...DEFAULT_ANALYST_LIMITS, ...limits };
+  const within = (value: number, min: number, max: number) => Number.isInteger(value) && value >= min && value <= max;
+  if (!within(chosen.connectionLimit, 1, 1000)) throw new AnalystError('--connection-limit must be an integer from 1 to 1000');
+  if (!within(chosen.statementTimeoutMs, 1000, 86_400_000) || chosen.statementTimeoutMs % 1000) {
+    throw new AnalystError('--statement-timeout must be a whole number of seconds from 1 to 86400');
+  }
+  if (!within(chosen.idleInTransactionTimeoutMs, 1000, 86_400_000) || chosen.idleInTransactionTimeoutMs % 1000) {
+    throw new AnalystError('--idle-in-transaction-timeout must be a whole number of seconds from 1 to 86400');
+  }
+  return chosen;
+}
+
 export interface GrantResult {
   login: string;
   password: string;
@@ -94,8 +121,15 @@ export interface GrantResult {
  * `userId` in the database of `ownerUrl`. The role's transaction commits only
  * after the binding did; a failure leaves neither behind.
  */
-export async function grantAnalyst(options: { ownerUrl: string; rootUrl: string; userId: string; login: string }): Promise<GrantResult> {
+export async function grantAnalyst(options: {
+  ownerUrl: string;
+  rootUrl: string;
+  userId: string;
+  login: string;
+  limits?: Partial<AnalystLimits>;
+}): Promise<GrantResult> {
   const login = checkLogin(options.login);
+  const limits = checkLimits(options.limits ?? {});
   const password = randomBytes(24).toString('base64url');
   return withClient(options.ownerUrl, (owner) =>
     withClient(options.rootUrl, async (root) => {
@@ -116,11 +150,21 @@ export async function grantAnalyst(options: { ownerUrl: string; rootUrl: string;
               : `role ${login} exists and is not an analyst; choose another --login`,
           );
         }
+        const role = pg.escapeIdentifier(login);
         await root.query(
-          `create role ${pg.escapeIdentifier(login)} login inherit nosuperuser nocreatedb nocreaterole noreplication nobypassrls
+          `create role ${role} login inherit nosuperuser nocreatedb nocreaterole noreplication nobypassrls
+             connection limit ${limits.connectionLimit}
              password ${pg.escapeLiteral(scramVerifier(password))} in role ${pg.escapeIdentifier(ANALYST_ROLE)}`,
         );
-        await owner.query('insert into rowgate_private.analysts (login, user_id) values ($1, $2)', [login, options.userId]);
+        // the session's defaults; a session may SET others, and
+        // rowgate_private.enforce_analyst_limits holds it to these anyway
+        await root.query(`alter role ${role} set statement_timeout = ${limits.statementTimeoutMs}`);
+        await root.query(`alter role ${role} set idle_in_transaction_session_timeout = ${limits.idleInTransactionTimeoutMs}`);
+        await owner.query(
+          `insert into rowgate_private.analysts (login, user_id, connection_limit, statement_timeout_ms, idle_in_transaction_timeout_ms)
+           values ($1, $2, $3, $4, $5)`,
+          [login, options.userId, limits.connectionLimit, limits.statementTimeoutMs, limits.idleInTransactionTimeoutMs],
+        );
         try {
           await root.query('commit');
         } catch (error) {
@@ -198,13 +242,17 @@ export interface AnalystListing {
   user_id: string;
   created_at: string;
   role_exists: boolean;
+  connection_limit: number;
+  statement_timeout_ms: number;
+  idle_in_transaction_timeout_ms: number;
 }
 
 /** The analysts bound in the database of `ownerUrl`, and whether each role still exists. */
 export async function listAnalysts(ownerUrl: string): Promise<AnalystListing[]> {
   return withClient(ownerUrl, async (owner) => {
     const { rows } = await owner.query<AnalystListing>(
-      `select a.login::text as login, a.user_id, a.created_at, exists (select 1 from pg_roles r where r.rolname = a.login) as role_exists
+      `select a.login::text as login, a.user_id, a.created_at, exists (select 1 from pg_roles r where r.rolname = a.login) as role_exists,
+         a.connection_limit, a.statement_timeout_ms, a.idle_in_transaction_timeout_ms
        from rowgate_private.analysts a order by a.login`,
     );
     return rows;

@@ -262,6 +262,9 @@ export function postgresOptions(home: string, port: number): { options: string; 
     `-c listen_addresses=127.0.0.1`,
     socketDir ? `-c unix_socket_directories=${socketDir} -c unix_socket_permissions=0700` : `-c unix_socket_directories=''`,
     `-c max_connections=200`,
+    // slots only the server and the operator's roles may take (db/roles.sql): a
+    // crowd of analysts' sessions cannot lock the API or the CLI out
+    `-c reserved_connections=20`,
   ].join(' ');
   return { options, socketDir };
 }

@@ -26,6 +26,8 @@ export interface PoolSettings {
   /** what opens a transaction: BEGIN and the transaction-local timeouts, one simple query */
   begin: string;
   named: boolean;
+  /** the statement timeout its transactions run under (a 504 names it) */
+  statementTimeoutMs?: number;
 }
 const poolSettings = new WeakMap<pg.Pool, PoolSettings>();
 
@@ -61,6 +63,7 @@ export function createPool(options: PoolOptions): pg.Pool {
   poolSettings.set(pool, {
     begin: `begin; set local statement_timeout = ${timeout}; set local idle_in_transaction_session_timeout = ${timeout * 2}`,
     named: (options.statements ?? 'named') === 'named',
+    statementTimeoutMs: timeout,
   });
   return pool;
 }

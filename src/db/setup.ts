@@ -8,6 +8,7 @@ import { Logger, migrate, status } from 'graphile-migrate';
 // idle client of it errors (the database stopping): end the pools when done.
 import { clearAllPools } from 'graphile-migrate/dist/pgReal.js';
 import pg from 'pg';
+import { ENFORCE_ANALYST_LIMITS_IF_MIGRATED } from './analyst-limits.ts';
 
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -111,10 +112,24 @@ export async function migrateDatabase(ownerUrl: string) {
       return;
     } catch (error) {
       if (attempt >= 100 || !/Failed to get exclusive lock/.test((error as Error)?.message ?? '')) throw error;
+      // an analyst holding the lock loses its session (analysts take no advisory locks)
+      if (attempt === 1) await endAnalystsHoldingLocks(ownerUrl);
       await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200));
     } finally {
       clearAllPools();
     }
+  }
+}
+
+async function endAnalystsHoldingLocks(ownerUrl: string) {
+  const client = new pg.Client({ connectionString: ownerUrl });
+  try {
+    await client.connect();
+    await client.query(ENFORCE_ANALYST_LIMITS_IF_MIGRATED);
+  } catch {
+    // best effort: without pg_signal_backend the lock is waited for, as before
+  } finally {
+    await client.end().catch(() => {});
   }
 }
 

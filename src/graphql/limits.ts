@@ -50,7 +50,7 @@ export const LIMITS = Object.freeze({
 });
 
 /** extensions.code of each kind of refusal (SPEC §13) */
-const TOO_COMPLEX = 'QUERY_TOO_COMPLEX';
+export const TOO_COMPLEX = 'QUERY_TOO_COMPLEX';
 export const BAD_USER_INPUT = 'BAD_USER_INPUT';
 const PARSE_FAILED = 'GRAPHQL_PARSE_FAILED';
 export const VALIDATION_FAILED = 'GRAPHQL_VALIDATION_FAILED';

@@ -27,14 +27,24 @@ import { ANONYMOUS_SETTINGS, authenticate } from '../auth/authenticate.ts';
 import { readCredential } from '../auth/credentials.ts';
 import type { Consistency } from '../db/consistency.ts';
 import { credentialKey } from '../http/cached-answers.ts';
-import { ApiError, fromDatabaseError, unauthorized, validationError, type ValidationIssue } from '../http/errors.ts';
-import { BAD_USER_INPUT, makeParseAndValidate, pageArgumentErrors, VALIDATION_FAILED } from './limits.ts';
+import {
+  ApiError,
+  boundedText,
+  fromDatabaseError,
+  timeoutDetail,
+  unauthorized,
+  validationError,
+  type ValidationIssue,
+} from '../http/errors.ts';
+import { BAD_USER_INPUT, makeParseAndValidate, pageArgumentErrors, TOO_COMPLEX, VALIDATION_FAILED } from './limits.ts';
 import { DefaultPagePlugin } from './page-size.ts';
 import { forQuery, makeWithPgClient, type Settings } from './pg-client.ts';
 import { poolStatements, statementName } from '../db/pool.ts';
 import { OmitArchivedPlugin } from './omit-archived.ts';
 import { pageSecurityHeaders } from '../http/security-headers.ts';
 import { rfc3339 } from '../db/timestamps.ts';
+import type { Metrics } from '../operating/metrics.ts';
+import { requestId } from '../operating/request-id.ts';
 
 const GRAPHQL_PATH = '/graphql';
 const GRAPHIQL_PATH = '/graphiql';
@@ -176,7 +186,7 @@ export async function requestSettings(pool: pg.Pool, secret: string, req: Reques
   const named = poolStatements(pool).named;
   const run = async <T extends object>(text: string, values: unknown[]) =>
     (await pool.query<T>(named ? { name: statementName(text), text, values } : { text, values })).rows[0];
-  const authenticated = await authenticate(run, secret, credential);
+  const authenticated = await authenticate(run, secret, credential, requestId(req));
   if (!authenticated) throw unauthorized('The credential is unknown, expired or revoked', true);
   return authenticated.settings;
 }
@@ -186,7 +196,7 @@ export async function requestSettings(pool: pg.Pool, secret: string, req: Reques
  * size (parse and validation, cached by text) and its page arguments with this
  * request's variables. Refusals are ordinary GraphQL errors with their codes.
  */
-const RowgateLimitsPlugin: GraphileConfig.Plugin = {
+export const rowgateLimitsPlugin = (refused: (code: string) => void = () => {}): GraphileConfig.Plugin => ({
   name: 'RowgateLimitsPlugin',
   description: 'Bounds every GraphQL request before it is planned (SPEC §13)',
   version: '1.0.0',
@@ -198,7 +208,18 @@ const RowgateLimitsPlugin: GraphileConfig.Plugin = {
         let ours: { schema: object; parseAndValidate: ReturnType<typeof makeParseAndValidate> } | undefined;
         event.getExecutionConfig = async function (this: ThisParameterType<typeof original>, ctx) {
           const config = await original.call(this, ctx);
-          if (ours?.schema !== config.schema) ours = { schema: config.schema, parseAndValidate: makeParseAndValidate(config.schema) };
+          if (ours?.schema !== config.schema) {
+            const parseAndValidate = makeParseAndValidate(config.schema);
+            // refusals counted for the metrics (SPEC §14)
+            const counting: typeof parseAndValidate = (query) => {
+              const result = parseAndValidate(query);
+              for (const error of ('errors' in result ? result.errors : undefined) ?? []) {
+                if (error.extensions?.code === TOO_COMPLEX) refused(TOO_COMPLEX);
+              }
+              return result;
+            };
+            ours = { schema: config.schema, parseAndValidate: counting };
+          }
           return { ...config, parseAndValidate: ours.parseAndValidate };
         };
         return next();
@@ -209,15 +230,22 @@ const RowgateLimitsPlugin: GraphileConfig.Plugin = {
     middleware: {
       execute(next, { args }) {
         const errors = pageArgumentErrors(args.document, args.operationName, args.variableValues as Record<string, unknown>);
+        if (errors.length) refused(BAD_USER_INPUT);
         return errors.length ? { errors } : next();
       },
     },
   },
-};
+});
+export const RowgateLimitsPlugin = rowgateLimitsPlugin();
 
 /** GraphQL errors the client may read: our SQL's deliberate errors, as REST words them; the rest is masked. */
-function makeMaskError(GraphQLErrorClass: typeof GraphQLError, isSafeError: (e: Error) => boolean, log: (line: string) => void) {
-  return (error: GraphQLError): GraphQLError => {
+function makeMaskError(
+  GraphQLErrorClass: typeof GraphQLError,
+  isSafeError: (e: Error) => boolean,
+  log: (line: string) => void,
+  options: { statementTimeoutMs?: number; development: boolean; refused?: (code: string) => void },
+) {
+  const mask = (error: GraphQLError): GraphQLError => {
     const original = error.originalError as (Error & { code?: string; extensions?: Record<string, unknown> }) | undefined;
     if (!original || original instanceof GraphQLErrorClass) {
       // graphql-js's own: a variable of the wrong type, an unknown operation name
@@ -254,8 +282,14 @@ function makeMaskError(GraphQLErrorClass: typeof GraphQLError, isSafeError: (e: 
       });
     // insufficient_privilege: a grant is missing (an anonymous request) or RLS refused a row
     if (original.code === '42501') return copy(original.message, 'NotPermitted');
-    // query_canceled: the statement timeout (SPEC §13)
-    if (original.code === '57014') return copy('The request took longer than the statement timeout and was cancelled', 'TIMEOUT');
+    // query_canceled: the statement timeout (SPEC §13), said with a warning (SPEC §14)
+    if (original.code === '57014') {
+      const message = options.statementTimeoutMs
+        ? timeoutDetail(options.statementTimeoutMs)
+        : 'The request took longer than the statement timeout and was cancelled';
+      log(`timeout on POST ${GRAPHQL_PATH} at ${error.path?.join('.') ?? '(request)'}: ${message}`);
+      return copy(message, 'TIMEOUT');
+    }
     const apiError = fromDatabaseError(original);
     if (apiError && apiError.status !== 500) {
       const detail = apiError.detail;
@@ -265,8 +299,16 @@ function makeMaskError(GraphQLErrorClass: typeof GraphQLError, isSafeError: (e: 
     // data exceptions and integrity violations come from the input: a NUL in a
     // string, a null for a required column (found by the GraphQL fuzzer)
     if (/^2[23]/.test(original.code ?? '')) return copy(original.message, BAD_USER_INPUT);
-    log(`graphql error at ${error.path?.join('.') ?? '(request)'}: ${original.stack ?? String(original)}`);
+    // the message may repeat the client's input (a malformed node id): bounded, and the stack in development only
+    const path = boundedText(error.path?.join('.') ?? '(request)');
+    log(`graphql error at ${path}: ${options.development ? (original.stack ?? String(original)) : boundedText(String(original))}`);
     return copy('An unexpected error occurred', 'InternalServerError');
+  };
+  // statement timeouts, as metrics count them beside the limits' refusals (SPEC §14)
+  return (error: GraphQLError): GraphQLError => {
+    const masked = mask(error);
+    if (masked.extensions?.code === 'TIMEOUT') options.refused?.('TIMEOUT');
+    return masked;
   };
 }
 
@@ -301,6 +343,8 @@ export interface GraphqlOptions {
   /** serves Ruru, the GraphQL explorer, at GET /graphiql */
   development: boolean;
   log?: (line: string) => void;
+  /** counts the requests GraphQL's limits refuse */
+  metrics?: Metrics;
   /** more configuration on top of ours (the tests turn simple lists on with it) */
   preset?: GraphileConfig.Preset;
   /** a mutation keeps its credential's REST reads on the primary for the standbys' lag bound (src/db/consistency.ts) */
@@ -363,7 +407,12 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
   };
   const preset: GraphileConfig.Preset = {
     extends: [PostGraphileAmberPreset, ...(options.preset ? [options.preset] : [])],
-    plugins: [RowgateGraphqlPlugin, OmitArchivedPlugin, DefaultPagePlugin, RowgateLimitsPlugin],
+    plugins: [
+      RowgateGraphqlPlugin,
+      OmitArchivedPlugin,
+      DefaultPagePlugin,
+      rowgateLimitsPlugin((code) => options.metrics?.graphqlRefusals.inc({ code })),
+    ],
     pgServices: [pgService],
     grafserv: {
       graphqlPath: GRAPHQL_PATH,
@@ -377,7 +426,11 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
       maxRequestLength: 1024 * 1024,
       // grafast writes the answer's JSON as it walks the result, with no object tree to stringify again
       outputDataAsString: true,
-      maskError: makeMaskError(GraphQLError, isSafeError, log),
+      maskError: makeMaskError(GraphQLError, isSafeError, log, {
+        statementTimeoutMs: poolStatements(options.pool).statementTimeoutMs,
+        development: options.development,
+        refused: (code) => options.metrics?.graphqlRefusals.inc({ code }),
+      }),
     },
     grafast: {
       explain: false,
@@ -389,7 +442,8 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
       // anonymous); a query's statements share transactions (src/graphql/pg-client.ts)
       context(requestContext, args) {
         const req = requestContext.expressv4?.req ?? requestContext.node?.req;
-        const found = (req && settings.get(req)) ?? ANONYMOUS_SETTINGS;
+        // the request's id joins the settings every transaction of the request applies (SPEC §14)
+        const found = req ? { ...(settings.get(req) ?? ANONYMOUS_SETTINGS), 'rowgate.request_id': requestId(req) } : ANONYMOUS_SETTINGS;
         const query = getOperationAST(args.document, args.operationName)?.operation === 'query';
         return { pgSettings: query ? forQuery(options.pool, found) : { ...found } };
       },
@@ -427,7 +481,9 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
 
   const authenticateRequest = async (req: Request, res: Response, next: NextFunction) => {
     try {
-      settings.set(req, await requestSettings(options.pool, options.secret, req));
+      const found = await requestSettings(options.pool, options.secret, req);
+      settings.set(req, found);
+      res.locals.subjectSettings = found; // what the access log reports (src/operating/access-log.ts)
       const credential = options.consistency && /\bmutation\b/.test(String(req.body?.query)) ? readCredential(req) : null;
       if (credential && credential !== 'malformed') {
         const key = credentialKey(credential);
@@ -445,7 +501,11 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
     instance,
     mount(app) {
       // the body is read as the REST routes read theirs (a malformed one: SPEC §7's 422)
-      app.use(GRAPHQL_PATH, jsonBody, checkBody, authenticateRequest);
+      const named = (_req: Request, res: Response, next: NextFunction) => {
+        res.locals.route = GRAPHQL_PATH; // the access log's route template
+        next();
+      };
+      app.use(GRAPHQL_PATH, named, jsonBody, checkBody, authenticateRequest);
       if (options.development) {
         // a page: helmet's headers, but Ruru's page runs inline scripts, which
         // helmet's Content-Security-Policy forbids

@@ -6,6 +6,7 @@ import type pg from 'pg';
 import type { AnswerCache } from '../auth/answer-cache.ts';
 import type { Consistency } from '../db/consistency.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
+import { poolStatements } from '../db/pool.ts';
 import { environmentMailer, type Mailer } from '../signin/mailer.ts';
 import { apiPipeline, noHooks, type PipelineHooks } from './pipeline.ts';
 import { errorAnswers, send, sendNoSuchRoute } from './respond.ts';
@@ -13,6 +14,7 @@ import type { Route } from './route.ts';
 import { mountRoutes } from './router.ts';
 import { corsMiddleware } from './cors.ts';
 import { apiSecurityHeaders } from './security-headers.ts';
+import { type OperatingOptions, operatingMiddleware } from '../operating/operate.ts';
 
 export interface AppOptions {
   pool: pg.Pool;
@@ -35,6 +37,8 @@ export interface AppOptions {
   hooks?: Partial<PipelineHooks>;
   /** origins whose browser apps may call the API (ROWGATE_CORS_ORIGINS; src/http/cors.ts) */
   corsOrigins?: readonly string[];
+  /** request ids, rate limits, the access log and metrics (src/operating/operate.ts); ids only when absent */
+  operating?: OperatingOptions;
 }
 
 export function createApp(options: AppOptions) {
@@ -44,7 +48,12 @@ export function createApp(options: AppOptions) {
   app.set('query parser', 'simple'); // repeated parameters become arrays; nothing nested
 
   // what every request passes through, in order, before its route is matched
-  const requestMiddleware: express.RequestHandler[] = [apiSecurityHeaders, corsMiddleware(options.corsOrigins ?? [])];
+  // CORS first, so that a browser app can read even a 429 (its preflights are answered there)
+  const requestMiddleware: express.RequestHandler[] = [
+    corsMiddleware(options.corsOrigins ?? []),
+    operatingMiddleware(options.operating ?? {}),
+    apiSecurityHeaders,
+  ];
   for (const middleware of requestMiddleware) app.use(middleware);
 
   const pipeline = {
@@ -59,11 +68,14 @@ export function createApp(options: AppOptions) {
   };
   mountRoutes(app, options.routes, (route) =>
     route.access === null
-      ? async (req: Request, res: Response) => send(route, res, await route.handler({ req, res }), false)
+      ? async (req: Request, res: Response) => {
+          res.locals.route = route.path; // the access log's route template
+          send(route, res, await route.handler({ req, res }), false);
+        }
       : apiPipeline(route, pipeline),
   );
   for (const mount of options.mounts ?? []) mount(app);
   app.use(sendNoSuchRoute);
-  app.use(errorAnswers(options.log));
+  app.use(errorAnswers(options.log, poolStatements(options.pool).statementTimeoutMs));
   return app;
 }

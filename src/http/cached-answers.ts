@@ -40,7 +40,7 @@ export function routeCache(route: ApiRoute, cache: AnswerCache | undefined) {
       cache.put(
         lookup.ticket,
         lookup.key,
-        { userId: subject.subjectId, scopes: subject.scopes, body },
+        { userId: subject.subjectId, scopes: subject.scopes, body, settings: subject.settings },
         subject.expiresAt === null ? null : Date.parse(subject.expiresAt),
       );
     },

@@ -28,12 +28,17 @@ export function acceptCredential(route: ApiRoute, req: Request): PresentedCreden
  * (rowgate_anonymous without a credential, and no subject). A 401 when the
  * database knows no live credential of that token.
  */
-export async function authenticateIn(tx: Tx, secret: string, credential: PresentedCredential | null): Promise<Authenticated | null> {
+export async function authenticateIn(
+  tx: Tx,
+  secret: string,
+  credential: PresentedCredential | null,
+  requestId: string,
+): Promise<Authenticated | null> {
   if (!credential) {
-    await tx.rows(ANONYMOUS);
+    await tx.rows(ANONYMOUS, [requestId]);
     return null;
   }
-  const subject = await authenticate((text, values) => tx.one(text, values), secret, credential);
+  const subject = await authenticate((text, values) => tx.one(text, values), secret, credential, requestId);
   if (!subject) throw unauthorized('The credential is unknown, expired or revoked', true);
   return subject;
 }

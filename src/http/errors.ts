@@ -65,33 +65,71 @@ export function asOAuth2Error(error: ApiError): OAuth2Error {
 
 export const notFound = (detail = 'Not found') => new ApiError(404, 'ResourceNotFound', detail);
 export const notPermitted = (reason: string) => new ApiError(403, 'NotPermitted', reason);
+/** How much of a client's input an answer or a log line repeats (SPEC §14): characters of one string, issues of one 422. */
+export const ECHOED_CHARACTERS = 200;
+export const MAX_ISSUES = 50;
+
+/** A client's text, cut to ECHOED_CHARACTERS (and an ellipsis). */
+export const boundedText = (text: string, max = ECHOED_CHARACTERS) => (text.length > max ? `${text.slice(0, max)}…` : text);
+
 /**
  * The refused input echoed in a validation issue, bounded: a string of at most
- * 1,000 characters, at most 50 items or fields, at most 8 levels deep (deeper
+ * 200 characters, at most 50 items or fields, at most 8 levels deep (deeper
  * parts become "…"). Found by the HTTP fuzzer (test/fuzz): a JSON body nested
  * 4,000 levels deep was echoed whole, and serialising the 422 overflowed the
  * stack, so Express answered with its HTML error page and a stack trace.
  */
 export function boundedInput(value: unknown, depth = 0): unknown {
-  if (typeof value === 'string') return value.length > 1000 ? `${value.slice(0, 1000)}…` : value;
+  if (typeof value === 'string') return boundedText(value);
   if (value === null || typeof value !== 'object') return value;
   if (depth >= 8) return '…';
   if (Array.isArray(value)) return value.slice(0, 50).map((v) => boundedInput(v, depth + 1));
   return Object.fromEntries(
     Object.entries(value)
       .slice(0, 50)
-      .map(([k, v]) => [k, boundedInput(v, depth + 1)]),
+      .map(([k, v]) => [boundedText(k), boundedInput(v, depth + 1)]),
   );
 }
 
-export const validationError = (issues: ValidationIssue[]) =>
-  new ApiError(
-    422,
-    'RequestValidationError',
-    issues.map((issue) => ('input' in issue ? { ...issue, input: boundedInput(issue.input) } : issue)),
-  );
+/**
+ * One issue as answered: its location's names, its message and its input
+ * bounded (an 878 KB body of unknown fields was a 5.97 MB 422: each name was
+ * repeated in the location and the message).
+ */
+function boundedIssue(issue: ValidationIssue): ValidationIssue {
+  const bounded: ValidationIssue = {
+    type: issue.type,
+    loc: issue.loc.map((part) => (typeof part === 'string' ? boundedText(part) : part)),
+    msg: boundedText(issue.msg, 2 * ECHOED_CHARACTERS),
+  };
+  if ('input' in issue) bounded.input = boundedInput(issue.input);
+  return bounded;
+}
+
+/** A 422 of at most MAX_ISSUES issues: past that, the last one says how many more there were. */
+export function validationError(issues: ValidationIssue[]) {
+  const kept = issues.length > MAX_ISSUES ? issues.slice(0, MAX_ISSUES - 1) : issues;
+  const detail = kept.map(boundedIssue);
+  if (issues.length > MAX_ISSUES) {
+    detail.push({
+      type: 'too_many_issues',
+      loc: [issues[MAX_ISSUES - 1]!.loc[0] ?? 'body'],
+      msg: `${issues.length - kept.length} more issues are not listed`,
+    });
+  }
+  return new ApiError(422, 'RequestValidationError', detail);
+}
 export const invalidField = (loc: (string | number)[], msg: string, input?: unknown) =>
   validationError([{ type: 'value_error', loc, msg, ...(input === undefined ? {} : { input }) }]);
+
+/** How a statement timeout is said: the limit, in seconds. */
+export function timeoutDetail(timeoutMs: number) {
+  const seconds = Number((timeoutMs / 1000).toFixed(3));
+  return `The request took longer than ${seconds} second${seconds === 1 ? '' : 's'} and was cancelled`;
+}
+
+/** A statement ran past the statement timeout (SPEC §14): the database is there, the request was too slow. */
+export const statementTimeout = (timeoutMs: number) => new ApiError(504, 'Timeout', timeoutDetail(timeoutMs));
 
 export const serviceUnavailable = () =>
   new ApiError(503, 'ServiceUnavailable', 'The database is unavailable; try again shortly', { 'Retry-After': '2' });
@@ -125,9 +163,13 @@ const constraintFields: Record<string, { loc: string[]; msg: string }> = {
  * reach; RG422: bad input (detail = the field's location, dotted: `body.email`);
  * RGSCO: the credential lacks a scope (detail = the scope).
  */
-export function fromDatabaseError(error: unknown): ApiError | null {
+export function fromDatabaseError(error: unknown, statementTimeoutMs?: number): ApiError | null {
   const e = error as Partial<DatabaseError> & { code?: string; syscall?: string };
   const code = e?.code ?? '';
+  // query_canceled by the statement timeout (not an operator's cancel, nor a shutdown's)
+  if (code === '57014' && statementTimeoutMs !== undefined && /statement timeout/.test(e.message ?? '')) {
+    return statementTimeout(statementTimeoutMs);
+  }
   if (code === 'RG403') return notPermitted(e.message ?? 'Not permitted');
   if (code === 'RG404') return notFound();
   if (code === 'RGSCO') return insufficientScope([e.detail ?? 'unknown']);
@@ -169,12 +211,12 @@ export function found<T>(row: T | undefined | null): T {
 }
 
 /** Any error as the API answers it: ours as they are, the body parsers' and the database's mapped, the rest a 500. */
-export function toApiError(error: unknown): ApiError {
+export function toApiError(error: unknown, statementTimeoutMs?: number): ApiError {
   if (error instanceof ApiError) return error;
   const e = error as { type?: string; status?: number; message?: string };
   if (e?.type === 'entity.too.large') return new ApiError(413, 'PayloadTooLarge', 'The request body is larger than 1 MiB');
   if (e?.type === 'entity.parse.failed') {
-    return validationError([{ type: 'json_invalid', loc: ['body'], msg: `Invalid JSON: ${e.message}` }]);
+    return validationError([{ type: 'json_invalid', loc: ['body'], msg: `Invalid JSON: ${boundedText(e.message ?? '')}` }]);
   }
   if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
     return new ApiError(415, 'UnsupportedMediaType', e.message ?? 'Unsupported encoding');
@@ -182,5 +224,5 @@ export function toApiError(error: unknown): ApiError {
   if (e?.status && e.status >= 400 && e.status < 500) {
     return new ApiError(e.status, 'BadRequest', e.message ?? 'Bad request');
   }
-  return fromDatabaseError(error) ?? new ApiError(500, 'InternalServerError', 'An unexpected error occurred');
+  return fromDatabaseError(error, statementTimeoutMs) ?? new ApiError(500, 'InternalServerError', 'An unexpected error occurred');
 }

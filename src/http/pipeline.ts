@@ -49,6 +49,7 @@ import { ApiError } from './errors.ts';
 import { type Input, parseInput } from './input.ts';
 import { checkResponse, send, sendJson } from './respond.ts';
 import { type ApiRoute, isAnonymous } from './route.ts';
+import { requestId } from '../operating/request-id.ts';
 
 /** What the hooks see of a request, filled in as the pipeline goes. */
 export interface RequestState {
@@ -57,8 +58,8 @@ export interface RequestState {
   readonly res: Response;
   /** from `accepted` on: the credential presented; null on an endpoint that takes none */
   credential: PresentedCredential | null;
-  /** from `authenticated` on: whom it authenticates (from the answer cache: its user and scopes only); null without a credential */
-  subject: Pick<Authenticated, 'subjectId' | 'scopes'> | null;
+  /** from `authenticated` on: whom it authenticates (from the answer cache: its user, scopes and kind only); null without a credential */
+  subject: (Pick<Authenticated, 'subjectId' | 'scopes'> & Partial<Pick<Authenticated, 'settings'>>) | null;
   /** the request's transaction, from `authenticated` on (see the extension points above) */
   tx?: Tx;
 }
@@ -105,6 +106,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
 
   return async function answer(req, res) {
     const state: RequestState = { route, req, res, credential: null, subject: null };
+    res.locals.pipeline = state; // what the access log reports of it (src/operating/access-log.ts)
     if (hooks.received.length) await run(hooks.received, state);
     state.credential = anonymous ? null : acceptCredential(route, req); // 1.
     if (hooks.accepted.length) await run(hooks.accepted, state);
@@ -120,7 +122,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
         pool,
         async (tx) => {
           state.tx = tx;
-          const subject = authenticateIn(tx, options.secret, state.credential); // 2. sent now, awaited in its turn
+          const subject = authenticateIn(tx, options.secret, state.credential, requestId(req)); // 2. sent now, awaited in its turn
           const input = attempt(() => parseInput(route, req)); // read now, refused in its turn (4.)
           const context = input.ok ? new HandlerContext(tx, options, input.value, state) : undefined;
           // a JSON read sends everything now, in the authentication's write: the policy's question, then its one statement with the commit
@@ -163,7 +165,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
   };
 
   function answerFromCache(state: RequestState, cached: CachedAnswer) {
-    state.subject = { subjectId: cached.userId, scopes: cached.scopes };
+    state.subject = { subjectId: cached.userId, scopes: cached.scopes, settings: cached.settings };
     requireScopes(route, state.subject); // 3.
     const finish = () => {
       if (validateResponses) checkResponse(route, cached.body);

@@ -44,11 +44,17 @@ export function sendNoSuchRoute(_req: Request, res: Response) {
   res.status(404).json({ error: 'NotFound', detail: 'No such route' });
 }
 
-/** The error handler: every error in its one body shape; only the unexpected ones are logged. */
-export function errorAnswers(log: ((line: string) => void) | undefined) {
+/**
+ * The error handler: every error in its one body shape; only the unexpected ones
+ * are logged, and statement timeouts (a 504 naming the limit: SPEC §14).
+ */
+export function errorAnswers(log: ((line: string) => void) | undefined, statementTimeoutMs?: number) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const apiError = res.locals.errorFormat === 'oauth2' ? asOAuth2Error(toApiError(error)) : toApiError(error);
-    if (apiError.status >= 500 && apiError.status !== 503) {
+    const found = toApiError(error, statementTimeoutMs);
+    const apiError = res.locals.errorFormat === 'oauth2' ? asOAuth2Error(found) : found;
+    if (found.status === 504) {
+      log?.(`timeout on ${req.method} ${req.originalUrl.split('?')[0]}: ${found.detail}`);
+    } else if (apiError.status >= 500 && apiError.status !== 503) {
       log?.(`error on ${req.method} ${req.originalUrl.split('?')[0]}: ${(error as Error)?.stack ?? String(error)}`);
     }
     if (res.headersSent) return;

@@ -19,8 +19,15 @@ const API_HEADERS = new Map([
   ['Referrer-Policy', 'no-referrer'],
 ]);
 
-export function apiSecurityHeaders(_req: Request, res: Response, next: NextFunction) {
-  res.setHeaders(API_HEADERS);
+/**
+ * What no cache (a browser's, a proxy's) may keep: every /v1 answer (tokens,
+ * client secrets, personal data, errors included: SPEC §14) and GraphQL's.
+ */
+const STORED_NOWHERE = new Map([...API_HEADERS, ['Cache-Control', 'no-store']]);
+const storedNowhere = (url: string) => url.startsWith('/v1/') || url === '/v1' || url.startsWith('/v1?') || url.startsWith('/graphql');
+
+export function apiSecurityHeaders(req: Request, res: Response, next: NextFunction) {
+  res.setHeaders(storedNowhere(req.url) ? STORED_NOWHERE : API_HEADERS);
   next();
 }
 

@@ -1,6 +1,6 @@
 // Starting and stopping rowgate: the database (embedded or given), the roles and
 // migrations, the pool, the HTTP server; stopping in the reverse order.
-import type { Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type pg from 'pg';
 import { AnswerCache } from '../auth/answer-cache.ts';
@@ -11,6 +11,11 @@ import { createPool } from '../db/pool.ts';
 import { Consistency } from '../db/consistency.ts';
 import { ReadReplicas } from '../db/read-replicas.ts';
 import { connect } from '../db/connect.ts';
+import { watchAnalysts } from '../db/analyst-limits.ts';
+import { trustedProxies } from '../operating/client-address.ts';
+import { createLogger, lineLogger, type Logger } from '../operating/logger.ts';
+import { createMetricsServer, Metrics } from '../operating/metrics.ts';
+import { RateLimits } from '../operating/rate-limit.ts';
 import { createGraphql, type Graphql } from '../graphql/server.ts';
 import { allRoutes } from './routes.ts';
 
@@ -43,14 +48,57 @@ export function answerClientErrors(server: Server) {
   });
 }
 
+/**
+ * Idle and slow connections are closed (SPEC §14): an idle keep-alive
+ * connection after 5 s; a connection whose request line and headers have not
+ * all arrived within 10 s, or whose whole request (a body of up to 1 MiB)
+ * within 30 s, gets a 408 (answerClientErrors); a socket on which nothing at
+ * all moves for `idleMs` (at least two minutes, and twice the statement
+ * timeout: a request waits on the database silently) is cut. Node checks the
+ * first two every `connectionsCheckingInterval`. Before: a connection that sent
+ * nothing stayed open for ever (still open after 100 s, issue 13).
+ */
+export const HTTP_TIMEOUTS = {
+  keepAliveTimeout: 5_000,
+  headersTimeout: 10_000,
+  requestTimeout: 30_000,
+  connectionsCheckingInterval: 1_000,
+};
+
+export function createHttpServer(
+  listener: RequestListener,
+  options: { statementTimeoutMs: number; timeouts?: Partial<typeof HTTP_TIMEOUTS> },
+): Server {
+  const timeouts = { ...HTTP_TIMEOUTS, ...options.timeouts };
+  const server = createServer(timeouts, listener);
+  server.keepAliveTimeout = timeouts.keepAliveTimeout;
+  server.setTimeout(Math.max(120_000, 2 * options.statementTimeoutMs));
+  answerClientErrors(server);
+  return server;
+}
+
+/** Listens on the port and host; resolves once listening. */
+export function listen(server: Server, port: number, host: string): Promise<Server> {
+  return new Promise<Server>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server);
+    });
+  });
+}
+
 export interface Running {
   server: Server;
   pool: pg.Pool;
   url: string;
+  /** where GET /metrics is served, when it is */
+  metricsUrl?: string;
   stop(): Promise<void>;
 }
 
-export async function startServer(config: Config, log: (line: string) => void = console.log): Promise<Running> {
+export async function startServer(config: Config, logger: Logger = createLogger()): Promise<Running> {
+  const log = lineLogger(logger);
   const connection = await connect(config, { exclusive: true, log });
   const pool = createPool({
     connectionString: connection.authenticatorUrl,
@@ -74,6 +122,9 @@ export async function startServer(config: Config, log: (line: string) => void = 
         log,
       })
     : undefined;
+  // metrics only when they are served (SPEC §14: off when ROWGATE_METRICS_PORT is unset)
+  const metrics = config.ROWGATE_METRICS_PORT === undefined ? undefined : new Metrics({ pool });
+  let metricsServer: Server | undefined;
   const answerCache =
     config.ROWGATE_ANSWER_CACHE_SECONDS > 0
       ? new AnswerCache({
@@ -86,7 +137,20 @@ export async function startServer(config: Config, log: (line: string) => void = 
     await answerCache?.start();
     await reads?.start();
     const consistency = new Consistency({ primary: pool, holdMs: config.ROWGATE_READ_MAX_LAG_MS });
-    graphql = await createGraphql({ pool, secret: connection.secret, development: config.NODE_ENV === 'development', log, consistency });
+    graphql = await createGraphql({
+      pool,
+      secret: connection.secret,
+      development: config.NODE_ENV === 'development',
+      log,
+      metrics,
+      consistency,
+    });
+    const operating = {
+      logger,
+      metrics,
+      rateLimits: new RateLimits({ perCredential: config.ROWGATE_RATE_LIMIT, perAddress: config.ROWGATE_ANONYMOUS_RATE_LIMIT }),
+      trustedProxies: trustedProxies(config.ROWGATE_TRUST_PROXY),
+    };
     const app = createApp({
       pool,
       secret: connection.secret,
@@ -97,10 +161,16 @@ export async function startServer(config: Config, log: (line: string) => void = 
       consistency,
       reads,
       corsOrigins: config.ROWGATE_CORS_ORIGINS,
+      operating,
     });
-    const listening = await new Promise<Server>((resolve, reject) => {
-      const s = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(s)));
-    });
+    if (metrics && config.ROWGATE_METRICS_PORT !== undefined) {
+      metricsServer = await listen(createMetricsServer(metrics), config.ROWGATE_METRICS_PORT, config.HOST);
+    }
+    const listening = await listen(
+      createHttpServer(app, { statementTimeoutMs: config.ROWGATE_STATEMENT_TIMEOUT_MS }),
+      config.PORT,
+      config.HOST,
+    );
     const address = listening.address();
     setPublicUrl(
       app,
@@ -108,6 +178,7 @@ export async function startServer(config: Config, log: (line: string) => void = 
     );
     return listening;
   })().catch(async (error) => {
+    metricsServer?.close();
     await answerCache?.stop();
     await reads?.stop();
     await graphql?.release();
@@ -115,8 +186,7 @@ export async function startServer(config: Config, log: (line: string) => void = 
     await connection.embedded?.stop();
     throw error;
   });
-  server.keepAliveTimeout = 5_000;
-  answerClientErrors(server);
+  const analysts = watchAnalysts(pool, { log });
   const drain = drainOnStop(server);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
@@ -125,10 +195,14 @@ export async function startServer(config: Config, log: (line: string) => void = 
     server,
     pool,
     url: `http://${config.HOST}:${port}`,
+    metricsUrl: metricsServer ? `http://${config.HOST}:${(metricsServer.address() as { port: number }).port}/metrics` : undefined,
     stop: () =>
       (stopping ??= (async () => {
         // no new connections; in-flight requests finish; then the pool; the database last
         await drain();
+        metricsServer?.closeAllConnections();
+        metricsServer?.close();
+        analysts.stop();
         await answerCache?.stop();
         await reads?.stop();
         await graphql?.release();

@@ -54,7 +54,7 @@ export const loginCodeRoutes = [
     operationId: 'login_code:request',
     summary: 'Send a sign-in code by e-mail',
     description:
-      'Mails a code valid 15 minutes to the address, whether or not a user has it (202 either way; the first sign-in creates the user). Without a configured mail server the code is written to the server log and to the development outbox (`npx rowgate mail outbox`). At most 5 codes per address per 15 minutes (429).',
+      'Mails a code valid 15 minutes to the address, whether or not a user has it (202 either way; the first sign-in creates the user). Without a configured mail server the code goes to the development outbox only (`npx rowgate mail outbox`). At most 5 codes per address per 15 minutes (429).',
     tag: 'sign-in',
     body: LoginCodeRequest,
     status: 202,

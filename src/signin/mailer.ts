@@ -1,8 +1,8 @@
 // Sending mail (sign-in codes). With SMTP_URL set, through that server
-// (nodemailer); otherwise nothing leaves the machine: the message is written to
-// the server log and kept in the development outbox, which
-// `npx rowgate mail outbox [--to EMAIL]` prints (SPEC §10), so that a newcomer
-// can sign in locally.
+// (nodemailer); otherwise nothing leaves the machine: the message is kept in
+// the development outbox, which `npx rowgate mail outbox [--to EMAIL]` prints
+// (SPEC §10), so that a newcomer can sign in locally. The log says where it
+// went, never what it says: a sign-in code is a credential (SPEC §14).
 import { loadConfig, type Config } from '../config.ts';
 import type { Tx } from '../db/pool.ts';
 
@@ -17,11 +17,11 @@ export interface Mailer {
   send(mail: Mail, tx: Tx): Promise<void>;
 }
 
-/** The development mailer: a log line and a row of the outbox (rowgate_private.mail_outbox). */
+/** The development mailer: a row of the outbox (rowgate_private.mail_outbox), and a log line that shows no code. */
 export function outboxMailer(log: (line: string) => void): Mailer {
   return {
     async send(mail, tx) {
-      log(`mail to ${mail.to} (no SMTP_URL; kept in the development outbox): ${mail.subject}\n${mail.text}`);
+      log(`mail to ${mail.to} kept in the development outbox (no SMTP_URL): npx rowgate mail outbox --to ${mail.to}`);
       await tx.rows('select rowgate.record_outbox_mail($1, $2, $3)', [mail.to, mail.subject, mail.text]);
     },
   };

@@ -78,7 +78,9 @@ export async function spawnServer(env: Record<string, string>): Promise<SpawnedS
 /** A server on a new home, or on `options.home` (a home another server used) */
 export async function startServerProcess(env: Record<string, string> = {}, options: { home?: string } = {}): Promise<ServerProcess> {
   const home = options.home ?? (await mkdtemp(path.join(tmpdir(), 'rowgate-process-')));
-  const spawned = await spawnServer({ ROWGATE_HOME: home, ...env });
+  // rate limits out of reach unless a test sets them: load tests are about the process and its database
+  const unrefused = { ROWGATE_RATE_LIMIT: '1000000', ROWGATE_ANONYMOUS_RATE_LIMIT: '1000000' };
+  const spawned = await spawnServer({ ROWGATE_HOME: home, ...unrefused, ...env });
   const state = JSON.parse(await readFile(path.join(home, 'state.json'), 'utf8')) as EmbeddedState;
   const server: ServerProcess = {
     ...spawned,

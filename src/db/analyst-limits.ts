@@ -1,0 +1,43 @@
+// Holding analysts to their limits (SPEC §15) whatever their sessions SET:
+// rowgate_private.enforce_analyst_limits (migration 000006) cancels statements
+// past an analyst's statement timeout and ends sessions idle in a transaction
+// past its idle timeout or holding an advisory lock. The server runs it every
+// second; the migrations run it when their lock is taken.
+import type pg from 'pg';
+
+export const ENFORCE_ANALYST_LIMITS = 'select cancelled, terminated from rowgate_private.enforce_analyst_limits()';
+
+/** The same, for a database that may not have the function yet (before its first migration). */
+export const ENFORCE_ANALYST_LIMITS_IF_MIGRATED = `
+  select rowgate_private.enforce_analyst_limits()
+  where to_regprocedure('rowgate_private.enforce_analyst_limits()') is not null`;
+
+export interface AnalystWatch {
+  stop(): void;
+}
+
+/** Runs the check on the pool every `intervalMs`; a failure is logged once until it works again. */
+export function watchAnalysts(pool: pg.Pool, options: { intervalMs?: number; log?: (line: string) => void } = {}): AnalystWatch {
+  let failing = false;
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    pool
+      .query(ENFORCE_ANALYST_LIMITS)
+      .then(
+        () => {
+          failing = false;
+        },
+        (error: Error) => {
+          if (!failing) options.log?.(`analysts' limits: cannot enforce them (${error.message}); trying again every second`);
+          failing = true;
+        },
+      )
+      .finally(() => {
+        running = false;
+      });
+  }, options.intervalMs ?? 1000);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}

@@ -1,0 +1,56 @@
+// The server's log (SPEC §14): JSON lines on stdout through pino, one per
+// request (src/operating/access-log.ts) and one per event worth an operator's
+// attention. Human-readable in development when pino-pretty (a development
+// dependency) is installed. What a line may hold is decided where it is
+// written: never a token, a code, a secret, a header, a query string or a body.
+import { createRequire } from 'node:module';
+import pino, { type DestinationStream, type Logger } from 'pino';
+
+export type { Logger };
+
+export interface LoggerOptions {
+  level?: string;
+  /** human-readable lines (pino-pretty), when it is installed */
+  pretty?: boolean;
+  /** where lines go (the tests collect them); default: stdout, written asynchronously in 4 KiB chunks */
+  destination?: DestinationStream;
+}
+
+function prettyStream(): DestinationStream | undefined {
+  try {
+    const pretty = createRequire(import.meta.url)('pino-pretty') as (options: object) => DestinationStream;
+    return pretty({ colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
+  } catch {
+    return undefined; // a production install has no development dependencies: JSON it is
+  }
+}
+
+/** How long a buffered line may wait before it is written */
+const FLUSH_MS = 500;
+
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const chosen = options.destination ?? (options.pretty ? prettyStream() : undefined);
+  // buffered: a line costs a copy, not a write(2); written at least every FLUSH_MS, and on exit (flushLog)
+  const destination = chosen ?? pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  const logger = pino(
+    {
+      level: options.level ?? 'info',
+      base: undefined, // no pid or hostname on every line: the process's supervisor knows them
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    destination,
+  );
+  if (!chosen) setInterval(() => logger.flush(), FLUSH_MS).unref();
+  return logger;
+}
+
+/** The `(line) => void` the older modules take (start-up, the answer cache, the mailer), at info or warn level. */
+export function lineLogger(logger: Logger, level: 'info' | 'warn' = 'info'): (line: string) => void {
+  return (line) => logger[level](line);
+}
+
+/** Writes what is buffered (before the process exits). */
+export function flushLog(logger: Logger): Promise<void> {
+  return new Promise((resolve) => logger.flush(() => resolve()));
+}

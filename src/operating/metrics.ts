@@ -1,0 +1,76 @@
+// Prometheus metrics (SPEC §14), served at GET /metrics on ROWGATE_METRICS_PORT
+// (off when unset), never on the API's port: what an operator scrapes is not
+// for clients. Counted where it happens: requests and their durations by route
+// template and status (the access log's middleware), the pool's connections at
+// scrape time, refusals by the rate limits and by GraphQL's limits.
+import { createServer, type Server } from 'node:http';
+import type pg from 'pg';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: 'rowgate_http_requests_total',
+    help: 'HTTP requests answered, by method, route template and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly durations = new Histogram({
+    name: 'rowgate_http_request_duration_seconds',
+    help: 'Time from a request to its answer, by method, route template and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly rateLimitRefusals = new Counter({
+    name: 'rowgate_rate_limit_refusals_total',
+    help: 'Requests refused with 429 by a rate limit, by policy (default: per credential; anonymous: per address)',
+    labelNames: ['policy'] as const,
+    registers: [this.registry],
+  });
+  readonly graphqlRefusals = new Counter({
+    name: 'rowgate_graphql_refusals_total',
+    help: 'GraphQL requests refused by its limits, by extensions.code (QUERY_TOO_COMPLEX, BAD_USER_INPUT, TIMEOUT)',
+    labelNames: ['code'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(options: { pool?: pg.Pool; processMetrics?: boolean } = {}) {
+    const pool = options.pool;
+    if (pool) {
+      new Gauge({
+        name: 'rowgate_pool_connections',
+        help: "The server pool's connections to PostgreSQL: in use, idle, and requests waiting for one",
+        labelNames: ['state'] as const,
+        registers: [this.registry],
+        collect() {
+          this.set({ state: 'in_use' }, pool.totalCount - pool.idleCount);
+          this.set({ state: 'idle' }, pool.idleCount);
+          this.set({ state: 'waiting' }, pool.waitingCount);
+        },
+      });
+    }
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'rowgate_' });
+  }
+
+  /** One answered request. */
+  observe(method: string, route: string, status: number, seconds: number) {
+    const labels = { method, route, status: String(status) };
+    this.requests.inc(labels);
+    this.durations.observe(labels, seconds);
+  }
+}
+
+/** The metrics server: GET /metrics, nothing else. */
+export function createMetricsServer(metrics: Metrics): Server {
+  return createServer((req, res) => {
+    if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'Content-Type': 'text/plain' }).end('Not found: GET /metrics\n');
+      return;
+    }
+    metrics.registry.metrics().then(
+      (text) => res.writeHead(200, { 'Content-Type': metrics.registry.contentType }).end(text),
+      (error: Error) => res.writeHead(500, { 'Content-Type': 'text/plain' }).end(`${error.message}\n`),
+    );
+  });
+}

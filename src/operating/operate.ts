@@ -1,0 +1,162 @@
+// What every request passes through for operators (SPEC §14): its id, its rate
+// limit, and at its end one access log line and the metrics. Mounted first in
+// src/http/app.ts (requestMiddleware), before any route is matched.
+//
+// Rate limits, before anything else is done for the request (no round trip, no
+// transaction): a request presenting a credential spends its credential's
+// allowance (keyed by the token's SHA-256, so a refusal needs no database: one
+// token is one credential); any other /v1 or /graphql request spends its
+// client address's. A presented credential the database refuses (a 401) costs
+// the address too, and an address past its allowance is refused whatever it
+// presents, so guessing tokens is throttled per address. A wrong sign-in code
+// costs the guesser's address a stricter allowance (10 per 15 minutes) and
+// nothing else: the codes mailed to the address's owner keep working
+// (migration 000007).
+import { hash } from 'node:crypto';
+import type { BlockList } from 'node:net';
+import type { NextFunction, Request, Response } from 'express';
+import { RateLimiterRes } from 'rate-limiter-flexible';
+import { readCredential } from '../auth/credentials.ts';
+import { ApiError } from '../http/errors.ts';
+import type { RequestState } from '../http/pipeline.ts';
+import { clientAddress } from './client-address.ts';
+import type { Logger } from './logger.ts';
+import type { Metrics } from './metrics.ts';
+import { type RateLimitDecision, type RateLimits, rateLimitHeaders } from './rate-limit.ts';
+import { assignRequestId } from './request-id.ts';
+
+export interface OperatingOptions {
+  logger?: Logger;
+  metrics?: Metrics;
+  rateLimits?: RateLimits;
+  /** ROWGATE_TRUST_PROXY */
+  trustedProxies?: BlockList | null;
+}
+
+/** The route template of a request no route matched (metrics' labels stay few) */
+const UNMATCHED = '(unmatched)';
+/** Where a wrong sign-in code is answered (src/signin/login-code.ts) */
+export const SIGN_IN_CODE_PATH = '/v1/login-code/authenticate';
+
+const limited = (url: string) => url.startsWith('/v1/') || url.startsWith('/graphql');
+
+export function operatingMiddleware(options: OperatingOptions) {
+  const { logger, metrics, rateLimits } = options;
+  const trusted = options.trustedProxies ?? null;
+  /** addresses refused until a time (ms): past their allowance, or past their wrong codes */
+  const addressRefused = new Map<string, number>();
+  const codesRefused = new Map<string, number>();
+
+  const refusedUntil = (refusals: Map<string, number>, address: string) => {
+    const until = refusals.get(address);
+    if (until === undefined) return 0;
+    if (until > Date.now()) return until;
+    refusals.delete(address);
+    return 0;
+  };
+
+  const tooMany = (decision: RateLimitDecision, detail: string) => new ApiError(429, 'TooManyRequests', detail, rateLimitHeaders(decision));
+  /** the route template of what the limits refused: before any route was matched */
+  const RATE_LIMITED = '(rate limited)';
+
+  async function limit(req: Request, res: Response): Promise<void> {
+    if (!rateLimits) return;
+    const address = clientAddress(req, trusted);
+    res.locals.clientAddress = address;
+    if (req.path === SIGN_IN_CODE_PATH) {
+      const until = refusedUntil(codesRefused, address);
+      if (until) {
+        const reset = Math.ceil((until - Date.now()) / 1000);
+        metrics?.rateLimitRefusals.inc({ policy: 'sign_in_codes' });
+        throw tooMany(
+          { allowed: false, policy: 'sign_in_codes', quota: rateLimits.wrongCodes.points, remaining: 0, reset },
+          'Too many wrong sign-in codes from this address; try again later',
+        );
+      }
+    }
+    const credential = readCredential(req);
+    let decision: RateLimitDecision;
+    if (credential && credential !== 'malformed') {
+      const until = refusedUntil(addressRefused, address);
+      if (until) {
+        const reset = Math.ceil((until - Date.now()) / 1000);
+        metrics?.rateLimitRefusals.inc({ policy: rateLimits.address.name });
+        throw tooMany(
+          { allowed: false, policy: rateLimits.address.name, quota: rateLimits.address.quota, remaining: 0, reset },
+          'Too many requests from this address without a valid credential; try again later',
+        );
+      }
+      res.locals.credentialPresented = true;
+      decision = await rateLimits.credential.consume(hash('sha256', credential.token, 'base64'));
+    } else {
+      decision = await rateLimits.address.consume(address);
+      if (!decision.allowed) addressRefused.set(address, Date.now() + decision.reset * 1000);
+    }
+    if (!decision.allowed) {
+      metrics?.rateLimitRefusals.inc({ policy: decision.policy });
+      throw tooMany(decision, `More than ${decision.quota} requests per second; try again in ${decision.reset} s`);
+    }
+    res.setHeaders(new Map(Object.entries(rateLimitHeaders(decision))));
+  }
+
+  /** After the answer: what a refused credential or a wrong code costs the address. */
+  function charge(req: Request, res: Response, status: number) {
+    if (!rateLimits || status !== 401) return;
+    const address = res.locals.clientAddress as string | undefined;
+    if (!address) return;
+    if (res.locals.credentialPresented) {
+      rateLimits.address.consume(address).then(
+        (decision) => {
+          if (!decision.allowed) addressRefused.set(address, Date.now() + decision.reset * 1000);
+        },
+        () => {},
+      );
+    }
+    if (req.path === SIGN_IN_CODE_PATH) {
+      // the allowance spent: the next guess is refused
+      rateLimits.wrongCodes.consume(address).then(
+        (spent) => {
+          if (spent.remainingPoints <= 0) codesRefused.set(address, Date.now() + spent.msBeforeNext);
+        },
+        (refusal: unknown) => {
+          if (refusal instanceof RateLimiterRes) codesRefused.set(address, Date.now() + refusal.msBeforeNext);
+        },
+      );
+    }
+  }
+
+  return function operate(req: Request, res: Response, next: NextFunction) {
+    const started = performance.now();
+    const id = assignRequestId(req, res);
+    res.once('close', () => {
+      const status = res.statusCode;
+      const seconds = (performance.now() - started) / 1000;
+      const state = res.locals.pipeline as RequestState | undefined;
+      const route = state?.route.path ?? (res.locals.route as string | undefined) ?? UNMATCHED;
+      metrics?.observe(req.method, route, status, seconds);
+      charge(req, res, status);
+      if (!logger) return;
+      const settings = state?.subject?.settings ?? (res.locals.subjectSettings as Record<string, string> | undefined);
+      const line = {
+        request_id: id,
+        method: req.method,
+        route,
+        status,
+        duration_ms: Math.round(seconds * 10_000) / 10,
+        subject_kind: settings?.['rowgate.subject_kind'] ?? null,
+        credential_id: settings?.['rowgate.credential_id'] ?? null,
+        ...(res.writableFinished ? {} : { aborted: true }),
+      };
+      if (status >= 500) logger.warn(line, 'request failed');
+      else logger.info(line, 'request');
+    });
+    if (!rateLimits || !limited(req.url)) return next();
+    limit(req, res).then(
+      () => next(),
+      (error: unknown) => {
+        res.locals.route = RATE_LIMITED;
+        next(error);
+      },
+    );
+  };
+}

@@ -1,0 +1,257 @@
+// Request ids, the access log, rate limits and metrics (SPEC §14, issue 13), on
+// an app whose log this file reads and whose limits it sets.
+import { Writable } from 'node:stream';
+import { z } from 'zod';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createApp } from '../src/http/app.ts';
+import { access, route } from '../src/http/route.ts';
+import { listen, createHttpServer } from '../src/http/server.ts';
+import { trustedProxies } from '../src/operating/client-address.ts';
+import { createLogger } from '../src/operating/logger.ts';
+import { createMetricsServer, Metrics } from '../src/operating/metrics.ts';
+import { RateLimits } from '../src/operating/rate-limit.ts';
+import { startTestApp, type TestApp, type TestUser } from './harness.ts';
+
+const RATE = 5;
+let app: TestApp;
+const logLines: string[] = [];
+const metrics = new Metrics({ processMetrics: false });
+let ann: TestUser;
+let patA: string;
+let patB: string;
+const sentIds = new Set<string>();
+const secrets = new Set<string>();
+
+beforeAll(async () => {
+  const destination = new Writable({
+    write(chunk, _encoding, done) {
+      logLines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      done();
+    },
+  });
+  app = await startTestApp({
+    operating: {
+      logger: createLogger({ destination }),
+      metrics,
+      rateLimits: new RateLimits({ perCredential: RATE, perAddress: RATE, wrongCodesPerAddress: 3 }),
+      trustedProxies: trustedProxies('127.0.0.1'),
+    },
+  });
+  ann = await app.user();
+  patA = await app.pat(ann.id, ['user:read', 'products_read']);
+  patB = await app.pat(ann.id, ['user:read', 'products_read']);
+  for (const s of [ann.session, patA, patB]) secrets.add(s);
+});
+afterAll(async () => app?.close());
+
+/** a request from its own client address (X-Forwarded-For, the test's proxy being trusted), with an id the test sends */
+let addresses = 0;
+const newAddress = () => `198.51.100.${++addresses}`;
+async function send(method: string, path: string, options: { token?: string; session?: string; body?: unknown; address?: string } = {}) {
+  const id = `t-${sentIds.size}-${Math.random().toString(36).slice(2)}`;
+  sentIds.add(id);
+  return app.request(method, path, {
+    token: options.token,
+    session: options.session,
+    body: options.body,
+    headers: { 'x-request-id': id, 'x-forwarded-for': options.address ?? newAddress() },
+  });
+}
+
+describe('X-Request-Id on every answer', () => {
+  const cases: [string, () => Promise<{ status: number; headers: Headers }>][] = [
+    ['a REST answer', () => app.get('/v1/users/me', { session: ann.session })],
+    ['a REST error', () => app.get('/v1/users/me', { token: 'rg_pat_unknown' })],
+    ['an unknown route', () => app.get('/v1/nothing')],
+    ['health', () => app.get('/healthz')],
+    ['GraphQL', () => app.post('/graphql', { query: '{ __typename }' })],
+    [
+      'the OAuth2 token endpoint',
+      () =>
+        app.request('POST', '/v1/oauth2/token', {
+          rawBody: 'grant_type=x',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        }),
+    ],
+    ['the OAuth2 metadata', () => app.get('/.well-known/oauth-authorization-server')],
+  ];
+  test.for(cases)('%s: a new one when none is sent', async ([, call]) => {
+    const res = await call();
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  test("the client's own when well-formed, a new one otherwise", async () => {
+    const echo = async (id: string) =>
+      (await app.request('GET', '/v1/users/me', { session: ann.session, headers: { 'x-request-id': id } })).headers.get('x-request-id');
+    expect(await echo('abc.DEF_1:2-3')).toBe('abc.DEF_1:2-3');
+    expect(await echo('x'.repeat(128))).toBe('x'.repeat(128));
+    for (const bad of ['x'.repeat(129), 'a b', 'é', 'a,b', '<script>']) expect(await echo(bad)).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  test('it is rowgate.request_id in the transaction, set with the other settings', async () => {
+    const probe = route({
+      method: 'get',
+      path: '/v1/probe',
+      operationId: 'probe',
+      summary: 'probe',
+      description: 'the settings of the request transaction',
+      tag: 'test',
+      access: access.userRead,
+      status: 200,
+      response: z.object({ request_id: z.string(), subject_kind: z.string() }),
+      handler: async ({ tx }) =>
+        tx.one(
+          `select current_setting('rowgate.request_id', true) as request_id, current_setting('rowgate.subject_kind', true) as subject_kind`,
+        ),
+    });
+    const anonymousProbe = route({
+      ...probe,
+      path: '/v1/anonymous-probe',
+      access: access.anonymous,
+      response: z.object({ request_id: z.string() }),
+      handler: async ({ tx }) => tx.one(`select current_setting('rowgate.request_id', true) as request_id`),
+    });
+    const server = await listen(
+      createHttpServer(createApp({ pool: app.pool, secret: app.secret, routes: [probe, anonymousProbe] }), { statementTimeoutMs: 10_000 }),
+      0,
+      '127.0.0.1',
+    );
+    try {
+      const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+      const res = await fetch(`${base}/v1/probe`, { headers: { authorization: `Bearer ${patA}`, 'x-request-id': 'probe-1' } });
+      expect(await res.json()).toEqual({ request_id: 'probe-1', subject_kind: 'user' });
+      const anonymous = await fetch(`${base}/v1/anonymous-probe`, { headers: { 'x-request-id': 'probe-2' } });
+      expect(await anonymous.json()).toEqual({ request_id: 'probe-2' });
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});
+
+describe('rate limits', () => {
+  const headersOf = (res: { headers: Headers }) => ({
+    policy: res.headers.get('ratelimit-policy'),
+    limit: res.headers.get('ratelimit'),
+    retryAfter: res.headers.get('retry-after'),
+  });
+
+  test('a burst above the limit from one PAT gets 429s while a second PAT is served', async () => {
+    const address = newAddress();
+    const burst = await Promise.all(Array.from({ length: 4 * RATE }, () => send('GET', '/v1/products/', { token: patA, address })));
+    const statuses = burst.map((r) => r.status);
+    // the window and the burst: twice the rate at least (more if the burst outlasts a window), then refusals
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(2 * RATE);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
+    const served = burst.find((r) => r.status === 200)!;
+    expect(headersOf(served)).toEqual({
+      policy: `"default";q=${RATE};w=1`,
+      limit: expect.stringMatching(/^"default";r=\d+;t=1$/),
+      retryAfter: null,
+    });
+    const refused = burst.find((r) => r.status === 429)!;
+    expect(refused.body).toEqual({ error: 'TooManyRequests', detail: expect.stringContaining(`${RATE} requests per second`) });
+    expect(headersOf(refused)).toEqual({ policy: `"default";q=${RATE};w=1`, limit: '"default";r=0;t=1', retryAfter: '1' });
+    const other = await send('GET', '/v1/products/', { token: patB, address });
+    expect(other.status).toBe(200);
+  });
+
+  test('without a credential, per client address; a refused credential costs its address', async () => {
+    const [x, y] = [newAddress(), newAddress()];
+    const fromX = await Promise.all(Array.from({ length: 3 * RATE }, () => send('GET', '/v1/users/me', { address: x })));
+    expect(fromX.filter((r) => r.status === 429).length).toBeGreaterThan(0);
+    expect(headersOf(fromX.find((r) => r.status === 429)!).policy).toBe(`"anonymous";q=${RATE};w=1`);
+    expect((await send('GET', '/v1/users/me', { address: y })).status).toBe(401); // served: its own 401
+    // unknown tokens from z: 401s, each charged to z, until z is refused whatever it presents
+    const z_ = newAddress();
+    const guesses = [];
+    for (let i = 0; i < 2 * RATE + 2; i++)
+      guesses.push((await send('GET', '/v1/users/me', { token: `rg_pat_${'x'.repeat(40)}${i}`, address: z_ })).status);
+    expect(guesses.slice(0, 2 * RATE)).toEqual(Array(2 * RATE).fill(401));
+    expect(guesses.at(-1)).toBe(429);
+    expect((await send('GET', '/v1/users/me', { session: ann.session, address: newAddress() })).status).toBe(200);
+  });
+
+  test("a wrong sign-in code costs the guesser's address, never locks the owner out", async () => {
+    const email = `owner-${Math.random().toString(36).slice(2)}@example.com`;
+    const owner = newAddress();
+    expect((await send('POST', '/v1/login-code/request', { body: { email }, address: owner })).status).toBe(202);
+    const [mail] = await app.outbox(email);
+    const code = /([A-Z0-9]{4}-[A-Z0-9]{4})/.exec(mail!.subject)![1]!;
+    const guesser = newAddress();
+    const guesses = [];
+    for (let i = 0; i < 5; i++)
+      guesses.push(
+        (await send('POST', '/v1/login-code/authenticate', { body: { email, code: `ZZZZ-ZZZ${i + 2}` }, address: guesser })).status,
+      );
+    expect(guesses).toEqual([401, 401, 401, 429, 429]);
+    // the guesser is refused even with the right code; the owner signs in
+    expect((await send('POST', '/v1/login-code/authenticate', { body: { email, code }, address: guesser })).status).toBe(429);
+    expect((await send('POST', '/v1/login-code/authenticate', { body: { email, code }, address: owner })).status).toBe(200);
+  });
+});
+
+describe('the access log and the metrics', () => {
+  test('one JSON line per request: its id, route template, status, subject kind and credential, and no secret', async () => {
+    // patB: patA's allowance is what the burst test above spent
+    const res = await send('GET', '/v1/users/me', { token: patB, address: newAddress() });
+    const id = res.headers.get('x-request-id');
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the line is written when the response closes
+    const line = logLines.map((l) => JSON.parse(l)).find((l) => l.request_id === id);
+    expect(line).toEqual({
+      level: 'info',
+      time: expect.any(String),
+      msg: 'request',
+      request_id: id,
+      method: 'GET',
+      route: '/v1/users/me',
+      status: 401, // users/me takes web sessions only
+      duration_ms: expect.any(Number),
+      subject_kind: null,
+      credential_id: null,
+    });
+    const signedIn = await send('GET', '/v1/products/{id}'.replace('{id}', '00000000-0000-0000-0000-000000000000'), {
+      token: patB,
+      address: newAddress(),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const [credential] = await app.sql<{ id: string }>(
+      'select id from rowgate.personal_access_tokens where user_id = $1 order by created_at desc limit 1',
+      [ann.id],
+    );
+    expect(logLines.map((l) => JSON.parse(l)).find((l) => l.request_id === signedIn.headers.get('x-request-id'))).toMatchObject({
+      route: '/v1/products/{id}',
+      status: 404,
+      subject_kind: 'user',
+      credential_id: credential!.id,
+    });
+  });
+
+  test('the log of this file holds every request id it sent, and none of its secrets', async () => {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const log = logLines.join('\n');
+    const missing = [...sentIds].filter((id) => !log.includes(`"request_id":"${id}"`));
+    expect(missing).toEqual([]);
+    const codes = (await app.sql<{ subject: string }>('select subject from rowgate_private.mail_outbox')).map(
+      (m) => /([A-Z0-9]{4}-[A-Z0-9]{4})/.exec(m.subject)?.[1],
+    );
+    for (const secret of [...secrets, ...codes.filter(Boolean)]) expect(log).not.toContain(secret);
+    expect(log).not.toMatch(/rg_(pat|us|oat|at_u|at_o|cst|mst|rt)_[A-Za-z0-9]{20}/);
+  });
+
+  test('GET /metrics on its own server: requests by route template and status, pool connections, refusals', async () => {
+    const server = await listen(createMetricsServer(new Metrics({ pool: app.pool, processMetrics: false })), 0, '127.0.0.1');
+    const poolOnly = await (await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/metrics`)).text();
+    server.close();
+    expect(poolOnly).toMatch(/rowgate_pool_connections\{state="in_use"\} \d+/);
+    expect(poolOnly).toMatch(/rowgate_pool_connections\{state="waiting"\} \d+/);
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(/rowgate_http_requests_total\{method="GET",route="\/v1\/products\/",status="200"\} \d+/);
+    expect(text).toMatch(/rowgate_http_request_duration_seconds_bucket\{[^}]*route="\(rate limited\)",status="429"[^}]*\} \d+/);
+    expect(text).toMatch(/rowgate_rate_limit_refusals_total\{policy="default"\} [1-9]/);
+    expect(text).toMatch(/rowgate_rate_limit_refusals_total\{policy="anonymous"\} [1-9]/);
+    expect(text).not.toContain('/v1/nothing'); // an unmatched path is no label
+    await app.post('/graphql', { query: `{ ${'a: __typename '.repeat(30)} }` });
+    expect(await metrics.registry.metrics()).toMatch(/rowgate_graphql_refusals_total\{code="QUERY_TOO_COMPLEX"\} [1-9]/);
+  });
+});
