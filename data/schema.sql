@@ -740,7 +740,7 @@ begin
   if v_user.id is null then
     insert into rowgate.users (email) values (v_email) returning * into v_user;
   end if;
-  v_session := rowgate_private.issue_user_session(v_user.id, p_session_token_hash, interval '31 days');
+  v_session := rowgate_private.issue_web_session(v_user.id, p_session_token_hash);
   return query select 'ok'::text, v_user.id, v_user.email, v_user.name, v_user.avatar_url,
     exists (select 1 from rowgate_private.platform_admins a where a.user_id = v_user.id),
     v_user.created_at, v_user.updated_at, v_session.expires_at;
@@ -1422,27 +1422,33 @@ grant execute on function rowgate.register_oauth2_client(text,text,text[],text[]
 
 -- Function rowgate.request_login_code(text,bytea)
 CREATE OR REPLACE FUNCTION rowgate.request_login_code(p_email text, p_code_hash bytea)
- RETURNS text
+ RETURNS TABLE(status text, expires_in integer, retry_after integer)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
 declare
   v_email text := lower(p_email);
+  v_window interval := rowgate_private.login_code_lifetime();
+  v_fifth_newest timestamptz;
 begin
   -- codes a day old serve nobody
   delete from rowgate_private.login_codes c where c.created_at < now() - interval '1 day';
-  if (select count(*) from rowgate_private.login_codes c
-      where c.email = v_email and c.created_at > now() - interval '15 minutes') >= 5 then
-    return 'rate_limited';
+  select c.created_at into v_fifth_newest from rowgate_private.login_codes c
+    where c.email = v_email and c.created_at > now() - v_window
+    order by c.created_at desc offset 4 limit 1;
+  if v_fifth_newest is not null then
+    return query select 'rate_limited'::text, null::integer,
+      greatest(1, ceil(extract(epoch from v_fifth_newest + v_window - now())))::integer;
+    return;
   end if;
   insert into rowgate_private.login_codes (email, code_hash, expires_at)
-    values (v_email, p_code_hash, now() + interval '15 minutes');
-  return 'created';
+    values (v_email, p_code_hash, now() + v_window);
+  return query select 'created'::text, extract(epoch from v_window)::integer, null::integer;
 end;
 $function$;
 comment on function rowgate.request_login_code(text,bytea) is '@behavior -*
-Stores a login code''s hash for an address: created, or rate_limited.';
+Stores a login code''s hash for an address: created with the seconds it stays valid, or rate_limited with the seconds until the address may ask again.';
 grant execute on function rowgate.request_login_code(text,bytea) to rowgate_anonymous;
 
 -- Function rowgate.revoke_current_session()
@@ -2137,6 +2143,27 @@ AS $function$
     returning *;
 $function$;
 
+-- Function rowgate_private.issue_web_session(uuid,bytea)
+CREATE OR REPLACE FUNCTION rowgate_private.issue_web_session(p_user_id uuid, p_token_hash bytea)
+ RETURNS rowgate_private.sessions
+ LANGUAGE sql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select * from rowgate_private.issue_user_session(p_user_id, p_token_hash, rowgate_private.web_session_lifetime());
+$function$;
+comment on function rowgate_private.issue_web_session(uuid,bytea) is 'A new web session for a user, lasting web_session_lifetime().';
+
+-- Function rowgate_private.login_code_lifetime()
+CREATE OR REPLACE FUNCTION rowgate_private.login_code_lifetime()
+ RETURNS interval
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select interval '15 minutes';
+$function$;
+comment on function rowgate_private.login_code_lifetime() is 'How long a sign-in code stays valid, and the window in which an address may ask for at most 5 codes.';
+
 -- Function rowgate_private.oauth2_grant_holds(uuid,uuid)
 CREATE OR REPLACE FUNCTION rowgate_private.oauth2_grant_holds(p_user_id uuid, p_organization_id uuid)
  RETURNS boolean
@@ -2411,3 +2438,14 @@ AS $function$
     where m.user_id = p_user_id and m.organization_id = p_organization_id
       and m.deleted_at is null and o.deleted_at is null and u.deleted_at is null);
 $function$;
+
+-- Function rowgate_private.web_session_lifetime()
+CREATE OR REPLACE FUNCTION rowgate_private.web_session_lifetime()
+ RETURNS interval
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select interval '31 days';
+$function$;
+comment on function rowgate_private.web_session_lifetime() is 'How long a web session made by signing in (or by `rowgate sessions create`) lasts.';

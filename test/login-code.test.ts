@@ -94,10 +94,31 @@ describe('POST /v1/login-code/request', () => {
     for (let i = 0; i < 5; i++) expect((await requestCode(email)).status).toBe(202);
     const res = await requestCode(email);
     expectError(res, 429, 'TooManyRequests');
-    expect(res.headers.get('retry-after')).toBe('900');
+    // until the fifth newest code leaves the 15 minutes: all five were just asked for
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(880);
+    expect(Number(res.headers.get('retry-after'))).toBeLessThanOrEqual(900);
     expect(await app.outbox(email)).toHaveLength(5);
     // another address is not affected
     expect((await requestCode(newEmail())).status).toBe(202);
+  });
+
+  test("the wait a 429 names is the database's: when the oldest of the five codes leaves the window", async () => {
+    const email = newEmail();
+    for (let i = 0; i < 5; i++) expect((await requestCode(email)).status).toBe(202);
+    // the first code asked for 10 minutes ago, the others 2 minutes ago
+    await app.sql(
+      `update rowgate_private.login_codes set created_at = now() - case when created_at = (select min(created_at) from rowgate_private.login_codes where email = $1)
+         then interval '10 minutes' else interval '2 minutes' end where email = $1`,
+      [email],
+    );
+    const res = await requestCode(email);
+    expectError(res, 429, 'TooManyRequests');
+    // the fifth newest is the oldest, 5 minutes from leaving
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(280);
+    expect(Number(res.headers.get('retry-after'))).toBeLessThanOrEqual(300);
+    expect((res.body as { detail: string }).detail).toBe('Too many codes were asked for this address; try again in 5 minutes');
+    await app.sql(`update rowgate_private.login_codes set created_at = created_at - interval '6 minutes' where email = $1`, [email]);
+    expect((await requestCode(email)).status).toBe(202);
   });
 
   test.each([
@@ -285,8 +306,8 @@ describe('the anonymous role reaches only what sign-in needs', () => {
   ])('%s → permission denied', (sql) => refused(sql));
 
   test('it may ask for a code (the function checks nothing it should not)', async () => {
-    const row = await asAnonymous(async (c) => (await c.query(`select rowgate.request_login_code('x@example.com', '\\x00') as s`)).rows[0]);
-    expect(row).toEqual({ s: 'created' });
+    const row = await asAnonymous(async (c) => (await c.query(`select * from rowgate.request_login_code('x@example.com', '\\x00')`)).rows[0]);
+    expect(row).toEqual({ status: 'created', expires_in: 900, retry_after: null });
   });
 });
 

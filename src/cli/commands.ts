@@ -165,14 +165,14 @@ export const commands: Record<string, CommandSpec> = {
       ),
   },
   'sessions create': {
-    description: 'create a web session (31 days) for a user: {token, expires_at}',
+    description: 'create a web session for a user, lasting what signing in gives: {token, expires_at}',
     options: [userIdOption],
     run: async (db, o, c) => {
       const token = generateToken('web_session');
       const session = await one<{ expires_at: string }>(
         db,
         `select s.expires_at from rowgate.users u,
-           rowgate_private.issue_user_session(u.id, $2, interval '31 days') s
+           rowgate_private.issue_web_session(u.id, $2) s
          where u.id = $1 and u.deleted_at is null`,
         [o.userId, hashToken(c.secret, token)],
         noSuchUser(o),
