@@ -306,7 +306,9 @@ describe('the anonymous role reaches only what sign-in needs', () => {
   ])('%s → permission denied', (sql) => refused(sql));
 
   test('it may ask for a code (the function checks nothing it should not)', async () => {
-    const row = await asAnonymous(async (c) => (await c.query(`select * from rowgate.request_login_code('x@example.com', '\\x00')`)).rows[0]);
+    const row = await asAnonymous(
+      async (c) => (await c.query(`select * from rowgate.request_login_code('x@example.com', '\\x00')`)).rows[0],
+    );
     expect(row).toEqual({ status: 'created', expires_in: 900, retry_after: null });
   });
 });
