@@ -6,7 +6,7 @@ import type { Tx } from '../db/pool.ts';
 import { notFound, notPermitted } from '../http/errors.ts';
 
 /** What rowgate_hidden.resource_organization_id resolves to its organization. */
-export type Resource =
+type Resource =
   | 'organization'
   | 'account'
   | 'membership'
@@ -17,7 +17,7 @@ export type Resource =
   | 'payout_account';
 
 /** A role permission (rowgate.permissions). */
-export type Permission =
+type Permission =
   | 'products:write'
   | 'customers:write'
   | 'orders:write'
@@ -52,7 +52,7 @@ export interface Authorization<P = Record<string, unknown>> {
 }
 
 /** What the policy means, as the API reference says it. */
-export const policySentences: Record<Exclude<Policy, Permission>, string> = {
+const policySentences: Record<Exclude<Policy, Permission>, string> = {
   read: 'any subject that reaches the organization',
   finance_read: "the finance-read policy: an organization token, or the organization account's admin",
   finance_write: "the finance-write policy: the organization account's admin",
@@ -74,7 +74,7 @@ export function authorizationSentence(authorization: Authorization<never>): stri
  * Asks the policy about the resource a request names. Returns the owning
  * organization's id; throws 404 or 403 with the reason.
  */
-export async function authorize(tx: Tx, resource: Resource, id: string, policy: Policy): Promise<string> {
+async function authorize(tx: Tx, resource: Resource, id: string, policy: Policy): Promise<string> {
   const row = await tx.one<{ organization_id: string | null; denial: string | null }>(
     'select organization_id, denial from rowgate_hidden.authorize($1, $2, $3)',
     [resource, id, policy],

@@ -20,7 +20,7 @@ export class UsageError extends Error {}
 
 export type Options = Record<string, unknown>;
 
-export interface OptionSpec {
+interface OptionSpec {
   flags: string;
   description: string;
   required?: boolean;

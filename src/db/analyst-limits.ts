@@ -5,7 +5,7 @@
 // second; the migrations run it when their lock is taken.
 import type pg from 'pg';
 
-export const ENFORCE_ANALYST_LIMITS = 'select cancelled, terminated from rowgate_private.enforce_analyst_limits()';
+const ENFORCE_ANALYST_LIMITS = 'select cancelled, terminated from rowgate_private.enforce_analyst_limits()';
 
 /** The same, for a database that may not have the function yet (before its first migration). */
 export const ENFORCE_ANALYST_LIMITS_IF_MIGRATED = `

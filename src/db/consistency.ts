@@ -38,7 +38,7 @@ export function recordEnd(position: Position): Position {
 }
 
 /** The primary's WAL position now (inserted, not necessarily flushed: at or past every commit it has acknowledged). */
-export const CURRENT_POSITION = 'select pg_current_wal_insert_lsn()::text as position';
+const CURRENT_POSITION = 'select pg_current_wal_insert_lsn()::text as position';
 
 export class Consistency {
   /** credential key (the token's SHA-256) → the position of its last write through this instance */

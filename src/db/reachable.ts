@@ -16,7 +16,7 @@ export interface OsUser {
 }
 
 /** The `postgres` OS user, or null when it does not exist yet (then only the folders' "others" bits let it in). */
-export function postgresOsUser(): OsUser | null {
+function postgresOsUser(): OsUser | null {
   try {
     const line = readFileSync('/etc/passwd', 'utf8')
       .split('\n')

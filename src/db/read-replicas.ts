@@ -16,7 +16,7 @@ import type pg from 'pg';
 import { type Position, parsePosition, recordEnd } from './consistency.ts';
 import { createPool, type PoolOptions } from './pool.ts';
 
-export const PROBE_MS = 100;
+const PROBE_MS = 100;
 /** primary positions kept for measuring lag: enough for a minute of probes */
 const SAMPLES = 600;
 
@@ -39,7 +39,7 @@ export interface StandbyStatus {
 }
 
 /** Errors after which a read is run again on the primary: the standby is gone, refuses, or cannot do it. */
-export function retryOnPrimary(error: unknown): { standbyDown: boolean } | null {
+function retryOnPrimary(error: unknown): { standbyDown: boolean } | null {
   const e = error as { code?: string; message?: string; syscall?: string };
   const code = e?.code ?? '';
   const down =

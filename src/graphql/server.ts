@@ -196,7 +196,7 @@ export async function requestSettings(pool: pg.Pool, secret: string, req: Reques
  * size (parse and validation, cached by text) and its page arguments with this
  * request's variables. Refusals are ordinary GraphQL errors with their codes.
  */
-export const rowgateLimitsPlugin = (refused: (code: string) => void = () => {}): GraphileConfig.Plugin => ({
+const rowgateLimitsPlugin = (refused: (code: string) => void = () => {}): GraphileConfig.Plugin => ({
   name: 'RowgateLimitsPlugin',
   description: 'Bounds every GraphQL request before it is planned (SPEC §13)',
   version: '1.0.0',
@@ -236,7 +236,6 @@ export const rowgateLimitsPlugin = (refused: (code: string) => void = () => {}):
     },
   },
 });
-export const RowgateLimitsPlugin = rowgateLimitsPlugin();
 
 /** GraphQL errors the client may read: our SQL's deliberate errors, as REST words them; the rest is masked. */
 function makeMaskError(

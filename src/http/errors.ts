@@ -79,7 +79,7 @@ export const boundedText = (text: string, max = ECHOED_CHARACTERS) => (text.leng
  * 4,000 levels deep was echoed whole, and serialising the 422 overflowed the
  * stack, so Express answered with its HTML error page and a stack trace.
  */
-export function boundedInput(value: unknown, depth = 0): unknown {
+function boundedInput(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return boundedText(value);
   if (value === null || typeof value !== 'object') return value;
   if (depth >= 8) return '…';
@@ -129,9 +129,9 @@ export function timeoutDetail(timeoutMs: number) {
 }
 
 /** A statement ran past the statement timeout (SPEC §14): the database is there, the request was too slow. */
-export const statementTimeout = (timeoutMs: number) => new ApiError(504, 'Timeout', timeoutDetail(timeoutMs));
+const statementTimeout = (timeoutMs: number) => new ApiError(504, 'Timeout', timeoutDetail(timeoutMs));
 
-export const serviceUnavailable = () =>
+const serviceUnavailable = () =>
   new ApiError(503, 'ServiceUnavailable', 'The database is unavailable; try again shortly', { 'Retry-After': '2' });
 
 const REALM = 'Bearer realm="rowgate"';

@@ -21,7 +21,7 @@ const fixedDescriptions: Record<string, string> = {
 };
 
 /** What a scope lets a token do, for the reference and the Authorize dialog. */
-export function describeScope(scope: string, known: ReadonlySet<string>): string {
+function describeScope(scope: string, known: ReadonlySet<string>): string {
   const fixed = fixedDescriptions[scope];
   if (fixed) return fixed;
   const match = /^(.+)_(read|write)$/.exec(scope);
@@ -33,7 +33,7 @@ export function describeScope(scope: string, known: ReadonlySet<string>): string
 }
 
 /** The scopes an OAuth2 client may ask for: every scope of an endpoint that a user or organization credential reaches. */
-export function grantableScopes(routes: readonly Route[]): string[] {
+function grantableScopes(routes: readonly Route[]): string[] {
   const scopes = new Set<string>();
   for (const route of routes) {
     if (route.access?.credentials.some((k) => grantableKinds.includes(k))) for (const s of route.access.scopes) scopes.add(s);

@@ -18,14 +18,14 @@ const ValidationIssue = z
   })
   .meta({ id: 'ValidationIssue', description: 'One problem with the request.' });
 
-export const ErrorBody = z
+const ErrorBody = z
   .object({
     error: doc(z.string(), 'The error name (SPEC §7).', 'ResourceNotFound'),
     detail: doc(z.union([z.string(), z.array(ValidationIssue)]), 'A sentence, or the list of validation problems.', 'Not found'),
   })
   .meta({ id: 'Error', description: 'The body of every error.' });
 
-export const OAuth2ErrorBody = z
+const OAuth2ErrorBody = z
   .object({
     error: doc(
       z.string(),

@@ -64,8 +64,8 @@ export interface RequestState {
   tx?: Tx;
 }
 
-export type Hook = (state: RequestState) => void | Promise<void>;
-export type AnsweredHook = (state: RequestState, result: unknown) => void | Promise<void>;
+type Hook = (state: RequestState) => void | Promise<void>;
+type AnsweredHook = (state: RequestState, result: unknown) => void | Promise<void>;
 
 export interface PipelineHooks {
   received: Hook[];

@@ -53,7 +53,7 @@ type ZodObj = z.ZodObject;
  * with the authentication and its commit (src/http/pipeline.ts), and a second
  * statement is an error.
  */
-export interface Context<P, Q, B> {
+interface Context<P, Q, B> {
   tx: Tx;
   /** the server secret that keys token hashes */
   secret: string;
@@ -65,7 +65,7 @@ export interface Context<P, Q, B> {
   res: Response;
 }
 
-export interface PublicContext {
+interface PublicContext {
   req: Request;
   res: Response;
 }
@@ -122,7 +122,7 @@ export interface ApiRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, 
 }
 
 /** What an anonymous endpoint's handler gets. */
-export type AnonymousContext<P, Q, B> = Context<P, Q, B>;
+type AnonymousContext<P, Q, B> = Context<P, Q, B>;
 
 export interface AnonymousRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, B extends z.ZodType = z.ZodType>
   extends Omit<ApiRoute<P, Q, B>, 'access' | 'handler'> {

@@ -2,9 +2,9 @@
 // gets the set the OWASP REST Security Cheat Sheet asks of an API, in one call;
 // the HTML pages (the API reference, the OAuth2 consent page, GraphiQL) get
 // helmet's defaults for documents, which replace the API's where both set one.
-// helmet's thirteen headers on every answer cost a JSON answer ~9 µs of the
-// server's thread (a bare Express route: 41,500 → 30,200 req/s), mostly for
-// headers that only documents use (docs/decisions.md, "Security headers").
+// Why not helmet everywhere: its thirteen headers on every answer cost the API
+// measurable throughput, mostly for headers only documents use (measured in
+// docs/performance.md; decided in docs/decisions.md, "Security headers").
 import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 

@@ -25,7 +25,7 @@ import { allRoutes } from './routes.ts';
  * SPEC §7's body too, instead of Node's empty one. Found by the HTTP fuzzer
  * (test/fuzz): a 16 KiB query string was a bare `431` with no body.
  */
-export function answerClientErrors(server: Server) {
+function answerClientErrors(server: Server) {
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
@@ -213,7 +213,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
 }
 
 /** How long in-flight requests may take to finish once the server stops (main.ts gives up at 20 s). */
-export const DRAIN_MS = 15_000;
+const DRAIN_MS = 15_000;
 
 /**
  * The HTTP half of a graceful stop. `server.close()` refuses new connections
@@ -224,7 +224,7 @@ export const DRAIN_MS = 15_000;
  * ends after the request in flight on it), idle connections are closed as they
  * appear, and after DRAIN_MS whatever is left is cut.
  */
-export function drainOnStop(server: Server): () => Promise<void> {
+function drainOnStop(server: Server): () => Promise<void> {
   let draining = false;
   server.prependListener('request', (_req, res) => {
     if (draining) res.setHeader('Connection', 'close');

@@ -36,7 +36,7 @@ export interface OperatingOptions {
 /** The route template of a request no route matched (metrics' labels stay few) */
 const UNMATCHED = '(unmatched)';
 /** Where a wrong sign-in code is answered (src/signin/login-code.ts) */
-export const SIGN_IN_CODE_PATH = '/v1/login-code/authenticate';
+const SIGN_IN_CODE_PATH = '/v1/login-code/authenticate';
 
 const limited = (url: string) => url.startsWith('/v1/') || url.startsWith('/graphql');
 

@@ -16,7 +16,7 @@ export interface RateLimitOptions {
 }
 
 /** The window of the wrong sign-in codes' allowance */
-export const WRONG_CODES_WINDOW_SECONDS = 15 * 60;
+const WRONG_CODES_WINDOW_SECONDS = 15 * 60;
 
 /** What a request is told: the IETF RateLimit fields, and whether it may go on. */
 export interface RateLimitDecision {

@@ -8,7 +8,7 @@ import { doc, idParams, timestamps, uuid } from './fields.ts';
 
 /** Finance-read endpoints accept any of these (SPEC §3). */
 export const financeReadScopes: Scope[] = ['transactions_read', 'transactions_write', 'payouts_read', 'payouts_write'];
-export const financeWriteScopes: Scope[] = ['transactions_write', 'payouts_write'];
+const financeWriteScopes: Scope[] = ['transactions_write', 'payouts_write'];
 
 export const country = doc(z.string().regex(/^[A-Z]{2}$/, 'An ISO 3166-1 alpha-2 code, upper case'), 'Country (ISO 3166-1 alpha-2).', 'US');
 export const currency = doc(z.string().regex(/^[a-z]{3}$/, 'An ISO 4217 code, lower case'), 'Currency (ISO 4217, lower case).', 'usd');

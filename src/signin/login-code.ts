@@ -21,7 +21,7 @@ const minutes = (seconds: number) => {
   return `${n} minute${n === 1 ? '' : 's'}`;
 };
 
-export const generateLoginCode = () => randomCharacters(CODE_LENGTH, CODE_ALPHABET);
+const generateLoginCode = () => randomCharacters(CODE_LENGTH, CODE_ALPHABET);
 
 /** What a person types, as the code was made: case, spaces and dashes do not matter. */
 const normalizeLoginCode = (typed: string) => typed.toUpperCase().replace(/[\s-]/g, '');
