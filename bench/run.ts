@@ -21,6 +21,10 @@ import { hashToken } from '../src/auth/tokens.ts';
 import { ME } from '../src/resources/users.ts';
 import { benchUsers, isLoaded, issueSessions, load, SCALES, type Scale } from './data.ts';
 
+/** The API's authentication statement for pgbench: its credential as pgbench variables, a request id as the server sets one. */
+const authenticateForPgbench = () =>
+  AUTHENTICATE.replace('$1', ':kind').replace('$2', ':hash').replace('$3', "'bench-request-id'").replace(/\s+/g, ' ').trim();
+
 const { values: args } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
@@ -377,7 +381,7 @@ async function benchScale(
   for (const who of ['small', 'big'] as const) {
     const hash = `\\x${hashToken(secret, sessions[who]!).toString('hex')}`;
     const list = toPgbench(page.text, page.values);
-    const auth = AUTHENTICATE.replace('$1', ':kind').replace('$2', ':hash').replace(/\s+/g, ' ').trim();
+    const auth = authenticateForPgbench();
     const variables = { kind: 'web_session', hash, ...list.variables };
     pgbench(`${scale.name}/sql_api_orders_${who}_user`, authenticatorUrl, `begin;\n${auth};\n${list.text};\ncommit;\n`, variables);
     pgbench(
@@ -412,7 +416,7 @@ async function benchScale(
     log(`  graphql: skipped, the probe query failed: ${JSON.stringify(probeBody).slice(0, 300)}`);
   }
   // GET /v1/users/me's own transaction: what the database alone does per request
-  const auth = AUTHENTICATE.replace('$1', ':kind').replace('$2', ':hash').replace(/\s+/g, ' ').trim();
+  const auth = authenticateForPgbench();
   pgbench(`${scale.name}/sql_users_me`, authenticatorUrl, `begin;\n${auth};\n${ME};\ncommit;\n`, {
     kind: 'web_session',
     hash: `\\x${hashToken(secret, sessions.small!).toString('hex')}`,

@@ -123,7 +123,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       })
     : undefined;
   // metrics only when they are served (SPEC §14: off when ROWGATE_METRICS_PORT is unset)
-  const metrics = config.ROWGATE_METRICS_PORT === undefined ? undefined : new Metrics({ pool });
+  const metrics =
+    config.ROWGATE_METRICS_PORT === undefined ? undefined : new Metrics({ pool, ...(reads ? { standbys: () => reads.status() } : {}) });
   let metricsServer: Server | undefined;
   const answerCache =
     config.ROWGATE_ANSWER_CACHE_SECONDS > 0

@@ -2,10 +2,12 @@
 // (off when unset), never on the API's port: what an operator scrapes is not
 // for clients. Counted where it happens: requests and their durations by route
 // template and status (the access log's middleware), the pool's connections at
-// scrape time, refusals by the rate limits and by GraphQL's limits.
+// scrape time, refusals by the rate limits and by GraphQL's limits, and each
+// hot standby's replay lag and whether reads go to it (SPEC §19).
 import { createServer, type Server } from 'node:http';
 import type pg from 'pg';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { StandbyStatus } from '../db/read-replicas.ts';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -35,7 +37,8 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(options: { pool?: pg.Pool; processMetrics?: boolean } = {}) {
+  /** `standbys`: the read replicas' state at scrape time (src/db/read-replicas.ts) */
+  constructor(options: { pool?: pg.Pool; standbys?: () => StandbyStatus[]; processMetrics?: boolean } = {}) {
     const pool = options.pool;
     if (pool) {
       new Gauge({
@@ -47,6 +50,28 @@ export class Metrics {
           this.set({ state: 'in_use' }, pool.totalCount - pool.idleCount);
           this.set({ state: 'idle' }, pool.idleCount);
           this.set({ state: 'waiting' }, pool.waitingCount);
+        },
+      });
+    }
+    const standbys = options.standbys;
+    if (standbys) {
+      new Gauge({
+        name: 'rowgate_standby_replay_lag_seconds',
+        help: "How far each hot standby's replay is behind the primary (absent while unknown: unreachable, or not yet probed)",
+        labelNames: ['standby'] as const,
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const s of standbys()) if (s.lag_ms !== null) this.set({ standby: s.name }, s.lag_ms / 1000);
+        },
+      });
+      new Gauge({
+        name: 'rowgate_standby_available',
+        help: 'Whether reads go to each hot standby now (1) or to the primary (0: lag past ROWGATE_READ_MAX_LAG_MS, or unreachable)',
+        labelNames: ['standby'] as const,
+        registers: [this.registry],
+        collect() {
+          for (const s of standbys()) this.set({ standby: s.name }, s.available ? 1 : 0);
         },
       });
     }

