@@ -45,7 +45,16 @@ export async function spawnServer(env: Record<string, string>): Promise<SpawnedS
   ) as Record<string, string>;
   const child = spawn(process.execPath, [path.join(projectRoot, 'src', 'main.ts')], {
     cwd: projectRoot,
-    env: { ...base, NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1', ...env },
+    // rate limits out of reach unless a test sets them: these tests are about processes and databases
+    env: {
+      ...base,
+      NODE_ENV: 'production',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ROWGATE_RATE_LIMIT: '1000000',
+      ROWGATE_ANONYMOUS_RATE_LIMIT: '1000000',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: { at: number; line: string }[] = [];
@@ -78,9 +87,7 @@ export async function spawnServer(env: Record<string, string>): Promise<SpawnedS
 /** A server on a new home, or on `options.home` (a home another server used) */
 export async function startServerProcess(env: Record<string, string> = {}, options: { home?: string } = {}): Promise<ServerProcess> {
   const home = options.home ?? (await mkdtemp(path.join(tmpdir(), 'rowgate-process-')));
-  // rate limits out of reach unless a test sets them: load tests are about the process and its database
-  const unrefused = { ROWGATE_RATE_LIMIT: '1000000', ROWGATE_ANONYMOUS_RATE_LIMIT: '1000000' };
-  const spawned = await spawnServer({ ROWGATE_HOME: home, ...unrefused, ...env });
+  const spawned = await spawnServer({ ROWGATE_HOME: home, ...env });
   const state = JSON.parse(await readFile(path.join(home, 'state.json'), 'utf8')) as EmbeddedState;
   const server: ServerProcess = {
     ...spawned,

@@ -11,14 +11,12 @@
 //  - SIGTERM to one, under load on all three, loses no request of the others,
 //    and every write acknowledged by any of them is in the database.
 //
-// Not here yet, because they were being built when this was written (SPEC §14
-// rate limits, §17 webhooks); the tests to add to this file, on the same three
-// servers:
-//  - rate limits: a limit of N requests a minute per credential holds across
-//    instances: N+1 requests of one token sent round robin to the three get
-//    exactly N answers and one 429 (with Retry-After), whichever instance
-//    counts; this needs the counter in the database (or another shared store),
-//    not in one server's memory;
+//  - rate limits are each server's own (docs/decisions.md, "Rate limits": N
+//    servers give a client up to N times ROWGATE_RATE_LIMIT): a token refused
+//    by one instance is served by another, and its refusal names the policy.
+//
+// Not here yet, because it was being built when this was written (SPEC §17
+// webhooks); the test to add to this file, on the same three servers:
 //  - webhooks: with the delivery worker running in all three, every event of a
 //    burst (say 200, created through all three) reaches a receiving endpoint in
 //    this process exactly once per attempt (count by event id and attempt
@@ -42,6 +40,7 @@ let embedded: EmbeddedDatabase | undefined;
 let home: string | undefined;
 let servers: SpawnedServer[] = [];
 let ownerUrl: string;
+let authenticatorUrl: string;
 let secret: string;
 let data: Seeded;
 
@@ -58,7 +57,7 @@ beforeAll(async () => {
   await ensureDatabase(superuserUrl, database);
   await hardenDatabase(superuserUrl, database);
   ownerUrl = withDatabase(superuserUrl, database, { name: 'rowgate_owner', password: passwords.owner });
-  const authenticatorUrl = withDatabase(superuserUrl, database, { name: 'rowgate_authenticator', password: passwords.authenticator });
+  authenticatorUrl = withDatabase(superuserUrl, database, { name: 'rowgate_authenticator', password: passwords.authenticator });
   const bounced = new URL(authenticatorUrl);
   if (throughPgBouncer) bounced.port = process.env.TEST_PGBOUNCER_PORT!;
   secret = randomBytes(32).toString('base64url');
@@ -148,6 +147,41 @@ test('a change through one instance is seen through the others at once (with its
   });
   expect(product.status).toBe(201);
   for (const server of servers) expect((await request(server.url, 'GET', `/v1/products/${product.body.id}`, bearer)).status).toBe(200);
+});
+
+test('rate limits are per instance, as documented: a credential one refuses, another serves', async () => {
+  const RATE = 5;
+  const limited = await Promise.all(
+    [0, 1].map(() =>
+      spawnServer({
+        DATABASE_URL: ownerUrl,
+        AUTH_DATABASE_URL: authenticatorUrl,
+        ROWGATE_SECRET: secret,
+        ROWGATE_POOL_SIZE: '2',
+        ROWGATE_RATE_LIMIT: String(RATE),
+      }),
+    ),
+  );
+  try {
+    const [a, b] = limited as [SpawnedServer, SpawnedServer];
+    const bearer = { authorization: `Bearer ${data.token}` };
+    // one second's window and as many again of burst: 2 × RATE, then 429 with the policy and Retry-After
+    const statuses = [];
+    for (let i = 0; i < 2 * RATE + 3; i++) statuses.push((await request(a.url, 'GET', '/v1/products/?limit=1', bearer)).status);
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(2 * RATE);
+    expect(statuses.at(-1)).toBe(429);
+    const refused = await request(a.url, 'GET', '/v1/products/?limit=1', bearer);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('ratelimit-policy')).toBe(`"default";q=${RATE};w=1`);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // the other instance counts alone
+    const served = await request(b.url, 'GET', '/v1/products/?limit=1', bearer);
+    expect(served.status).toBe(200);
+    expect(served.headers.get('ratelimit')).toBe(`"default";r=${RATE - 1};t=1`);
+  } finally {
+    for (const server of limited) server.child.kill('SIGTERM');
+    await Promise.all(limited.map((s) => s.exited));
+  }
 });
 
 test('SIGTERM to one instance under load loses no request of the others', async () => {
