@@ -52,6 +52,7 @@ create policy select_finance on rowgate.accounts as permissive for select to pub
 create policy update_finance on rowgate.accounts as permissive for update to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (rowgate_hidden.finance_write_denial(organization_id) IS NULL) AND ( SELECT (rowgate_hidden.has_scope('payouts_write'::text) OR rowgate_hidden.has_scope('transactions_write'::text)))));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.accounts FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.accounts FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('account', 'finance_policy', 'id,organization_id,admin_id,country,currency,status,created_at,updated_at');
 
 -- Table rowgate.customer_members
 create table rowgate.customer_members (
@@ -117,7 +118,43 @@ create policy update_self on rowgate.customers as permissive for update to rowga
 create policy update_write on rowgate.customers as permissive for update to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('customers:write'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('customers_write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.customers FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.customers FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('customer', 'members', 'id,organization_id,email,first_name,last_name,status,created_at,updated_at');
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE OR UPDATE OF deleted_at ON rowgate.customers FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('customers', 'soft');
+
+-- Table rowgate.events
+create table rowgate.events (
+  id uuid default uuidv7() not null,
+  organization_id uuid not null,
+  type text not null,
+  resource_id uuid not null,
+  data jsonb not null,
+  actor jsonb not null,
+  request_id text,
+  audience text not null,
+  created_at timestamp with time zone default now() not null,
+  constraint events_pkey PRIMARY KEY (organization_id, id),
+  constraint events_audience_check CHECK ((audience = ANY (ARRAY['members'::text, 'finance_permission'::text, 'finance_policy'::text, 'payouts'::text, 'access_tokens'::text, 'organization_managers'::text]))),
+  constraint events_type_check CHECK ((type ~ '^[a-z_]+\.[a-z_]+$'::text))
+);
+comment on table rowgate.events is '@behavior -insert -update -delete
+What happened to an organization''s data (SPEC §17): one row per change, written with the change.';
+alter table rowgate.events enable row level security;
+grant select (id, organization_id, type, resource_id, data, actor, request_id, audience, created_at) on rowgate.events to rowgate_analyst, rowgate_organization, rowgate_user;
+CREATE INDEX events_id ON rowgate.events USING btree (id);
+CREATE INDEX events_organization_created ON rowgate.events USING btree (organization_id, created_at, id);
+CREATE INDEX events_resource ON rowgate.events USING btree (resource_id, created_at, id);
+create policy select_audience on rowgate.events as permissive for select to rowgate_user, rowgate_organization, rowgate_analyst
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('events_read'::text) AS has_scope) AND
+CASE audience
+    WHEN 'members'::text THEN true
+    WHEN 'finance_permission'::text THEN (organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('finance:read'::text) AS current_organization_ids)::uuid[]))
+    WHEN 'finance_policy'::text THEN (rowgate_hidden.finance_read_denial(organization_id) IS NULL)
+    WHEN 'payouts'::text THEN ((rowgate_hidden.finance_read_denial(organization_id) IS NULL) AND (( SELECT rowgate_hidden.current_credential_kind() AS current_credential_kind) = 'web_session'::text) AND ( SELECT rowgate_hidden.has_scope('payouts:read'::text) AS has_scope))
+    WHEN 'access_tokens'::text THEN ((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('access_tokens:manage'::text) AS current_organization_ids)::uuid[])) AND (( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = 'user'::text))
+    WHEN 'organization_managers'::text THEN (organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[]))
+    ELSE false
+END));
+CREATE TRIGGER _500_enqueue_deliveries AFTER INSERT ON rowgate.events FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_events__enqueue_deliveries();
 
 -- Table rowgate.memberships
 create table rowgate.memberships (
@@ -146,6 +183,7 @@ create policy update_manage on rowgate.memberships as permissive for update to p
   with check ((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('members:manage'::text) AS current_organization_ids)::uuid[])));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _200_keep_an_admin BEFORE UPDATE ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_memberships__keep_an_admin();
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('membership', 'members', 'user_id,organization_id,role,created_at,updated_at');
 
 -- Table rowgate.oauth2_clients
 create table rowgate.oauth2_clients (
@@ -214,6 +252,7 @@ create policy update_write on rowgate.orders as permissive for update to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('orders:write'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('orders_write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _200_check BEFORE INSERT OR UPDATE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_orders__check();
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('order', 'members', 'id,organization_id,customer_id,product_id,amount,currency,status,created_at,updated_at');
 CREATE TRIGGER _500_transactions AFTER INSERT OR UPDATE OF status ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_orders__transactions();
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('orders', 'hard');
 
@@ -242,6 +281,7 @@ CREATE INDEX organization_access_tokens_organization ON rowgate.organization_acc
 create policy select_manage on rowgate.organization_access_tokens as permissive for select to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('access_tokens:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (rowgate_hidden.current_subject_kind() = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('organization_access_tokens_read'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization_access_token', 'access_tokens', 'id,organization_id,comment,scopes,expires_at,last_used_at,created_at,updated_at');
 
 -- Table rowgate.organizations
 create table rowgate.organizations (
@@ -267,6 +307,7 @@ create policy select_member on rowgate.organizations as permissive for select to
 create policy update_manage on rowgate.organizations as permissive for update to public
   using (((id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('organizations_write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.organizations FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organizations FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization', 'members', 'id,name,slug,account_id,created_at,updated_at');
 
 -- Table rowgate.payout_accounts
 create table rowgate.payout_accounts (
@@ -294,6 +335,7 @@ create policy insert_finance_web_session on rowgate.payout_accounts as permissiv
 create policy select_finance_web_session on rowgate.payout_accounts as permissive for select to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (rowgate_hidden.finance_read_denial(organization_id) IS NULL) AND (( SELECT rowgate_hidden.current_credential_kind() AS current_credential_kind) = 'web_session'::text) AND ( SELECT rowgate_hidden.has_scope('payouts:read'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.payout_accounts FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.payout_accounts FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('payout_account', 'payouts', 'id,organization_id,type,country,currency,created_at,updated_at');
 
 -- Table rowgate.permissions
 create table rowgate.permissions (
@@ -365,6 +407,7 @@ create policy select_member on rowgate.products as permissive for select to publ
 create policy update_write on rowgate.products as permissive for update to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('products:write'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('products_write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.products FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.products FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('product', 'members', 'id,organization_id,name,description,price_amount,price_currency,is_archived,created_at,updated_at');
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE OR UPDATE OF deleted_at ON rowgate.products FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('products', 'soft');
 
 -- Table rowgate.role_permissions
@@ -415,6 +458,7 @@ CREATE INDEX transactions_organization_created ON rowgate.transactions USING btr
 create policy select_finance on rowgate.transactions as permissive for select to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('finance:read'::text) AS current_organization_ids)::uuid[])) AND ( SELECT (rowgate_hidden.has_scope('transactions_read'::text) OR rowgate_hidden.has_scope('payouts_read'::text)))));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.transactions FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.transactions FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('transaction', 'finance_permission', 'id,organization_id,order_id,type,amount,currency,created_at,updated_at');
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE ON rowgate.transactions FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('transactions', 'hard');
 
 -- Table rowgate.users
@@ -446,6 +490,65 @@ CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.users FOR EACH
 CREATE TRIGGER _900_announce_delete AFTER DELETE ON rowgate.users REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
 CREATE TRIGGER _900_announce_truncate AFTER TRUNCATE ON rowgate.users FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
 CREATE TRIGGER _900_announce_update AFTER UPDATE ON rowgate.users REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
+
+-- Table rowgate.webhook_attempts
+create table rowgate.webhook_attempts (
+  id uuid default uuidv7() not null,
+  organization_id uuid not null,
+  endpoint_id uuid not null,
+  event_id uuid not null,
+  delivery_id bigint not null,
+  attempt integer not null,
+  status text not null,
+  response_code integer,
+  duration_ms integer not null,
+  error text,
+  created_at timestamp with time zone default now() not null,
+  constraint webhook_attempts_pkey PRIMARY KEY (organization_id, id),
+  constraint webhook_attempts_organization_id_endpoint_id_fkey FOREIGN KEY (organization_id, endpoint_id) REFERENCES rowgate.webhook_endpoints(organization_id, id),
+  constraint webhook_attempts_status_check CHECK ((status = ANY (ARRAY['succeeded'::text, 'failed'::text])))
+);
+comment on table rowgate.webhook_attempts is '@behavior -*
+Webhook delivery attempts (REST only).';
+alter table rowgate.webhook_attempts enable row level security;
+grant select (id, organization_id, endpoint_id, event_id, delivery_id, attempt, status, response_code, duration_ms, error, created_at) on rowgate.webhook_attempts to rowgate_organization, rowgate_user;
+CREATE INDEX webhook_attempts_endpoint ON rowgate.webhook_attempts USING btree (endpoint_id, created_at, id);
+create policy select_manage on rowgate.webhook_attempts as permissive for select to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('webhooks_read'::text) AS has_scope)));
+
+-- Table rowgate.webhook_endpoints
+create table rowgate.webhook_endpoints (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  url text not null,
+  event_types text[] not null,
+  description text,
+  enabled boolean default true not null,
+  consecutive_failures integer default 0 not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint webhook_endpoints_pkey PRIMARY KEY (organization_id, id),
+  constraint webhook_endpoints_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint webhook_endpoints_description_check CHECK ((length(description) <= 500)),
+  constraint webhook_endpoints_event_types_check CHECK (((cardinality(event_types) >= 1) AND (cardinality(event_types) <= 100))),
+  constraint webhook_endpoints_url_check CHECK (((length(url) >= 1) AND (length(url) <= 2000)))
+);
+comment on table rowgate.webhook_endpoints is '@behavior -*
+Webhook endpoints (REST only: creating one makes a secret).';
+alter table rowgate.webhook_endpoints enable row level security;
+grant select (id, organization_id, url, event_types, description, enabled, created_at, updated_at) on rowgate.webhook_endpoints to rowgate_organization, rowgate_user;
+grant update (url, event_types, description, enabled) on rowgate.webhook_endpoints to rowgate_organization, rowgate_user;
+CREATE INDEX webhook_endpoints_id ON rowgate.webhook_endpoints USING btree (id);
+CREATE INDEX webhook_endpoints_organization ON rowgate.webhook_endpoints USING btree (organization_id, created_at, id) WHERE (deleted_at IS NULL);
+create policy select_manage on rowgate.webhook_endpoints as permissive for select to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('webhooks_read'::text) AS has_scope)));
+create policy update_manage on rowgate.webhook_endpoints as permissive for update to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('webhooks_write'::text) AS has_scope)));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _200_reset BEFORE UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__reset();
+CREATE TRIGGER _300_check_types BEFORE UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__check_types();
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('webhook_endpoint', 'organization_managers', 'id,organization_id,url,event_types,description,enabled,created_at,updated_at');
 
 -- Table rowgate_private.access_token_hashes
 create table rowgate_private.access_token_hashes (
@@ -589,7 +692,8 @@ create table rowgate_private.organization_row_counts (
   organization_id uuid not null,
   resource text not null,
   row_count bigint default 0 not null,
-  constraint organization_row_counts_pkey PRIMARY KEY (organization_id, resource),
+  stripe smallint default 0 not null,
+  constraint organization_row_counts_pkey PRIMARY KEY (organization_id, resource, stripe),
   constraint organization_row_counts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id)
 );
 
@@ -648,6 +752,33 @@ create table rowgate_private.user_changes (
   user_ids text not null,
   created_at timestamp with time zone default now() not null,
   constraint user_changes_pkey PRIMARY KEY (id)
+);
+
+-- Table rowgate_private.webhook_deliveries
+create table rowgate_private.webhook_deliveries (
+  id bigint generated always as identity not null,
+  organization_id uuid not null,
+  endpoint_id uuid not null,
+  event_id uuid not null,
+  status text default 'pending'::text not null,
+  attempts integer default 0 not null,
+  next_attempt_at timestamp with time zone default now() not null,
+  created_at timestamp with time zone default now() not null,
+  constraint webhook_deliveries_pkey PRIMARY KEY (organization_id, id),
+  constraint webhook_deliveries_organization_id_endpoint_id_fkey FOREIGN KEY (organization_id, endpoint_id) REFERENCES rowgate.webhook_endpoints(organization_id, id),
+  constraint webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'succeeded'::text, 'failed'::text])))
+);
+CREATE INDEX webhook_deliveries_due ON rowgate_private.webhook_deliveries USING btree (next_attempt_at) WHERE (status = 'pending'::text);
+CREATE INDEX webhook_deliveries_endpoint_pending ON rowgate_private.webhook_deliveries USING btree (endpoint_id, event_id) WHERE (status = 'pending'::text);
+CREATE INDEX webhook_deliveries_id ON rowgate_private.webhook_deliveries USING btree (id);
+
+-- Table rowgate_private.webhook_secrets
+create table rowgate_private.webhook_secrets (
+  organization_id uuid not null,
+  endpoint_id uuid not null,
+  sealed_secret bytea not null,
+  constraint webhook_secrets_pkey PRIMARY KEY (organization_id, endpoint_id),
+  constraint webhook_secrets_organization_id_endpoint_id_fkey FOREIGN KEY (organization_id, endpoint_id) REFERENCES rowgate.webhook_endpoints(organization_id, id)
 );
 
 -- View rowgate.orders_by_day
@@ -1078,6 +1209,31 @@ $function$;
 comment on function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea) is '@behavior -*';
 grant execute on function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea) to rowgate_user;
 
+-- Function rowgate.create_webhook_endpoint(uuid,text,text[],text,boolean,bytea)
+CREATE OR REPLACE FUNCTION rowgate.create_webhook_endpoint(p_organization_id uuid, p_url text, p_event_types text[], p_description text, p_enabled boolean, p_sealed_secret bytea)
+ RETURNS rowgate.webhook_endpoints
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_organization_id uuid;
+  v_endpoint rowgate.webhook_endpoints;
+begin
+  perform rowgate_hidden.assert_scope('webhooks_write');
+  v_organization_id := rowgate_hidden.target_organization_id(p_organization_id, 'organization:manage');
+  perform rowgate_hidden.assert_event_types(v_organization_id, p_event_types);
+  insert into rowgate.webhook_endpoints (organization_id, url, event_types, description, enabled)
+    values (v_organization_id, p_url, p_event_types, p_description, coalesce(p_enabled, true))
+    returning * into v_endpoint;
+  insert into rowgate_private.webhook_secrets (organization_id, endpoint_id, sealed_secret)
+    values (v_endpoint.organization_id, v_endpoint.id, p_sealed_secret);
+  return v_endpoint;
+end;
+$function$;
+comment on function rowgate.create_webhook_endpoint(uuid,text,text[],text,boolean,bytea) is '@behavior -*';
+grant execute on function rowgate.create_webhook_endpoint(uuid,text,text[],text,boolean,bytea) to rowgate_organization, rowgate_user;
+
 -- Function rowgate.delete_current_user()
 CREATE OR REPLACE FUNCTION rowgate.delete_current_user()
  RETURNS boolean
@@ -1185,6 +1341,22 @@ end;
 $function$;
 comment on function rowgate.delete_resource(text,uuid) is '@behavior -*';
 grant execute on function rowgate.delete_resource(text,uuid) to rowgate_organization, rowgate_user;
+
+-- Function rowgate.delete_webhook_endpoint(uuid)
+CREATE OR REPLACE FUNCTION rowgate.delete_webhook_endpoint(p_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  perform rowgate_hidden.authorize_webhook_endpoint(p_id, 'webhooks_write');
+  update rowgate.webhook_endpoints set deleted_at = now() where id = p_id;
+  delete from rowgate_private.webhook_deliveries where endpoint_id = p_id and status = 'pending';
+end;
+$function$;
+comment on function rowgate.delete_webhook_endpoint(uuid) is '@behavior -*';
+grant execute on function rowgate.delete_webhook_endpoint(uuid) to rowgate_organization, rowgate_user;
 
 -- Function rowgate.exchange_oauth2_authorization_code(text,bytea,bytea,text,text,bytea,bytea,bytea)
 CREATE OR REPLACE FUNCTION rowgate.exchange_oauth2_authorization_code(p_client_id text, p_client_secret_hash bytea, p_code_hash bytea, p_redirect_uri text, p_code_challenge text, p_user_token_hash bytea, p_organization_token_hash bytea, p_refresh_token_hash bytea)
@@ -1315,6 +1487,31 @@ $function$;
 comment on function rowgate.record_outbox_mail(text,text,text) is '@behavior -*
 Keeps a message in the development outbox (no mail server configured).';
 grant execute on function rowgate.record_outbox_mail(text,text,text) to rowgate_anonymous;
+
+-- Function rowgate.redeliver_webhook_event(uuid,uuid)
+CREATE OR REPLACE FUNCTION rowgate.redeliver_webhook_event(p_endpoint_id uuid, p_event_id uuid)
+ RETURNS bigint
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_organization_id uuid;
+  v_id bigint;
+begin
+  v_organization_id := rowgate_hidden.authorize_webhook_endpoint(p_endpoint_id, 'webhooks_write');
+  if not exists (select 1 from rowgate.events ev where ev.id = p_event_id and ev.organization_id = v_organization_id
+      and rowgate_hidden.event_type_denial(v_organization_id, ev.type) is null) then
+    raise exception 'No such event of this organization' using errcode = 'RG422', detail = 'body.event_id';
+  end if;
+  insert into rowgate_private.webhook_deliveries (organization_id, endpoint_id, event_id)
+    values (v_organization_id, p_endpoint_id, p_event_id) returning id into v_id;
+  perform pg_notify('rowgate_webhooks', '');
+  return v_id;
+end;
+$function$;
+comment on function rowgate.redeliver_webhook_event(uuid,uuid) is '@behavior -*';
+grant execute on function rowgate.redeliver_webhook_event(uuid,uuid) to rowgate_organization, rowgate_user;
 
 -- Function rowgate.refresh_oauth2_token(text,bytea,bytea,text[],bytea,bytea,bytea)
 CREATE OR REPLACE FUNCTION rowgate.refresh_oauth2_token(p_client_id text, p_client_secret_hash bytea, p_refresh_token_hash bytea, p_scopes text[], p_user_token_hash bytea, p_organization_token_hash bytea, p_new_refresh_token_hash bytea)
@@ -1553,6 +1750,28 @@ end;
 $function$;
 grant execute on function rowgate_hidden.analyst_user_id() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
+-- Function rowgate_hidden.assert_event_types(uuid,text[])
+CREATE OR REPLACE FUNCTION rowgate_hidden.assert_event_types(p_organization_id uuid, p_event_types text[])
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  v_type text;
+  v_denial text;
+begin
+  foreach v_type in array p_event_types loop
+    v_denial := rowgate_hidden.event_type_denial(p_organization_id, v_type);
+    if v_denial = 'Unknown event type' then
+      raise exception 'Unknown event type: %', v_type using errcode = 'RG422', detail = 'body.event_types';
+    elsif v_denial is not null then
+      raise exception '%', v_denial using errcode = 'RG403';
+    end if;
+  end loop;
+end;
+$function$;
+grant execute on function rowgate_hidden.assert_event_types(uuid,text[]) to rowgate_organization, rowgate_user;
+
 -- Function rowgate_hidden.assert_scope(text)
 CREATE OR REPLACE FUNCTION rowgate_hidden.assert_scope(p_scope text)
  RETURNS void
@@ -1583,6 +1802,63 @@ AS $function$
   from (select 1) one left join reachable r on true;
 $function$;
 grant execute on function rowgate_hidden.authorize(text,uuid,text) to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.authorize_webhook_endpoint(uuid,text)
+CREATE OR REPLACE FUNCTION rowgate_hidden.authorize_webhook_endpoint(p_id uuid, p_scope text)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_organization_id uuid;
+  v_denial text;
+begin
+  perform rowgate_hidden.assert_scope(p_scope);
+  select e.organization_id into v_organization_id from rowgate.webhook_endpoints e where e.id = p_id and e.deleted_at is null;
+  if v_organization_id is null or not v_organization_id = any (rowgate_hidden.current_organization_ids()) then
+    raise exception 'Not found' using errcode = 'RG404';
+  end if;
+  v_denial := rowgate_hidden.role_permission_denial(v_organization_id, 'organization:manage');
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG403';
+  end if;
+  return v_organization_id;
+end;
+$function$;
+grant execute on function rowgate_hidden.authorize_webhook_endpoint(uuid,text) to rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.current_actor()
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_actor()
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_kind text := rowgate_hidden.current_subject_kind();
+  v_credential_kind text := rowgate_hidden.current_credential_kind();
+  v_credential_id uuid := rowgate_hidden.current_credential_id();
+  v_impersonator_id uuid;
+  v_client_id text;
+begin
+  if v_kind is null then
+    return jsonb_build_object('kind', 'system', 'id', null, 'credential_kind', null, 'credential_id', null,
+      'impersonator_id', null, 'oauth2_client_id', null);
+  end if;
+  if v_credential_kind = 'web_session' then
+    select s.impersonator_id into v_impersonator_id from rowgate_private.sessions s where s.id = v_credential_id;
+  elsif v_credential_kind in ('oauth2_user_token', 'oauth2_organization_token') then
+    select t.client_id into v_client_id from rowgate_private.oauth2_access_tokens t where t.id = v_credential_id;
+    v_credential_kind := 'oauth2_token';
+  end if;
+  return jsonb_build_object('kind', v_kind, 'id', rowgate_hidden.current_subject_id(),
+    'credential_kind', v_credential_kind, 'credential_id', v_credential_id,
+    'impersonator_id', v_impersonator_id, 'oauth2_client_id', v_client_id);
+end;
+$function$;
+comment on function rowgate_hidden.current_actor() is 'Who is making the changes of this transaction, as events record it (SPEC §17).';
+grant execute on function rowgate_hidden.current_actor() to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.current_colleague_ids()
 CREATE OR REPLACE FUNCTION rowgate_hidden.current_colleague_ids()
@@ -1741,6 +2017,27 @@ $function$;
 comment on function rowgate_hidden.current_user_is_platform_admin() is 'Is the User of this transaction a platform admin (SPEC §2)? Its own flag only.';
 grant execute on function rowgate_hidden.current_user_is_platform_admin() to rowgate_user;
 
+-- Function rowgate_hidden.event_type_denial(uuid,text)
+CREATE OR REPLACE FUNCTION rowgate_hidden.event_type_denial(p_organization_id uuid, p_type text)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case split_part(p_type, '.', 1)
+    when 'organization' then null when 'membership' then null when 'product' then null
+    when 'customer' then null when 'order' then null when 'member' then null when 'refund' then null
+    when 'webhook_endpoint' then null
+    when 'transaction' then case when p_organization_id = any (rowgate_hidden.current_organization_ids('finance:read')) then null
+      else 'You don''t have permission to read transactions' end
+    when 'account' then rowgate_hidden.finance_read_denial(p_organization_id)
+    when 'payout_account' then coalesce(rowgate_hidden.finance_read_denial(p_organization_id),
+      case when rowgate_hidden.current_credential_kind() is distinct from 'web_session' then 'Payout account events take a web session' end)
+    when 'organization_access_token' then rowgate_hidden.access_token_management_denial(p_organization_id)
+    else 'Unknown event type'
+  end;
+$function$;
+grant execute on function rowgate_hidden.event_type_denial(uuid,text) to rowgate_organization, rowgate_user;
+
 -- Function rowgate_hidden.finance_denial(uuid,boolean)
 CREATE OR REPLACE FUNCTION rowgate_hidden.finance_denial(p_organization_id uuid, p_write boolean)
  RETURNS text
@@ -1885,6 +2182,7 @@ begin
     when 'customer' then (select organization_id from rowgate.customers where id = p_id and deleted_at is null)
     when 'order' then (select organization_id from rowgate.orders where id = p_id)
     when 'payout_account' then (select organization_id from rowgate.payout_accounts where id = p_id and deleted_at is null)
+    when 'webhook_endpoint' then (select organization_id from rowgate.webhook_endpoints where id = p_id and deleted_at is null)
   end;
 end;
 $function$;
@@ -2055,6 +2353,39 @@ begin
 end;
 $function$;
 
+-- Function rowgate_private.claim_webhook_delivery()
+CREATE OR REPLACE FUNCTION rowgate_private.claim_webhook_delivery()
+ RETURNS TABLE(delivery_id bigint, attempt integer, endpoint_id uuid, url text, sealed_secret bytea, event_id uuid, organization_id uuid, type text, resource_id uuid, data jsonb, actor jsonb, request_id text, created_at timestamp with time zone)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_delivery rowgate_private.webhook_deliveries;
+begin
+  select d.* into v_delivery from rowgate_private.webhook_deliveries d
+    join rowgate.webhook_endpoints e on e.id = d.endpoint_id
+    where d.status = 'pending' and d.next_attempt_at <= now() and e.enabled and e.deleted_at is null
+      and (d.attempts > 0 or not exists (
+        select 1 from rowgate_private.webhook_deliveries p
+        where p.endpoint_id = d.endpoint_id and p.status = 'pending' and p.attempts = 0 and p.event_id < d.event_id))
+    order by d.next_attempt_at, d.event_id
+    limit 1
+    for update of d skip locked;
+  if v_delivery.id is null then
+    return;
+  end if;
+  return query
+    select v_delivery.id, v_delivery.attempts + 1, e.id, e.url, s.sealed_secret,
+      ev.id, ev.organization_id, ev.type, ev.resource_id, ev.data, ev.actor, ev.request_id, ev.created_at
+    from rowgate.webhook_endpoints e
+      join rowgate_private.webhook_secrets s on s.endpoint_id = e.id
+      join rowgate.events ev on ev.id = v_delivery.event_id
+    where e.id = v_delivery.endpoint_id;
+end;
+$function$;
+grant execute on function rowgate_private.claim_webhook_delivery() to rowgate_authenticator;
+
 -- Function rowgate_private.enforce_analyst_limits()
 CREATE OR REPLACE FUNCTION rowgate_private.enforce_analyst_limits()
  RETURNS TABLE(cancelled integer, terminated integer)
@@ -2164,6 +2495,17 @@ AS $function$
 $function$;
 comment on function rowgate_private.login_code_lifetime() is 'How long a sign-in code stays valid, and the window in which an address may ask for at most 5 codes.';
 
+-- Function rowgate_private.next_webhook_delivery_at()
+CREATE OR REPLACE FUNCTION rowgate_private.next_webhook_delivery_at()
+ RETURNS timestamp with time zone
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select min(next_attempt_at) from rowgate_private.webhook_deliveries where status = 'pending';
+$function$;
+grant execute on function rowgate_private.next_webhook_delivery_at() to rowgate_authenticator;
+
 -- Function rowgate_private.oauth2_grant_holds(uuid,uuid)
 CREATE OR REPLACE FUNCTION rowgate_private.oauth2_grant_holds(p_user_id uuid, p_organization_id uuid)
  RETURNS boolean
@@ -2224,6 +2566,36 @@ begin
   end if;
 end;
 $function$;
+
+-- Function rowgate_private.record_webhook_attempt(bigint,boolean,integer,integer,text,interval)
+CREATE OR REPLACE FUNCTION rowgate_private.record_webhook_attempt(p_delivery_id bigint, p_succeeded boolean, p_response_code integer, p_duration_ms integer, p_error text, p_retry_delay interval)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_delivery rowgate_private.webhook_deliveries;
+begin
+  update rowgate_private.webhook_deliveries d set attempts = d.attempts + 1,
+      status = case when p_succeeded then 'succeeded' when d.attempts + 1 >= 10 then 'failed' else 'pending' end,
+      next_attempt_at = now() + p_retry_delay
+    where d.id = p_delivery_id
+    returning d.* into v_delivery;
+  insert into rowgate.webhook_attempts (organization_id, endpoint_id, event_id, delivery_id, attempt, status, response_code, duration_ms, error)
+    select e.organization_id, e.id, v_delivery.event_id, v_delivery.id, v_delivery.attempts,
+      case when p_succeeded then 'succeeded' else 'failed' end, p_response_code, p_duration_ms, left(p_error, 500)
+    from rowgate.webhook_endpoints e where e.id = v_delivery.endpoint_id;
+  if p_succeeded then
+    update rowgate.webhook_endpoints e set consecutive_failures = 0 where e.id = v_delivery.endpoint_id and e.consecutive_failures > 0;
+  elsif v_delivery.status = 'failed' then
+    update rowgate.webhook_endpoints e set consecutive_failures = e.consecutive_failures + 1,
+        enabled = e.enabled and e.consecutive_failures + 1 < 10
+      where e.id = v_delivery.endpoint_id;
+  end if;
+end;
+$function$;
+grant execute on function rowgate_private.record_webhook_attempt(bigint,boolean,integer,integer,text,interval) to rowgate_authenticator;
 
 -- Function rowgate_private.revoke_oauth2_family(uuid)
 CREATE OR REPLACE FUNCTION rowgate_private.revoke_oauth2_family(p_family_id uuid)
@@ -2301,10 +2673,62 @@ begin
     end if;
   end if;
   if v_delta <> 0 then
-    insert into rowgate_private.organization_row_counts as c (organization_id, resource, row_count)
-      values (v_organization_id, tg_argv[0], v_delta)
-      on conflict (organization_id, resource) do update set row_count = c.row_count + excluded.row_count;
+    insert into rowgate_private.organization_row_counts as c (organization_id, resource, stripe, row_count)
+      values (v_organization_id, tg_argv[0], pg_backend_pid() % 64, v_delta)
+      on conflict (organization_id, resource, stripe) do update set row_count = c.row_count + excluded.row_count;
   end if;
+  return null;
+end;
+$function$;
+
+-- Function rowgate_private.tg__events()
+CREATE OR REPLACE FUNCTION rowgate_private.tg__events()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET "TimeZone" TO 'UTC'
+AS $function$
+declare
+  v_resource text := tg_argv[0];
+  v_columns text[] := string_to_array(tg_argv[2], ',');
+  v_row jsonb := to_jsonb(case when tg_op = 'DELETE' then old else new end);
+  v_old jsonb := case when tg_op = 'UPDATE' then to_jsonb(old) end;
+  v_data jsonb;
+  v_types text[];
+  v_resource_id uuid;
+  v_type text;
+begin
+  select jsonb_object_agg(key, value) into v_data from jsonb_each(v_row) where key = any (v_columns);
+  if tg_op = 'INSERT' then
+    v_types := array[v_resource || '.created'];
+  elsif tg_op = 'DELETE' then
+    v_types := array[v_resource || '.deleted'];
+  elsif v_old->>'deleted_at' is not null then
+    return null; -- a deleted row stays deleted
+  elsif v_row->>'deleted_at' is not null then
+    v_types := array[v_resource || '.deleted'];
+  elsif (v_data - '{updated_at,last_used_at}'::text[])
+      = (select coalesce(jsonb_object_agg(key, value), '{}') from jsonb_each(v_old) where key = any (v_columns) and key not in ('updated_at', 'last_used_at')) then
+    return null;
+  else
+    v_types := array[v_resource || '.updated'];
+  end if;
+  if v_resource = 'order' and tg_op <> 'DELETE' and v_row->>'status' in ('paid', 'refunded')
+      and v_row->>'status' is distinct from v_old->>'status' then
+    v_types := v_types || ('order.' || (v_row->>'status'));
+  end if;
+  v_resource_id := (v_row->>'id')::uuid;
+  if v_resource = 'membership' then
+    -- a membership is known by its user (REST: /organizations/{id}/members/{user_id})
+    v_resource_id := (v_row->>'user_id')::uuid;
+    select v_data || jsonb_build_object('email', u.email, 'name', u.name) into v_data from rowgate.users u where u.id = v_resource_id;
+  end if;
+  foreach v_type in array v_types loop
+    insert into rowgate.events (organization_id, type, resource_id, data, actor, request_id, audience)
+    values (coalesce((v_row->>'organization_id')::uuid, (v_row->>'id')::uuid), v_type, v_resource_id, v_data,
+      rowgate_hidden.current_actor(), nullif(current_setting('rowgate.request_id', true), ''), tg_argv[1]);
+  end loop;
   return null;
 end;
 $function$;
@@ -2319,6 +2743,24 @@ begin
   new.created_at = case when tg_op = 'INSERT' then now() else old.created_at end;
   new.updated_at = case when tg_op = 'UPDATE' and old.updated_at >= now() then old.updated_at + interval '1 millisecond' else now() end;
   return new;
+end;
+$function$;
+
+-- Function rowgate_private.tg_events__enqueue_deliveries()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_events__enqueue_deliveries()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  insert into rowgate_private.webhook_deliveries (organization_id, endpoint_id, event_id)
+    select e.organization_id, e.id, new.id from rowgate.webhook_endpoints e
+    where e.organization_id = new.organization_id and e.enabled and e.deleted_at is null and new.type = any (e.event_types);
+  if found then
+    perform pg_notify('rowgate_webhooks', '');
+  end if;
+  return null;
 end;
 $function$;
 
@@ -2393,6 +2835,34 @@ begin
     where u.id in (case when tg_op <> 'INSERT' then old.user_id end, case when tg_op <> 'DELETE' then new.user_id end)
       and u.updated_at < now();
   return null;
+end;
+$function$;
+
+-- Function rowgate_private.tg_webhook_endpoints__check_types()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_webhook_endpoints__check_types()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if new.event_types is distinct from old.event_types and rowgate_hidden.current_subject_kind() is not null then
+    perform rowgate_hidden.assert_event_types(new.organization_id, new.event_types);
+  end if;
+  return new;
+end;
+$function$;
+
+-- Function rowgate_private.tg_webhook_endpoints__reset()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_webhook_endpoints__reset()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if new.enabled and not old.enabled then
+    new.consecutive_failures := 0;
+  end if;
+  return new;
 end;
 $function$;
 

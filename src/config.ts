@@ -74,6 +74,10 @@ const schema = z.object({
   // a change through the database reaches it sooner). 0: none kept, for a
   // transaction-pooling PgBouncer (LISTEN needs a session; docs/operations.md).
   ROWGATE_ANSWER_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
+  // the webhook delivery worker of this process (SPEC §17); off: this process delivers nothing (others may)
+  ROWGATE_WEBHOOKS: z.enum(['on', 'off']).default('on'),
+  // 1: webhook URLs may name loopback addresses, over http too (development and tests; never in production)
+  ROWGATE_WEBHOOKS_ALLOW_LOOPBACK: z.enum(['0', '1']).default('0'),
   // production unless told otherwise: the GraphQL explorer and development checks only on request (SPEC §13)
   NODE_ENV: z.string().default('production'),
   SMTP_URL: z

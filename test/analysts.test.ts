@@ -739,6 +739,7 @@ describe('bypass attempts fail', () => {
         'rowgate.accounts',
         'rowgate.customer_members',
         'rowgate.customers',
+        'rowgate.events',
         'rowgate.memberships',
         'rowgate.orders',
         'rowgate.orders_by_day',

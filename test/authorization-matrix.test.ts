@@ -26,6 +26,9 @@ const ORG_SCOPES = [
     (r) => [`${r}_read`, `${r}_write`],
   ),
   'customer_sessions_write',
+  'events_read',
+  'webhooks_read',
+  'webhooks_write',
 ];
 const PORTAL_SCOPES = ['customer_portal_read', 'customer_portal_write'];
 const ALL_SCOPES = [...USER_SCOPES, ...ORG_SCOPES];
@@ -107,6 +110,8 @@ const EP = {
   portalOrders: ep('GET', '/v1/customer-portal/orders/', ACCEPTS.portal, PORTAL_SCOPES),
   portalOrder: ep('GET', '/v1/customer-portal/orders/{id}', ACCEPTS.portal, PORTAL_SCOPES),
   createImpersonation: ep('POST', '/v1/impersonations/', ACCEPTS.web, ['user:write']),
+  listEvents: ep('GET', '/v1/events/', ACCEPTS.organization, ['events_read']),
+  getEvent: ep('GET', '/v1/events/{id}', ACCEPTS.organization, ['events_read']),
 } satisfies Record<string, Endpoint>;
 
 // ---------------------------------------------------------------------------------
@@ -195,6 +200,8 @@ interface World {
   tokensA: string[];
   tokensB: string[];
   tokensC: string[];
+  /** every event the fixtures wrote (SPEC §17) */
+  events: { id: string; organization_id: string; type: string }[];
   credentials: Map<string, RequestOptions>;
   /** the user a User subject is */
   userOf: Partial<Record<Principal, string>>;
@@ -300,6 +307,7 @@ async function buildWorld(): Promise<World> {
     tokensA: await tokensOf(A),
     tokensB: await tokensOf(B),
     tokensC: await tokensOf(C),
+    events: await app.sql('select id, organization_id, type from rowgate.events'),
     credentials,
     userOf: {
       ...Object.fromEntries(USER_PRINCIPALS.map((p) => [p, users[p].id])),
@@ -663,6 +671,60 @@ read(EP.listTransactions, 'narrowed to B', (w) => ({ path: `/v1/transactions/?li
   ),
   others: none,
 });
+
+// events: the reading rules of the resource each describes (SPEC §17). Payout-account
+// events follow the access class of payout accounts (web sessions), which depends on the
+// credential rather than the subject: test/events.test.ts covers them; here they are filtered out.
+const eventsOf =
+  (organization: 'A' | 'B' | 'C', visible: (type: string) => boolean = () => true) =>
+  (w: World) =>
+    w.events.filter((e) => e.organization_id === w[organization] && visible(e.type)).map((e) => e.id);
+const memberVisible = (type: string) => !/^(transaction|account|payout_account|organization_access_token)\./.test(type);
+const notTokens = (type: string) => !type.startsWith('organization_access_token.');
+const eventsPath = (w: World) =>
+  `/v1/events/?limit=100&${[...new Set(w.events.map((e) => e.type).filter((t) => !t.startsWith('payout_account.')))]
+    .map((t) => `type=${t}`)
+    .join('&')}`;
+read(EP.listEvents, 'every type but payout accounts', (w) => ({ path: eventsPath(w) }), {
+  adminA: rows((w) => [...eventsOf('A', (t) => !t.startsWith('payout_account.'))(w), ...eventsOf('C')(w)]),
+  memberA: rows(eventsOf('A', memberVisible)),
+  financeA: rows(eventsOf('A', (t) => memberVisible(t) || t.startsWith('transaction.'))),
+  oatA: rows(eventsOf('A', (t) => notTokens(t) && !t.startsWith('payout_account.'))),
+  adminB: rows(eventsOf('B', (t) => !t.startsWith('payout_account.'))),
+  oatB: rows(eventsOf('B', (t) => notTokens(t) && !t.startsWith('payout_account.'))),
+  oatC: rows(eventsOf('C', notTokens)),
+  others: none,
+});
+const eventOf = (w: World, organization: 'A' | 'B', type: string) =>
+  w.events.find((e) => e.organization_id === w[organization] && e.type === type)!.id;
+read(
+  EP.getEvent,
+  'a transaction of A (finance:read)',
+  (w) => ({ path: `/v1/events/${eventOf(w, 'A', 'transaction.created')}`, id: eventOf(w, 'A', 'transaction.created') }),
+  {
+    ...each(['adminA', 'financeA', 'oatA'], ok(sameId)),
+    others: notFound,
+  },
+);
+read(
+  EP.getEvent,
+  'the account of A (finance-read policy)',
+  (w) => ({ path: `/v1/events/${eventOf(w, 'A', 'account.created')}`, id: eventOf(w, 'A', 'account.created') }),
+  {
+    ...each(['adminA', 'oatA'], ok(sameId)),
+    others: notFound,
+  },
+);
+read(
+  EP.getEvent,
+  'a product of B',
+  (w) => ({ path: `/v1/events/${eventOf(w, 'B', 'product.created')}`, id: eventOf(w, 'B', 'product.created') }),
+  {
+    ...each(['adminB', 'oatB'], ok(sameId)),
+    others: notFound,
+  },
+);
+read(EP.getEvent, 'an unknown id', () => ({ path: `/v1/events/${unknownId()}` }), { others: notFound });
 
 // payout accounts: web sessions, finance-read policy
 read(EP.listPayoutAccounts, 'all', () => ({ path: '/v1/payout-accounts/?limit=100' }), {

@@ -150,6 +150,15 @@ function organizationCases<T extends { id: string; org: string }>(rows: T[], rea
   ];
 }
 
+const SYSTEM_ACTOR = {
+  kind: 'system',
+  id: null,
+  credential_kind: null,
+  credential_id: null,
+  impersonator_id: null,
+  oauth2_client_id: null,
+};
+
 const declarations: Record<string, Declaration> = {
   'products:list': {
     invalid: ['is_archived=maybe', 'organization_id=not-a-uuid', `query=${'x'.repeat(201)}`],
@@ -293,6 +302,140 @@ const declarations: Record<string, Declaration> = {
             query: `organization_id=${a}&customer_id=${ca2}&product_id=${pa1}&status=paid&status=pending`,
             expect: ids(rows, (r) => r.customer === ca2 && r.product === pa1 && r.status !== 'refunded'),
           },
+        ],
+      };
+    },
+  },
+
+  'events:list': {
+    invalid: ['type=bogus', 'resource_id=nope', 'organization_id=nope', 'created_after=yesterday'],
+    seed: async (n) => {
+      const { user, a, b, c } = await world();
+      // only the rows seeded here: the events of making the organizations go
+      await app.sql('delete from rowgate.events where organization_id = any($1::uuid[])', [[a, b, c]]);
+      const types = ['product.created', 'order.paid', 'customer.updated'];
+      const resources = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+      const rows: { id: string; org: string; type: string; resource: string }[] = [];
+      for (let i = 0; i < n; i++) {
+        const row = { org: i % 3 === 2 ? b : a, type: types[i % 3]!, resource: resources[i % 4]! };
+        const id = await insertRow('rowgate.events', {
+          organization_id: row.org,
+          type: row.type,
+          resource_id: row.resource,
+          data: { id: row.resource },
+          actor: SYSTEM_ACTOR,
+          audience: 'members',
+          // distinct-but-tied creation times, as stamp() gives other tables
+          created_at: new Date(BASE + Math.floor(((i * 7) % n) / 2) * 1000).toISOString(),
+        });
+        rows.push({ id, ...row });
+      }
+      await insertRow('rowgate.events', {
+        organization_id: c,
+        type: 'product.created',
+        resource_id: resources[0],
+        data: {},
+        actor: SYSTEM_ACTOR,
+        audience: 'members',
+      });
+      return {
+        path: '/v1/events/',
+        auth: { session: user.session },
+        keys: ids(rows),
+        filters: [
+          ...organizationCases(rows, [a, b], [c]),
+          { query: 'type=order.paid', expect: ids(rows, (r) => r.type === 'order.paid') },
+          { query: 'type=order.paid&type=product.created', expect: ids(rows, (r) => r.type !== 'customer.updated') },
+          { query: 'type=order.refunded', expect: [] },
+          { query: `resource_id=${resources[1]}`, expect: ids(rows, (r) => r.resource === resources[1]) },
+          {
+            query: `resource_id=${resources[0]}&resource_id=${resources[2]}&type=product.created`,
+            expect: ids(rows, (r) => (r.resource === resources[0] || r.resource === resources[2]) && r.type === 'product.created'),
+          },
+          {
+            query: `created_after=${new Date(BASE + 5000).toISOString()}`,
+            expect: ids(rows).filter((_, i) => BASE + Math.floor(((i * 7) % n) / 2) * 1000 >= BASE + 5000),
+          },
+          {
+            query: `created_before=${new Date(BASE + 5000).toISOString()}`,
+            expect: ids(rows).filter((_, i) => BASE + Math.floor(((i * 7) % n) / 2) * 1000 < BASE + 5000),
+          },
+        ],
+      };
+    },
+  },
+
+  'webhook_endpoints:list': {
+    invalid: ['organization_id=nope', 'enabled=true'],
+    seed: async (n) => {
+      const { user, a, b, c } = await world();
+      const endpoint = (org: string, i: number) =>
+        insertRow('rowgate.webhook_endpoints', {
+          organization_id: org,
+          url: `https://hooks.example.com/${i}`,
+          event_types: ['order.paid'],
+        });
+      const rows: { id: string; org: string }[] = [];
+      for (let i = 0; i < n; i++) {
+        const org = i % 3 === 2 ? b : a;
+        rows.push({ id: await endpoint(org, i), org });
+      }
+      await stamp('rowgate.webhook_endpoints', ids(rows));
+      // out of sight: another organization's endpoint, and a deleted one
+      await endpoint(c, 100);
+      await app.sql('update rowgate.webhook_endpoints set deleted_at = now() where id = $1', [await endpoint(a, 101)]);
+      return {
+        path: '/v1/webhook-endpoints/',
+        auth: { session: user.session },
+        keys: ids(rows),
+        filters: organizationCases(rows, [a, b], [c]),
+      };
+    },
+  },
+
+  'webhook_deliveries:list': {
+    invalid: ['status=bogus', 'event_id=nope'],
+    seed: async (n) => {
+      const { user, a } = await world();
+      const endpoint = await insertRow('rowgate.webhook_endpoints', {
+        organization_id: a,
+        url: 'https://hooks.example.com/',
+        event_types: ['order.paid'],
+      });
+      const other = await insertRow('rowgate.webhook_endpoints', {
+        organization_id: a,
+        url: 'https://hooks.example.com/2',
+        event_types: ['order.paid'],
+      });
+      const events = [randomUUID(), randomUUID(), randomUUID()];
+      const attempt = (endpointId: string, i: number, at?: string) =>
+        insertRow('rowgate.webhook_attempts', {
+          organization_id: a,
+          endpoint_id: endpointId,
+          event_id: events[i % 3],
+          delivery_id: (i % 3) + 1,
+          attempt: Math.floor(i / 3) + 1,
+          status: i % 2 ? 'failed' : 'succeeded',
+          response_code: i % 2 ? 500 : 200,
+          duration_ms: 10 + i,
+          ...(at ? { created_at: at } : {}),
+        });
+      const rows: { id: string; event: string; status: string }[] = [];
+      for (let i = 0; i < n; i++) {
+        const at = new Date(BASE + Math.floor(((i * 7) % n) / 2) * 1000).toISOString();
+        rows.push({ id: await attempt(endpoint, i, at), event: events[i % 3]!, status: i % 2 ? 'failed' : 'succeeded' });
+      }
+      await attempt(other, 0);
+      return {
+        path: `/v1/webhook-endpoints/${endpoint}/deliveries`,
+        auth: { session: user.session },
+        keys: ids(rows),
+        filters: [
+          { query: `event_id=${events[0]}`, expect: ids(rows, (r) => r.event === events[0]) },
+          { query: `event_id=${events[1]}&event_id=${events[2]}`, expect: ids(rows, (r) => r.event !== events[0]) },
+          { query: 'status=failed', expect: ids(rows, (r) => r.status === 'failed') },
+          { query: `status=succeeded&event_id=${events[1]}`, expect: ids(rows, (r) => r.status === 'succeeded' && r.event === events[1]) },
+          { query: `event_id=${randomUUID()}`, expect: [] },
         ],
       };
     },
@@ -608,7 +751,9 @@ const declarations: Record<string, Declaration> = {
 
 describe('the declarations cover every list route', () => {
   test('there are list routes, found both by response schema and by path', () => {
-    const byPath = apiRoutes.filter((r) => r.method === 'get' && (r.path.endsWith('/') || r.path.endsWith('/members')));
+    const byPath = apiRoutes.filter(
+      (r) => r.method === 'get' && (r.path.endsWith('/') || r.path.endsWith('/members') || r.path.endsWith('/deliveries')),
+    );
     expect(listRoutes.map((r) => r.operationId).sort()).toEqual(byPath.map((r) => r.operationId).sort());
     expect(listRoutes.length).toBeGreaterThanOrEqual(10);
   });

@@ -60,6 +60,7 @@ const tables: Record<Authorization['resource'], string> = {
   customer: 'customers',
   order: 'orders',
   payout_account: 'payout_accounts',
+  webhook_endpoint: 'webhook_endpoints',
 };
 
 /** Where an operation's statement applies the policy, when not on its resource's own table. */
@@ -68,6 +69,7 @@ const appliedIn: Record<string, { table: string } | { function: keyof typeof fun
   'members:list': { table: 'memberships' },
   'members:update': { table: 'memberships' },
   'members:add': { function: 'addMember' },
+  'webhook_deliveries:list': { table: 'webhook_attempts' },
 };
 
 const commands: Record<string, string> = { get: 'SELECT', patch: 'UPDATE', post: 'INSERT' };

@@ -14,7 +14,8 @@ type Resource =
   | 'product'
   | 'customer'
   | 'order'
-  | 'payout_account';
+  | 'payout_account'
+  | 'webhook_endpoint';
 
 /** A role permission (rowgate.permissions). */
 type Permission =

@@ -23,6 +23,9 @@ export const scopes = [
   'organization_access_tokens_read',
   'organization_access_tokens_write',
   'customer_sessions_write',
+  'events_read',
+  'webhooks_read',
+  'webhooks_write',
   'customer_portal_read',
   'customer_portal_write',
 ] as const;

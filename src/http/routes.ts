@@ -5,6 +5,8 @@ import { accountRoutes } from '../resources/accounts.ts';
 import { customerPortalRoutes } from '../resources/customer-portal.ts';
 import { customerSessionRoutes } from '../resources/customer-sessions.ts';
 import { customerRoutes } from '../resources/customers.ts';
+import { eventRoutes } from '../resources/events.ts';
+import { webhookEndpointRoutes } from '../resources/webhook-endpoints.ts';
 import { orderRoutes } from '../resources/orders.ts';
 import { payoutAccountRoutes } from '../resources/payout-accounts.ts';
 import { productRoutes } from '../resources/products.ts';
@@ -33,6 +35,8 @@ export const apiRoutes: readonly Route[] = [
   ...orderRoutes,
   ...transactionRoutes,
   ...payoutAccountRoutes,
+  ...eventRoutes,
+  ...webhookEndpointRoutes,
   ...customerSessionRoutes,
   ...customerPortalRoutes,
   ...loginCodeRoutes,

@@ -18,6 +18,7 @@ import { createMetricsServer, Metrics } from '../operating/metrics.ts';
 import { RateLimits } from '../operating/rate-limit.ts';
 import { createGraphql, type Graphql } from '../graphql/server.ts';
 import { allRoutes } from './routes.ts';
+import { WebhookWorker } from '../webhooks/worker.ts';
 
 /**
  * Errors Node's HTTP parser answers before Express sees the request (headers
@@ -188,6 +189,18 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     throw error;
   });
   const analysts = watchAnalysts(pool, { log });
+  // deliveries go out from every server process unless turned off; LISTEN needs a session of its own
+  const webhooks =
+    config.ROWGATE_WEBHOOKS === 'on'
+      ? new WebhookWorker({
+          connectionString: connection.authenticatorUrl,
+          listenConnectionString: config.ROWGATE_LISTEN_DATABASE_URL ?? connection.authenticatorUrl,
+          secret: connection.secret,
+          allowLoopback: config.ROWGATE_WEBHOOKS_ALLOW_LOOPBACK === '1',
+          log,
+        })
+      : undefined;
+  await webhooks?.start();
   const drain = drainOnStop(server);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
@@ -200,7 +213,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     stop: () =>
       (stopping ??= (async () => {
         // no new connections; in-flight requests finish; then the pool; the database last
-        await drain();
+        // an attempt in flight ends within its 10 s timeout, while the requests drain
+        await Promise.all([drain(), webhooks?.stop()]);
         metricsServer?.closeAllConnections();
         metricsServer?.close();
         analysts.stop();

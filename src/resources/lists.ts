@@ -125,6 +125,13 @@ export class Where {
     return this;
   }
 
+  /** the time window of `createdWindow`, over the list's `created_at` */
+  created(window: { created_after?: string; created_before?: string }, column = 'created_at') {
+    if (window.created_after !== undefined) this.conditions.push(`${column} >= ${this.params.add(window.created_after)}::timestamptz`);
+    if (window.created_before !== undefined) this.conditions.push(`${column} < ${this.params.add(window.created_before)}::timestamptz`);
+    return this;
+  }
+
   /** case-insensitive substring search over some columns */
   search(columns: string[], text: string | undefined) {
     if (text !== undefined && text !== '') {
@@ -134,6 +141,24 @@ export class Where {
     return this;
   }
 }
+
+/**
+ * Time windows (SPEC §18): `created_after` keeps `created_at >= T`, `created_before`
+ * keeps `created_at < T`; RFC 3339 with a time zone (`Z` or an offset), so no
+ * instant depends on the server's zone. Spread into a list's filters.
+ */
+export const createdWindow = {
+  created_after: doc(
+    z.iso.datetime({ offset: true }).optional(),
+    'Only items created at or after this instant (RFC 3339 with a time zone).',
+    '2026-11-01T00:00:00Z',
+  ),
+  created_before: doc(
+    z.iso.datetime({ offset: true }).optional(),
+    'Only items created before this instant (RFC 3339 with a time zone).',
+    '2026-12-01T00:00:00+01:00',
+  ),
+};
 
 /** `organization_id` narrowing of lists that User subjects call (SPEC §6). */
 export const organizationFilter = multi(

@@ -42,6 +42,9 @@ export const ORGANIZATION_SCOPES = [
   'organization_access_tokens_read',
   'organization_access_tokens_write',
   'customer_sessions_write',
+  'events_read',
+  'webhooks_read',
+  'webhooks_write',
 ] as const;
 export const ALL_SCOPES: readonly string[] = [...USER_SCOPES, ...ORGANIZATION_SCOPES];
 /** what an impersonation session carries: every read scope */

@@ -1,0 +1,89 @@
+// Where webhooks may go (SPEC §17): https to a public address. Loopback,
+// private, link-local and other special-purpose addresses are refused, and so
+// is every other scheme; ROWGATE_WEBHOOKS_ALLOW_LOOPBACK=1 allows loopback
+// (127.0.0.0/8, ::1, localhost) over http too, for development and tests.
+// The rules run twice: on the URL when an endpoint is saved (a 422), and on
+// every address its host resolves to when a delivery connects (a name that
+// resolves to a private address later, DNS rebinding, is refused then).
+import { BlockList, isIP } from 'node:net';
+
+const loopback = new BlockList();
+loopback.addSubnet('127.0.0.0', 8, 'ipv4');
+loopback.addAddress('::1', 'ipv6');
+
+// IANA special-purpose registries (RFC 6890 and successors), loopback included
+const special = new BlockList();
+for (const [network, prefix] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  special.addSubnet(network, prefix, 'ipv4');
+for (const [network, prefix] of [
+  ['::', 128],
+  ['::1', 128],
+  ['64:ff9b::', 96],
+  ['100::', 64],
+  ['2001::', 23],
+  ['2001:db8::', 32],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+] as const)
+  special.addSubnet(network, prefix, 'ipv6');
+
+/** `::ffff:10.0.0.1` or `::ffff:a00:1` → `10.0.0.1` */
+function mappedIPv4(address: string): string | undefined {
+  const m = /^(?:0{0,4}:){0,5}:?ffff:(.+)$/i.exec(address);
+  if (!m) return undefined;
+  if (m[1]!.includes('.')) return m[1];
+  const [high, low] = m[1]!.split(':').map((h) => Number.parseInt(h, 16));
+  if (high === undefined || low === undefined || Number.isNaN(high) || Number.isNaN(low)) return undefined;
+  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+}
+
+const isLoopbackName = (host: string) => host === 'localhost' || host.endsWith('.localhost');
+
+/** Why an address may not receive webhooks, or null when it may. */
+export function addressDenial(address: string, allowLoopback: boolean): string | null {
+  const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';
+  // an IPv4-mapped IPv6 address is judged as the IPv4 address it carries (BlockList
+  // would match an IPv4 address against ::ffff:0:0/96 itself, so that range is not listed)
+  const mapped = family === 'ipv6' ? mappedIPv4(address) : undefined;
+  if (mapped) return addressDenial(mapped, allowLoopback);
+  if (allowLoopback && loopback.check(address, family)) return null;
+  if (special.check(address, family)) return 'The address is loopback, private, link-local or otherwise not public';
+  return null;
+}
+
+/** Why a URL may not receive webhooks, or null when it may. */
+export function urlDenial(text: string, allowLoopback: boolean): string | null {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return 'Not a URL';
+  }
+  if (url.username || url.password) return 'A URL with credentials is not accepted';
+  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const loopbackHost = isLoopbackName(host) || (isIP(host) !== 0 && loopback.check(host, isIP(host) === 6 ? 'ipv6' : 'ipv4'));
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowLoopback && loopbackHost)) {
+    return 'The URL must be https://';
+  }
+  if (isLoopbackName(host)) return allowLoopback ? null : 'The host is a loopback name';
+  if (isIP(host)) return addressDenial(host, allowLoopback);
+  if (!host.includes('.')) return 'The host must be a public domain name';
+  return null;
+}

@@ -1,0 +1,409 @@
+// Webhook endpoints and deliveries (SPEC §17): URL rules against SSRF, the secret
+// shown once and stored sealed, deliveries signed as Standard Webhooks (verified
+// with the `standardwebhooks` package by a loopback receiver), first attempts in
+// event order, retries up to 10 attempts, disabling after 10 failed events,
+// redelivery, and several workers on one database never making the same attempt.
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { urlDenial } from '../src/webhooks/url-rules.ts';
+import { defaultRetryDelayMs, WebhookWorker } from '../src/webhooks/worker.ts';
+import { startTestApp, type TestApp, type TestUser } from './harness.ts';
+
+process.env.ROWGATE_WEBHOOKS_ALLOW_LOOPBACK = '1';
+
+interface Received {
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** A loopback receiver: every request is recorded; `answer` decides the status per request. */
+class Receiver {
+  readonly received: Received[] = [];
+  answer: (r: Received, nth: number) => number | 'hang' | 'redirect' | 'big' = () => 200;
+  private server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const r = { path: req.url ?? '', headers: req.headers as Record<string, string>, body };
+      this.received.push(r);
+      const outcome = this.answer(r, this.received.filter((x) => x.path === r.path).length);
+      if (outcome === 'hang') return;
+      if (outcome === 'redirect') return res.writeHead(302, { location: 'http://127.0.0.1:1/' }).end();
+      if (outcome === 'big') return res.writeHead(200).end('x'.repeat(1024 * 1024));
+      res.writeHead(outcome).end('ok');
+    });
+  });
+  url = '';
+  async start() {
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+  stop() {
+    this.server.closeAllConnections();
+    this.server.close();
+  }
+  at = (path: string) => this.received.filter((r) => r.path === path);
+}
+
+let app: TestApp;
+let admin: TestUser;
+let member: TestUser;
+let A: string;
+let receiver: Receiver;
+let worker: WebhookWorker;
+const web = () => ({ session: admin.session });
+
+const newWorker = (concurrency = 2) =>
+  new WebhookWorker({
+    connectionString: app.authenticatorUrl,
+    listenConnectionString: app.listenUrl,
+    secret: app.secret,
+    allowLoopback: true,
+    concurrency,
+    pollMs: 200,
+    retryDelayMs: (attempt) => 20 * attempt,
+    timeoutMs: 1_500,
+    log: () => {},
+  });
+
+/** Waits (polling the database, at most 60 s) until the predicate holds. */
+async function until<T>(what: string, get: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  for (let i = 0; i < 600; i++) {
+    const v = await get();
+    if (ok(v)) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function endpoint(path: string, eventTypes: string[], extra: Record<string, unknown> = {}) {
+  const res = await app.post(
+    '/v1/webhook-endpoints/',
+    { organization_id: A, url: `${receiver.url}${path}`, event_types: eventTypes, ...extra },
+    web(),
+  );
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body as { id: string; secret: string; enabled: boolean };
+}
+
+const product = async (name = 'P') => {
+  const res = await app.post('/v1/products/', { organization_id: A, name, price_amount: 100, price_currency: 'usd' }, web());
+  expect(res.status).toBe(201);
+  return res.body.id as string;
+};
+
+const deliveriesOf = (endpointId: string) =>
+  app.sql<{ event_id: string; status: string; attempts: number }>(
+    'select event_id, status, attempts from rowgate_private.webhook_deliveries where endpoint_id = $1 order by id',
+    [endpointId],
+  );
+
+beforeAll(async () => {
+  app = await startTestApp();
+  admin = await app.user();
+  member = await app.user();
+  A = (await app.organization(admin.id)).id;
+  await app.membership(A, member.id, 'member');
+  receiver = new Receiver();
+  await receiver.start();
+  worker = newWorker();
+  await worker.start();
+});
+afterAll(async () => {
+  await worker?.stop();
+  receiver?.stop();
+  await app?.close();
+});
+
+describe('URL rules (SPEC §17)', () => {
+  test.each([
+    ['https://hooks.example.com/x', false, null],
+    ['http://hooks.example.com/x', false, 'must be https'],
+    ['ftp://hooks.example.com/x', false, 'must be https'],
+    ['https://127.0.0.1/x', false, 'not public'],
+    ['https://localhost/x', false, 'loopback'],
+    ['https://[::1]/x', false, 'not public'],
+    ['https://10.1.2.3/x', true, 'not public'],
+    ['https://192.168.1.1/x', true, 'not public'],
+    ['https://172.16.0.1/x', true, 'not public'],
+    ['https://169.254.169.254/latest/meta-data', true, 'not public'],
+    ['https://[fe80::1]/x', true, 'not public'],
+    ['https://[fd00::1]/x', true, 'not public'],
+    ['https://[::ffff:10.0.0.1]/x', true, 'not public'],
+    ['https://[::ffff:a00:1]/x', true, 'not public'],
+    ['https://[::ffff:808:808]/x', false, null],
+    ['https://[2606:4700::1111]/x', false, null],
+    ['https://0.0.0.0/x', true, 'not public'],
+    ['https://intranet/x', false, 'public domain'],
+    ['https://user:pw@hooks.example.com/x', false, 'credentials'],
+    ['http://127.0.0.1:8080/x', true, null],
+    ['http://localhost:8080/x', true, null],
+    ['http://[::1]:8080/x', true, null],
+    ['https://8.8.8.8/x', false, null],
+  ] as const)('%s (loopback allowed: %s)', (url, allowLoopback, denial) => {
+    const got = urlDenial(url, allowLoopback);
+    if (denial === null) expect(got).toBeNull();
+    else expect(got?.toLowerCase()).toContain(denial.toLowerCase());
+  });
+
+  test('a refused URL is a 422 at body.url, on create and update', async () => {
+    for (const url of ['https://10.0.0.1/x', 'ftp://example.com/', 'https://169.254.169.254/']) {
+      const res = await app.post('/v1/webhook-endpoints/', { organization_id: A, url, event_types: ['order.paid'] }, web());
+      expect(res.status).toBe(422);
+      expect(res.body.detail[0].loc).toEqual(['body', 'url']);
+    }
+    const created = await endpoint('/rules', ['order.paid']);
+    const res = await app.patch(`/v1/webhook-endpoints/${created.id}`, { url: 'https://192.168.0.1/' }, web());
+    expect(res.status).toBe(422);
+    expect(res.body.detail[0].loc).toEqual(['body', 'url']);
+  });
+});
+
+describe('endpoints', () => {
+  test('the secret is shown once and stored sealed; reading needs organization:manage', async () => {
+    const created = await endpoint('/secret', ['order.paid']);
+    expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/);
+    const got = await app.get(`/v1/webhook-endpoints/${created.id}`, web());
+    expect(got.status).toBe(200);
+    expect(got.body.secret).toBeUndefined();
+    const [stored] = await app.sql<{ sealed_secret: Buffer }>(
+      'select sealed_secret from rowgate_private.webhook_secrets where endpoint_id = $1',
+      [created.id],
+    );
+    expect(stored!.sealed_secret.toString('latin1')).not.toContain(created.secret.slice(6));
+    expect(stored!.sealed_secret.toString('base64')).not.toContain(created.secret.slice(6));
+    // a plain member: 403 with the reason, and no endpoint in its list
+    expect((await app.get(`/v1/webhook-endpoints/${created.id}`, { session: member.session })).status).toBe(403);
+    expect((await app.get('/v1/webhook-endpoints/', { session: member.session })).body.items).toEqual([]);
+    expect(
+      (
+        await app.post(
+          '/v1/webhook-endpoints/',
+          { organization_id: A, url: `${receiver.url}/m`, event_types: ['order.paid'] },
+          { session: member.session },
+        )
+      ).status,
+    ).toBe(403);
+    // an unknown event type is a 422
+    const unknown = await app.post(
+      '/v1/webhook-endpoints/',
+      { organization_id: A, url: `${receiver.url}/u`, event_types: ['nothing.happened'] },
+      web(),
+    );
+    expect(unknown.status).toBe(422);
+  });
+
+  test('an organization without an account: its admin may not subscribe to account events (finance-read policy)', async () => {
+    const res = await app.post(
+      '/v1/webhook-endpoints/',
+      { organization_id: A, url: `${receiver.url}/f`, event_types: ['account.updated'] },
+      web(),
+    );
+    expect(res.status).toBe(403);
+    expect(res.body.detail).toBe('Organization has no account');
+  });
+});
+
+describe('deliveries', () => {
+  test('signed as Standard Webhooks: the receiver verifies them with the standardwebhooks package; the body is the event as REST answers it', async () => {
+    const created = await endpoint('/signed', ['product.created']);
+    const productId = await product('Signed');
+    const [delivery] = await until(
+      'a delivery',
+      async () => receiver.at('/signed'),
+      (r) => r.length === 1,
+    );
+    const payload = new Webhook(created.secret).verify(delivery!.body, delivery!.headers) as { type: string; timestamp: string; data: any };
+    expect(payload.type).toBe('product.created');
+    expect(payload.data.resource_id).toBe(productId);
+    expect(delivery!.headers['webhook-id']).toBe(payload.data.id);
+    expect(Number(delivery!.headers['webhook-timestamp'])).toBeGreaterThan(0);
+    const event = await app.get(`/v1/events/${payload.data.id}`, web());
+    expect(event.status).toBe(200);
+    expect(payload.data).toEqual(event.body);
+    expect(payload.timestamp).toBe(event.body.created_at);
+    // a wrong secret does not verify
+    expect(() => new Webhook(`whsec_${Buffer.alloc(24).toString('base64')}`).verify(delivery!.body, delivery!.headers)).toThrow();
+    const attempts = await until(
+      'the attempt recorded',
+      async () => (await app.get(`/v1/webhook-endpoints/${created.id}/deliveries`, web())).body.items,
+      (items) => items.length === 1,
+    );
+    expect(attempts[0]).toMatchObject({ event_id: payload.data.id, attempt: 1, status: 'succeeded', response_code: 200, error: null });
+  });
+
+  test('first attempts go out in event order for one endpoint', async () => {
+    await endpoint('/order', ['customer.created']);
+    const ids: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      const res = await app.post('/v1/customers/', { organization_id: A, email: `order-${i}-${Date.now()}@example.com` }, web());
+      ids.push(res.body.id);
+    }
+    const got = await until(
+      '8 deliveries',
+      async () => receiver.at('/order'),
+      (r) => r.length >= 8,
+    );
+    expect(got.map((r) => JSON.parse(r.body).data.resource_id)).toEqual(ids);
+  });
+
+  test('failures are retried with growing delays until a 2xx; every attempt is listed', async () => {
+    receiver.answer = (r, nth) => (r.path === '/retry' && nth <= 2 ? 500 : r.path === '/redirect' ? 'redirect' : 200);
+    const created = await endpoint('/retry', ['product.updated']);
+    const productId = await product();
+    await app.patch(`/v1/products/${productId}`, { name: 'again' }, web());
+    const attempts = await until(
+      'three attempts',
+      async () => (await app.get(`/v1/webhook-endpoints/${created.id}/deliveries?sorting=created_at`, web())).body.items,
+      (items) => items.length === 3,
+    );
+    expect(attempts.map((a: { attempt: number; status: string; response_code: number }) => [a.attempt, a.status, a.response_code])).toEqual(
+      [
+        [1, 'failed', 500],
+        [2, 'failed', 500],
+        [3, 'succeeded', 200],
+      ],
+    );
+    expect(new Set(receiver.at('/retry').map((r) => r.headers['webhook-id'])).size).toBe(1);
+    // the default schedule grows: 5 s, 15 s, 45 s, … at most 6 hours
+    const delays = Array.from({ length: 9 }, (_, i) => defaultRetryDelayMs(i + 1));
+    expect(delays).toEqual([...delays].sort((a, b) => a - b));
+    expect(delays[0]).toBe(5_000);
+    expect(delays.at(-1)).toBe(6 * 3_600_000);
+  });
+
+  test('redirects are not followed, a big answer is cut short, a silent receiver times out', async () => {
+    receiver.answer = (r) => (r.path === '/redirect' ? 'redirect' : r.path === '/big' ? 'big' : r.path === '/hang' ? 'hang' : 200);
+    const redirect = await endpoint('/redirect', ['product.created']);
+    const big = await endpoint('/big', ['product.created']);
+    const hang = await endpoint('/hang', ['product.created']);
+    await product('three ways');
+    const first = async (id: string) =>
+      (
+        await until(
+          `an attempt of ${id}`,
+          async () => (await app.get(`/v1/webhook-endpoints/${id}/deliveries`, web())).body.items,
+          (i) => i.length > 0,
+        )
+      )[0];
+    expect(await first(redirect.id)).toMatchObject({ status: 'failed', response_code: 302, error: 'Redirects are not followed' });
+    expect(await first(big.id)).toMatchObject({ status: 'succeeded', response_code: 200 });
+    expect(await first(hang.id)).toMatchObject({ status: 'failed', response_code: null });
+    for (const e of [redirect, hang]) await app.delete(`/v1/webhook-endpoints/${e.id}`, web());
+    // the redirect's target was never asked
+    expect(receiver.received.filter((r) => r.path === '/')).toEqual([]);
+  });
+
+  test('at most 10 attempts; 10 events in a row that failed every attempt disable the endpoint', async () => {
+    receiver.answer = (r) => (r.path === '/down' ? 503 : 200);
+    const created = await endpoint('/down', ['order.created']);
+    // nine earlier events failed already
+    await app.sql('update rowgate.webhook_endpoints set consecutive_failures = 9 where id = $1', [created.id]);
+    const product = await app.product(A);
+    const customer = await app.customer(A);
+    await app.post('/v1/orders/', { product_id: product, customer_id: customer }, web());
+    const [delivery] = await until(
+      'the delivery to fail',
+      () => deliveriesOf(created.id),
+      (d) => d[0]?.status === 'failed',
+    );
+    expect(delivery!.attempts).toBe(10);
+    expect(receiver.at('/down').length).toBe(10);
+    const got = await app.get(`/v1/webhook-endpoints/${created.id}`, web());
+    expect(got.body.enabled).toBe(false);
+    // disabled: nothing more is sent; enabled again, the count starts over
+    await app.post('/v1/orders/', { product_id: product, customer_id: customer }, web());
+    expect(await deliveriesOf(created.id)).toHaveLength(1);
+    const enabled = await app.patch(`/v1/webhook-endpoints/${created.id}`, { enabled: true }, web());
+    expect(enabled.body.enabled).toBe(true);
+    expect(
+      (await app.sql('select consecutive_failures from rowgate.webhook_endpoints where id = $1', [created.id]))[0].consecutive_failures,
+    ).toBe(0);
+    await app.delete(`/v1/webhook-endpoints/${created.id}`, web());
+  });
+
+  test('redeliver sends an event again, with the same webhook-id', async () => {
+    receiver.answer = () => 200;
+    const created = await endpoint('/again', ['product.created']);
+    await product('again');
+    const [first] = await until(
+      'the first delivery',
+      async () => receiver.at('/again'),
+      (r) => r.length === 1,
+    );
+    const eventId = first!.headers['webhook-id']!;
+    const res = await app.post(`/v1/webhook-endpoints/${created.id}/redeliver`, { event_id: eventId }, web());
+    expect(res.status).toBe(202);
+    const both = await until(
+      'the redelivery',
+      async () => receiver.at('/again'),
+      (r) => r.length === 2,
+    );
+    expect(both.map((r) => r.headers['webhook-id'])).toEqual([eventId, eventId]);
+    expect(new Webhook(created.secret).verify(both[1]!.body, both[1]!.headers)).toBeTruthy();
+    // an event of another organization, or none, is a 422
+    const other = await app.post(`/v1/webhook-endpoints/${created.id}/redeliver`, { event_id: crypto.randomUUID() }, web());
+    expect(other.status).toBe(422);
+    expect(
+      (await app.post(`/v1/webhook-endpoints/${created.id}/redeliver`, { event_id: eventId }, { session: member.session })).status,
+    ).toBe(403);
+  });
+
+  test('several workers on one database never make the same attempt twice', async () => {
+    receiver.answer = (r, _nth) =>
+      r.path === '/many' && receiver.at('/many').filter((x) => x.headers['webhook-id'] === r.headers['webhook-id']).length === 1
+        ? 500
+        : 200;
+    const others = [newWorker(3), newWorker(3)];
+    for (const w of others) await w.start();
+    try {
+      const created = await endpoint('/many', ['customer.created']);
+      const count = 20;
+      for (let i = 0; i < count; i++)
+        await app.post('/v1/customers/', { organization_id: A, email: `many-${i}-${Date.now()}@example.com` }, web());
+      const deliveries = await until(
+        'every delivery to succeed',
+        () => deliveriesOf(created.id),
+        (d) => d.length === count && d.every((x) => x.status === 'succeeded'),
+      );
+      // each event: one failed first attempt, one successful second, nothing more
+      expect(deliveries.every((d) => d.attempts === 2)).toBe(true);
+      const byEvent = new Map<string, number>();
+      for (const r of receiver.at('/many')) byEvent.set(r.headers['webhook-id']!, (byEvent.get(r.headers['webhook-id']!) ?? 0) + 1);
+      expect([...byEvent.values()]).toEqual(Array(count).fill(2));
+      const duplicates = await app.sql(
+        'select delivery_id, attempt from rowgate.webhook_attempts where endpoint_id = $1 group by 1, 2 having count(*) > 1',
+        [created.id],
+      );
+      expect(duplicates).toEqual([]);
+    } finally {
+      for (const w of others) await w.stop();
+    }
+  });
+
+  test('the notification that wakes the workers names nothing (an analyst may LISTEN)', async () => {
+    const client = new pg.Client({ connectionString: app.listenUrl });
+    await client.connect();
+    try {
+      const heard: string[] = [];
+      client.on('notification', (n) => heard.push(`${n.channel}:${n.payload}`));
+      await client.query('listen rowgate_webhooks');
+      await endpoint('/quiet', ['product.created']);
+      await product('quiet');
+      await until(
+        'a notification',
+        async () => heard,
+        (h) => h.length > 0,
+      );
+      expect(new Set(heard)).toEqual(new Set(['rowgate_webhooks:']));
+    } finally {
+      await client.end();
+    }
+  });
+});
