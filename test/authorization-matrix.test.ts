@@ -1644,7 +1644,8 @@ function assertOutcome(res: ApiResponse, outcome: Outcome, t: Target, principal:
   const context = JSON.stringify(res.body);
   switch (outcome.kind) {
     case 'unauthorized':
-      expectUnauthorized(res, true);
+      // a valid credential of a kind the endpoint does not take: no error="invalid_token" (SPEC §16)
+      expectUnauthorized(res, false);
       return;
     case 'scope':
       expect(res.body?.error, context).toBe('InsufficientScope');

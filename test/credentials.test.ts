@@ -337,7 +337,7 @@ describe('a bearer token wins over the cookie', () => {
     const user = await app.user();
     const pat = await app.pat(user.id, ['user:write']);
     const res = await app.get(ME, both(user.session, pat));
-    expectUnauthorized(res, true);
+    expectUnauthorized(res, false); // a good token of a kind this endpoint does not take
     expect(res.body.detail).toMatch(/web session/);
   });
 

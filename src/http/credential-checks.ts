@@ -5,7 +5,7 @@ import type { Request } from 'express';
 import { ANONYMOUS, authenticate, type Authenticated } from '../auth/authenticate.ts';
 import { credentialNames, type PresentedCredential, readCredential } from '../auth/credentials.ts';
 import type { Tx } from '../db/pool.ts';
-import { insufficientScope, unauthorized } from './errors.ts';
+import { insufficientScope, notPermitted, unauthorized } from './errors.ts';
 import type { ApiRoute } from './route.ts';
 
 function acceptedCredentials(route: ApiRoute) {
@@ -18,9 +18,28 @@ export function acceptCredential(route: ApiRoute, req: Request): PresentedCreden
   if (credential === 'malformed') throw unauthorized('The credential is malformed', true);
   if (!credential) throw unauthorized(`Authentication required. ${acceptedCredentials(route)}`, false);
   if (!route.access.credentials.includes(credential.kind)) {
-    throw unauthorized(`${acceptedCredentials(route)}; ${credentialNames[credential.kind]} was sent`, true);
+    // the token may well be good: this endpoint wants another kind, so no error="invalid_token" (SPEC §16)
+    throw unauthorized(`${acceptedCredentials(route)}; ${credentialNames[credential.kind]} was sent`, false);
   }
+  if (credential.kind === 'web_session' && route.method !== 'get') refuseCrossSiteWrite(req);
   return credential;
+}
+
+/**
+ * A write the session cookie authenticates, which the browser says another
+ * origin's page sent (Sec-Fetch-Site other than same-origin or none: a sibling
+ * subdomain's page, which SameSite=Lax lets the cookie go with), is refused
+ * (SPEC §16), logout included. Bearer tokens are not ambient: cross-origin apps
+ * send them on purpose (CORS). Clients that send no such header (curl, scripts)
+ * are not browsers another page can drive.
+ */
+function refuseCrossSiteWrite(req: Request) {
+  const site = req.get('sec-fetch-site');
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') {
+    throw notPermitted(
+      `A change made with the session cookie must come from this server's own pages (Sec-Fetch-Site: ${site.slice(0, 20)})`,
+    );
+  }
 }
 
 /**
