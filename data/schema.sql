@@ -1587,7 +1587,8 @@ CREATE OR REPLACE FUNCTION rowgate.register_oauth2_client(p_client_id text, p_cl
 AS $function$
 declare
   v_user_id uuid := rowgate_hidden.current_user_id();
-  v_unknown text := rowgate_private.unknown_scope(p_scopes);
+  v_scopes text[] := coalesce(p_scopes, rowgate_private.all_scopes());
+  v_unknown text := rowgate_private.unknown_scope(v_scopes);
   v_client rowgate.oauth2_clients;
 begin
   perform rowgate_hidden.assert_scope('user:write');
@@ -1597,7 +1598,7 @@ begin
   if v_unknown is not null then
     raise exception 'Unknown scope: %', v_unknown using errcode = 'RG422', detail = 'body.scope';
   end if;
-  if not (p_scopes <@ rowgate_hidden.current_scopes()) then
+  if not (v_scopes <@ rowgate_hidden.current_scopes()) then
     raise exception 'A client cannot register a scope its creator does not hold' using errcode = 'RG422', detail = 'body.scope';
   end if;
   if (p_token_endpoint_auth_method = 'none') <> (p_secret_hash is null) then
@@ -1605,7 +1606,7 @@ begin
   end if;
   insert into rowgate.oauth2_clients (client_id, user_id, client_name, redirect_uris, scopes, token_endpoint_auth_method)
     values (p_client_id, v_user_id, p_client_name, p_redirect_uris,
-      (select array_agg(distinct s order by s) from unnest(p_scopes) s), p_token_endpoint_auth_method)
+      (select array_agg(distinct s order by s) from unnest(v_scopes) s), p_token_endpoint_auth_method)
     returning * into v_client;
   if p_secret_hash is not null then
     insert into rowgate_private.oauth2_client_secrets (client_id, secret_hash) values (p_client_id, p_secret_hash);

@@ -220,14 +220,46 @@ describe("POST /v1/oauth2/register (RFC 7591) and managing one's clients", () =>
     [{ scope: 'customer_portal_read' }, ['body', 'scope']],
     [{ token_endpoint_auth_method: 'private_key_jwt' }, ['body', 'token_endpoint_auth_method']],
     [{ client_name: '' }, ['body', 'client_name']],
-  ])('%j → 422 at %j', async (change, loc) => {
+  ])('%j → 400 (RFC 7591) naming %j', async (change, loc) => {
     const user = await app.user();
     const res = await app.post(
       '/v1/oauth2/register',
       { client_name: 'Acme', redirect_uris: [REDIRECT], scope: 'user:read', ...change },
       { session: user.session },
     );
-    expect(expectValidationError(res).map((i) => i.loc)).toEqual([loc]);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      error: loc[1] === 'redirect_uris' ? 'invalid_redirect_uri' : 'invalid_client_metadata',
+      error_description: expect.stringContaining(`${loc.slice(1).join('.')}: `),
+    });
+    expect(res.headers.get('cache-control')).toBe('no-store');
+  });
+
+  test('a body that is not JSON metadata → 400 invalid_client_metadata', async () => {
+    const user = await app.user();
+    const res = await app.request('POST', '/v1/oauth2/register', {
+      session: user.session,
+      rawBody: '{"client_name": ',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('invalid_client_metadata');
+  });
+
+  test('without a scope: every scope the server supports; the answer with its secret is not stored', async () => {
+    const user = await app.user();
+    const res = await app.post('/v1/oauth2/register', { client_name: 'Anything', redirect_uris: [REDIRECT] }, { session: user.session });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const metadata = await app.get('/.well-known/oauth-authorization-server');
+    expect(res.body.scope.split(' ').sort()).toEqual([...metadata.body.scopes_supported].sort());
+    // and its consent page shows what it asks for
+    const consent = await app.get(
+      `/v1/oauth2/authorize?${new URLSearchParams({ response_type: 'code', client_id: res.body.client_id, redirect_uri: REDIRECT, scope: 'products_read', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' })}`,
+      { session: user.session },
+    );
+    expect(consent.status).toBe(200);
+    expect(consent.body as string).toContain('products_read');
   });
 
   test('registration needs a web session (401 for a token), with user:write (403 for an impersonation)', async () => {

@@ -273,7 +273,15 @@ describe('GET /v1/openapi.json', () => {
 
   // each error status shows the body it carries (an example that matches it, not one example for all)
   const errorNames: Record<string, string[]> = {
-    400: ['BadRequest', 'invalid_request', 'invalid_grant', 'invalid_scope', 'unsupported_grant_type'],
+    400: [
+      'BadRequest',
+      'invalid_request',
+      'invalid_grant',
+      'invalid_scope',
+      'unsupported_grant_type',
+      'invalid_redirect_uri',
+      'invalid_client_metadata',
+    ],
     401: ['Unauthorized', 'invalid_client'],
     403: ['InsufficientScope', 'NotPermitted'],
     404: ['ResourceNotFound'],
@@ -334,13 +342,16 @@ describe('GET /v1/openapi.json', () => {
     // endpoints answer RFC 6749's errors: 400, with the OAuth2Error schema
     const anonymous = route.access.credentials.length === 0;
     const oauth2 = route.errorFormat === 'oauth2';
+    // RFC 7591: a registration's refused metadata is a 400 of RFC 6749's shape, its other errors SPEC §7's
+    const registration = route.errorFormat === 'oauth2-registration';
     test('its responses: the success status, 401, 403, 422, each error with the Error schema', () => {
       const responses = operation().responses as Json;
-      const expected = [String(route.status), ...(anonymous ? [] : ['401', '403']), oauth2 ? '400' : '422'];
+      const expected = [String(route.status), ...(anonymous ? [] : ['401', '403']), oauth2 || registration ? '400' : '422'];
       expect(Object.keys(responses)).toEqual(expect.arrayContaining(expected));
+      if (registration) expect(Object.keys(responses)).not.toContain('422');
       for (const [status, response] of Object.entries<Json>(responses)) {
         expect(hasDescription(response), status).toBe(true);
-        const schema = `#/components/schemas/${oauth2 ? 'OAuth2Error' : 'Error'}`;
+        const schema = `#/components/schemas/${oauth2 || (registration && status === '400') ? 'OAuth2Error' : 'Error'}`;
         if (Number(status) >= 400) expect(response.content['application/json'].schema).toEqual({ $ref: schema });
       }
       if (route.status === 204) expect(responses['204'].content).toBeUndefined();

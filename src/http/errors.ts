@@ -63,6 +63,22 @@ export function asOAuth2Error(error: ApiError): OAuth2Error {
   return new OAuth2Error(error.status === 413 || error.status === 415 ? error.status : 400, 'invalid_request', description, headers);
 }
 
+/**
+ * RFC 7591 §3.2.2: metadata a registration refuses is a 400 in RFC 6749's shape,
+ * `invalid_redirect_uri` when a redirect URI is at fault, else
+ * `invalid_client_metadata`. Other errors keep SPEC §7's shape.
+ */
+export function asRegistrationError(error: ApiError): ApiError {
+  if (error.status !== 400 && error.status !== 422) return error;
+  const issues = typeof error.detail === 'string' ? [] : error.detail;
+  const redirect = issues.some((issue) => issue.loc[1] === 'redirect_uris');
+  const description =
+    typeof error.detail === 'string'
+      ? error.detail
+      : issues.map((issue) => `${issue.loc.slice(1).join('.') || issue.loc[0]}: ${issue.msg}`).join('; ');
+  return new OAuth2Error(400, redirect ? 'invalid_redirect_uri' : 'invalid_client_metadata', description);
+}
+
 export const notFound = (detail = 'Not found') => new ApiError(404, 'ResourceNotFound', detail);
 export const notPermitted = (reason: string) => new ApiError(403, 'NotPermitted', reason);
 /** How much of a client's input an answer or a log line repeats (SPEC §14): characters of one string, issues of one 422. */

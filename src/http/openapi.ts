@@ -89,6 +89,20 @@ const oauth2ErrorExamples: Record<number, { error: string; error_description: st
   503: { error: 'temporarily_unavailable', error_description: 'The database is unavailable; try again shortly' },
 };
 
+/** RFC 7591 §3.2.2's error of a client registration. */
+const registrationErrorResponse = {
+  description: 'Refused client metadata (RFC 7591): `invalid_redirect_uri` (a redirect URI), or `invalid_client_metadata` (anything else).',
+  content: {
+    'application/json': {
+      schema: OAuth2ErrorBody,
+      example: {
+        error: 'invalid_redirect_uri',
+        error_description: 'redirect_uris.0: A redirect URI must use https (or http on a loopback address)',
+      },
+    },
+  },
+};
+
 /** What each tag groups, for the reference's sections. */
 const tagDescriptions: Record<string, string> = {
   health: 'Liveness and readiness, for load balancers and orchestrators.',
@@ -114,9 +128,11 @@ export function openApiDocument(routes: readonly Route[]) {
     // an endpoint that takes no credential never answers 401/403 for one (only when its route says so)
     const credentialed = api && !isAnonymous(route.access);
     const oauth2 = route.errorFormat === 'oauth2';
+    // RFC 7591: refused client metadata is a 400 in RFC 6749's shape; the rest SPEC §7's
+    const registration = route.errorFormat === 'oauth2-registration';
     const statuses = new Set<number>(route.errors ?? []);
     if (credentialed) for (const s of [401, 403]) statuses.add(s);
-    if (api) for (const s of [oauth2 ? 400 : 422, 503]) statuses.add(s);
+    if (api) for (const s of [oauth2 || registration ? 400 : 422, 503]) statuses.add(s);
     if (credentialed && (route.params || route.method !== 'get')) statuses.add(404);
     if (api && route.body) for (const s of [413, 415]) statuses.add(s);
     const content = route.response
@@ -128,6 +144,10 @@ export function openApiDocument(routes: readonly Route[]) {
       [route.status]: { description: successDescriptions[route.status], ...(content ? { content } : {}) },
     };
     for (const status of [...statuses].sort()) {
+      if (registration && status === 400) {
+        responses[status] = registrationErrorResponse;
+        continue;
+      }
       const example = (oauth2 ? oauth2ErrorExamples : credentialed ? errorExamples : anonymousErrorExamples)[status];
       responses[status] = {
         description: (oauth2 ? oauth2ErrorDescriptions : credentialed ? errorDescriptions : anonymousErrorDescriptions)[status] ?? 'Error',

@@ -2,7 +2,7 @@
 // error in SPEC §7's shape (RFC 6749's on the OAuth2 protocol endpoints).
 import type { NextFunction, Request, Response } from 'express';
 import { ListPage } from '../resources/lists.ts';
-import { asOAuth2Error, toApiError } from './errors.ts';
+import { asOAuth2Error, asRegistrationError, toApiError } from './errors.ts';
 import type { Route } from './route.ts';
 
 /** Sends a handler's result as its route declares: a redirect to it (302), nothing (204), or it as JSON. */
@@ -51,7 +51,8 @@ export function sendNoSuchRoute(_req: Request, res: Response) {
 export function errorAnswers(log: ((line: string) => void) | undefined, statementTimeoutMs?: number) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const found = toApiError(error, statementTimeoutMs);
-    const apiError = res.locals.errorFormat === 'oauth2' ? asOAuth2Error(found) : found;
+    const format = res.locals.errorFormat as Route['errorFormat'];
+    const apiError = format === 'oauth2' ? asOAuth2Error(found) : format === 'oauth2-registration' ? asRegistrationError(found) : found;
     if (found.status === 504) {
       log?.(`timeout on ${req.method} ${req.originalUrl.split('?')[0]}: ${found.detail}`);
     } else if (apiError.status >= 500 && apiError.status !== 503) {

@@ -90,9 +90,12 @@ interface RouteBase {
   bodyTypes?: readonly BodyType[];
   /**
    * `oauth2`: errors have RFC 6749's shape `{error, error_description}` (the OAuth2
-   * protocol endpoints); otherwise SPEC §7's `{error, detail}`.
+   * protocol endpoints); `oauth2-registration`: bad client metadata is RFC 7591's
+   * 400 `invalid_redirect_uri` or `invalid_client_metadata` in that shape, and
+   * the rest SPEC §7's (it is a /v1 endpoint of a signed-in user); otherwise
+   * SPEC §7's `{error, detail}`.
    */
-  errorFormat?: 'oauth2';
+  errorFormat?: 'oauth2' | 'oauth2-registration';
 }
 
 export type BodyType = 'json' | 'form';

@@ -86,7 +86,9 @@ export const OAuth2ClientRegistration = z
     redirect_uris: doc(z.array(redirectUri).min(1).max(10), 'Redirect URIs, 1 to 10, matched exactly.', [
       'https://app.example.com/callback',
     ]),
-    scope: scopeString('The scopes the client may ever ask for, space-separated (SPEC §3).'),
+    scope: scopeString(
+      'The scopes the client may ever ask for, space-separated (SPEC §3); omitted: every scope the server supports (`scopes_supported`).',
+    ).optional(),
     token_endpoint_auth_method: doc(
       z.enum(AUTH_METHODS).default('client_secret_basic'),
       '`client_secret_basic` (default) or `client_secret_post`: a confidential client, given a secret; `none`: a public client (a native or browser app), which must use PKCE.',
