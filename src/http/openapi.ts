@@ -195,7 +195,7 @@ export function openApiDocument(routes: readonly Route[]) {
       license: { name: 'MIT', identifier: 'MIT' },
       contact: { name: 'The operators of this rowgate server' },
       description:
-        "A versioned REST API whose authorization lives in PostgreSQL. Errors have the shape `{error, detail}`, except on the OAuth2 protocol endpoints (token, revocation, introspection, metadata), which answer RFC 6749's `{error, error_description}`.",
+        "A versioned REST API whose authorization lives in PostgreSQL. Errors have the shape `{error, detail}`, except on the OAuth2 protocol endpoints (token, revocation, introspection, metadata), which answer RFC 6749's `{error, error_description}`, as client registration does for refused metadata (RFC 7591).",
     },
     servers: [{ url: '/', description: 'This server' }],
     tags,

@@ -1,12 +1,12 @@
 // The long runs of issue 8 that use the suite's database server (npm run
-// test:props, test:fuzz): outside the default `vitest run` include, each with
+// test:props, test:fuzz), and the browser's (test:browser): outside the default `vitest run` include, each with
 // its npm script. The runs against a real server process (outage, shutdown,
 // load) have their own configuration: test/long/process.config.ts.
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/long/*.props.long.ts', 'test/long/*.fuzz.long.ts'],
+    include: ['test/long/*.props.long.ts', 'test/long/*.fuzz.long.ts', 'test/long/*.browser.long.ts'],
     globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
     maxWorkers: 1,
