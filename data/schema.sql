@@ -64,22 +64,41 @@ create table rowgate.customer_members (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
+  role text default 'member'::text not null,
+  metadata jsonb default '{}'::jsonb not null,
   constraint customer_members_pkey PRIMARY KEY (id),
   constraint customer_members_customer_id_fkey FOREIGN KEY (customer_id) REFERENCES rowgate.customers(id),
   constraint customer_members_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
   constraint customer_members_email_check CHECK (((email = lower(email)) AND (email ~ '^[^@\s]+@[^@\s]+$'::text) AND (length(email) <= 320))),
-  constraint customer_members_name_check CHECK ((length(name) <= 200))
+  constraint customer_members_metadata_valid CHECK (rowgate_hidden.metadata_is_valid(metadata)),
+  constraint customer_members_name_check CHECK ((length(name) <= 200)),
+  constraint customer_members_role_check CHECK ((role = ANY (ARRAY['owner'::text, 'billing_manager'::text, 'member'::text])))
 );
+comment on column rowgate.customer_members.role is 'owner, billing_manager or member.';
 alter table rowgate.customer_members enable row level security;
-grant select (id, organization_id, customer_id, email, name, created_at, updated_at) on rowgate.customer_members to rowgate_member, rowgate_organization, rowgate_user;
-grant select (id, organization_id, customer_id, email, name, created_at, updated_at, deleted_at) on rowgate.customer_members to rowgate_analyst;
+grant insert (customer_id, email, name, role, metadata) on rowgate.customer_members to rowgate_organization, rowgate_user;
+grant select (id, organization_id, customer_id, email, name, created_at, updated_at, deleted_at, role, metadata) on rowgate.customer_members to rowgate_analyst;
+grant select (id, organization_id, customer_id, email, name, created_at, updated_at, role) on rowgate.customer_members to rowgate_member;
+grant select (id, organization_id, customer_id, email, name, created_at, updated_at, role, metadata) on rowgate.customer_members to rowgate_organization, rowgate_user;
+grant update (email, name, role, metadata) on rowgate.customer_members to rowgate_organization, rowgate_user;
+CREATE INDEX customer_members_customer_created ON rowgate.customer_members USING btree (customer_id, created_at, id) WHERE (deleted_at IS NULL);
 CREATE UNIQUE INDEX customer_members_email_live ON rowgate.customer_members USING btree (customer_id, email) WHERE (deleted_at IS NULL);
+CREATE INDEX customer_members_metadata ON rowgate.customer_members USING gin (metadata jsonb_path_ops) WHERE (deleted_at IS NULL);
 CREATE INDEX customer_members_organization ON rowgate.customer_members USING btree (organization_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE INDEX customer_members_organization_email ON rowgate.customer_members USING btree (organization_id, email, id) WHERE (deleted_at IS NULL);
+create policy insert_write on rowgate.customer_members as permissive for insert to public
+  with check (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('customers:write'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('customers_write'::text) AS has_scope)));
 create policy select_member on rowgate.customer_members as permissive for select to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('customers_read'::text) AS has_scope)));
 create policy select_self on rowgate.customer_members as permissive for select to rowgate_member
   using (((id = ( SELECT rowgate_hidden.current_subject_id() AS current_subject_id)) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('customer_portal_read'::text) AS has_scope)));
+create policy update_write on rowgate.customer_members as permissive for update to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('customers:write'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('customers_write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.customer_members FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _200_organization BEFORE INSERT ON rowgate.customer_members FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_customer_members__organization();
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.customer_members FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('member', 'members', 'id,organization_id,customer_id,email,name,role,metadata,created_at,updated_at');
+CREATE TRIGGER _500_end_sessions AFTER UPDATE OF deleted_at ON rowgate.customer_members FOR EACH ROW WHEN (((old.deleted_at IS NULL) AND (new.deleted_at IS NOT NULL))) EXECUTE FUNCTION rowgate_private.tg_customer_members__end_sessions();
+CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE OR UPDATE OF deleted_at ON rowgate.customer_members FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('customer_members', 'soft');
 
 -- Table rowgate.customers
 create table rowgate.customers (
@@ -92,20 +111,27 @@ create table rowgate.customers (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
+  metadata jsonb default '{}'::jsonb not null,
+  external_id text,
   constraint customers_pkey PRIMARY KEY (id),
   constraint customers_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
   constraint customers_email_check CHECK (((email = lower(email)) AND (email ~ '^[^@\s]+@[^@\s]+$'::text) AND (length(email) <= 320))),
+  constraint customers_external_id_length CHECK (((length(external_id) >= 1) AND (length(external_id) <= 200))),
   constraint customers_first_name_check CHECK ((length(first_name) <= 200)),
   constraint customers_last_name_check CHECK ((length(last_name) <= 200)),
+  constraint customers_metadata_valid CHECK (rowgate_hidden.metadata_is_valid(metadata)),
   constraint customers_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'active'::text])))
 );
 alter table rowgate.customers enable row level security;
-grant insert (organization_id, email, first_name, last_name, status) on rowgate.customers to rowgate_organization, rowgate_user;
-grant select (id, organization_id, email, first_name, last_name, status, created_at, updated_at) on rowgate.customers to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
-grant select (id, organization_id, email, first_name, last_name, status, created_at, updated_at, deleted_at) on rowgate.customers to rowgate_analyst;
-grant update (email, first_name, last_name, status) on rowgate.customers to rowgate_organization, rowgate_user;
+grant insert (organization_id, email, first_name, last_name, status, metadata, external_id) on rowgate.customers to rowgate_organization, rowgate_user;
+grant select (id, organization_id, email, first_name, last_name, status, created_at, updated_at) on rowgate.customers to rowgate_customer, rowgate_member;
+grant select (id, organization_id, email, first_name, last_name, status, created_at, updated_at, deleted_at, metadata, external_id) on rowgate.customers to rowgate_analyst;
+grant select (id, organization_id, email, first_name, last_name, status, created_at, updated_at, metadata, external_id) on rowgate.customers to rowgate_organization, rowgate_user;
+grant update (email, first_name, last_name, status, metadata, external_id) on rowgate.customers to rowgate_organization, rowgate_user;
 grant update (first_name, last_name) on rowgate.customers to rowgate_customer;
 CREATE UNIQUE INDEX customers_email_live ON rowgate.customers USING btree (organization_id, email) WHERE (deleted_at IS NULL);
+CREATE UNIQUE INDEX customers_external_id_live ON rowgate.customers USING btree (organization_id, external_id) WHERE ((deleted_at IS NULL) AND (external_id IS NOT NULL));
+CREATE INDEX customers_metadata ON rowgate.customers USING gin (metadata jsonb_path_ops) WHERE (deleted_at IS NULL);
 CREATE INDEX customers_organization_created ON rowgate.customers USING btree (organization_id, created_at, id) WHERE (deleted_at IS NULL);
 create policy insert_write on rowgate.customers as permissive for insert to public
   with check (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('customers:write'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('customers_write'::text) AS has_scope)));
@@ -118,7 +144,8 @@ create policy update_self on rowgate.customers as permissive for update to rowga
 create policy update_write on rowgate.customers as permissive for update to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('customers:write'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('customers_write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.customers FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.customers FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('customer', 'members', 'id,organization_id,email,first_name,last_name,status,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.customers FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('customer', 'members', 'id,organization_id,email,first_name,last_name,status,external_id,metadata,created_at,updated_at');
+CREATE TRIGGER _500_remove_seats AFTER UPDATE OF deleted_at ON rowgate.customers FOR EACH ROW WHEN (((old.deleted_at IS NULL) AND (new.deleted_at IS NOT NULL))) EXECUTE FUNCTION rowgate_private.tg_customers__remove_seats();
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE OR UPDATE OF deleted_at ON rowgate.customers FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('customers', 'soft');
 
 -- Table rowgate.events
@@ -226,19 +253,23 @@ create table rowgate.orders (
   status text default 'pending'::text not null,
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
+  metadata jsonb default '{}'::jsonb not null,
   constraint orders_pkey PRIMARY KEY (id),
   constraint orders_customer_id_fkey FOREIGN KEY (customer_id) REFERENCES rowgate.customers(id),
   constraint orders_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
   constraint orders_product_id_fkey FOREIGN KEY (product_id) REFERENCES rowgate.products(id),
   constraint orders_amount_check CHECK (((amount >= 0) AND (amount <= '100000000000'::bigint))),
   constraint orders_currency_check CHECK ((currency ~ '^[a-z]{3}$'::text)),
+  constraint orders_metadata_valid CHECK (rowgate_hidden.metadata_is_valid(metadata)),
   constraint orders_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'paid'::text, 'refunded'::text])))
 );
 alter table rowgate.orders enable row level security;
-grant insert (organization_id, customer_id, product_id, amount, currency, status) on rowgate.orders to rowgate_organization, rowgate_user;
-grant select (id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at) on rowgate.orders to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
-grant update (status) on rowgate.orders to rowgate_organization, rowgate_user;
+grant insert (organization_id, customer_id, product_id, amount, currency, status, metadata) on rowgate.orders to rowgate_organization, rowgate_user;
+grant select (id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at) on rowgate.orders to rowgate_customer, rowgate_member;
+grant select (id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at, metadata) on rowgate.orders to rowgate_analyst, rowgate_organization, rowgate_user;
+grant update (status, metadata) on rowgate.orders to rowgate_organization, rowgate_user;
 CREATE INDEX orders_customer ON rowgate.orders USING btree (customer_id, created_at, id);
+CREATE INDEX orders_metadata ON rowgate.orders USING gin (metadata jsonb_path_ops);
 CREATE INDEX orders_organization_amount ON rowgate.orders USING btree (organization_id, amount, id);
 CREATE INDEX orders_organization_created ON rowgate.orders USING btree (organization_id, created_at, id);
 CREATE INDEX orders_product ON rowgate.orders USING btree (product_id);
@@ -252,7 +283,7 @@ create policy update_write on rowgate.orders as permissive for update to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('orders:write'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('orders_write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _200_check BEFORE INSERT OR UPDATE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_orders__check();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('order', 'members', 'id,organization_id,customer_id,product_id,amount,currency,status,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('order', 'members', 'id,organization_id,customer_id,product_id,amount,currency,status,metadata,created_at,updated_at');
 CREATE TRIGGER _500_transactions AFTER INSERT OR UPDATE OF status ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_orders__transactions();
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('orders', 'hard');
 
@@ -385,18 +416,21 @@ create table rowgate.products (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
+  metadata jsonb default '{}'::jsonb not null,
   constraint products_pkey PRIMARY KEY (id),
   constraint products_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
   constraint products_description_check CHECK ((length(description) <= 5000)),
+  constraint products_metadata_valid CHECK (rowgate_hidden.metadata_is_valid(metadata)),
   constraint products_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200))),
   constraint products_price_amount_check CHECK (((price_amount >= 0) AND (price_amount <= '100000000000'::bigint))),
   constraint products_price_currency_check CHECK ((price_currency ~ '^[a-z]{3}$'::text))
 );
 alter table rowgate.products enable row level security;
-grant insert (organization_id, name, description, price_amount, price_currency, is_archived) on rowgate.products to rowgate_organization, rowgate_user;
-grant select (id, organization_id, name, description, price_amount, price_currency, is_archived, created_at, updated_at) on rowgate.products to rowgate_organization, rowgate_user;
-grant select (id, organization_id, name, description, price_amount, price_currency, is_archived, created_at, updated_at, deleted_at) on rowgate.products to rowgate_analyst;
-grant update (name, description, price_amount, price_currency, is_archived) on rowgate.products to rowgate_organization, rowgate_user;
+grant insert (organization_id, name, description, price_amount, price_currency, is_archived, metadata) on rowgate.products to rowgate_organization, rowgate_user;
+grant select (id, organization_id, name, description, price_amount, price_currency, is_archived, created_at, updated_at, deleted_at, metadata) on rowgate.products to rowgate_analyst;
+grant select (id, organization_id, name, description, price_amount, price_currency, is_archived, created_at, updated_at, metadata) on rowgate.products to rowgate_organization, rowgate_user;
+grant update (name, description, price_amount, price_currency, is_archived, metadata) on rowgate.products to rowgate_organization, rowgate_user;
+CREATE INDEX products_metadata ON rowgate.products USING gin (metadata jsonb_path_ops) WHERE (deleted_at IS NULL);
 CREATE INDEX products_organization_created ON rowgate.products USING btree (organization_id, created_at, id) WHERE (deleted_at IS NULL);
 CREATE INDEX products_organization_name ON rowgate.products USING btree (organization_id, name, id) WHERE (deleted_at IS NULL);
 CREATE INDEX products_organization_price ON rowgate.products USING btree (organization_id, price_amount, id) WHERE (deleted_at IS NULL);
@@ -407,7 +441,7 @@ create policy select_member on rowgate.products as permissive for select to publ
 create policy update_write on rowgate.products as permissive for update to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('products:write'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('products_write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.products FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.products FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('product', 'members', 'id,organization_id,name,description,price_amount,price_currency,is_archived,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.products FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('product', 'members', 'id,organization_id,name,description,price_amount,price_currency,is_archived,metadata,created_at,updated_at');
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE OR UPDATE OF deleted_at ON rowgate.products FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('products', 'soft');
 
 -- Table rowgate.role_permissions
@@ -1258,6 +1292,36 @@ $function$;
 comment on function rowgate.delete_current_user() is '@behavior -*';
 grant execute on function rowgate.delete_current_user() to rowgate_user;
 
+-- Function rowgate.delete_customer_member(uuid,uuid)
+CREATE OR REPLACE FUNCTION rowgate.delete_customer_member(p_customer_id uuid, p_member_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_organization_id uuid;
+  v_denial text;
+begin
+  perform rowgate_hidden.assert_scope('customers_write');
+  select a.organization_id, a.denial into v_organization_id, v_denial
+    from rowgate_hidden.authorize('customer', p_customer_id, 'customers:write') a;
+  if v_organization_id is null then
+    raise exception 'Not found' using errcode = 'RG404';
+  end if;
+  if not exists (select 1 from rowgate.customer_members m
+      where m.id = p_member_id and m.customer_id = p_customer_id and m.deleted_at is null) then
+    raise exception 'Not found' using errcode = 'RG404';
+  end if;
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG403';
+  end if;
+  update rowgate.customer_members set deleted_at = now() where id = p_member_id;
+end;
+$function$;
+comment on function rowgate.delete_customer_member(uuid,uuid) is '@behavior -*';
+grant execute on function rowgate.delete_customer_member(uuid,uuid) to rowgate_organization, rowgate_user;
+
 -- Function rowgate.delete_oauth2_client(uuid)
 CREATE OR REPLACE FUNCTION rowgate.delete_oauth2_client(p_id uuid)
  RETURNS boolean
@@ -2018,6 +2082,21 @@ $function$;
 comment on function rowgate_hidden.current_user_is_platform_admin() is 'Is the User of this transaction a platform admin (SPEC §2)? Its own flag only.';
 grant execute on function rowgate_hidden.current_user_is_platform_admin() to rowgate_user;
 
+-- Function rowgate_hidden.customer_ids_by_external_id(text[])
+CREATE OR REPLACE FUNCTION rowgate_hidden.customer_ids_by_external_id(p_external_ids text[])
+ RETURNS uuid[]
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  return array(select c.id from rowgate.customers c
+    where c.external_id = any (p_external_ids) and c.deleted_at is null
+      and c.organization_id = any (rowgate_hidden.current_organization_ids()));
+end;
+$function$;
+grant execute on function rowgate_hidden.customer_ids_by_external_id(text[]) to rowgate_organization, rowgate_user;
+
 -- Function rowgate_hidden.event_type_denial(uuid,text)
 CREATE OR REPLACE FUNCTION rowgate_hidden.event_type_denial(p_organization_id uuid, p_type text)
  RETURNS text
@@ -2116,6 +2195,27 @@ AS $function$
     else rowgate_hidden.role_permission_denial(p_organization_id, 'members:manage') end;
 $function$;
 grant execute on function rowgate_hidden.members_management_denial(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.metadata_is_valid(jsonb)
+CREATE OR REPLACE FUNCTION rowgate_hidden.metadata_is_valid(p_metadata jsonb)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select jsonb_typeof(p_metadata) = 'object'
+    and (select count(*) from jsonb_object_keys(p_metadata)) <= 50
+    and not exists (
+      select 1 from jsonb_each(p_metadata) e
+      where e.key !~ '^[A-Za-z0-9_-]{1,40}$'
+        or not coalesce(case jsonb_typeof(e.value)
+          when 'string' then length(e.value #>> '{}') <= 500
+          when 'boolean' then true
+          when 'number' then (e.value #>> '{}') ~ '^-?[0-9]{1,16}$'
+            and abs((e.value #>> '{}')::numeric) <= 9007199254740991
+          else false end, false));
+$function$;
+comment on function rowgate_hidden.metadata_is_valid(jsonb) is 'At most 50 keys of 1-40 characters of [A-Za-z0-9_-]; values strings of at most 500 characters, integers within ±(2^53-1), or booleans.';
+grant execute on function rowgate_hidden.metadata_is_valid(jsonb) to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.organization_row_count(text,uuid[])
 CREATE OR REPLACE FUNCTION rowgate_hidden.organization_row_count(p_resource text, p_organization_ids uuid[])
@@ -2744,6 +2844,51 @@ begin
   new.created_at = case when tg_op = 'INSERT' then now() else old.created_at end;
   new.updated_at = case when tg_op = 'UPDATE' and old.updated_at >= now() then old.updated_at + interval '1 millisecond' else now() end;
   return new;
+end;
+$function$;
+
+-- Function rowgate_private.tg_customer_members__end_sessions()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_customer_members__end_sessions()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  update rowgate_private.sessions set revoked_at = now() where member_id = new.id and revoked_at is null;
+  return null;
+end;
+$function$;
+
+-- Function rowgate_private.tg_customer_members__organization()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_customer_members__organization()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  select c.organization_id into new.organization_id from rowgate.customers c
+    where c.id = new.customer_id and c.deleted_at is null
+      and (rowgate_hidden.current_subject_kind() is null
+        or c.organization_id = any (rowgate_hidden.current_organization_ids()));
+  if new.organization_id is null then
+    raise exception 'Customer not found' using errcode = 'RG422', detail = 'body.customer_id';
+  end if;
+  return new;
+end;
+$function$;
+
+-- Function rowgate_private.tg_customers__remove_seats()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_customers__remove_seats()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  update rowgate.customer_members set deleted_at = new.deleted_at where customer_id = new.id and deleted_at is null;
+  return null;
 end;
 $function$;
 

@@ -100,10 +100,17 @@ const EP = {
   createOrder: ep('POST', '/v1/orders/', ACCEPTS.organization, w('orders')),
   updateOrder: ep('PATCH', '/v1/orders/{id}', ACCEPTS.organization, w('orders')),
   listTransactions: ep('GET', '/v1/transactions/', ACCEPTS.organization, FINANCE_READ),
+  getTransaction: ep('GET', '/v1/transactions/{id}', ACCEPTS.organization, FINANCE_READ),
   listPayoutAccounts: ep('GET', '/v1/payout-accounts/', ACCEPTS.web, ['payouts:read', 'payouts:write']),
   getPayoutAccount: ep('GET', '/v1/payout-accounts/{id}', ACCEPTS.web, ['payouts:read', 'payouts:write']),
   createPayoutAccount: ep('POST', '/v1/payout-accounts/', ACCEPTS.web, ['payouts:write']),
   deletePayoutAccount: ep('DELETE', '/v1/payout-accounts/{id}', ACCEPTS.web, ['payouts:write']),
+  listCustomerMembers: ep('GET', '/v1/customers/{id}/members', ACCEPTS.organization, rw('customers')),
+  createCustomerMember: ep('POST', '/v1/customers/{id}/members', ACCEPTS.organization, w('customers')),
+  getCustomerMember: ep('GET', '/v1/customers/{id}/members/{member_id}', ACCEPTS.organization, rw('customers')),
+  updateCustomerMember: ep('PATCH', '/v1/customers/{id}/members/{member_id}', ACCEPTS.organization, w('customers')),
+  deleteCustomerMember: ep('DELETE', '/v1/customers/{id}/members/{member_id}', ACCEPTS.organization, w('customers')),
+  listAllCustomerMembers: ep('GET', '/v1/members/', ACCEPTS.organization, rw('customers')),
   createCustomerSession: ep('POST', '/v1/customer-sessions/', ACCEPTS.organization, ['customer_sessions_write']),
   portalMe: ep('GET', '/v1/customer-portal/customers/me', ACCEPTS.portal, PORTAL_SCOPES),
   portalUpdateMe: ep('PATCH', '/v1/customer-portal/customers/me', ACCEPTS.portal, ['customer_portal_write']),
@@ -187,6 +194,7 @@ interface World {
   custA2: string;
   custB: string;
   seatA: string;
+  seatB: string;
   ordersA: string[];
   ordersB: string[];
   /** orders of custA (the portal's customer): one paid, one pending */
@@ -237,6 +245,7 @@ async function buildWorld(): Promise<World> {
   const custA2 = await app.customer(A);
   const custB = await app.customer(B);
   const seatA = await app.customerMember(custA);
+  const seatB = await app.customerMember(custB);
 
   const orderA1 = await app.order(prodA, custA, 'paid');
   const orderA2 = await app.order(prodA, custA2, 'paid');
@@ -295,6 +304,7 @@ async function buildWorld(): Promise<World> {
     custA2,
     custB,
     seatA,
+    seatB,
     ordersA: [orderA1, orderA2, orderA3],
     ordersB: [orderB],
     ordersOfCustA: [orderA1, orderA3],
@@ -725,6 +735,17 @@ read(
   },
 );
 read(EP.getEvent, 'an unknown id', () => ({ path: `/v1/events/${unknownId()}` }), { others: notFound });
+// one transaction: the list's permission filter, so 404 where the list would not show it
+read(EP.getTransaction, 'of A', (w) => ({ path: `/v1/transactions/${w.transactionsA[0]}`, id: w.transactionsA[0] }), {
+  ...each(['adminA', 'financeA', 'oatA'], ok(sameId)),
+  memberA: notFound,
+  others: notFound,
+});
+read(EP.getTransaction, 'of B', (w) => ({ path: `/v1/transactions/${w.transactionsB[0]}`, id: w.transactionsB[0] }), {
+  ...each(['adminB', 'oatB'], ok(sameId)),
+  others: notFound,
+});
+read(EP.getTransaction, 'an unknown id', () => ({ path: `/v1/transactions/${unknownId()}` }), { others: notFound });
 
 // payout accounts: web sessions, finance-read policy
 read(EP.listPayoutAccounts, 'all', () => ({ path: '/v1/payout-accounts/?limit=100' }), {
@@ -768,6 +789,52 @@ read(EP.portalOrder, 'one of B', (w) => ({ path: `/v1/customer-portal/orders/${w
 });
 read(EP.portalOrder, 'an unknown id', () => ({ path: `/v1/customer-portal/orders/${unknownId()}` }), {
   ...each(['customerA', 'seatA'], notFound),
+});
+
+// member seats (SPEC §18): customers_read|write; every member of the organization reads them
+read(EP.listCustomerMembers, 'of custA', (w) => ({ path: `/v1/customers/${w.custA}/members?limit=100` }), {
+  ...each(
+    ['adminA', 'memberA', 'financeA', 'oatA'],
+    rows((w) => [w.seatA]),
+  ),
+  others: notFound,
+});
+read(EP.listCustomerMembers, 'of custB', (w) => ({ path: `/v1/customers/${w.custB}/members?limit=100` }), {
+  ...each(
+    ['adminB', 'oatB'],
+    rows((w) => [w.seatB]),
+  ),
+  others: notFound,
+});
+read(EP.listCustomerMembers, 'of an unknown customer', () => ({ path: `/v1/customers/${unknownId()}/members` }), { others: notFound });
+read(EP.getCustomerMember, 'seatA of custA', (w) => ({ path: `/v1/customers/${w.custA}/members/${w.seatA}`, id: w.seatA }), {
+  ...each(['adminA', 'memberA', 'financeA', 'oatA'], ok(sameId)),
+  others: notFound,
+});
+read(EP.getCustomerMember, 'seatA under another customer of A', (w) => ({ path: `/v1/customers/${w.custA2}/members/${w.seatA}` }), {
+  others: notFound,
+});
+read(EP.getCustomerMember, 'seatB of custB', (w) => ({ path: `/v1/customers/${w.custB}/members/${w.seatB}`, id: w.seatB }), {
+  ...each(['adminB', 'oatB'], ok(sameId)),
+  others: notFound,
+});
+read(EP.listAllCustomerMembers, 'all', () => ({ path: '/v1/members/?limit=100' }), {
+  ...each(
+    ['adminA', 'memberA', 'financeA', 'oatA'],
+    rows((w) => [w.seatA]),
+  ),
+  ...each(
+    ['adminB', 'oatB'],
+    rows((w) => [w.seatB]),
+  ),
+  others: none,
+});
+read(EP.listAllCustomerMembers, 'narrowed to B', (w) => ({ path: `/v1/members/?limit=100&organization_id=${w.B}` }), {
+  ...each(
+    ['adminB', 'oatB'],
+    rows((w) => [w.seatB]),
+  ),
+  others: none,
 });
 
 // ---- writes -------------------------------------------------------------------
@@ -1607,6 +1674,145 @@ write(
     others: denied(R.platformAdminsOnly),
   },
 );
+
+// member seats: changes need customers:write (financeA lacks it)
+const seatsOf = async (customerId: string, email: string) =>
+  Number(
+    (
+      await app.sql('select count(*) as n from rowgate.customer_members where customer_id = $1 and email = $2 and deleted_at is null', [
+        customerId,
+        email,
+      ])
+    )[0]!.n,
+  );
+const addSeatTo = (customer: (w: World) => string) => (w: World) => {
+  const email = `seat-${randomUUID()}@example.com`;
+  return {
+    path: `/v1/customers/${customer(w)}/members`,
+    body: { email, role: 'billing_manager' },
+    verify: async (_res: ApiResponse, accepted: boolean) => expect(await seatsOf(customer(w), email)).toBe(accepted ? 1 : 0),
+  };
+};
+const seatAdded: Check = (res, _w, t) =>
+  expect({ email: res.body.email, role: res.body.role }).toEqual({ email: (t.body as { email: string }).email, role: 'billing_manager' });
+write(
+  EP.createCustomerMember,
+  'a seat of custA',
+  addSeatTo((w) => w.custA),
+  {
+    ...each(['adminA', 'memberA', 'oatA'], created(seatAdded)),
+    financeA: denied(R.writeCustomers),
+    others: notFound,
+  },
+);
+write(
+  EP.createCustomerMember,
+  'a seat of custB',
+  addSeatTo((w) => w.custB),
+  {
+    ...each(['adminB', 'oatB'], created(seatAdded)),
+    others: notFound,
+  },
+);
+write(
+  EP.createCustomerMember,
+  "a seat of custA with seatA's e-mail",
+  async (w) => {
+    const [seat] = await app.sql<{ email: string }>('select email from rowgate.customer_members where id = $1', [w.seatA]);
+    return {
+      path: `/v1/customers/${w.custA}/members`,
+      body: { email: seat!.email.toUpperCase() },
+      verify: async () => expect(await seatsOf(w.custA, seat!.email)).toBe(1),
+    };
+  },
+  {
+    ...each(['adminA', 'memberA', 'oatA'], invalid('body', 'email')),
+    financeA: denied(R.writeCustomers),
+    others: notFound,
+  },
+);
+write(
+  EP.createCustomerMember,
+  'of an unknown customer',
+  () => ({ path: `/v1/customers/${unknownId()}/members`, body: { email: 'x@example.com' } }),
+  {
+    others: notFound,
+  },
+);
+const changeSeatOf = (org: (w: World) => string) => async (w: World) => {
+  const customerId = await app.customer(org(w));
+  const id = await app.customerMember(customerId);
+  return {
+    path: `/v1/customers/${customerId}/members/${id}`,
+    body: { role: 'owner', name: 'Changed' },
+    id,
+    verify: async (_res: ApiResponse, accepted: boolean) =>
+      expect((await app.sql('select role, name from rowgate.customer_members where id = $1', [id]))[0]).toEqual(
+        accepted ? { role: 'owner', name: 'Changed' } : { role: 'member', name: null },
+      ),
+  };
+};
+write(
+  EP.updateCustomerMember,
+  'a fresh seat of A',
+  changeSeatOf((w) => w.A),
+  {
+    ...each(['adminA', 'memberA', 'oatA'], ok(sameId)),
+    financeA: denied(R.writeCustomers),
+    others: notFound,
+  },
+);
+write(
+  EP.updateCustomerMember,
+  'a fresh seat of B',
+  changeSeatOf((w) => w.B),
+  {
+    ...each(['adminB', 'oatB'], ok(sameId)),
+    others: notFound,
+  },
+);
+write(
+  EP.updateCustomerMember,
+  'seatA under another customer of A',
+  (w) => ({ path: `/v1/customers/${w.custA2}/members/${w.seatA}`, body: { name: 'X' } }),
+  { others: notFound },
+);
+/** a fresh seat with a live member session: removing the seat ends the session at once */
+const removeSeatOf = (org: (w: World) => string) => async (w: World) => {
+  const customerId = await app.customer(org(w));
+  const id = await app.customerMember(customerId);
+  const token = await app.memberSession(id);
+  return {
+    path: `/v1/customers/${customerId}/members/${id}`,
+    verify: async (_res: ApiResponse, accepted: boolean) => {
+      expect(await isDeleted('customer_members', id)).toBe(accepted);
+      const me = await app.get('/v1/customer-portal/customers/me', { token });
+      expect(me.status).toBe(accepted ? 401 : 200);
+    },
+  };
+};
+write(
+  EP.deleteCustomerMember,
+  'a fresh seat of A',
+  removeSeatOf((w) => w.A),
+  {
+    ...each(['adminA', 'memberA', 'oatA'], noContent),
+    financeA: denied(R.writeCustomers),
+    others: notFound,
+  },
+);
+write(
+  EP.deleteCustomerMember,
+  'a fresh seat of B',
+  removeSeatOf((w) => w.B),
+  {
+    ...each(['adminB', 'oatB'], noContent),
+    others: notFound,
+  },
+);
+write(EP.deleteCustomerMember, 'an unknown seat of custA', (w) => ({ path: `/v1/customers/${w.custA}/members/${unknownId()}` }), {
+  others: notFound,
+});
 
 // ---------------------------------------------------------------------------------
 // Generation

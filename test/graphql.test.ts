@@ -579,6 +579,46 @@ describe('mutations: scopes and policies bind in the database', () => {
     expect((await app.sql('select count(*)::int as n from rowgate.orders'))[0].n).toBe(before);
   });
 
+  test('member seats: created and changed under the rules of /v1/customers/{id}/members (customers:write, the organization from the customer)', async () => {
+    const create = `mutation ($customer: UUID!, $email: String!) {
+      createCustomerMember(input: { customerMember: { customerId: $customer, email: $email, role: "billing_manager" } }) {
+        customerMember { rowId organizationId customerId email role }
+      }
+    }`;
+    const seats = async (email: string) =>
+      Number((await app.sql<{ n: string }>('select count(*) as n from rowgate.customer_members where email = $1', [email]))[0]!.n);
+    const email = `seat-${randomBytes(4).toString('hex')}@example.com`;
+    const made = await data(create, { customer: w.customersA[1], email }, { session: w.memberA.session });
+    expect(made.createCustomerMember.customerMember).toMatchObject({
+      organizationId: w.orgA,
+      customerId: w.customersA[1],
+      email,
+      role: 'billing_manager',
+    });
+    // REST reads the same seat
+    const rest = await app.get(`/v1/customers/${w.customersA[1]}/members/${made.createCustomerMember.customerMember.rowId}`, {
+      session: w.adminA.session,
+    });
+    expect({ status: rest.status, role: rest.body.role }).toEqual({ status: 200, role: 'billing_manager' });
+    // a customer of another organization, a token without customers_write, a second seat with the e-mail: refused, nothing stored
+    for (const [customer, auth, address] of [
+      [w.customersB[0]!, { session: w.memberA.session }, `b-${email}`],
+      [w.customersA[1]!, { token: tokens.oatWrite }, `w-${email}`],
+      [w.customersA[1]!, { token: tokens.oatRead }, `r-${email}`],
+      [w.customersA[1]!, { session: w.memberA.session }, email],
+    ] as const) {
+      const refused = await gql(create, { customer, email: address }, auth);
+      expect(refused.body.errors?.length, JSON.stringify(refused.body)).toBeGreaterThan(0);
+      expect(await seats(address)).toBe(address === email ? 1 : 0);
+    }
+    const update = `mutation ($id: UUID!) {
+      updateCustomerMemberByRowId(input: { rowId: $id, customerMemberPatch: { role: "owner" } }) { customerMember { role } }
+    }`;
+    const id = made.createCustomerMember.customerMember.rowId as string;
+    expect((await gql(update, { id }, { token: tokens.oatRead })).body.errors?.[0]?.extensions?.code).toBe('NotUpdated');
+    expect((await data(update, { id }, { session: w.adminA.session })).updateCustomerMemberByRowId.customerMember.role).toBe('owner');
+  });
+
   test('a user cannot be changed through GraphQL at all (REST keeps that to web sessions with user:write)', async () => {
     const result = await gql(
       `mutation ($id: UUID!) { updateUserByRowId(input: { rowId: $id, userPatch: { name: "x" } }) { user { name } } }`,

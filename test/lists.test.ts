@@ -71,7 +71,7 @@ async function insertRow(table: string, values: Record<string, unknown>): Promis
  * order or ids: pairs of rows share a second, in a shuffled order. The timestamp
  * trigger would overwrite created_at, so it is off for this one transaction.
  */
-async function stamp(table: string, ids: string[]) {
+async function stamp(table: string, ids: string[]): Promise<Map<string, number>> {
   const at = ids.map((_, i) => new Date(BASE + Math.floor(((i * 7) % ids.length) / 2) * 1000).toISOString());
   const client = await app.owner.connect();
   try {
@@ -83,6 +83,7 @@ async function stamp(table: string, ids: string[]) {
     ]);
     await client.query(`alter table ${table} enable trigger _100_timestamps`);
     await client.query('commit');
+    return new Map(ids.map((id, i) => [id, Date.parse(at[i]!)]));
   } catch (error) {
     await client.query('rollback');
     throw error;
@@ -90,6 +91,54 @@ async function stamp(table: string, ids: string[]) {
     client.release();
   }
 }
+
+/**
+ * Time windows (SPEC §18) over stamped rows: bounds fall on instants that pairs of
+ * rows share (>= keeps them, < drops them), in UTC and at another offset.
+ */
+function windowCases(stamps: Map<string, number>): FilterCase[] {
+  const [t1, t2] = [BASE + 3_000, BASE + 8_000];
+  const iso = (t: number) => new Date(t).toISOString();
+  const where = (keep: (t: number) => boolean) => [...stamps].filter(([, t]) => keep(t)).map(([id]) => id);
+  return [
+    { query: `created_after=${iso(t1)}`, expect: where((t) => t >= t1) },
+    { query: `created_before=${iso(t2)}`, expect: where((t) => t < t2) },
+    { query: `created_after=${iso(t1)}&created_before=${iso(t2)}`, expect: where((t) => t >= t1 && t < t2) },
+    // the same instant as t1, written at +01:00 (the + encoded, as a client must)
+    { query: 'created_after=2026-03-01T11:00:03%2B01:00', expect: where((t) => t >= t1) },
+    { query: `created_after=${iso(t2)}&created_before=${iso(t1)}`, expect: [] },
+  ];
+}
+const INVALID_WINDOWS = [
+  'created_after=2026-03-01T10:00:00',
+  'created_before=2026-03-01',
+  'created_after=yesterday',
+  'created_before=2026-03-01T10:00:00+01:00',
+];
+// (an unencoded + is a space in a query string: no time zone left)
+
+/** Metadata (SPEC §18) on seeded rows: a string, an integer and a boolean key, in patterns unrelated to the rest. */
+async function tagMetadata(table: string, ids: string[]): Promise<Map<string, Record<string, unknown>>> {
+  const metas = new Map(ids.map((id, i) => [id, { tier: ['gold', 'silver', 'bronze'][i % 3]!, n: i % 4, vip: i % 5 === 0 }]));
+  await app.sql(`update ${table} t set metadata = v.m from unnest($1::uuid[], $2::jsonb[]) v(id, m) where t.id = v.id`, [
+    ids,
+    ids.map((id) => JSON.stringify(metas.get(id))),
+  ]);
+  return metas;
+}
+/** one key: any of its values (an integer and a boolean spelt as text too); several keys: all of them */
+function metadataCases(metas: Map<string, Record<string, unknown>>): FilterCase[] {
+  const where = (keep: (m: Record<string, unknown>) => boolean) => [...metas].filter(([, m]) => keep(m)).map(([id]) => id);
+  return [
+    { query: 'metadata[tier]=gold', expect: where((m) => m.tier === 'gold') },
+    { query: 'metadata[tier]=gold&metadata[tier]=bronze', expect: where((m) => m.tier !== 'silver') },
+    { query: 'metadata[n]=2', expect: where((m) => m.n === 2) },
+    { query: 'metadata[vip]=true&metadata[tier]=gold', expect: where((m) => m.vip === true && m.tier === 'gold') },
+    { query: 'metadata[tier]=GOLD', expect: [] },
+    { query: 'metadata[missing]=gold', expect: [] },
+  ];
+}
+const INVALID_METADATA = ['metadata[bad.key]=1', `metadata[${'k'.repeat(41)}]=1`, 'metadata=gold', `metadata[tier]=${'x'.repeat(501)}`];
 
 /** A user with two organizations it administers, and a stranger's organization. */
 async function world() {
@@ -161,7 +210,7 @@ const SYSTEM_ACTOR = {
 
 const declarations: Record<string, Declaration> = {
   'products:list': {
-    invalid: ['is_archived=maybe', 'organization_id=not-a-uuid', `query=${'x'.repeat(201)}`],
+    invalid: ['is_archived=maybe', 'organization_id=not-a-uuid', `query=${'x'.repeat(201)}`, ...INVALID_WINDOWS, ...INVALID_METADATA],
     seed: async (n) => {
       const { user, a, b, c } = await world();
       const rows: { id: string; org: string; name: string; archived: boolean }[] = [];
@@ -179,7 +228,8 @@ const declarations: Record<string, Declaration> = {
         });
         rows.push({ id, org, name, archived });
       }
-      await stamp('rowgate.products', ids(rows));
+      const stamps = await stamp('rowgate.products', ids(rows));
+      const metas = await tagMetadata('rowgate.products', ids(rows));
       // out of sight: another organization's products, and a deleted one
       await insertRow('rowgate.products', { organization_id: c, name: 'n03', price_amount: 1, price_currency: 'usd' });
       await insertRow('rowgate.products', {
@@ -194,6 +244,8 @@ const declarations: Record<string, Declaration> = {
         auth: { session: user.session },
         keys: ids(rows),
         filters: [
+          ...windowCases(stamps),
+          ...metadataCases(metas),
           ...organizationCases(rows, [a, b], [c]),
           { query: 'is_archived=true', expect: ids(rows, (r) => r.archived) },
           { query: 'is_archived=false', expect: ids(rows, (r) => !r.archived) },
@@ -209,7 +261,7 @@ const declarations: Record<string, Declaration> = {
   },
 
   'customers:list': {
-    invalid: ['status=bogus', 'organization_id=not-a-uuid', `email=${'x'.repeat(321)}`],
+    invalid: ['status=bogus', 'organization_id=not-a-uuid', `email=${'x'.repeat(321)}`, ...INVALID_WINDOWS, ...INVALID_METADATA],
     seed: async (n) => {
       const { user, a, b, c } = await world();
       // a deleted customer whose e-mail a live one reuses: never listed
@@ -234,16 +286,26 @@ const declarations: Record<string, Declaration> = {
         });
         rows.push({ id, ...row });
       }
-      await stamp('rowgate.customers', ids(rows));
+      const stamps = await stamp('rowgate.customers', ids(rows));
+      const metas = await tagMetadata('rowgate.customers', ids(rows));
+      // every third customer has an external id
+      const external = new Map(rows.flatMap((r, i) => (i % 3 === 0 ? [[r.id, `x${pad(i)}`] as const] : [])));
+      for (const [id, externalId] of external)
+        await app.sql('update rowgate.customers set external_id = $2 where id = $1', [id, externalId]);
       return {
         path: '/v1/customers/',
         auth: { session: user.session },
         keys: ids(rows),
         filters: [
+          ...windowCases(stamps),
+          ...metadataCases(metas),
           ...organizationCases(rows, [a, b], [c]),
           { query: 'status=active', expect: ids(rows, (r) => r.status === 'active') },
           { query: 'status=pending', expect: ids(rows, (r) => r.status === 'pending') },
           { query: 'status=active&status=pending', expect: ids(rows) },
+          { query: 'external_id=x00', expect: [rows[0]!.id] },
+          { query: 'external_id=x00&external_id=x06', expect: [rows[0]!.id, rows[6]!.id] },
+          { query: 'external_id=x01', expect: [] },
           { query: `organization_id=${b}&status=active`, expect: ids(rows, (r) => r.org === b && r.status === 'active') },
           { query: 'email=C05@Example.com', expect: ids(rows, (r) => r.email === 'c05@example.com') },
           { query: 'email=c05', expect: [] },
@@ -258,7 +320,7 @@ const declarations: Record<string, Declaration> = {
   },
 
   'orders:list': {
-    invalid: ['status=bogus', 'customer_id=nope', 'product_id=nope', 'organization_id=nope'],
+    invalid: ['status=bogus', 'customer_id=nope', 'product_id=nope', 'organization_id=nope', ...INVALID_WINDOWS, ...INVALID_METADATA],
     seed: async (n) => {
       const { user, a, b, c } = await world();
       const [pa1, pa2, pb, pc] = [await product(a), await product(a), await product(b), await product(c)];
@@ -282,17 +344,32 @@ const declarations: Record<string, Declaration> = {
         });
         rows.push({ id, ...row });
       }
-      await stamp('rowgate.orders', ids(rows));
+      const stamps = await stamp('rowgate.orders', ids(rows));
+      const metas = await tagMetadata('rowgate.orders', ids(rows));
+      // external ids of the customers: the same one in two organizations, a third of its own
+      for (const [id, externalId] of [
+        [ca1, 'ext-1'],
+        [cb, 'ext-1'],
+        [ca2, 'ext-2'],
+        [cc, 'ext-2'],
+      ])
+        await app.sql('update rowgate.customers set external_id = $2 where id = $1', [id, externalId]);
       await app.order(pc, cc, 'paid');
       return {
         path: '/v1/orders/',
         auth: { session: user.session },
         keys: ids(rows),
         filters: [
+          ...windowCases(stamps),
+          ...metadataCases(metas),
           ...organizationCases(rows, [a, b], [c]),
           { query: `customer_id=${ca1}`, expect: ids(rows, (r) => r.customer === ca1) },
           { query: `customer_id=${ca1}&customer_id=${cb}`, expect: ids(rows, (r) => r.customer === ca1 || r.customer === cb) },
           { query: `customer_id=${cc}`, expect: [] },
+          { query: 'external_customer_id=ext-1', expect: ids(rows, (r) => r.customer === ca1 || r.customer === cb) },
+          { query: 'external_customer_id=ext-2', expect: ids(rows, (r) => r.customer === ca2) },
+          { query: 'external_customer_id=ext-1&external_customer_id=ext-2', expect: ids(rows) },
+          { query: 'external_customer_id=nope', expect: [] },
           { query: `product_id=${pa2}`, expect: ids(rows, (r) => r.product === pa2) },
           { query: `product_id=${pa1}&product_id=${pb}`, expect: ids(rows, (r) => r.product === pa1 || r.product === pb) },
           { query: `product_id=${pc}`, expect: [] },
@@ -442,7 +519,7 @@ const declarations: Record<string, Declaration> = {
   },
 
   'transactions:list': {
-    invalid: ['type=bogus', 'order_id=nope', 'organization_id=nope'],
+    invalid: ['type=bogus', 'order_id=nope', 'organization_id=nope', ...INVALID_WINDOWS],
     seed: async (n) => {
       const { user, stranger, a, b, c } = await world();
       // an organization the user reaches as a plain member: no finance:read there
@@ -475,13 +552,14 @@ const declarations: Record<string, Declaration> = {
         [[a, b]],
       );
       expect(rows.length).toBe(n);
-      await stamp('rowgate.transactions', ids(rows));
+      const stamps = await stamp('rowgate.transactions', ids(rows));
       const [o0, o1, o10] = [orders[0]!.id, orders[1]!.id, orders[10]!.id];
       return {
         path: '/v1/transactions/',
         auth: { session: user.session },
         keys: ids(rows),
         filters: [
+          ...windowCases(stamps),
           ...organizationCases(rows, [a, b], [c, d]),
           { query: `order_id=${o0}`, expect: ids(rows, (r) => r.order === o0) },
           { query: `order_id=${o1}&order_id=${o10}`, expect: ids(rows, (r) => r.order === o1 || r.order === o10) },
@@ -706,6 +784,78 @@ const declarations: Record<string, Declaration> = {
           { query: 'role=admin', expect: ids(rows, (r) => r.role === 'admin') },
           { query: 'role=member&role=finance', expect: ids(rows, (r) => r.role !== 'admin') },
           { query: 'role=owner', expect: [] },
+        ],
+      };
+    },
+  },
+
+  'customer_members:list_all': {
+    invalid: ['customer_id=nope', 'organization_id=nope', `email=${'x'.repeat(321)}`, ...INVALID_WINDOWS, ...INVALID_METADATA],
+    seed: async (n) => {
+      const { user, a, b, c } = await world();
+      const [ca1, ca2, cb, cc] = [await customer(a), await customer(a), await customer(b), await customer(c)];
+      const orgOf = { [ca1]: a, [ca2]: a, [cb]: b };
+      const rows: { id: string; org: string; customer: string; email: string }[] = [];
+      for (let i = 0; i < n; i++) {
+        // each e-mail on three customers (ties when sorting by email; unique per customer)
+        const row = { customer: [ca1, ca2, cb][i % 3]!, email: `s${pad(Math.floor(i / 3))}@example.com` };
+        const id = await insertRow('rowgate.customer_members', { customer_id: row.customer, email: row.email, role: 'member' });
+        rows.push({ id, org: orgOf[row.customer]!, ...row });
+      }
+      const stamps = await stamp('rowgate.customer_members', ids(rows));
+      const metas = await tagMetadata('rowgate.customer_members', ids(rows));
+      // out of sight: another organization's seat, a removed seat, the seat of a removed customer
+      await insertRow('rowgate.customer_members', { customer_id: cc, email: 's01@example.com' });
+      await insertRow('rowgate.customer_members', { customer_id: ca1, email: 'gone@example.com', deleted_at: new Date() });
+      const removed = await customer(a);
+      await insertRow('rowgate.customer_members', { customer_id: removed, email: 's01@example.com' });
+      await app.sql('update rowgate.customers set deleted_at = now() where id = $1', [removed]);
+      return {
+        path: '/v1/members/',
+        auth: { session: user.session },
+        keys: ids(rows),
+        filters: [
+          ...windowCases(stamps),
+          ...metadataCases(metas),
+          ...organizationCases(rows, [a, b], [c]),
+          { query: `customer_id=${ca1}`, expect: ids(rows, (r) => r.customer === ca1) },
+          { query: `customer_id=${ca2}&customer_id=${cb}`, expect: ids(rows, (r) => r.customer !== ca1) },
+          { query: `customer_id=${cc}`, expect: [] },
+          { query: `customer_id=${removed}`, expect: [] },
+          { query: 'email=S01@Example.com', expect: ids(rows, (r) => r.email === 's01@example.com') },
+          { query: `organization_id=${a}&email=s02@example.com`, expect: ids(rows, (r) => r.org === a && r.email === 's02@example.com') },
+          { query: 'email=nobody@example.com', expect: [] },
+        ],
+      };
+    },
+  },
+
+  'customer_members:list': {
+    invalid: [`email=${'x'.repeat(321)}`, ...INVALID_WINDOWS, ...INVALID_METADATA],
+    seed: async (n) => {
+      const user = await app.user();
+      const a = (await app.organization(user.id)).id;
+      const [mine, neighbour] = [await customer(a), await customer(a)];
+      const rows: { id: string; email: string }[] = [];
+      for (let i = 0; i < n; i++) {
+        const email = `s${pad((i * 5) % n)}@example.com`;
+        const role = ['owner', 'billing_manager', 'member'][i % 3];
+        rows.push({ id: await insertRow('rowgate.customer_members', { customer_id: mine, email, role }), email });
+      }
+      const stamps = await stamp('rowgate.customer_members', ids(rows));
+      const metas = await tagMetadata('rowgate.customer_members', ids(rows));
+      // out of sight: the neighbour's seat with the same e-mail, a removed seat
+      await insertRow('rowgate.customer_members', { customer_id: neighbour, email: 's01@example.com' });
+      await insertRow('rowgate.customer_members', { customer_id: mine, email: 'gone@example.com', deleted_at: new Date() });
+      return {
+        path: `/v1/customers/${mine}/members`,
+        auth: { session: user.session },
+        keys: ids(rows),
+        filters: [
+          ...windowCases(stamps),
+          ...metadataCases(metas),
+          { query: 'email=S01@example.COM', expect: ids(rows, (r) => r.email === 's01@example.com') },
+          { query: 'email=gone@example.com', expect: [] },
         ],
       };
     },
@@ -960,7 +1110,9 @@ describe.each(listRoutes.map((r) => [r.operationId, r] as const))('%s', (operati
 
   test('every filter returns exactly the expected rows', async () => {
     // each filter parameter of the list is exercised by a declared case
-    const exercised = new Set(fx.filters.flatMap((f) => [...new URLSearchParams(f.query).keys()]));
+    const exercised = new Set(
+      fx.filters.flatMap((f) => [...new URLSearchParams(f.query).keys()].map((k) => k.replace(/^metadata\[.*\]$/, 'metadata'))),
+    );
     expect(filterParams(route).filter((p) => !exercised.has(p))).toEqual([]);
     const got: Record<string, unknown> = {};
     const want: Record<string, unknown> = {};

@@ -169,6 +169,8 @@ const constraintFields: Record<string, { loc: string[]; msg: string }> = {
   memberships_role_fkey: { loc: ['body', 'role'], msg: 'Unknown role' },
   organizations_slug_live: { loc: ['body', 'slug'], msg: 'An organization with this slug exists already' },
   customers_email_live: { loc: ['body', 'email'], msg: 'A customer with this e-mail exists already in the organization' },
+  customers_external_id_live: { loc: ['body', 'external_id'], msg: 'A live customer of the organization has this external id already' },
+  customer_members_email_live: { loc: ['body', 'email'], msg: 'The customer has a seat with this e-mail already' },
   users_email_live: { loc: ['body', 'email'], msg: 'A user with this e-mail exists already' },
 };
 

@@ -7,6 +7,8 @@ import { customerSessionRoutes } from '../resources/customer-sessions.ts';
 import { customerRoutes } from '../resources/customers.ts';
 import { eventRoutes } from '../resources/events.ts';
 import { webhookEndpointRoutes } from '../resources/webhook-endpoints.ts';
+import { customerMemberRoutes } from '../resources/customer-members.ts';
+import { externalCustomerRoutes } from '../resources/customers-external.ts';
 import { orderRoutes } from '../resources/orders.ts';
 import { payoutAccountRoutes } from '../resources/payout-accounts.ts';
 import { productRoutes } from '../resources/products.ts';
@@ -31,7 +33,9 @@ export const apiRoutes: readonly Route[] = [
   ...organizationAccessTokenRoutes,
   ...impersonationRoutes,
   ...productRoutes,
+  ...externalCustomerRoutes,
   ...customerRoutes,
+  ...customerMemberRoutes,
   ...orderRoutes,
   ...transactionRoutes,
   ...payoutAccountRoutes,

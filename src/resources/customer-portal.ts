@@ -1,10 +1,10 @@
 // /v1/customer-portal: what a customer (or a member seat of a business customer)
 // sees of itself: its profile and its orders. RLS shows each subject only its own.
 import { z } from 'zod';
-import { customerColumns, CustomerRead } from './customers.ts';
+import { CustomerRead } from './customers.ts';
 import { found, notPermitted } from '../http/errors.ts';
 import { type ListSpec, listQuery, listSchema, multi, runList, Where } from './lists.ts';
-import { orderColumns, OrderRead, orderSortable } from './orders.ts';
+import { OrderRead, orderSortable } from './orders.ts';
 import { access, route } from '../http/route.ts';
 import { doc, idParams } from './fields.ts';
 
@@ -14,6 +14,16 @@ const PortalCustomerUpdate = z
     last_name: doc(z.string().trim().max(200).nullable(), 'Last name; null clears it.', 'Doe').optional(),
   })
   .meta({ id: 'PortalCustomerUpdate', description: 'Fields a customer may change of itself.' });
+
+// The portal shows a customer itself and its orders, not the merchant's own
+// bookkeeping (external ids, metadata): their columns are not granted to portal roles.
+const PortalCustomer = CustomerRead.omit({ external_id: true, metadata: true }).meta({
+  id: 'PortalCustomer',
+  description: 'The current customer, as the portal shows it.',
+});
+const PortalOrder = OrderRead.omit({ metadata: true }).meta({ id: 'PortalOrder', description: 'An order, as the portal shows it.' });
+const customerColumns = 'id, organization_id, email, first_name, last_name, status, created_at, updated_at';
+const orderColumns = 'id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at';
 
 const read = access.customerPortal('customer_portal_read', 'customer_portal_write');
 const write = access.customerPortal('customer_portal_write');
@@ -30,7 +40,7 @@ export const customerPortalRoutes = [
     tag: 'customer-portal',
     access: read,
     status: 200,
-    response: CustomerRead,
+    response: PortalCustomer,
     handler: async ({ tx }) => found(await tx.one(me)),
   }),
   route({
@@ -43,7 +53,7 @@ export const customerPortalRoutes = [
     access: write,
     body: PortalCustomerUpdate,
     status: 200,
-    response: CustomerRead,
+    response: PortalCustomer,
     handler: async ({ tx, body }) => {
       const denial = await tx.one<{ denial: string | null }>('select rowgate_hidden.portal_write_denial() as denial');
       if (denial?.denial) throw notPermitted(denial.denial);
@@ -69,7 +79,7 @@ export const customerPortalRoutes = [
       status: multi(z.enum(['pending', 'paid', 'refunded']), 'Only orders with this status (repeatable).', 'paid'),
     }),
     status: 200,
-    response: listSchema(OrderRead, 'PortalOrder'),
+    response: listSchema(PortalOrder, 'PortalOrder'),
     handler: ({ tx, query }) => runList(tx, portalOrderList, query, new Where().anyOf('status', query.status)),
   }),
   route({
@@ -81,7 +91,7 @@ export const customerPortalRoutes = [
     access: read,
     params: idParams,
     status: 200,
-    response: OrderRead,
+    response: PortalOrder,
     handler: async ({ tx, params }) => found(await tx.one(`select ${orderColumns} from rowgate.orders where id = $1`, [params.id])),
   }),
 ];

@@ -1,9 +1,10 @@
 // /v1/customers: an organization's customers (SPEC §9, §11).
 import { z } from 'zod';
+import type { Tx } from '../db/pool.ts';
 import { found } from '../http/errors.ts';
-import { type ListSpec, listQuery, listSchema, multi, organizationFilter, runList, Where } from './lists.ts';
+import { createdWindow, type ListSpec, listQuery, listSchema, metadataFilter, multi, organizationFilter, runList, Where } from './lists.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
-import { doc, idParams, timestamps, uuid } from './fields.ts';
+import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from './fields.ts';
 
 const email = doc(
   z
@@ -15,6 +16,11 @@ const email = doc(
 );
 const firstName = doc(z.string().trim().max(200).nullable(), 'First name; null when unknown.', 'Jo');
 const lastName = doc(z.string().trim().max(200).nullable(), 'Last name; null when unknown.', 'Doe');
+const externalId = doc(
+  z.string().min(1).max(200).nullable(),
+  "Your own id for the customer; unique among the organization's live customers; null when none.",
+  'cus_8f2a61',
+);
 const status = doc(z.enum(['pending', 'active']), 'pending until the customer is confirmed, then active.', 'active');
 
 export const CustomerRead = z
@@ -25,6 +31,8 @@ export const CustomerRead = z
     first_name: firstName,
     last_name: lastName,
     status,
+    external_id: externalId,
+    metadata,
     ...timestamps,
   })
   .meta({ id: 'Customer', description: 'A customer of an organization.' });
@@ -36,19 +44,54 @@ const CustomerCreate = z
     first_name: firstName.optional(),
     last_name: lastName.optional(),
     status: status.optional(),
+    external_id: externalId.optional(),
+    metadata: metadata.optional(),
   })
   .meta({ id: 'CustomerCreate', description: 'A new customer (status defaults to pending).' });
 
-const CustomerUpdate = z
+export const CustomerUpdate = z
   .strictObject({
     email: email.optional(),
     first_name: firstName.optional(),
     last_name: lastName.optional(),
     status: status.optional(),
+    external_id: externalId.optional(),
+    metadata: metadata.optional(),
   })
   .meta({ id: 'CustomerUpdate', description: 'Fields to change; only the fields sent change; null clears a name.' });
 
-export const customerColumns = 'id, organization_id, email, first_name, last_name, status, created_at, updated_at';
+export const customerColumns = 'id, organization_id, email, first_name, last_name, status, external_id, metadata, created_at, updated_at';
+/** PATCH of a customer (by id or by external id): the policy, then only the fields sent */
+/** The update of a customer whose authorization was asked (its route's declaration, or the caller's). */
+export function updateCustomer(tx: Tx, id: string, body: z.infer<typeof CustomerUpdate>) {
+  return tx.one(
+    `update rowgate.customers set
+       email = coalesce($2, email),
+       first_name = case when $3 then $4 else first_name end,
+       last_name = case when $5 then $6 else last_name end,
+       status = coalesce($7, status),
+       external_id = case when $8 then $9 else external_id end,
+       metadata = coalesce($10::jsonb, metadata)
+     where id = $1 returning ${customerColumns}`,
+    [
+      id,
+      body.email ?? null,
+      'first_name' in body,
+      body.first_name ?? null,
+      'last_name' in body,
+      body.last_name ?? null,
+      body.status ?? null,
+      'external_id' in body,
+      body.external_id ?? null,
+      jsonOrNull(body.metadata),
+    ],
+  );
+}
+
+export const deleteCustomer = async (tx: Tx, id: string) => {
+  await tx.one(`select rowgate.delete_resource('customer', $1)`, [id]);
+};
+
 const read = readScopes('customers');
 const write = writeScopes('customers');
 
@@ -72,6 +115,9 @@ export const customerRoutes = [
       status: multi(status, 'Only customers with this status (repeatable).', 'active'),
       email: doc(z.string().max(320).optional(), 'Only the customer with this e-mail address (case-insensitive).', 'jo@example.com'),
       query: doc(z.string().max(200).optional(), 'Case-insensitive search in e-mail and names.', 'jo'),
+      external_id: multi(z.string().min(1).max(200), 'Only the customers with this external id (repeatable).', 'cus_8f2a61'),
+      metadata: metadataFilter,
+      ...createdWindow,
     }),
     status: 200,
     response: listSchema(CustomerRead, 'Customer'),
@@ -84,7 +130,10 @@ export const customerRoutes = [
           .organizations(query.organization_id)
           .anyOf('status', query.status)
           .equals('email', query.email?.toLowerCase())
-          .search(['email', 'first_name', 'last_name'], query.query),
+          .search(['email', 'first_name', 'last_name'], query.query)
+          .anyOf('external_id', query.external_id)
+          .metadata(query)
+          .created(query),
       ),
   }),
   route({
@@ -105,7 +154,7 @@ export const customerRoutes = [
     operationId: 'customers:create',
     summary: 'Create a customer',
     description:
-      "Needs the `customers:write` permission. The e-mail must be unique among the organization's customers (422 at body.email).",
+      "Needs the `customers:write` permission. The e-mail must be unique among the organization's customers (422 at body.email), and so must the external id among its live customers (422 at body.external_id).",
     tag: 'customers',
     access: access.organization(...write),
     body: CustomerCreate,
@@ -113,10 +162,18 @@ export const customerRoutes = [
     response: CustomerRead,
     handler: ({ tx, body }) =>
       tx.one(
-        `insert into rowgate.customers (organization_id, email, first_name, last_name, status)
-         values (rowgate_hidden.target_organization_id($1, 'customers:write'), $2, $3, $4, $5)
+        `insert into rowgate.customers (organization_id, email, first_name, last_name, status, external_id, metadata)
+         values (rowgate_hidden.target_organization_id($1, 'customers:write'), $2, $3, $4, $5, $6, coalesce($7::jsonb, '{}'))
          returning ${customerColumns}`,
-        [body.organization_id ?? null, body.email, body.first_name ?? null, body.last_name ?? null, body.status ?? 'pending'],
+        [
+          body.organization_id ?? null,
+          body.email,
+          body.first_name ?? null,
+          body.last_name ?? null,
+          body.status ?? 'pending',
+          body.external_id ?? null,
+          jsonOrNull(body.metadata),
+        ],
       ),
   }),
   route({
@@ -131,24 +188,7 @@ export const customerRoutes = [
     status: 200,
     response: CustomerRead,
     authorize: { resource: 'customer', policy: 'customers:write' },
-    handler: ({ tx, params, body }) =>
-      tx.one(
-        `update rowgate.customers set
-           email = coalesce($2, email),
-           first_name = case when $3 then $4 else first_name end,
-           last_name = case when $5 then $6 else last_name end,
-           status = coalesce($7, status)
-         where id = $1 returning ${customerColumns}`,
-        [
-          params.id,
-          body.email ?? null,
-          'first_name' in body,
-          body.first_name ?? null,
-          'last_name' in body,
-          body.last_name ?? null,
-          body.status ?? null,
-        ],
-      ),
+    handler: ({ tx, params, body }) => updateCustomer(tx, params.id, body),
   }),
   route({
     method: 'delete',
@@ -161,8 +201,6 @@ export const customerRoutes = [
     params: idParams,
     status: 204,
     authorize: { resource: 'customer', policy: 'customers:write', checkedBy: 'rowgate.delete_resource' },
-    handler: async ({ tx, params }) => {
-      await tx.one(`select rowgate.delete_resource('customer', $1)`, [params.id]);
-    },
+    handler: ({ tx, params }) => deleteCustomer(tx, params.id),
   }),
 ];

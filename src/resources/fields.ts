@@ -53,3 +53,25 @@ export const tokenField = (prefix: string) =>
     'The token itself. Shown once, in this answer only: store it now.',
     `${prefix}Xb3kR9mQ2vLw7tYp4nZs8cVf1hJd6gUe0aKoPiMlNqS`,
   );
+
+/** SPEC §18: the database checks the same rule (rowgate_hidden.metadata_is_valid). */
+export const METADATA_KEY = /^[A-Za-z0-9_-]{1,40}$/;
+const metadataValue = z.union([
+  z.string().max(500),
+  z
+    .number()
+    .int()
+    .min(-(2 ** 53 - 1))
+    .max(2 ** 53 - 1),
+  z.boolean(),
+]);
+export const metadata = doc(
+  z
+    .record(z.string().regex(METADATA_KEY, 'Keys are 1 to 40 characters of A-Z, a-z, 0-9, _ and -'), metadataValue)
+    .refine((m) => Object.keys(m).length <= 50, 'At most 50 keys'),
+  'Your own key-value pairs: at most 50 keys of 1 to 40 characters of A-Z, a-z, 0-9, _ and -; values strings of at most 500 characters, integers or booleans. An update replaces the whole object.',
+  { erp_id: 'INV-1001', priority: 2, vip: true },
+);
+
+/** a JSON column's parameter: the value as JSON text, or null when not sent */
+export const jsonOrNull = (value: unknown) => (value === undefined ? null : JSON.stringify(value));

@@ -3,7 +3,7 @@
 // and the {items, pagination} envelope.
 import { z } from 'zod';
 import type { Tx } from '../db/pool.ts';
-import { doc } from './fields.ts';
+import { doc, METADATA_KEY } from './fields.ts';
 
 const MAX_LIMIT = 100;
 
@@ -56,7 +56,7 @@ export function listQuery<F extends z.ZodRawShape>(list: Pick<ListSpec, 'sortabl
       seen.add(field);
     }
   });
-  return z.strictObject({
+  const shape = {
     page: doc(wholeNumber(1, 1_000_000, 1), 'Page number, from 1.', 1),
     limit: doc(wholeNumber(1, MAX_LIMIT, 10), `Items per page, 1 to ${MAX_LIMIT}. Out-of-range values are refused, never capped.`, 10),
     sorting: doc(
@@ -65,7 +65,48 @@ export function listQuery<F extends z.ZodRawShape>(list: Pick<ListSpec, 'sortabl
       defaultSort,
     ),
     ...filters,
+  };
+  if (!('metadata' in filters)) return z.strictObject(shape);
+  // `metadata[<key>]=<value>` parameters: their names are not known in advance
+  return z
+    .object(shape)
+    .catchall(z.union([z.string().max(500), z.array(z.string().max(500)).min(1).max(100)]))
+    .superRefine((query, ctx) => {
+      const keys = Object.keys(query).filter((name) => !(name in shape));
+      for (const name of keys) {
+        const key = /^metadata\[(.*)\]$/.exec(name)?.[1];
+        if (key === undefined) ctx.addIssue({ code: 'custom', path: [name], message: `Unknown field "${name}"` });
+        else if (!METADATA_KEY.test(key))
+          ctx.addIssue({ code: 'custom', path: [name], message: 'A metadata key is 1 to 40 characters of A-Z, a-z, 0-9, _ and -' });
+      }
+      if (keys.length > MAX_METADATA_FILTERS)
+        ctx.addIssue({ code: 'custom', path: [keys[MAX_METADATA_FILTERS]!], message: `At most ${MAX_METADATA_FILTERS} metadata keys` });
+    });
+}
+
+const MAX_METADATA_FILTERS = 20;
+
+/**
+ * The documented `metadata` filter of a list (SPEC §18): sent as
+ * `metadata[<key>]=<value>`; a repeated key matches any of its values, several
+ * keys all of them. Naming it among a list's filters turns the parameters on.
+ */
+export const metadataFilter = z
+  .record(z.string().regex(METADATA_KEY), z.union([z.string(), z.array(z.string())]))
+  .optional()
+  .meta({
+    description:
+      'Only items whose metadata holds these values, sent as `metadata[<key>]=<value>` (deepObject): repeating a key matches any of its values, several keys must all match. A value also matches the integer or boolean it spells (`metadata[priority]=2`, `metadata[vip]=true`).',
+    example: { erp_id: 'INV-1001' },
+    param: { style: 'deepObject', explode: true },
   });
+
+/** The JSON values a query string value stands for: itself, and the integer or boolean it spells. */
+function metadataValues(value: string): unknown[] {
+  const values: unknown[] = [value];
+  if (/^-?[0-9]{1,16}$/.test(value) && Math.abs(Number(value)) <= Number.MAX_SAFE_INTEGER) values.push(Number(value));
+  if (value === 'true' || value === 'false') values.push(value === 'true');
+  return values;
 }
 
 function sortKeys(value: string | string[] | undefined): string[] {
@@ -129,6 +170,30 @@ export class Where {
   created(window: { created_after?: string; created_before?: string }, column = 'created_at') {
     if (window.created_after !== undefined) this.conditions.push(`${column} >= ${this.params.add(window.created_after)}::timestamptz`);
     if (window.created_before !== undefined) this.conditions.push(`${column} < ${this.params.add(window.created_before)}::timestamptz`);
+    return this;
+  }
+
+  /** the `metadata[<key>]` parameters of a parsed query: each key any of its values, all keys (GIN, `@>`) */
+  metadata(query: Record<string, unknown>, column = 'metadata') {
+    for (const [name, given] of Object.entries(query)) {
+      const key = /^metadata\[(.*)\]$/.exec(name)?.[1];
+      if (key === undefined) continue;
+      const documents = (asArray(given as string | string[]) ?? []).flatMap((v) =>
+        metadataValues(v).map((x) => JSON.stringify({ [key]: x })),
+      );
+      this.conditions.push(`${column} @> any(${this.params.add(documents)}::jsonb[])`);
+    }
+    return this;
+  }
+
+  /** rows of the subject's live customers with these external ids (found past the customers' RLS, within its reach) */
+  externalCustomers(values: string | string[] | undefined, column = 'customer_id') {
+    const list = asArray(values);
+    if (list) {
+      this.conditions.push(
+        `${column} = any((select rowgate_hidden.customer_ids_by_external_id(${this.params.add(list)}::text[]))::uuid[])`,
+      );
+    }
     return this;
   }
 

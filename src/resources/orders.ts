@@ -2,9 +2,9 @@
 import { z } from 'zod';
 import { currency } from './accounts.ts';
 import { found } from '../http/errors.ts';
-import { listQuery, listSchema, multi, organizationFilter, runList, Where, type ListSpec } from './lists.ts';
+import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter, runList, Where, type ListSpec } from './lists.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
-import { doc, idParams, timestamps, uuid } from './fields.ts';
+import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from './fields.ts';
 
 const amount = doc(z.number().int().min(0).max(100_000_000_000), "Amount in the currency's minor unit (cents).", 2500);
 const status = doc(z.enum(['pending', 'paid', 'refunded']), 'pending → paid → refunded; a status only moves forward.', 'paid');
@@ -18,6 +18,7 @@ export const OrderRead = z
     amount,
     currency,
     status,
+    metadata,
     ...timestamps,
   })
   .meta({ id: 'Order', description: 'An order of a product by a customer.' });
@@ -29,6 +30,7 @@ const OrderCreate = z
     amount: amount.optional(),
     currency: doc(currency, "Currency of `amount` (requires `amount`); default: the product's currency.", 'usd').optional(),
     status: doc(z.enum(['pending', 'paid']), 'pending (default) or paid; an order is refunded later, by an update.', 'paid').optional(),
+    metadata: metadata.optional(),
   })
   .refine((o) => o.currency === undefined || o.amount !== undefined, {
     message: 'amount is required when currency is given',
@@ -37,10 +39,10 @@ const OrderCreate = z
   .meta({ id: 'OrderCreate', description: "A new order; amount and currency default to the product's price, status to pending." });
 
 const OrderUpdate = z
-  .strictObject({ status: status.optional() })
-  .meta({ id: 'OrderUpdate', description: 'Fields to change: the status (forward only).' });
+  .strictObject({ status: status.optional(), metadata: metadata.optional() })
+  .meta({ id: 'OrderUpdate', description: 'Fields to change: the status (forward only), the metadata (replaced whole).' });
 
-export const orderColumns = 'id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at';
+export const orderColumns = 'id, organization_id, customer_id, product_id, amount, currency, status, metadata, created_at, updated_at';
 const read = readScopes('orders');
 const write = writeScopes('orders');
 const idFilter = (what: string) => multi(z.uuid(), `Only orders of this ${what} (repeatable).`, '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b');
@@ -66,6 +68,13 @@ export const orderRoutes = [
       customer_id: idFilter('customer'),
       product_id: idFilter('product'),
       status: multi(status, 'Only orders with this status (repeatable).', 'paid'),
+      external_customer_id: multi(
+        z.string().min(1).max(200),
+        "Only orders of the customer with this external id (repeatable; the organization's live customers).",
+        'cus_8f2a61',
+      ),
+      metadata: metadataFilter,
+      ...createdWindow,
     }),
     status: 200,
     response: listSchema(OrderRead, 'Order'),
@@ -78,7 +87,10 @@ export const orderRoutes = [
           .organizations(query.organization_id)
           .anyOf('customer_id', query.customer_id, 'uuid')
           .anyOf('product_id', query.product_id, 'uuid')
-          .anyOf('status', query.status),
+          .anyOf('status', query.status)
+          .externalCustomers(query.external_customer_id)
+          .metadata(query)
+          .created(query),
       ),
   }),
   route({
@@ -104,14 +116,21 @@ export const orderRoutes = [
     body: OrderCreate,
     status: 201,
     response: OrderRead,
-    handler: ({ tx, body }) =>
-      tx.one(`select ${orderColumns} from rowgate.create_order($1, $2, $3, $4, $5)`, [
+    handler: async ({ tx, body }) => {
+      const order = await tx.one<{ id: string }>(`select ${orderColumns} from rowgate.create_order($1, $2, $3, $4, $5)`, [
         body.product_id,
         body.customer_id,
         body.amount ?? null,
         body.currency ?? null,
         body.status ?? null,
-      ]),
+      ]);
+      // (a second statement: the row the function inserted is not visible to an update in the same statement)
+      if (body.metadata === undefined) return order;
+      return tx.one(`update rowgate.orders set metadata = $2::jsonb where id = $1 returning ${orderColumns}`, [
+        order!.id,
+        jsonOrNull(body.metadata),
+      ]);
+    },
   }),
   route({
     method: 'patch',
@@ -127,9 +146,10 @@ export const orderRoutes = [
     response: OrderRead,
     authorize: { resource: 'order', policy: 'orders:write' },
     handler: ({ tx, params, body }) =>
-      tx.one(`update rowgate.orders set status = coalesce($2, status) where id = $1 returning ${orderColumns}`, [
-        params.id,
-        body.status ?? null,
-      ]),
+      tx.one(
+        `update rowgate.orders set status = coalesce($2, status), metadata = coalesce($3::jsonb, metadata)
+         where id = $1 returning ${orderColumns}`,
+        [params.id, body.status ?? null, jsonOrNull(body.metadata)],
+      ),
   }),
 ];

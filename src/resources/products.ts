@@ -1,10 +1,10 @@
 // /v1/products: what an organization sells (SPEC §9, §11).
 import { z } from 'zod';
 import { found } from '../http/errors.ts';
-import { type ListSpec, listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
+import { createdWindow, type ListSpec, listQuery, listSchema, metadataFilter, organizationFilter, runList, Where } from './lists.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { currency } from './accounts.ts';
-import { doc, idParams, timestamps, uuid } from './fields.ts';
+import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from './fields.ts';
 
 const name = doc(z.string().trim().min(1).max(200), 'Product name.', 'Pro plan');
 const description = doc(z.string().max(5000).nullable(), 'Longer description; null when none.', 'Everything in Basic, and more.');
@@ -20,6 +20,7 @@ const ProductRead = z
     price_amount: priceAmount,
     price_currency: currency,
     is_archived: isArchived,
+    metadata,
     ...timestamps,
   })
   .meta({ id: 'Product', description: 'A product an organization sells.' });
@@ -32,6 +33,7 @@ const ProductCreate = z
     price_amount: priceAmount,
     price_currency: currency,
     is_archived: isArchived.optional(),
+    metadata: metadata.optional(),
   })
   .meta({ id: 'ProductCreate', description: 'A new product.' });
 
@@ -42,10 +44,11 @@ const ProductUpdate = z
     price_amount: priceAmount.optional(),
     price_currency: currency.optional(),
     is_archived: isArchived.optional(),
+    metadata: metadata.optional(),
   })
   .meta({ id: 'ProductUpdate', description: 'Fields to change; only the fields sent change; null clears the description.' });
 
-const columns = 'id, organization_id, name, description, price_amount, price_currency, is_archived, created_at, updated_at';
+const columns = 'id, organization_id, name, description, price_amount, price_currency, is_archived, metadata, created_at, updated_at';
 const read = readScopes('products');
 const write = writeScopes('products');
 
@@ -68,6 +71,8 @@ export const productRoutes = [
       organization_id: organizationFilter,
       is_archived: doc(z.stringbool().optional(), 'Only archived (true) or only not archived (false) products.', 'false'),
       query: doc(z.string().max(200).optional(), 'Case-insensitive search in the name.', 'pro'),
+      metadata: metadataFilter,
+      ...createdWindow,
     }),
     status: 200,
     response: listSchema(ProductRead, 'Product'),
@@ -76,7 +81,12 @@ export const productRoutes = [
         tx,
         productList,
         query,
-        new Where().organizations(query.organization_id).equals('is_archived', query.is_archived).search(['name'], query.query),
+        new Where()
+          .organizations(query.organization_id)
+          .equals('is_archived', query.is_archived)
+          .search(['name'], query.query)
+          .metadata(query)
+          .created(query),
       ),
   }),
   route({
@@ -104,8 +114,8 @@ export const productRoutes = [
     response: ProductRead,
     handler: ({ tx, body }) =>
       tx.one(
-        `insert into rowgate.products (organization_id, name, description, price_amount, price_currency, is_archived)
-         values (rowgate_hidden.target_organization_id($1, 'products:write'), $2, $3, $4, $5, $6)
+        `insert into rowgate.products (organization_id, name, description, price_amount, price_currency, is_archived, metadata)
+         values (rowgate_hidden.target_organization_id($1, 'products:write'), $2, $3, $4, $5, $6, coalesce($7::jsonb, '{}'))
          returning ${columns}`,
         [
           body.organization_id ?? null,
@@ -114,6 +124,7 @@ export const productRoutes = [
           body.price_amount,
           body.price_currency,
           body.is_archived ?? false,
+          jsonOrNull(body.metadata),
         ],
       ),
   }),
@@ -136,7 +147,8 @@ export const productRoutes = [
            description = case when $3 then $4 else description end,
            price_amount = coalesce($5, price_amount),
            price_currency = coalesce($6, price_currency),
-           is_archived = coalesce($7, is_archived)
+           is_archived = coalesce($7, is_archived),
+           metadata = coalesce($8::jsonb, metadata)
          where id = $1 returning ${columns}`,
         [
           params.id,
@@ -146,6 +158,7 @@ export const productRoutes = [
           body.price_amount ?? null,
           body.price_currency ?? null,
           body.is_archived ?? null,
+          jsonOrNull(body.metadata),
         ],
       ),
   }),

@@ -1,9 +1,10 @@
-// GET /v1/transactions/: money movements, behind the finance:read permission filter.
+// /v1/transactions: money movements, behind the finance:read permission filter.
 import { z } from 'zod';
 import { currency, financeReadScopes } from './accounts.ts';
-import { type ListSpec, listQuery, listSchema, multi, organizationFilter, runList, Where } from './lists.ts';
+import { found } from '../http/errors.ts';
+import { createdWindow, type ListSpec, listQuery, listSchema, multi, organizationFilter, runList, Where } from './lists.ts';
 import { access, route } from '../http/route.ts';
-import { doc, timestamps, uuid } from './fields.ts';
+import { doc, idParams, timestamps, uuid } from './fields.ts';
 
 const type = doc(z.enum(['payment', 'refund']), 'payment when an order is paid, refund (negative) when refunded.', 'payment');
 
@@ -19,9 +20,13 @@ const TransactionRead = z
   })
   .meta({ id: 'Transaction', description: 'A payment or refund.' });
 
+const columns = 'id, organization_id, order_id, type, amount, currency, created_at, updated_at';
+const permissionFilter =
+  'Permission filter `finance:read`: a user sees the transactions of organizations where its role grants it (not the `member` role); an organization token sees all of its own.';
+
 const transactionList: ListSpec = {
   from: 'rowgate.transactions',
-  columns: 'id, organization_id, order_id, type, amount, currency, created_at, updated_at',
+  columns,
   sortable: { created_at: 'created_at', amount: 'amount' },
   // the same permission filter as the table's RLS policy
   perOrganization: { permission: 'finance:read', counter: 'transactions' },
@@ -33,14 +38,14 @@ export const transactionRoutes = [
     path: '/v1/transactions/',
     operationId: 'transactions:list',
     summary: 'List transactions',
-    description:
-      'Permission filter `finance:read`: a user sees the transactions of organizations where its role grants it (not the `member` role); an organization token sees all of its own.',
+    description: permissionFilter,
     tag: 'transactions',
     access: access.organization(...financeReadScopes),
     query: listQuery(transactionList, {
       organization_id: organizationFilter,
       order_id: multi(z.uuid(), 'Only transactions of this order (repeatable).', '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b'),
       type: multi(type, 'Only transactions of this type (repeatable).', 'payment'),
+      ...createdWindow,
     }),
     status: 200,
     response: listSchema(TransactionRead, 'Transaction'),
@@ -49,7 +54,21 @@ export const transactionRoutes = [
         tx,
         transactionList,
         query,
-        new Where().organizations(query.organization_id).anyOf('order_id', query.order_id, 'uuid').anyOf('type', query.type),
+        new Where().organizations(query.organization_id).anyOf('order_id', query.order_id, 'uuid').anyOf('type', query.type).created(query),
       ),
+  }),
+  route({
+    method: 'get',
+    path: '/v1/transactions/{id}',
+    operationId: 'transactions:get',
+    summary: 'Get a transaction',
+    description: `${permissionFilter} A transaction outside it answers 404, as it is not in the subject's list.`,
+    tag: 'transactions',
+    access: access.organization(...financeReadScopes),
+    params: idParams,
+    status: 200,
+    response: TransactionRead,
+    // RLS is the list's: the row is found exactly when the list would show it
+    handler: async ({ tx, params }) => found(await tx.one(`select ${columns} from rowgate.transactions where id = $1`, [params.id])),
   }),
 ];

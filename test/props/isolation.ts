@@ -57,7 +57,7 @@ const show = (x: unknown) => JSON.stringify(x);
 
 function keyOf(request: Request, item: Record<string, unknown>): string {
   if (request.path.startsWith('/v1/transactions/')) return `${item.order_id}/${item.type}`;
-  if (/\/members\b/.test(request.path)) return String(item.user_id);
+  if (/^\/v1\/organizations\/[^/]+\/members\b/.test(request.path)) return String(item.user_id);
   return String(item.id);
 }
 
@@ -121,6 +121,7 @@ const GRAPHQL_FIELDS: Record<keyof Visible, string> = {
   users: 'allUsers { nodes { k: rowId } }',
   products: 'allProducts(includeArchived: YES) { nodes { k: rowId } }',
   customers: 'allCustomers { nodes { k: rowId } }',
+  customer_members: 'allCustomerMembers { nodes { k: rowId } }',
   orders: 'allOrders { nodes { k: rowId } }',
   transactions: 'allTransactions { nodes { orderId type } }',
   accounts: 'allAccounts { nodes { k: rowId } }',
@@ -199,6 +200,7 @@ const ANALYST_QUERY = `
   union all select 'users', id::text from rowgate.users
   union all select 'products', id::text from rowgate.products
   union all select 'customers', id::text from rowgate.customers
+  union all select 'customer_members', id::text from rowgate.customer_members
   union all select 'orders', id::text from rowgate.orders
   union all select 'transactions', order_id::text || '/' || type from rowgate.transactions
   union all select 'accounts', id::text from rowgate.accounts

@@ -222,6 +222,10 @@ export const OPERATIONS = [
   'customers:create',
   'customers:update',
   'customers:delete',
+  'customer_members:list_all',
+  'customer_members:list',
+  'customer_members:create',
+  'customer_members:delete',
   'orders:list',
   'orders:get',
   'orders:create',
@@ -429,6 +433,8 @@ export interface Visible {
   users: string[];
   products: string[];
   customers: string[];
+  /** member seats (SPEC §18) */
+  customer_members: string[];
   orders: string[];
   transactions: string[]; // `${order_id}/${type}`
   accounts: string[];
@@ -453,6 +459,7 @@ export const COLLECTION_SCOPES: Record<keyof Visible, readonly string[]> = {
   users: ['user:read', 'members_read'],
   products: ['products_read'],
   customers: ['customers_read', 'customer_portal_read'],
+  customer_members: ['customers_read', 'customer_portal_read'],
   orders: ['orders_read', 'customer_portal_read'],
   transactions: ['transactions_read', 'payouts_read'],
   accounts: ['transactions_read', 'payouts_read'],
@@ -487,6 +494,16 @@ export function visible(m: Model, s: Subject | null, scoped = true): Visible {
     users: [...users].map((u) => m.users[u]!.id),
     products: m.products.filter((p) => !p.deleted && organizationData('products_read')(p.org)).map((p) => p.id),
     customers: m.customers.filter((c, i) => !c.deleted && (organizationData('customers_read')(c.org) || i === own)).map((c) => c.id),
+    // a seat goes with its customer; a member session reads its own seat
+    customer_members: m.seats
+      .filter(
+        (x, i) =>
+          !x.deleted &&
+          live(m.customers[x.customer]) &&
+          (organizationData('customers_read')(m.customers[x.customer]!.org) ||
+            (s?.kind === 'member' && s.seat === i && has('customer_portal_read'))),
+      )
+      .map((x) => x.id),
     orders: m.orders.filter((o) => organizationData('orders_read')(o.org) || o.customer === own).map((o) => o.id),
     transactions: finance
       ? m.orders.filter((o) => financeOrgs.has(o.org)).flatMap((o) => transactionsOf(o).map((t) => `${o.id}/${t}`))
@@ -763,6 +780,56 @@ export function expect(
       return action === 'update'
         ? { credential, request, expected: { status: 200, id } }
         : { credential, request, expected: { status: 204, apply: (model) => void (model[resource][r]!.deleted = true) } };
+    }
+    case 'customer_members:list_all': {
+      const filter = orgFilter(b);
+      const request: Request = { method: 'GET', path: withFilter('/v1/members/?limit=100', filter) };
+      const denied = gate(ORG_DATA, ['customers_read', 'customers_write']);
+      if (denied) return { credential, request, expected: denied };
+      const ids = m.seats
+        .filter((x) => {
+          const customer = m.customers[x.customer]!;
+          return !x.deleted && !customer.deleted && orgs.has(customer.org) && (filter === null || customer.org === filter);
+        })
+        .map((x) => x.id);
+      return { credential, request, expected: list(ids) };
+    }
+    case 'customer_members:list':
+    case 'customer_members:create': {
+      const [customer, cu] = pick(m.customers, a);
+      const id = customer?.id ?? NIL;
+      const { email } = fresh();
+      const request: Request =
+        op === 'customer_members:list'
+          ? { method: 'GET', path: `/v1/customers/${id}/members?limit=100` }
+          : { method: 'POST', path: `/v1/customers/${id}/members`, body: { email } };
+      const denied = gate(ORG_DATA, op === 'customer_members:list' ? ['customers_read', 'customers_write'] : ['customers_write']);
+      if (denied) return { credential, request, expected: denied };
+      if (!customer || customer.deleted || !orgs.has(customer.org)) return { credential, request, expected: { status: 404 } };
+      if (op === 'customer_members:list')
+        return { credential, request, expected: list(m.seats.filter((x) => x.customer === cu && !x.deleted).map((x) => x.id)) };
+      const denial = roleDenial(m, s!, customer.org, 'customers:write');
+      if (denial) return { credential, request, expected: { status: 403, error: 'NotPermitted', detail: denial } };
+      return {
+        credential,
+        request,
+        expected: { status: 201, id: 'new', apply: (model, newId) => void model.seats.push({ id: newId, customer: cu, deleted: false }) },
+      };
+    }
+    case 'customer_members:delete': {
+      const [seat, x] = pick(m.seats, a);
+      if (!seat) return null;
+      // the seat under its own customer, or (b odd) under another one: 404 there
+      const [other] = pick(m.customers, b);
+      const customer = b % 2 && other ? other : m.customers[seat.customer]!;
+      const request: Request = { method: 'DELETE', path: `/v1/customers/${customer.id}/members/${seat.id}` };
+      const denied = gate(ORG_DATA, ['customers_write']);
+      if (denied) return { credential, request, expected: denied };
+      if (customer.deleted || !orgs.has(customer.org)) return { credential, request, expected: { status: 404 } };
+      if (seat.deleted || customer !== m.customers[seat.customer]) return { credential, request, expected: { status: 404 } };
+      const denial = roleDenial(m, s!, customer.org, 'customers:write');
+      if (denial) return { credential, request, expected: { status: 403, error: 'NotPermitted', detail: denial } };
+      return { credential, request, expected: { status: 204, apply: (model) => void (model.seats[x]!.deleted = true) } };
     }
     case 'orders:create': {
       const [product, p] = pick(m.products, a);
