@@ -58,6 +58,7 @@ describe('products', () => {
       price_amount: 2500,
       price_currency: 'usd',
       is_archived: false,
+      metadata: {},
       created_at: expect.stringMatching(TIMESTAMP),
       updated_at: expect.stringMatching(TIMESTAMP),
     });
@@ -171,6 +172,8 @@ describe('customers', () => {
       first_name: 'Jo',
       last_name: null,
       status: 'pending',
+      external_id: null,
+      metadata: {},
       created_at: expect.stringMatching(TIMESTAMP),
       updated_at: expect.stringMatching(TIMESTAMP),
     });
@@ -274,6 +277,7 @@ describe('orders', () => {
       amount: 4200,
       currency: 'usd',
       status: 'pending',
+      metadata: {},
       created_at: expect.stringMatching(TIMESTAMP),
       updated_at: expect.stringMatching(TIMESTAMP),
     });
@@ -472,11 +476,11 @@ describe('customer sessions and the customer portal', () => {
     expectInvalidAt(await app.post('/v1/customer-sessions/', { customer_id: randomUUID() }, as(user)), ['body', 'customer_id']);
   });
 
-  test('the customer sees itself, exactly as the organization sees it', async () => {
+  test("the customer sees itself as the organization sees it, but for the merchant's own external id and metadata", async () => {
     const { token } = (await customerSession({ customer_id: customerId })).body;
     const me = await app.get('/v1/customer-portal/customers/me', { token });
-    const staff = await app.get(`/v1/customers/${customerId}`, as(user));
-    expect({ status: me.status, body: me.body }).toEqual({ status: 200, body: staff.body });
+    const { external_id: _external, metadata: _metadata, ...shown } = (await app.get(`/v1/customers/${customerId}`, as(user))).body;
+    expect({ status: me.status, body: me.body }).toEqual({ status: 200, body: shown });
   });
 
   test('the customer sees its own orders only', async () => {
@@ -486,7 +490,8 @@ describe('customer sessions and the customer portal', () => {
     expect(list.body.items.map((o: any) => o.id).sort()).toEqual([...mine].sort());
     expect(list.body.pagination).toEqual({ total_count: 2, max_page: 1 });
     const own = await app.get(`/v1/customer-portal/orders/${mine[1]}`, { token });
-    expect({ status: own.status, body: own.body }).toEqual({ status: 200, body: (await app.get(`/v1/orders/${mine[1]}`, as(user))).body });
+    const { metadata: _metadata, ...order } = (await app.get(`/v1/orders/${mine[1]}`, as(user))).body;
+    expect({ status: own.status, body: own.body }).toEqual({ status: 200, body: order });
     expectError(await app.get(`/v1/customer-portal/orders/${theirs}`, { token }), 404, 'ResourceNotFound');
   });
 
@@ -501,7 +506,8 @@ describe('customer sessions and the customer portal', () => {
     });
     const cleared = await app.patch('/v1/customer-portal/customers/me', { last_name: null }, { token });
     expect(cleared.body).toEqual({ ...named.body, last_name: null, updated_at: expect.any(String) });
-    expect((await app.get(`/v1/customers/${customerId}`, as(user))).body).toEqual(cleared.body);
+    const { external_id: _external, metadata: _metadata, ...staffView } = (await app.get(`/v1/customers/${customerId}`, as(user))).body;
+    expect(staffView).toEqual(cleared.body);
     for (const field of ['email', 'status', 'organization_id']) {
       expectInvalidAt(await app.patch('/v1/customer-portal/customers/me', { [field]: 'x@example.com' }, { token }), ['body', field]);
     }
