@@ -53,7 +53,7 @@ export function expectValidationError(res: ApiResponse): Issue[] {
     expect(typeof issue.msg).toBe('string');
     expect(issue.msg.length).toBeGreaterThan(0);
     expect(Array.isArray(issue.loc)).toBe(true);
-    expect(['body', 'query', 'path']).toContain(issue.loc[0]);
+    expect(['body', 'query', 'path', 'header']).toContain(issue.loc[0]);
   }
   return issues;
 }

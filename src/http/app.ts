@@ -13,6 +13,7 @@ import { errorAnswers, send, sendNoSuchRoute } from './respond.ts';
 import type { Route } from './route.ts';
 import { mountRoutes } from './router.ts';
 import { corsMiddleware } from './cors.ts';
+import { takesIdempotencyKeys, withIdempotency } from './idempotency.ts';
 import { apiSecurityHeaders } from './security-headers.ts';
 import { type OperatingOptions, operatingMiddleware } from '../operating/operate.ts';
 
@@ -66,13 +67,14 @@ export function createApp(options: AppOptions) {
     validateResponses: options.validateResponses ?? false,
     hooks: { ...noHooks(), ...options.hooks },
   };
+  const writes = { ...pipeline, hooks: withIdempotency(options.hooks) };
   mountRoutes(app, options.routes, (route) =>
     route.access === null
       ? async (req: Request, res: Response) => {
           res.locals.route = route.path; // the access log's route template
           send(route, res, await route.handler({ req, res }), false);
         }
-      : apiPipeline(route, pipeline),
+      : apiPipeline(route, takesIdempotencyKeys(route) ? writes : pipeline),
   );
   for (const mount of options.mounts ?? []) mount(app);
   app.use(sendNoSuchRoute);

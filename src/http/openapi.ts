@@ -1,6 +1,7 @@
 // The OpenAPI 3.1 document, generated from the route table's own zod schemas,
 // the same ones that validate requests (SPEC §9).
 import { createDocument } from 'zod-openapi';
+import { IDEMPOTENCY_HEADER, takesIdempotencyKeys } from './idempotency.ts';
 import { z } from 'zod';
 import { authorizationSentence } from '../auth/authorize.ts';
 import { credentialNames } from '../auth/credentials.ts';
@@ -40,9 +41,10 @@ const errorDescriptions: Record<number, string> = {
   401: 'No valid credential of a kind this endpoint accepts (`Unauthorized`).',
   403: 'The token lacks the scope (`InsufficientScope`), or a policy denies (`NotPermitted`, detail = the reason).',
   404: 'Not found, or out of reach (`ResourceNotFound`).',
+  409: 'A request with the same `Idempotency-Key` is still running (`IdempotencyKeyInUse`).',
   413: 'The body is larger than 1 MiB (`PayloadTooLarge`).',
   415: 'The body is not of a media type this endpoint takes (`UnsupportedMediaType`).',
-  422: 'The body, path or query is invalid (`RequestValidationError`).',
+  422: 'The body, path or query is invalid (`RequestValidationError`), or the `Idempotency-Key` answered another request (`IdempotencyKeyReused`).',
   429: 'Too many requests (`TooManyRequests`); try again after `Retry-After` seconds.',
   503: 'The database is unavailable (`ServiceUnavailable`).',
 };
@@ -68,6 +70,10 @@ const errorExamples: Record<number, { error: string; detail: unknown }> = {
   401: { error: 'Unauthorized', detail: 'No credential was sent' },
   403: { error: 'InsufficientScope', detail: 'The token lacks the required scope: one of products_read, products_write' },
   404: { error: 'ResourceNotFound', detail: 'Not found' },
+  409: {
+    error: 'IdempotencyKeyInUse',
+    detail: 'A request with this Idempotency-Key is still running; retry once it has answered',
+  },
   413: { error: 'PayloadTooLarge', detail: 'The request body is larger than 1 MiB' },
   415: { error: 'UnsupportedMediaType', detail: 'The request body must be application/json' },
   422: {
@@ -88,6 +94,15 @@ const oauth2ErrorExamples: Record<number, { error: string; error_description: st
   415: { error: 'invalid_request', error_description: 'The request body must be application/x-www-form-urlencoded or application/json' },
   503: { error: 'temporarily_unavailable', error_description: 'The database is unavailable; try again shortly' },
 };
+
+/** The header of a write that may be retried safely (SPEC §17). */
+const idempotencyHeader = z.object({
+  [IDEMPOTENCY_HEADER]: z.string().min(1).max(255).optional().meta({
+    description:
+      'Makes the request safe to retry: the first 2xx answer is stored with its effect and a retry with the same key (and the same method, path and body) gets it again, byte for byte, with `Idempotent-Replayed: true`. The same key with another request: 422 `IdempotencyKeyReused`; while the first runs: 409 `IdempotencyKeyInUse`. Keys belong to the subject and are kept 24 hours.',
+    example: '8e0f6c1e-3b1f-4a53-9a35-3f1f1f7c9d10',
+  }),
+});
 
 /** RFC 7591 §3.2.2's error of a client registration. */
 const registrationErrorResponse = {
@@ -134,6 +149,7 @@ export function openApiDocument(routes: readonly Route[]) {
     if (credentialed) for (const s of [401, 403]) statuses.add(s);
     if (api) for (const s of [oauth2 || registration ? 400 : 422, 503]) statuses.add(s);
     if (credentialed && (route.params || route.method !== 'get')) statuses.add(404);
+    if (api && takesIdempotencyKeys(route)) statuses.add(409);
     if (api && route.body) for (const s of [413, 415]) statuses.add(s);
     const content = route.response
       ? { 'application/json': { schema: route.response } }
@@ -175,6 +191,7 @@ export function openApiDocument(routes: readonly Route[]) {
       const requestParams: Record<string, unknown> = {};
       if (route.params) requestParams.path = route.params;
       if (route.query) requestParams.query = route.query;
+      if (takesIdempotencyKeys(route)) requestParams.header = idempotencyHeader;
       if (Object.keys(requestParams).length) operation.requestParams = requestParams;
       if (route.body) {
         const types = (route.bodyTypes ?? ['json']).map((t) => mediaTypes[t][0]!);

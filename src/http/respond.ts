@@ -3,6 +3,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { ListPage } from '../resources/lists.ts';
 import { asOAuth2Error, asRegistrationError, toApiError } from './errors.ts';
+import { StoredAnswer } from './idempotency.ts';
 import type { Route } from './route.ts';
 
 /** Sends a handler's result as its route declares: a redirect to it (302), nothing (204), or it as JSON. */
@@ -50,6 +51,13 @@ export function sendNoSuchRoute(_req: Request, res: Response) {
  */
 export function errorAnswers(log: ((line: string) => void) | undefined, statementTimeoutMs?: number) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    if (error instanceof StoredAnswer) {
+      // a retry with its Idempotency-Key: the first answer again, byte for byte (SPEC §17)
+      res.setHeader('Idempotent-Replayed', 'true');
+      if (error.status === 204) res.status(204).end();
+      else sendJson(res, error.status, error.body);
+      return;
+    }
     const found = toApiError(error, statementTimeoutMs);
     const format = res.locals.errorFormat as Route['errorFormat'];
     const apiError = format === 'oauth2' ? asOAuth2Error(found) : format === 'oauth2-registration' ? asRegistrationError(found) : found;

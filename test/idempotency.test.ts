@@ -1,0 +1,147 @@
+// Idempotency keys (SPEC §17): a POST or PATCH under /v1 with `Idempotency-Key`
+// has one effect per key of its subject; a retry gets the first 2xx answer
+// again, byte for byte; another request with the key is 422, a duplicate sent
+// while the first runs is 409; answers other than 2xx are not kept.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { expectValidationError } from './expect-api.ts';
+import { startTestApp, type TestApp, type TestUser } from './harness.ts';
+
+let app: TestApp;
+let user: TestUser;
+let stranger: TestUser;
+let org: string;
+let foreign: string;
+beforeAll(async () => {
+  app = await startTestApp();
+  user = await app.user();
+  stranger = await app.user();
+  org = (await app.organization(user.id)).id;
+  foreign = (await app.organization(stranger.id)).id;
+});
+afterAll(async () => app?.close());
+
+/** The answer as the wire carries it: status, the replay header, the body's bytes. */
+async function send(method: string, path: string, credential: { session?: string; token?: string }, body: unknown, key?: string) {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (credential.session) headers.cookie = `rowgate_session=${credential.session}`;
+  if (credential.token) headers.authorization = `Bearer ${credential.token}`;
+  if (key !== undefined) headers['idempotency-key'] = key;
+  const res = await fetch(app.url + path, { method, headers, body: JSON.stringify(body) });
+  return { status: res.status, replayed: res.headers.get('idempotent-replayed'), text: await res.text() };
+}
+
+const product = (name: string, organization = org) => ({ organization_id: organization, name, price_amount: 100, price_currency: 'usd' });
+const productsNamed = async (name: string) =>
+  (await app.sql<{ id: string }>('select id from rowgate.products where name = $1', [name])).map((r) => r.id);
+
+describe('a retry with the key', () => {
+  test('POST: one product; the retry gets the first answer byte for byte, marked replayed', async () => {
+    const key = randomUUID();
+    const name = `idem ${key}`;
+    const first = await send('POST', '/v1/products/', user, product(name), key);
+    expect(first).toMatchObject({ status: 201, replayed: null });
+    const again = await send('POST', '/v1/products/', user, product(name), key);
+    expect(again).toEqual({ status: 201, replayed: 'true', text: first.text });
+    expect(await productsNamed(name)).toEqual([JSON.parse(first.text).id]);
+  });
+
+  test('PATCH: the first answer, even after the row changed again', async () => {
+    const created = JSON.parse((await send('POST', '/v1/products/', user, product(`patch ${randomUUID()}`))).text);
+    const key = randomUUID();
+    const first = await send('PATCH', `/v1/products/${created.id}`, user, { name: 'first name' }, key);
+    expect(first.status).toBe(200);
+    expect((await send('PATCH', `/v1/products/${created.id}`, user, { name: 'second name' })).status).toBe(200);
+    expect(await send('PATCH', `/v1/products/${created.id}`, user, { name: 'first name' }, key)).toEqual({
+      status: 200,
+      replayed: 'true',
+      text: first.text,
+    });
+    expect((await app.get(`/v1/products/${created.id}`, { session: user.session })).body.name).toBe('second name');
+  });
+
+  test('keys belong to the subject: its other credentials replay it, another user has its own', async () => {
+    const key = randomUUID();
+    const name = `subject ${key}`;
+    const first = await send('POST', '/v1/products/', user, product(name), key);
+    expect(first.status).toBe(201);
+    const pat = await app.pat(user.id, ['products_write']);
+    expect(await send('POST', '/v1/products/', { token: pat }, product(name), key)).toMatchObject({ status: 201, replayed: 'true' });
+    const theirs = await send('POST', '/v1/products/', stranger, product(name, foreign), key);
+    expect(theirs).toMatchObject({ status: 201, replayed: null });
+    expect((await productsNamed(name)).length).toBe(2);
+  });
+
+  test('a key older than 24 hours is forgotten: the request runs again', async () => {
+    const key = randomUUID();
+    const name = `expired ${key}`;
+    expect((await send('POST', '/v1/products/', user, product(name), key)).status).toBe(201);
+    await app.sql(`update rowgate_private.idempotency_keys set created_at = now() - interval '25 hours' where key = $1`, [key]);
+    expect(await send('POST', '/v1/products/', user, product(name), key)).toMatchObject({ status: 201, replayed: null });
+    expect((await productsNamed(name)).length).toBe(2);
+  });
+});
+
+describe('what a key refuses', () => {
+  test('the same key with another body, path or method: 422 IdempotencyKeyReused, no effect', async () => {
+    const key = randomUUID();
+    const name = `reused ${key}`;
+    const first = JSON.parse((await send('POST', '/v1/products/', user, product(name), key)).text);
+    for (const [method, path, body] of [
+      ['POST', '/v1/products/', product(`${name} (changed)`)],
+      ['POST', '/v1/customers/', { organization_id: org, email: 'a@example.com' }],
+      ['PATCH', `/v1/products/${first.id}`, product(name)],
+    ] as const) {
+      const res = await send(method, path, user, body, key);
+      expect(res.status, `${method} ${path}`).toBe(422);
+      expect(JSON.parse(res.text)).toEqual({ error: 'IdempotencyKeyReused', detail: expect.any(String) });
+    }
+    expect(await productsNamed(`${name} (changed)`)).toEqual([]);
+  });
+
+  test.each([
+    ['empty', ''],
+    ['256 characters', 'k'.repeat(256)],
+    ['not ASCII', 'clé'],
+    ['a control character', 'a\tb'],
+  ])('a key that is %s: 422 at the header', async (_name, key) => {
+    const headers = { 'idempotency-key': key };
+    const res = await app.post('/v1/products/', product(`bad key ${randomUUID()}`), { session: user.session, headers }).catch(() => null);
+    // fetch itself refuses some header values; those the server gets are refused with their place
+    if (res) expect(expectValidationError(res).map((i) => i.loc)).toEqual([['header', 'idempotency-key']]);
+  });
+
+  test('duplicates sent at once: exactly one effect; the others 409 IdempotencyKeyInUse or the replay', async () => {
+    const key = randomUUID();
+    const name = `concurrent ${key}`;
+    const answers = await Promise.all(Array.from({ length: 8 }, () => send('POST', '/v1/products/', user, product(name), key)));
+    const created = answers.filter((a) => a.status === 201);
+    expect(answers.every((a) => a.status === 201 || a.status === 409)).toBe(true);
+    expect(new Set(created.map((a) => a.text)).size).toBe(1);
+    for (const busy of answers.filter((a) => a.status === 409)) expect(JSON.parse(busy.text).error).toBe('IdempotencyKeyInUse');
+    expect((await productsNamed(name)).length).toBe(1);
+    // once it answered, every retry is the replay
+    expect(await send('POST', '/v1/products/', user, product(name), key)).toEqual({
+      status: 201,
+      replayed: 'true',
+      text: created[0]!.text,
+    });
+  });
+
+  test('an answer other than 2xx is not kept: the key is free for the corrected request', async () => {
+    const key = randomUUID();
+    const name = `refused ${key}`;
+    // an organization out of reach: refused, nothing kept
+    expect((await send('POST', '/v1/products/', user, product(name, foreign), key)).status).toBeGreaterThanOrEqual(400);
+    const corrected = await send('POST', '/v1/products/', user, product(name), key);
+    expect(corrected).toMatchObject({ status: 201, replayed: null });
+    expect((await productsNamed(name)).length).toBe(1);
+  });
+
+  test('reads ignore the header; the database keeps no key for them', async () => {
+    const key = randomUUID();
+    const res = await app.get('/v1/products/', { session: user.session, headers: { 'idempotency-key': key } });
+    expect(res.status).toBe(200);
+    expect(await app.sql('select 1 from rowgate_private.idempotency_keys where key = $1', [key])).toEqual([]);
+  });
+});
