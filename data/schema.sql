@@ -612,6 +612,21 @@ create table rowgate_private.analysts (
   constraint analysts_statement_timeout_ms_check CHECK (((statement_timeout_ms >= 100) AND (statement_timeout_ms <= 86400000)))
 );
 
+-- Table rowgate_private.idempotency_keys
+create table rowgate_private.idempotency_keys (
+  subject_kind text not null,
+  subject_id uuid not null,
+  key text not null,
+  request_hash bytea not null,
+  response_status integer not null,
+  response_body text not null,
+  created_at timestamp with time zone default now() not null,
+  constraint idempotency_keys_pkey PRIMARY KEY (subject_kind, subject_id, key),
+  constraint idempotency_keys_key_check CHECK (((length(key) >= 1) AND (length(key) <= 255))),
+  constraint idempotency_keys_response_status_check CHECK (((response_status >= 200) AND (response_status <= 299)))
+);
+CREATE INDEX idempotency_keys_created ON rowgate_private.idempotency_keys USING btree (created_at);
+
 -- Table rowgate_private.login_codes
 create table rowgate_private.login_codes (
   id uuid default gen_random_uuid() not null,
@@ -1001,6 +1016,43 @@ $function$;
 comment on function rowgate.check_oauth2_authorization(text,text,text[],uuid,text,text) is '@behavior -*
 Checks an OAuth2 authorization request for the current user: ok, or the RFC 6749 error.';
 grant execute on function rowgate.check_oauth2_authorization(text,text,text[],uuid,text,text) to rowgate_user;
+
+-- Function rowgate.claim_idempotency_key(text,bytea)
+CREATE OR REPLACE FUNCTION rowgate.claim_idempotency_key(p_key text, p_request_hash bytea)
+ RETURNS TABLE(status text, response_status integer, response_body text)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_kind text := rowgate_hidden.current_subject_kind();
+  v_id uuid := rowgate_hidden.current_subject_id();
+  v_found rowgate_private.idempotency_keys;
+begin
+  if v_kind is null or v_id is null then
+    raise exception 'Idempotency keys belong to a subject' using errcode = 'RG403';
+  end if;
+  if not pg_try_advisory_xact_lock(hashtextextended('rowgate idempotency ' || v_kind || ' ' || v_id || ' ' || p_key, 0)) then
+    return query select 'in_use'::text, null::integer, null::text;
+    return;
+  end if;
+  delete from rowgate_private.idempotency_keys k
+    where k.ctid = any (array(select k2.ctid from rowgate_private.idempotency_keys k2
+      where k2.created_at < now() - rowgate_private.idempotency_key_lifetime() limit 10));
+  select * into v_found from rowgate_private.idempotency_keys k
+    where k.subject_kind = v_kind and k.subject_id = v_id and k.key = p_key;
+  if v_found.key is null then
+    return query select 'new'::text, null::integer, null::text;
+  elsif v_found.request_hash <> p_request_hash then
+    return query select 'reused'::text, null::integer, null::text;
+  else
+    return query select 'replay'::text, v_found.response_status, v_found.response_body;
+  end if;
+end;
+$function$;
+comment on function rowgate.claim_idempotency_key(text,bytea) is '@behavior -*
+What an Idempotency-Key says of a request: new (the key is held until the transaction ends), in_use, reused, or replay with the stored answer.';
+grant execute on function rowgate.claim_idempotency_key(text,bytea) to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
 -- Function rowgate.create_account(uuid,text,text)
 CREATE OR REPLACE FUNCTION rowgate.create_account(p_organization_id uuid, p_country text, p_currency text)
@@ -1774,6 +1826,20 @@ $function$;
 comment on function rowgate.revoke_personal_access_token(uuid) is '@behavior -*';
 grant execute on function rowgate.revoke_personal_access_token(uuid) to rowgate_user;
 
+-- Function rowgate.store_idempotent_answer(text,bytea,integer,text)
+CREATE OR REPLACE FUNCTION rowgate.store_idempotent_answer(p_key text, p_request_hash bytea, p_status integer, p_body text)
+ RETURNS void
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  insert into rowgate_private.idempotency_keys (subject_kind, subject_id, key, request_hash, response_status, response_body)
+    values (rowgate_hidden.current_subject_kind(), rowgate_hidden.current_subject_id(), p_key, p_request_hash, p_status, p_body);
+$function$;
+comment on function rowgate.store_idempotent_answer(text,bytea,integer,text) is '@behavior -*
+Keeps a 2xx answer with its Idempotency-Key, in the transaction of its effect.';
+grant execute on function rowgate.store_idempotent_answer(text,bytea,integer,text) to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
 -- Function rowgate_hidden.access_token_management_denial(uuid)
 CREATE OR REPLACE FUNCTION rowgate_hidden.access_token_management_denial(p_organization_id uuid)
  RETURNS text
@@ -2529,6 +2595,16 @@ AS $function$
     union all
     select implies from rowgate_private.scopes where name = any (p_scopes) and implies is not null
   ) t;
+$function$;
+
+-- Function rowgate_private.idempotency_key_lifetime()
+CREATE OR REPLACE FUNCTION rowgate_private.idempotency_key_lifetime()
+ RETURNS interval
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select interval '24 hours';
 $function$;
 
 -- Function rowgate_private.issue_oauth2_tokens(uuid,text[],bytea,bytea)

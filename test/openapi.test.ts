@@ -285,6 +285,7 @@ describe('GET /v1/openapi.json', () => {
     401: ['Unauthorized', 'invalid_client'],
     403: ['InsufficientScope', 'NotPermitted'],
     404: ['ResourceNotFound'],
+    409: ['IdempotencyKeyInUse'],
     413: ['PayloadTooLarge', 'invalid_request'],
     415: ['UnsupportedMediaType', 'invalid_request'],
     422: ['RequestValidationError'],

@@ -18,7 +18,7 @@ export function corsMiddleware(origins: readonly string[]): RequestHandler {
     origin: (origin, callback) => callback(null, origin !== undefined && allowed.has(origin) ? origin : false),
     methods: ['GET', 'POST', 'PATCH', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'],
-    exposedHeaders: ['WWW-Authenticate', 'Retry-After', 'X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'Location'],
+    exposedHeaders: ['WWW-Authenticate', 'Retry-After', 'X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'Location', 'Idempotent-Replayed'],
     credentials: false,
     maxAge: 600,
     optionsSuccessStatus: 204,
