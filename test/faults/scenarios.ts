@@ -39,7 +39,13 @@ export async function databaseOutage(server: ServerProcess, data: Seeded, option
       if (kind === 'write') {
         const name = `outage-${randomUUID()}`;
         const body = { organization_id: data.organizationId, name, price_amount: 100, price_currency: 'usd' };
-        outcomes.push({ ...(await call(agent, `${server.url}/v1/products/`, { method: 'POST', token: data.token, body })), kind, name });
+        // the name is the write's Idempotency-Key too: a write the outage left unanswered is retried below
+        const headers = { 'idempotency-key': name };
+        outcomes.push({
+          ...(await call(agent, `${server.url}/v1/products/`, { method: 'POST', token: data.token, body, headers })),
+          kind,
+          name,
+        });
       } else if (kind === 'graphql') {
         const body = { query: '{ allProducts(first: 5) { totalCount } }' };
         outcomes.push({ ...(await call(agent, `${server.url}/graphql`, { method: 'POST', token: data.token, body })), kind });
@@ -148,7 +154,51 @@ export async function databaseOutage(server: ServerProcess, data: Seeded, option
   expect(readyDuring.status).toBe(503);
   expect(readyAfter.status).toBe(200);
   expect(server.alive()).toBe(true);
+  await retriedWithTheirKeys(server, data, outcomes, count);
   return report;
+}
+
+/**
+ * SPEC §17: every write the outage refused or left unanswered, sent again with
+ * its Idempotency-Key, has exactly one effect: one that had committed is
+ * replayed (never written twice), one that had not runs now.
+ */
+async function retriedWithTheirKeys(
+  server: ServerProcess,
+  data: Seeded,
+  outcomes: (Outcome & { kind: string; name?: string })[],
+  names: () => Promise<string[]>,
+) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+  const committed = new Set(await names());
+  const unanswered = outcomes.filter((o) => o.kind === 'write' && o.status !== 201);
+  const retries = [];
+  for (const o of unanswered) {
+    const body = { organization_id: data.organizationId, name: o.name, price_amount: 100, price_currency: 'usd' };
+    const retry = await call(agent, `${server.url}/v1/products/`, {
+      method: 'POST',
+      token: data.token,
+      body,
+      headers: { 'idempotency-key': o.name! },
+    });
+    retries.push({
+      name: o.name!,
+      status: retry.status,
+      replayed: retry.headers?.['idempotent-replayed'] === 'true',
+      committed: committed.has(o.name!),
+    });
+  }
+  agent.destroy();
+  const after = await names();
+  console.log(
+    `after the outage: ${unanswered.length} unanswered writes retried with their keys; ${retries.filter((r) => r.replayed).length} were replays`,
+  );
+  expect(retries.filter((r) => r.status !== 201)).toEqual([]);
+  // a write that had committed is a replay; one that had not is a new write, not a replay
+  expect(retries.filter((r) => r.replayed !== r.committed)).toEqual([]);
+  // and every name once: no write twice, none lost
+  expect(after.length).toBe(new Set(after).size);
+  for (const r of retries) expect(after).toContain(r.name);
 }
 
 function connects(port: number): Promise<boolean> {

@@ -229,12 +229,13 @@ export interface Outcome {
   status: number; // 0: no answer (connection error or client timeout)
   error?: string;
   body?: any;
+  headers?: http.IncomingHttpHeaders;
 }
 
 export function call(
   agent: http.Agent,
   url: string,
-  options: { method?: string; token?: string; body?: unknown; timeoutMs?: number } = {},
+  options: { method?: string; token?: string; body?: unknown; timeoutMs?: number; headers?: Record<string, string> } = {},
 ): Promise<Outcome> {
   const start = Date.now();
   return new Promise((resolve) => {
@@ -247,6 +248,7 @@ export function call(
         headers: {
           ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
           ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}),
+          ...options.headers,
         },
         timeout: options.timeoutMs ?? 30_000,
       },
@@ -261,7 +263,7 @@ export function call(
           } catch {
             // not JSON: kept as text
           }
-          resolve({ start, end: Date.now(), status: res.statusCode ?? 0, body });
+          resolve({ start, end: Date.now(), status: res.statusCode ?? 0, body, headers: res.headers });
         });
         res.on('error', (e) => resolve({ start, end: Date.now(), status: 0, error: e.message }));
       },
