@@ -59,6 +59,18 @@ function consent(
     : app.request('POST', '/v1/oauth2/consent', { session: user.session, rawBody: form(params), headers: { ...FORM, ...options.headers } });
 }
 
+/** The query of the one link back to the client on an authorization error page (400, HTML, no redirect). */
+function errorPageLink(res: ApiResponse, to = REDIRECT): URLSearchParams {
+  expect(res.status, String(res.body)).toBe(400);
+  expect(res.headers.get('location')).toBeNull();
+  const hrefs = [...String(res.body).matchAll(/href="([^"]*)"/g)].map((m) =>
+    m[1]!.replaceAll('&amp;', '&').replaceAll('&quot;', '"').replaceAll('&lt;', '<').replaceAll('&gt;', '>').replaceAll('&#39;', "'"),
+  );
+  expect(hrefs).toHaveLength(1);
+  expect(hrefs[0]!.startsWith(`${to}?`), hrefs[0]).toBe(true);
+  return new URL(hrefs[0]!).searchParams;
+}
+
 /** The query of the redirect a 302 answer makes. */
 function redirected(res: ApiResponse, to = REDIRECT): URLSearchParams {
   expect(res.status, JSON.stringify(res.body)).toBe(302);
@@ -527,10 +539,44 @@ describe('authorization requests that fail', () => {
     const query = redirected(await consent(user, params));
     expect(Object.fromEntries(query)).toEqual({ error, error_description: expect.any(String), state: 'abc', iss: app.url });
     if (error !== 'access_denied') {
-      // the page redirects the same way, without showing anything
+      // the authorization endpoint shows it first, with the same parameters behind its link
       const { action: _action, ...request } = params;
-      expect(redirected(await authorize(user, request)).get('error')).toBe(error);
+      expect(Object.fromEntries(errorPageLink(await authorize(user, request)))).toEqual(Object.fromEntries(query));
     }
+  });
+
+  test('an error at the authorization endpoint is a page the user reads, never a redirect (RFC 9700 §4.11.2)', async () => {
+    // an attacker's client, a link with a scope it cannot have: the victim sees rowgate's page, not the attacker's site
+    const attacker = await app.user();
+    const evil = await register(attacker, { client_name: 'Evil <b>App</b>', redirect_uris: ['https://attacker.example/landing'] });
+    const res = await authorize(user, {
+      response_type: 'code',
+      client_id: evil.client_id,
+      redirect_uri: 'https://attacker.example/landing',
+      scope: 'orders_write',
+      state: 'x"><script>alert(1)</script>',
+    });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('location')).toBeNull();
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
+    expect(res.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    expect(res.body).toContain('Evil &lt;b&gt;App&lt;/b&gt;');
+    expect(res.body).not.toContain('<script>');
+    expect(res.body).toContain('invalid_scope');
+    expect(res.body).toContain('<code>https://attacker.example</code>');
+    const link = errorPageLink(res, 'https://attacker.example/landing');
+    expect(Object.fromEntries(link)).toEqual({
+      error: 'invalid_scope',
+      error_description: expect.any(String),
+      state: 'x"><script>alert(1)</script>',
+      iss: app.url,
+    });
+    // nothing was granted
+    expect(
+      await app.sql('select count(*)::int as n from rowgate_private.oauth2_authorization_codes where client_id = $1', [evil.client_id]),
+    ).toEqual([{ n: 0 }]);
   });
 
   test('a public client without PKCE → invalid_request', async () => {

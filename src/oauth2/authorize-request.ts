@@ -24,13 +24,15 @@ export interface CheckedRequest {
   organizationName: string | null;
 }
 
-/** Sends the user agent back to the client with an RFC 6749 §4.1.2.1 error. */
+/** An RFC 6749 §4.1.2.1 error, for the client (whose name it carries once the client is known). */
 export class RedirectError {
   readonly error: string;
   readonly description: string;
-  constructor(error: string, description: string) {
+  readonly clientName: string;
+  constructor(error: string, description: string, clientName = '') {
     this.error = error;
     this.description = description;
+    this.clientName = clientName;
   }
 }
 
@@ -46,8 +48,9 @@ export function redirectUrl(req: Request, redirect: string, params: Record<strin
 /**
  * The checks of an authorization request, the database's (client, redirect URI,
  * PKCE, scopes, organization policy) and the parameters'. An unknown client or
- * redirect URI is answered here (422), never redirected; any other problem is a
- * RedirectError for the client.
+ * redirect URI is answered here (422), never sent there; any other problem is a
+ * RedirectError for the client (on the authorization endpoint, behind a page the
+ * user reads first: RFC 9700 §4.11.2).
  */
 export async function checkRequest(tx: Tx, p: AuthorizeParams, source: 'query' | 'body'): Promise<CheckedRequest | RedirectError> {
   let problem: RedirectError | null = null;
@@ -82,8 +85,8 @@ export async function checkRequest(tx: Tx, p: AuthorizeParams, source: 'query' |
   ]);
   if (row!.status === 'invalid_client') throw invalidField([source, 'client_id'], row!.description!, p.client_id);
   if (row!.status === 'invalid_redirect_uri') throw invalidField([source, 'redirect_uri'], row!.description!, p.redirect_uri);
-  if (problem) return problem;
-  if (row!.status !== 'ok') return new RedirectError(row!.status, row!.description!);
+  if (problem) return new RedirectError(problem.error, problem.description, row!.client_name);
+  if (row!.status !== 'ok') return new RedirectError(row!.status, row!.description!, row!.client_name);
   return { clientName: row!.client_name, scopes: row!.scopes, organizationId, organizationName: row!.organization_name };
 }
 

@@ -13,7 +13,7 @@ import { access, anonymousRoute, route } from '../http/route.ts';
 import { idParams } from '../resources/fields.ts';
 import { type ListSpec, listQuery, listSchema, runList } from '../resources/lists.ts';
 import { checkRequest, issuer, RedirectError, redirectUrl, refuseCrossSite, scopeList } from './authorize-request.ts';
-import { consentPage, consentPolicy } from './consent-page.ts';
+import { authorizationErrorPage, consentPage, consentPolicy, errorPagePolicy } from './consent-page.ts';
 import {
   AUTH_METHODS,
   AuthorizeQuery,
@@ -112,7 +112,7 @@ export const oauth2Routes = [
     operationId: 'oauth2:authorize',
     summary: 'Ask the signed-in user to authorize a client',
     description:
-      'The authorization endpoint (RFC 6749 §4.1.1, PKCE per RFC 7636). Answers an HTML consent page whose form posts to `/v1/oauth2/consent`. Sign in first (`/v1/login-code/…`): the page needs the web session. An unknown client or redirect URI is a 422 shown here; any other problem redirects to the client with `error` (and `state`).',
+      'The authorization endpoint (RFC 6749 §4.1.1, PKCE per RFC 7636). Answers an HTML consent page whose form posts to `/v1/oauth2/consent`. Sign in first (`/v1/login-code/…`): the page needs the web session. An unknown client or redirect URI is a 422 shown here, never sent to the redirect URI; any other problem is a 400 HTML page telling the user, whose link back to the client carries `error`, `error_description`, `state` and `iss` (RFC 9700 §4.11.2: clients are registered by any user, so their redirect URIs are not trusted to receive the user unasked).',
     tag: 'oauth2',
     access: access.webUserWrite,
     query: AuthorizeQuery,
@@ -122,9 +122,13 @@ export const oauth2Routes = [
     handler: async ({ tx, query, req, res }) => {
       const checked = await checkRequest(tx, query, 'query');
       if (checked instanceof RedirectError) {
-        // nothing was recorded: redirecting from within the transaction is fine
         const params = { error: checked.error, error_description: checked.description, state: query.state };
-        return res.set('Cache-Control', 'no-store').redirect(302, redirectUrl(req, query.redirect_uri, params));
+        const back = redirectUrl(req, query.redirect_uri, params);
+        return res
+          .status(400)
+          .set({ 'Content-Security-Policy': errorPagePolicy, 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-store' })
+          .type('html')
+          .send(authorizationErrorPage(checked.clientName, checked.error, checked.description, back));
       }
       const user = await tx.one<{ email: string }>('select email from rowgate.users where id = rowgate_hidden.current_user_id()');
       res
