@@ -27,6 +27,7 @@ import { ANONYMOUS_SETTINGS, authenticate } from '../auth/authenticate.ts';
 import { readCredential } from '../auth/credentials.ts';
 import type { Consistency } from '../db/consistency.ts';
 import { credentialKey } from '../http/cached-answers.ts';
+import { refuseCrossSiteCookie } from '../http/credential-checks.ts';
 import { ApiError, unauthorized, validationError } from '../http/errors.ts';
 import { graphqlBodyIssues, makeMaskError } from './errors.ts';
 import { rowgateLimitsPlugin } from './limits-plugin.ts';
@@ -47,12 +48,14 @@ const GRAPHIQL_STATIC_PATH = '/graphiql-static/';
 /**
  * The role and settings of a request's credential, as REST authenticates it
  * (src/auth/authenticate.ts; none: anonymous, without asking the database), or
- * the REST 401 (thrown to the error handler).
+ * the REST 401 or 403 (thrown to the error handler).
  */
 export async function requestSettings(pool: pg.Pool, secret: string, req: Request): Promise<Settings> {
   const credential = readCredential(req);
   if (credential === 'malformed') throw unauthorized('The credential is malformed', true);
   if (!credential) return ANONYMOUS_SETTINGS;
+  // any operation may be a mutation (and GraphQL takes only POST): the REST rule for cookie-authenticated writes
+  if (credential.kind === 'web_session') refuseCrossSiteCookie(req);
   const named = poolStatements(pool).named;
   const run = async <T extends object>(text: string, values: unknown[]) =>
     (await pool.query<T>(named ? { name: statementName(text), text, values } : { text, values })).rows[0];

@@ -6,6 +6,7 @@ import { ANONYMOUS, authenticate, type Authenticated } from '../auth/authenticat
 import { credentialNames, type PresentedCredential, readCredential } from '../auth/credentials.ts';
 import type { Tx } from '../db/pool.ts';
 import { insufficientScope, notPermitted, unauthorized } from './errors.ts';
+import { publicUrl } from './public-url.ts';
 import type { ApiRoute } from './route.ts';
 
 function acceptedCredentials(route: ApiRoute) {
@@ -21,24 +22,27 @@ export function acceptCredential(route: ApiRoute, req: Request): PresentedCreden
     // the token may well be good: this endpoint wants another kind, so no error="invalid_token" (SPEC §16)
     throw unauthorized(`${acceptedCredentials(route)}; ${credentialNames[credential.kind]} was sent`, false);
   }
-  if (credential.kind === 'web_session' && route.method !== 'get') refuseCrossSiteWrite(req);
+  if (credential.kind === 'web_session' && route.method !== 'get') refuseCrossSiteCookie(req);
   return credential;
 }
 
 /**
- * A write the session cookie authenticates, which the browser says another
- * origin's page sent (Sec-Fetch-Site other than same-origin or none: a sibling
- * subdomain's page, which SameSite=Lax lets the cookie go with), is refused
- * (SPEC §16), logout included. Bearer tokens are not ambient: cross-origin apps
- * send them on purpose (CORS). Clients that send no such header (curl, scripts)
- * are not browsers another page can drive.
+ * A change the session cookie authenticates, which the browser says another
+ * origin's page sent, is refused (SPEC §16), logout and the OAuth2 consent
+ * included: `Sec-Fetch-Site` other than `same-origin` or `none` (a sibling
+ * subdomain's page, which SameSite=Lax lets the cookie go with, says
+ * `same-site`); from a browser that sends no `Sec-Fetch-Site`, an `Origin` other
+ * than this server's (or `null`). Bearer tokens are not ambient: a cross-origin
+ * app sends them on purpose (CORS). A client that sends neither header (curl, a
+ * script) is not a browser another page can drive.
  */
-function refuseCrossSiteWrite(req: Request) {
+export function refuseCrossSiteCookie(req: Request) {
   const site = req.get('sec-fetch-site');
-  if (site !== undefined && site !== 'same-origin' && site !== 'none') {
-    throw notPermitted(
-      `A change made with the session cookie must come from this server's own pages (Sec-Fetch-Site: ${site.slice(0, 20)})`,
-    );
+  const origin = req.get('origin');
+  const crossSite = site !== undefined ? site !== 'same-origin' && site !== 'none' : origin !== undefined && origin !== publicUrl(req);
+  if (crossSite) {
+    const said = site !== undefined ? `Sec-Fetch-Site: ${site}` : `Origin: ${origin}`;
+    throw notPermitted(`A change made with the session cookie must come from this server's own pages (${said.slice(0, 120)})`);
   }
 }
 

@@ -3,7 +3,7 @@
 // URI, scopes and organization policy in the database; and where the answer goes back.
 import type { Request } from 'express';
 import type { Tx } from '../db/pool.ts';
-import { invalidField, notPermitted } from '../http/errors.ts';
+import { invalidField } from '../http/errors.ts';
 import { UUID } from '../resources/fields.ts';
 import type { AuthorizeParams } from './schemas.ts';
 import { publicUrl } from '../http/public-url.ts';
@@ -88,17 +88,4 @@ export async function checkRequest(tx: Tx, p: AuthorizeParams, source: 'query' |
   if (problem) return new RedirectError(problem.error, problem.description, row!.client_name);
   if (row!.status !== 'ok') return new RedirectError(row!.status, row!.description!, row!.client_name);
   return { clientName: row!.client_name, scopes: row!.scopes, organizationId, organizationName: row!.organization_name };
-}
-
-/**
- * The consent POST is authenticated by the session cookie. SameSite=Lax keeps
- * the cookie off cross-site POSTs; as a second line, a request a browser marks
- * as cross-site (Sec-Fetch-Site, or a foreign Origin) is refused. Clients that
- * send neither header (curl) are not browsers a site can drive.
- */
-export function refuseCrossSite(req: Request) {
-  const site = req.get('sec-fetch-site');
-  const origin = req.get('origin');
-  const crossSite = site !== undefined ? !['same-origin', 'none'].includes(site) : origin !== undefined && origin !== issuer(req);
-  if (crossSite) throw notPermitted("Consent must be given on this server's own page (cross-site request refused)");
 }

@@ -12,7 +12,7 @@ import { found, notFound } from '../http/errors.ts';
 import { access, anonymousRoute, route } from '../http/route.ts';
 import { idParams } from '../resources/fields.ts';
 import { type ListSpec, listQuery, listSchema, runList } from '../resources/lists.ts';
-import { checkRequest, issuer, RedirectError, redirectUrl, refuseCrossSite, scopeList } from './authorize-request.ts';
+import { checkRequest, issuer, RedirectError, redirectUrl, scopeList } from './authorize-request.ts';
 import { authorizationErrorPage, consentPage, consentPolicy, errorPagePolicy } from './consent-page.ts';
 import {
   AUTH_METHODS,
@@ -156,7 +156,6 @@ export const oauth2Routes = [
     bodyTypes: ['form', 'json'],
     status: 302,
     handler: async ({ tx, body, secret, req, res }) => {
-      refuseCrossSite(req);
       const { action, ...request } = body;
       const checked = await checkRequest(tx, request, 'body');
       res.set('Cache-Control', 'no-store');
