@@ -67,6 +67,38 @@ const minters: Partial<Record<CredentialKind, Minter>> = {
 };
 const mintable = credentialKinds.filter((k) => minters[k]);
 
+/**
+ * Live credentials of the other kinds, for the refusals only (an organization's
+ * tokens with the scopes asked; customer and member sessions carry theirs).
+ */
+const otherMinters: Partial<Record<CredentialKind, Minter>> = {
+  organization_access_token: async (scopes) => {
+    const user = await app.user();
+    const org = await app.organization(user.id);
+    return { user, options: bearer(await app.oat(org.id, [...scopes])) };
+  },
+  oauth2_organization_token: async (scopes) => {
+    const user = await app.user();
+    const org = await app.organization(user.id);
+    return { user, options: bearer(await app.oauthOrganizationToken(user.id, org.id, [...scopes])) };
+  },
+  customer_session: async () => {
+    const user = await app.user();
+    const customer = await app.customer((await app.organization(user.id)).id);
+    return { user, options: bearer(await app.customerSession(customer)) };
+  },
+  member_session: async () => {
+    const user = await app.user();
+    const customer = await app.customer((await app.organization(user.id)).id);
+    return { user, options: bearer(await app.memberSession(await app.customerMember(customer))) };
+  },
+};
+const liveMinter = (kind: CredentialKind) => minters[kind] ?? otherMinters[kind]!;
+
+test('every kind can be minted live for the refusals', () => {
+  expect(credentialKinds.filter((k) => !minters[k] && !otherMinters[k])).toEqual([]);
+});
+
 test('the kinds the harness can mint (adding one is a change here)', () => {
   expect(mintable).toEqual(['web_session', 'personal_access_token', 'oauth2_user_token']);
 });
@@ -131,21 +163,26 @@ for (const route of routes) {
       }
     });
 
+    // a good token of another kind: 401 without error="invalid_token" (the token is
+    // fine, the endpoint wants another kind: SPEC §16); one never issued: invalid_token
     const refused = credentialKinds.filter((k) => !credentials.includes(k));
-    test.each(refused.map((kind) => ({ kind, how: minters[kind] ? 'live, with the scopes' : 'never issued' })))(
-      'a $kind ($how) → 401 naming the accepted credentials',
-      async ({ kind }) => {
-        // as privileged as the kind can be: the route's scopes it can hold, or else every scope
-        const holdable = scopes.filter((s) => scopeUniverse.some((u) => u.name === s));
-        const minted = await minters[kind]?.(holdable.length ? holdable : scopeUniverse.map((u) => u.name));
-        const res = await callRoute(route, minted?.options ?? bearer(generateToken(kind)));
-        expectUnauthorized(res, false); // the endpoint wants another kind: no error="invalid_token" (SPEC §16)
-        expectNamesAccepted(res, route);
-        expect(res.body.detail).toMatch(credentialWords[kind]);
-        if (minted)
-          expect((await app.sql('select deleted_at from rowgate.users where id = $1', [minted.user.id]))[0]).toEqual({ deleted_at: null });
-      },
-    );
+    test.each(
+      refused.flatMap((kind) => [
+        { kind, live: true },
+        { kind, live: false },
+      ]),
+    )('a $kind (live: $live) → 401 naming the accepted credentials, invalid_token only when not live', async ({ kind, live }) => {
+      // as privileged as the kind can be: the route's scopes it can hold, or else every scope
+      const holdable = scopes.filter((s) => scopeUniverse.some((u) => u.name === s));
+      const minted = live ? await liveMinter(kind)(holdable.length ? holdable : scopeUniverse.map((u) => u.name)) : undefined;
+      const neverIssued = kind === 'web_session' ? cookie(generateToken(kind)) : bearer(generateToken(kind));
+      const res = await callRoute(route, minted?.options ?? neverIssued);
+      expectUnauthorized(res, !live);
+      expectNamesAccepted(res, route);
+      expect(res.body.detail).toMatch(credentialWords[kind]);
+      if (minted)
+        expect((await app.sql('select deleted_at from rowgate.users where id = $1', [minted.user.id]))[0]).toEqual({ deleted_at: null });
+    });
 
     const accepted = credentials.filter((k) => minters[k]);
 

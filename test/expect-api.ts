@@ -18,11 +18,15 @@ export function expectError(res: ApiResponse, status: number, error: string) {
   expect(typeof detail === 'string' ? detail.length > 0 : Array.isArray(detail) && detail.length > 0).toBe(true);
 }
 
-/** 401 `Unauthorized`, with `error="invalid_token"` exactly when a token was sent. */
-export function expectUnauthorized(res: ApiResponse, tokenSent: boolean) {
+/**
+ * 401 `Unauthorized`, with `error="invalid_token"` exactly when the token sent is no
+ * good (malformed, unknown, expired, revoked); none when none was sent or when a
+ * good one is of a kind the endpoint does not accept (SPEC §16).
+ */
+export function expectUnauthorized(res: ApiResponse, invalidToken: boolean) {
   expectError(res, 401, 'Unauthorized');
   expect(typeof res.body.detail).toBe('string');
-  expect(res.headers.get('www-authenticate')).toBe(tokenSent ? `${REALM}, error="invalid_token"` : REALM);
+  expect(res.headers.get('www-authenticate')).toBe(invalidToken ? `${REALM}, error="invalid_token"` : REALM);
 }
 
 /** 403 `InsufficientScope`, naming the scopes (any of) the endpoint needs. */

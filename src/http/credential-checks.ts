@@ -2,9 +2,10 @@
 // route accepts (401), the database's word on whom it authenticates (401), and the
 // route's scopes (403). The database decides who; this only reads and maps.
 import type { Request } from 'express';
+import type pg from 'pg';
 import { ANONYMOUS, authenticate, type Authenticated } from '../auth/authenticate.ts';
 import { credentialNames, type PresentedCredential, readCredential } from '../auth/credentials.ts';
-import type { Tx } from '../db/pool.ts';
+import { inTransaction, type Tx } from '../db/pool.ts';
 import { insufficientScope, notPermitted, unauthorized } from './errors.ts';
 import { publicUrl } from './public-url.ts';
 import type { ApiRoute } from './route.ts';
@@ -19,11 +20,31 @@ export function acceptCredential(route: ApiRoute, req: Request): PresentedCreden
   if (credential === 'malformed') throw unauthorized('The credential is malformed', true);
   if (!credential) throw unauthorized(`Authentication required. ${acceptedCredentials(route)}`, false);
   if (!route.access.credentials.includes(credential.kind)) {
-    // the token may well be good: this endpoint wants another kind, so no error="invalid_token" (SPEC §16)
-    throw unauthorized(`${acceptedCredentials(route)}; ${credentialNames[credential.kind]} was sent`, false);
+    throw new CredentialOfAnotherKind(credential, `${acceptedCredentials(route)}; ${credentialNames[credential.kind]} was sent`);
   }
   if (credential.kind === 'web_session' && route.method !== 'get') refuseCrossSiteCookie(req);
   return credential;
+}
+
+/**
+ * A credential of a kind the route does not accept. Whether the 401 says
+ * `error="invalid_token"` depends on the database's word on it: a good token of
+ * another kind is fine, the endpoint just wants another (SPEC §16), and a client
+ * library told `invalid_token` discards or refreshes it; an unknown, expired or
+ * revoked one is `invalid_token` as anywhere else (SPEC §7). See `otherKindRefusal`.
+ */
+export class CredentialOfAnotherKind extends Error {
+  readonly credential: PresentedCredential;
+  constructor(credential: PresentedCredential, detail: string) {
+    super(detail);
+    this.credential = credential;
+  }
+}
+
+/** The 401 for a credential of another kind, asked of the database in a transaction of its own (only on this path). */
+export async function otherKindRefusal(pool: pg.Pool, secret: string, refusal: CredentialOfAnotherKind) {
+  const subject = await inTransaction(pool, (tx) => authenticate((text, values) => tx.one(text, values), secret, refusal.credential));
+  return unauthorized(refusal.message, subject === null);
 }
 
 /**

@@ -152,9 +152,10 @@ const serviceUnavailable = () =>
 
 const REALM = 'Bearer realm="rowgate"';
 
-export function unauthorized(detail: string, tokenSent: boolean) {
+/** 401; `invalidToken`: the token sent authenticates nobody (RFC 6750 §3.1), which a client library takes as "discard or refresh it". */
+export function unauthorized(detail: string, invalidToken: boolean) {
   return new ApiError(401, 'Unauthorized', detail, {
-    'WWW-Authenticate': tokenSent ? `${REALM}, error="invalid_token"` : REALM,
+    'WWW-Authenticate': invalidToken ? `${REALM}, error="invalid_token"` : REALM,
   });
 }
 

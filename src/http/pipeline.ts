@@ -1,7 +1,8 @@
 // The request pipeline of an API route: SPEC §5's order of checks, one step a line
 // (`answer` below). Each check fails with its own status, and a request is answered by
 // the first that fails, in this order:
-//   1. accept credential: one of a kind the route accepts (401)
+//   1. accept credential: one of a kind the route accepts (401; `invalid_token` only when it is
+//      no good either), and a cookie-authenticated write from this server's own pages (403)
 //   2. authenticate: the database resolves it, and the transaction takes its role (401)
 //   3. scopes: the route's, any of (403)
 //   4. input: path, query and body through the route's schemas (415, 422)
@@ -44,7 +45,7 @@ import { inTransaction, type Tx } from '../db/pool.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import type { Mailer } from '../signin/mailer.ts';
 import { commitAnnouncingChanges, credentialKey, routeCache } from './cached-answers.ts';
-import { acceptCredential, authenticateIn, requireScopes } from './credential-checks.ts';
+import { acceptCredential, authenticateIn, CredentialOfAnotherKind, otherKindRefusal, requireScopes } from './credential-checks.ts';
 import { ApiError } from './errors.ts';
 import { type Input, parseInput } from './input.ts';
 import { checkResponse, send, sendJson } from './respond.ts';
@@ -108,7 +109,11 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     const state: RequestState = { route, req, res, credential: null, subject: null };
     res.locals.pipeline = state; // what the access log reports of it (src/operating/access-log.ts)
     if (hooks.received.length) await run(hooks.received, state);
-    state.credential = anonymous ? null : acceptCredential(route, req); // 1.
+    try {
+      state.credential = anonymous ? null : acceptCredential(route, req); // 1.
+    } catch (refusal) {
+      throw refusal instanceof CredentialOfAnotherKind ? await otherKindRefusal(options.pool, options.secret, refusal) : refusal;
+    }
     if (hooks.accepted.length) await run(hooks.accepted, state);
     // what a read must see: its credential's last write here, or the position it sends (any instance's)
     const key = state.credential && options.consistency ? credentialKey(state.credential) : undefined;
