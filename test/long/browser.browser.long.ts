@@ -75,24 +75,58 @@ afterAll(async () => {
 });
 
 describe('headless Chromium', () => {
-  test('/docs renders the reference over plain HTTP, with no CSP violation', async () => {
+  // reached by any name, not only localhost (helmet's upgrade-insecure-requests sent the browser to https for its CSS and JS)
+  test.each(['127.0.0.1', 'localhost'])(
+    '/docs renders the reference over plain HTTP reached as %s, with no CSP violation',
+    async (host) => {
+      const base = app.url.replace('127.0.0.1', host);
+      const page = await browser.newPage();
+      const problems: string[] = [];
+      const elsewhere: string[] = [];
+      page.on('request', (request) => {
+        if (!request.url().startsWith('data:') && !request.url().startsWith(`${base}/`)) elsewhere.push(request.url());
+      });
+      page.on('console', (message) => {
+        // a failed load is reported below with its URL
+        if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(message.text());
+      });
+      page.on('pageerror', (error) => problems.push(String(error)));
+      // every resource the page loads is there, but the icon the browser asks for on its own
+      page.on('response', (response) => {
+        if (response.status() >= 400 && !response.url().endsWith('/favicon.ico')) problems.push(`${response.status()} ${response.url()}`);
+      });
+      await page.goto(`${base}/docs`);
+      // Swagger UI has drawn the document's operations
+      await page.waitForSelector('.opblock', { timeout: 30_000 });
+      expect(await page.locator('.opblock').count()).toBeGreaterThan(50);
+      expect(await page.title()).toContain('rowgate');
+      expect(problems).toEqual([]);
+      expect(elsewhere).toEqual([]); // nothing upgraded to https, nothing from another host
+      await page.close();
+    },
+  );
+
+  test('a page of an allowed origin runs a GraphQL query with a bearer token and reads a 401 challenge', async () => {
     const page = await browser.newPage();
-    const problems: string[] = [];
-    page.on('console', (message) => {
-      // a failed load is reported below with its URL
-      if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(message.text());
-    });
-    page.on('pageerror', (error) => problems.push(String(error)));
-    // every resource the page loads is there, but the icon the browser asks for on its own
-    page.on('response', (response) => {
-      if (response.status() >= 400 && !response.url().endsWith('/favicon.ico')) problems.push(`${response.status()} ${response.url()}`);
-    });
-    await page.goto(`${app.url}/docs`);
-    // Swagger UI has drawn the document's operations
-    await page.waitForSelector('.opblock', { timeout: 30_000 });
-    expect(await page.locator('.opblock').count()).toBeGreaterThan(50);
-    expect(await page.title()).toContain('rowgate');
-    expect(problems).toEqual([]);
+    await page.goto(`${allowed.origin}/`);
+    const graphql = await page.evaluate(
+      async ({ url, token }) => {
+        const res = await fetch(url, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ query: '{ __typename }' }),
+        });
+        return { status: res.status, body: await res.json() };
+      },
+      { url: `${app.url}/graphql`, token },
+    );
+    expect(graphql).toEqual({ status: 200, body: { data: { __typename: 'Query' } } });
+    // WWW-Authenticate is exposed: a browser client learns why it was refused
+    const challenge = await page.evaluate(
+      async ({ url, token }) => (await fetch(url, { headers: { authorization: `Bearer ${token}x` } })).headers.get('www-authenticate'),
+      { url: `${app.url}/v1/organizations/`, token },
+    );
+    expect(challenge).toBe('Bearer realm="rowgate", error="invalid_token"');
     await page.close();
   });
 
