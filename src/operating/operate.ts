@@ -23,6 +23,7 @@ import { clientAddress } from './client-address.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 import { type RateLimitDecision, type RateLimits, rateLimitHeaders } from './rate-limit.ts';
+import { Refusals } from './refusals.ts';
 import { assignRequestId } from './request-id.ts';
 
 export interface OperatingOptions {
@@ -44,16 +45,8 @@ export function operatingMiddleware(options: OperatingOptions) {
   const { logger, metrics, rateLimits } = options;
   const trusted = options.trustedProxies ?? null;
   /** addresses refused until a time (ms): past their allowance, or past their wrong codes */
-  const addressRefused = new Map<string, number>();
-  const codesRefused = new Map<string, number>();
-
-  const refusedUntil = (refusals: Map<string, number>, address: string) => {
-    const until = refusals.get(address);
-    if (until === undefined) return 0;
-    if (until > Date.now()) return until;
-    refusals.delete(address);
-    return 0;
-  };
+  const addressRefused = new Refusals();
+  const codesRefused = new Refusals();
 
   const tooMany = (decision: RateLimitDecision, detail: string) => new ApiError(429, 'TooManyRequests', detail, rateLimitHeaders(decision));
   /** the route template of what the limits refused: before any route was matched */
@@ -64,7 +57,7 @@ export function operatingMiddleware(options: OperatingOptions) {
     const address = clientAddress(req, trusted);
     res.locals.clientAddress = address;
     if (req.path === SIGN_IN_CODE_PATH) {
-      const until = refusedUntil(codesRefused, address);
+      const until = codesRefused.get(address);
       if (until) {
         const reset = Math.ceil((until - Date.now()) / 1000);
         metrics?.rateLimitRefusals.inc({ policy: 'sign_in_codes' });
@@ -77,7 +70,7 @@ export function operatingMiddleware(options: OperatingOptions) {
     const credential = readCredential(req);
     let decision: RateLimitDecision;
     if (credential && credential !== 'malformed') {
-      const until = refusedUntil(addressRefused, address);
+      const until = addressRefused.get(address);
       if (until) {
         const reset = Math.ceil((until - Date.now()) / 1000);
         metrics?.rateLimitRefusals.inc({ policy: rateLimits.address.name });
