@@ -5,7 +5,6 @@
 import { z } from 'zod';
 import { found, invalidField } from '../http/errors.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
-import type { Tx } from '../db/pool.ts';
 import { generateWebhookSecret, sealSecret } from '../webhooks/secrets.ts';
 import { urlDenial } from '../webhooks/url-rules.ts';
 import { doc, idParams, timestamp, timestamps, uuid } from './fields.ts';
