@@ -14,16 +14,16 @@
 //  - rate limits are each server's own (docs/decisions.md, "Rate limits": N
 //    servers give a client up to N times ROWGATE_RATE_LIMIT): a token refused
 //    by one instance is served by another, and its refusal names the policy.
-//
-// Not here yet, because it was being built when this was written (SPEC §17
-// webhooks); the test to add to this file, on the same three servers:
-//  - webhooks: with the delivery worker running in all three, every event of a
-//    burst (say 200, created through all three) reaches a receiving endpoint in
-//    this process exactly once per attempt (count by event id and attempt
-//    number), including when one instance is sent SIGTERM mid-burst (its
-//    claimed attempts are released or finished, never made twice).
+//  - webhooks (SPEC §17): with the delivery worker running in every instance,
+//    each event of a burst created through all of them reaches a receiver in
+//    this process once per attempt the database records (first attempts that
+//    fail are retried, by whichever instance claims them), including while one
+//    instance is sent SIGTERM mid-burst: its claimed attempts are finished or
+//    left to the others, never made twice.
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -43,6 +43,8 @@ let ownerUrl: string;
 let authenticatorUrl: string;
 let secret: string;
 let data: Seeded;
+/** the environment the three servers were started with */
+let env: Record<string, string>;
 
 beforeAll(async () => {
   let superuserUrl = process.env.TEST_DATABASE_URL;
@@ -61,12 +63,13 @@ beforeAll(async () => {
   const bounced = new URL(authenticatorUrl);
   if (throughPgBouncer) bounced.port = process.env.TEST_PGBOUNCER_PORT!;
   secret = randomBytes(32).toString('base64url');
-  const env = {
+  env = {
     DATABASE_URL: ownerUrl,
     AUTH_DATABASE_URL: bounced.toString(),
     ROWGATE_LISTEN_DATABASE_URL: authenticatorUrl,
     ROWGATE_SECRET: secret,
     ROWGATE_POOL_SIZE: '4',
+    ROWGATE_WEBHOOKS_ALLOW_LOOPBACK: '1',
     ROWGATE_PREPARED_STATEMENTS: throughPgBouncer && process.env.TEST_PGBOUNCER_STATEMENTS !== 'named' ? 'unnamed' : 'named',
   };
   const started = await Promise.allSettled([0, 1, 2].map(() => spawnServer(env)));
@@ -181,6 +184,95 @@ test('rate limits are per instance, as documented: a credential one refuses, ano
   } finally {
     for (const server of limited) server.child.kill('SIGTERM');
     await Promise.all(limited.map((s) => s.exited));
+  }
+});
+
+test('webhooks: every attempt the database records is made once, across instances and through a SIGTERM', async () => {
+  // a fourth instance, stopped mid-burst, so the three others stay for the next test
+  const extra = await spawnServer(env);
+  const instances = [...servers, extra];
+  const seen = new Map<string, number>();
+  const receiver = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const id = String(req.headers['webhook-id']);
+      const nth = (seen.get(id) ?? 0) + 1;
+      seen.set(id, nth);
+      // one event in four fails its first attempt: its retry is claimed by whichever instance comes first
+      const failFirst = Number.parseInt(id.replace(/-/g, '').slice(-2), 16) % 4 === 0;
+      res.writeHead(failFirst && nth === 1 ? 500 : 200).end('ok');
+    });
+  });
+  receiver.listen(0, '127.0.0.1');
+  await once(receiver, 'listening');
+  const owner = new pg.Client({ connectionString: ownerUrl });
+  await owner.connect();
+  try {
+    const bearer = { authorization: `Bearer ${data.token}` };
+    const created = await request(servers[0]!.url, 'POST', '/v1/webhook-endpoints/', bearer, {
+      organization_id: data.organizationId,
+      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+      event_types: ['customer.created'],
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const BURST = 200;
+    let made = 0;
+    const burst = Array.from({ length: 8 }, async (_, w) => {
+      for (let i = w; i < BURST; i += 8) {
+        const alive = instances.filter((s) => s.alive());
+        const through = alive[i % alive.length]!;
+        const res = await request(through.url, 'POST', '/v1/customers/', bearer, {
+          organization_id: data.organizationId,
+          email: `hook-${i}-${randomBytes(3).toString('hex')}@example.com`,
+        }).catch(() => null);
+        // a request cut by the SIGTERM is sent again through another instance
+        if (res?.status !== 201) i -= 8;
+        else made++;
+      }
+    });
+    while (made < BURST / 3) await new Promise((r) => setTimeout(r, 20));
+    extra.child.kill('SIGTERM');
+    expect((await extra.exited).code).toBe(0);
+    await Promise.all(burst);
+
+    // a request whose answer the SIGTERM cut may have committed: count the events the database holds
+    const {
+      rows: [{ events } = { events: 0 }],
+    } = await owner.query<{ events: number }>(
+      `select count(*)::int as events from rowgate.customers where organization_id = $1 and email like 'hook-%'`,
+      [data.organizationId],
+    );
+    expect(events).toBeGreaterThanOrEqual(BURST);
+    // every delivery ends succeeded: failed first attempts wait 5 s for their retry
+    const deadline = Date.now() + 60_000;
+    let deliveries: { event_id: string; status: string; attempts: number }[] = [];
+    for (;;) {
+      ({ rows: deliveries } = await owner.query(
+        'select event_id, status, attempts from rowgate_private.webhook_deliveries where endpoint_id = $1',
+        [created.body.id],
+      ));
+      if (deliveries.length === events && deliveries.every((d) => d.status === 'succeeded')) break;
+      if (Date.now() > deadline)
+        throw new Error(`deliveries not done: ${JSON.stringify(deliveries.filter((d) => d.status !== 'succeeded'))}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const { rows: duplicates } = await owner.query(
+      'select delivery_id, attempt from rowgate.webhook_attempts where endpoint_id = $1 group by 1, 2 having count(*) > 1',
+      [created.body.id],
+    );
+    expect(duplicates).toEqual([]);
+    // the receiver got each event exactly as often as the database recorded an attempt
+    expect(Object.fromEntries(seen)).toEqual(Object.fromEntries(deliveries.map((d) => [d.event_id, d.attempts])));
+    expect(deliveries.filter((d) => d.attempts === 2).length).toBeGreaterThan(0);
+    expect(deliveries.every((d) => d.attempts <= 2)).toBe(true);
+    console.error(
+      `instances, webhooks: ${events} events, ${seen.size} delivered, ${deliveries.filter((d) => d.attempts === 2).length} retried`,
+    );
+  } finally {
+    await owner.end();
+    receiver.closeAllConnections();
+    receiver.close();
+    if (extra.alive()) extra.child.kill('SIGTERM');
   }
 });
 
