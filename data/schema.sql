@@ -167,6 +167,7 @@ comment on table rowgate.events is '@behavior -insert -update -delete
 What happened to an organization''s data (SPEC §17): one row per change, written with the change.';
 alter table rowgate.events enable row level security;
 grant select (id, organization_id, type, resource_id, data, actor, request_id, audience, created_at) on rowgate.events to rowgate_analyst, rowgate_organization, rowgate_user;
+CREATE INDEX events_created ON rowgate.events USING btree (created_at);
 CREATE INDEX events_id ON rowgate.events USING btree (id);
 CREATE INDEX events_organization_created ON rowgate.events USING btree (organization_id, created_at, id);
 CREATE INDEX events_resource ON rowgate.events USING btree (resource_id, created_at, id);
@@ -547,6 +548,7 @@ Webhook delivery attempts (REST only).';
 alter table rowgate.webhook_attempts enable row level security;
 grant select (id, organization_id, endpoint_id, event_id, delivery_id, attempt, status, response_code, duration_ms, error, created_at) on rowgate.webhook_attempts to rowgate_organization, rowgate_user;
 CREATE INDEX webhook_attempts_endpoint ON rowgate.webhook_attempts USING btree (endpoint_id, created_at, id);
+CREATE INDEX webhook_attempts_event ON rowgate.webhook_attempts USING btree (event_id);
 create policy select_manage on rowgate.webhook_attempts as permissive for select to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('webhooks_read'::text) AS has_scope)));
 
@@ -819,6 +821,7 @@ create table rowgate_private.webhook_deliveries (
 );
 CREATE INDEX webhook_deliveries_due ON rowgate_private.webhook_deliveries USING btree (next_attempt_at) WHERE (status = 'pending'::text);
 CREATE INDEX webhook_deliveries_endpoint_pending ON rowgate_private.webhook_deliveries USING btree (endpoint_id, event_id) WHERE (status = 'pending'::text);
+CREATE INDEX webhook_deliveries_event ON rowgate_private.webhook_deliveries USING btree (event_id);
 CREATE INDEX webhook_deliveries_id ON rowgate_private.webhook_deliveries USING btree (id);
 
 -- Table rowgate_private.webhook_secrets
@@ -2693,6 +2696,46 @@ AS $function$
   select exists (select 1 from rowgate.users u where u.id = p_user_id and u.deleted_at is null)
     and (p_organization_id is null or rowgate_private.user_manages_access_tokens(p_user_id, p_organization_id));
 $function$;
+
+-- Function rowgate_private.prune_events(interval,integer)
+CREATE OR REPLACE FUNCTION rowgate_private.prune_events(p_older_than interval, p_batch integer DEFAULT 5000)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_pruned integer;
+begin
+  if p_older_than < interval '1 day' then
+    raise exception 'events are kept at least a day' using errcode = '22023';
+  end if;
+  with old as (
+    select e.organization_id, e.id from rowgate.events e
+    where e.created_at < now() - p_older_than
+      and not exists (
+        select 1 from rowgate_private.webhook_deliveries d
+        where d.organization_id = e.organization_id and d.event_id = e.id and d.status = 'pending')
+    order by e.created_at
+    limit greatest(p_batch, 1)
+    for update skip locked
+  ), attempts as (
+    delete from rowgate.webhook_attempts a using old
+    where a.organization_id = old.organization_id and a.event_id = old.id
+  ), deliveries as (
+    delete from rowgate_private.webhook_deliveries d using old
+    where d.organization_id = old.organization_id and d.event_id = old.id
+  ), pruned as (
+    delete from rowgate.events e using old
+    where e.organization_id = old.organization_id and e.id = old.id
+    returning 1
+  )
+  select count(*)::integer into v_pruned from pruned;
+  return v_pruned;
+end;
+$function$;
+comment on function rowgate_private.prune_events(interval,integer) is 'Deletes up to p_batch events older than p_older_than (at least a day) whose deliveries are over, with those deliveries and their attempts; returns how many events went.';
+grant execute on function rowgate_private.prune_events(interval,integer) to rowgate_authenticator;
 
 -- Function rowgate_private.read_scopes()
 CREATE OR REPLACE FUNCTION rowgate_private.read_scopes()

@@ -76,6 +76,8 @@ const schema = z.object({
   ROWGATE_ANSWER_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
   // the webhook delivery worker of this process (SPEC §17); off: this process delivers nothing (others may)
   ROWGATE_WEBHOOKS: z.enum(['on', 'off']).default('on'),
+  // events older than this many days are pruned (SPEC §17); unset: kept for good, an audit trail
+  ROWGATE_EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
   // 1: webhook URLs may name loopback addresses, over http too (development and tests; never in production)
   ROWGATE_WEBHOOKS_ALLOW_LOOPBACK: z.enum(['0', '1']).default('0'),
   // production unless told otherwise: the GraphQL explorer and development checks only on request (SPEC §13)

@@ -12,6 +12,7 @@ import { Consistency } from '../db/consistency.ts';
 import { ReadReplicas } from '../db/read-replicas.ts';
 import { connect } from '../db/connect.ts';
 import { watchAnalysts } from '../db/analyst-limits.ts';
+import { keepEvents } from '../db/event-retention.ts';
 import { trustedProxies } from '../operating/client-address.ts';
 import { createLogger, lineLogger, type Logger } from '../operating/logger.ts';
 import { createMetricsServer, Metrics } from '../operating/metrics.ts';
@@ -189,6 +190,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     throw error;
   });
   const analysts = watchAnalysts(pool, { log });
+  const retention =
+    config.ROWGATE_EVENT_RETENTION_DAYS === undefined ? undefined : keepEvents(pool, { days: config.ROWGATE_EVENT_RETENTION_DAYS, log });
   // deliveries go out from every server process unless turned off; LISTEN needs a session of its own
   const webhooks =
     config.ROWGATE_WEBHOOKS === 'on'
@@ -218,6 +221,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         metricsServer?.closeAllConnections();
         metricsServer?.close();
         analysts.stop();
+        await retention?.stop();
         await answerCache?.stop();
         await reads?.stop();
         await graphql?.release();
