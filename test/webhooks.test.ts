@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { Metrics } from '../src/operating/metrics.ts';
 import { urlDenial } from '../src/webhooks/url-rules.ts';
 import { defaultRetryDelayMs, WebhookWorker } from '../src/webhooks/worker.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
@@ -58,6 +59,8 @@ let A: string;
 let receiver: Receiver;
 let worker: WebhookWorker;
 const web = () => ({ session: admin.session });
+/** every worker of this file counts its attempts here, as the server's do */
+const metrics = new Metrics({ processMetrics: false });
 
 const newWorker = (concurrency = 2) =>
   new WebhookWorker({
@@ -70,6 +73,7 @@ const newWorker = (concurrency = 2) =>
     retryDelayMs: (attempt) => 20 * attempt,
     timeoutMs: 1_500,
     log: () => {},
+    onAttempt: (result) => metrics.webhookAttempt(result),
   });
 
 /** Waits (polling the database, at most 60 s) until the predicate holds. */
@@ -404,6 +408,33 @@ describe('deliveries', () => {
       expect(new Set(heard)).toEqual(new Set(['rowgate_webhooks:']));
     } finally {
       await client.end();
+    }
+  });
+
+  test('the metrics count every recorded attempt by outcome (SPEC §14)', async () => {
+    const created = await endpoint('/counted', ['product.created']);
+    await product('counted');
+    await until(
+      'the attempt',
+      () => deliveriesOf(created.id),
+      (d) => d.length === 1 && d[0]!.status === 'succeeded',
+    );
+    await worker.stop(); // nothing is attempted while the counts are compared
+    try {
+      const counted = (outcome: string) =>
+        Number(new RegExp(`rowgate_webhook_deliveries_total\\{outcome="${outcome}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+      const text = await metrics.registry.metrics();
+      const [recorded] = await app.sql<{ succeeded: number; failed: number }>(
+        `select count(*) filter (where status = 'succeeded')::int as succeeded, count(*) filter (where status = 'failed')::int as failed
+         from rowgate.webhook_attempts`,
+      );
+      // every attempt of this file was made by a worker counting into these metrics
+      expect({ succeeded: counted('succeeded'), failed: counted('failed') }).toEqual(recorded);
+      expect(recorded!.failed).toBeGreaterThan(0);
+      expect(text).toMatch(/rowgate_webhook_delivery_duration_seconds_count\{outcome="succeeded"\} [1-9]/);
+    } finally {
+      worker = newWorker();
+      await worker.start();
     }
   });
 });

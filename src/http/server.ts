@@ -201,6 +201,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
           secret: connection.secret,
           allowLoopback: config.ROWGATE_WEBHOOKS_ALLOW_LOOPBACK === '1',
           log,
+          onAttempt: metrics ? (result) => metrics.webhookAttempt(result) : undefined,
         })
       : undefined;
   await webhooks?.start();

@@ -3,11 +3,13 @@
 // for clients. Counted where it happens: requests and their durations by route
 // template and status (the access log's middleware), the pool's connections at
 // scrape time, refusals by the rate limits and by GraphQL's limits, and each
-// hot standby's replay lag and whether reads go to it (SPEC §19).
+// hot standby's replay lag and whether reads go to it (SPEC §19), and the
+// webhook delivery attempts this process made, by outcome (SPEC §17).
 import { createServer, type Server } from 'node:http';
 import type pg from 'pg';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { StandbyStatus } from '../db/read-replicas.ts';
+import type { AttemptResult } from '../webhooks/post.ts';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -34,6 +36,19 @@ export class Metrics {
     name: 'rowgate_graphql_refusals_total',
     help: 'GraphQL requests refused by its limits, by extensions.code (QUERY_TOO_COMPLEX, BAD_USER_INPUT, TIMEOUT)',
     labelNames: ['code'] as const,
+    registers: [this.registry],
+  });
+  readonly webhookAttempts = new Counter({
+    name: 'rowgate_webhook_deliveries_total',
+    help: 'Webhook delivery attempts made by this process, by outcome (succeeded: a 2xx within the timeout; failed: anything else, retried until the tenth)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly webhookDurations = new Histogram({
+    name: 'rowgate_webhook_delivery_duration_seconds',
+    help: 'Time from sending a webhook to its answer (or to giving up), by outcome',
+    labelNames: ['outcome'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   });
 
@@ -76,6 +91,13 @@ export class Metrics {
       });
     }
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'rowgate_' });
+  }
+
+  /** One recorded webhook attempt. */
+  webhookAttempt(result: AttemptResult) {
+    const labels = { outcome: result.succeeded ? 'succeeded' : 'failed' };
+    this.webhookAttempts.inc(labels);
+    this.webhookDurations.observe(labels, result.durationMs / 1000);
   }
 
   /** One answered request. */

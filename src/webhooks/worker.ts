@@ -28,6 +28,8 @@ export interface WorkerOptions {
   retryDelayMs?: (attempt: number) => number;
   timeoutMs?: number;
   log: (line: string) => void;
+  /** told of every attempt once it is recorded (the metrics count them) */
+  onAttempt?: (result: AttemptResult) => void;
 }
 
 /** 5 s, 15 s, 45 s, … ×3 each time, at most 6 hours: 10 attempts span about 14 hours. */
@@ -175,6 +177,7 @@ export class WebhookWorker {
       const delay = result.succeeded ? 0 : (this.options.retryDelayMs ?? defaultRetryDelayMs)(row.attempt);
       await client.query(RECORD, [row.delivery_id, result.succeeded, result.responseCode, result.durationMs, result.error, delay]);
       await client.query('commit');
+      this.options.onAttempt?.(result);
       return true;
     } catch (error) {
       healthy = false;
