@@ -15,7 +15,7 @@ import pg from 'pg';
 import { AUTHENTICATE } from '../src/auth/authenticate.ts';
 import { ensureDatabase, ensureRoles, migrateDatabase, projectRoot } from '../src/db/setup.ts';
 import { embeddedUrl, freePort, openEmbeddedDatabase } from '../src/db/embedded.ts';
-import { listStatement, Where } from '../src/resources/lists.ts';
+import { listStatement, Where } from '../src/resources/list-statement.ts';
 import { orderListSpec } from '../src/resources/orders.ts';
 import { hashToken } from '../src/auth/tokens.ts';
 import { ME } from '../src/resources/users.ts';

@@ -11,7 +11,8 @@ import { hashToken, randomToken } from '../auth/tokens.ts';
 import { found, notFound } from '../http/errors.ts';
 import { access, anonymousRoute, route } from '../http/route.ts';
 import { idParams } from '../resources/fields.ts';
-import { type ListSpec, listQuery, listSchema, runList } from '../resources/lists.ts';
+import { listQuery, listSchema } from '../resources/lists.ts';
+import { type ListSpec, runList } from '../resources/list-statement.ts';
 import { checkRequest, issuer, RedirectError, redirectUrl, scopeList } from './authorize-request.ts';
 import { authorizationErrorPage, consentPage, consentPolicy, errorPagePolicy } from './consent-page.ts';
 import {

@@ -6,7 +6,8 @@ import type { Tx } from '../db/pool.ts';
 import { found } from '../http/errors.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { doc, jsonOrNull, metadata, timestamps, uuid } from './fields.ts';
-import { createdWindow, type ListSpec, listQuery, listSchema, metadataFilter, multi, organizationFilter, runList, Where } from './lists.ts';
+import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from './lists.ts';
+import { type ListSpec, runList, Where } from './list-statement.ts';
 
 const email = doc(
   z

@@ -3,7 +3,8 @@
 import { z } from 'zod';
 import { CustomerRead } from './customers.ts';
 import { found, notPermitted } from '../http/errors.ts';
-import { type ListSpec, listQuery, listSchema, multi, runList, Where } from './lists.ts';
+import { listQuery, listSchema, multi } from './lists.ts';
+import { type ListSpec, runList, Where } from './list-statement.ts';
 import { OrderRead, orderSortable } from './orders.ts';
 import { access, route } from '../http/route.ts';
 import { doc, idParams } from './fields.ts';

@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import type { Tx } from '../db/pool.ts';
 import { found } from '../http/errors.ts';
-import { createdWindow, type ListSpec, listQuery, listSchema, metadataFilter, multi, organizationFilter, runList, Where } from './lists.ts';
+import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from './lists.ts';
+import { type ListSpec, runList, Where } from './list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from './fields.ts';
 

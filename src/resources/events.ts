@@ -5,7 +5,8 @@ import { z } from 'zod';
 import { found } from '../http/errors.ts';
 import { access, route } from '../http/route.ts';
 import { doc, idParams, timestamp, uuid } from './fields.ts';
-import { createdWindow, listQuery, listSchema, multi, organizationFilter, runList, Where, type ListSpec } from './lists.ts';
+import { createdWindow, listQuery, listSchema, multi, organizationFilter } from './lists.ts';
+import { runList, Where, type ListSpec } from './list-statement.ts';
 
 const nullableUuid = (description: string) => doc(z.uuid().nullable(), description, '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b');
 

@@ -2,7 +2,8 @@
 // Changes go through the members-management policy (SPEC §5).
 import { z } from 'zod';
 import { notFound } from '../http/errors.ts';
-import { type ListSpec, listQuery, listSchema, multi, runList, Where } from './lists.ts';
+import { listQuery, listSchema, multi } from './lists.ts';
+import { type ListSpec, runList, Where } from './list-statement.ts';
 import type { Tx } from '../db/pool.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { doc, timestamps, uuid } from './fields.ts';

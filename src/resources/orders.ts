@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import { currency } from './accounts.ts';
 import { found } from '../http/errors.ts';
-import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter, runList, Where, type ListSpec } from './lists.ts';
+import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from './lists.ts';
+import { runList, Where, type ListSpec } from './list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from './fields.ts';
 

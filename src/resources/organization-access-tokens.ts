@@ -1,7 +1,8 @@
 // /v1/organization-access-tokens: tokens that act as an organization (SPEC §2, §9).
 // Users with access_tokens:manage only; an organization token never mints or revokes them.
 import { z } from 'zod';
-import { type ListSpec, listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
+import { listQuery, listSchema, organizationFilter } from './lists.ts';
+import { type ListSpec, runList, Where } from './list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from './fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';

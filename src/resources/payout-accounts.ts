@@ -2,7 +2,8 @@
 // access classes (SPEC §4) plus the finance policies (SPEC §5).
 import { z } from 'zod';
 import { country, currency } from './accounts.ts';
-import { type ListSpec, listQuery, listSchema, organizationFilter, runList, Where } from './lists.ts';
+import { listQuery, listSchema, organizationFilter } from './lists.ts';
+import { type ListSpec, runList, Where } from './list-statement.ts';
 import { access, route } from '../http/route.ts';
 import { doc, idParams, timestamps, uuid } from './fields.ts';
 

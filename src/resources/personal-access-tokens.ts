@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import type { Tx } from '../db/pool.ts';
 import { notFound } from '../http/errors.ts';
-import { type ListSpec, listQuery, listSchema, runList } from './lists.ts';
+import { listQuery, listSchema } from './lists.ts';
+import { type ListSpec, runList } from './list-statement.ts';
 import { access, route } from '../http/route.ts';
 import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from './fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';

@@ -1,7 +1,8 @@
 // /v1/products: what an organization sells (SPEC §9, §11).
 import { z } from 'zod';
 import { found } from '../http/errors.ts';
-import { createdWindow, type ListSpec, listQuery, listSchema, metadataFilter, organizationFilter, runList, Where } from './lists.ts';
+import { createdWindow, listQuery, listSchema, metadataFilter, organizationFilter } from './lists.ts';
+import { type ListSpec, runList, Where } from './list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { currency } from './accounts.ts';
 import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from './fields.ts';

@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import { currency, financeReadScopes } from './accounts.ts';
 import { found } from '../http/errors.ts';
-import { createdWindow, type ListSpec, listQuery, listSchema, multi, organizationFilter, runList, Where } from './lists.ts';
+import { createdWindow, listQuery, listSchema, multi, organizationFilter } from './lists.ts';
+import { type ListSpec, runList, Where } from './list-statement.ts';
 import { access, route } from '../http/route.ts';
 import { doc, idParams, timestamps, uuid } from './fields.ts';
 

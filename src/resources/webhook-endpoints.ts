@@ -8,7 +8,8 @@ import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { generateWebhookSecret, sealSecret } from '../webhooks/secrets.ts';
 import { urlDenial } from '../webhooks/url-rules.ts';
 import { doc, idParams, timestamp, timestamps, uuid } from './fields.ts';
-import { listQuery, listSchema, multi, organizationFilter, runList, Where, type ListSpec } from './lists.ts';
+import { listQuery, listSchema, multi, organizationFilter } from './lists.ts';
+import { runList, Where, type ListSpec } from './list-statement.ts';
 
 /** ROWGATE_WEBHOOKS_ALLOW_LOOPBACK=1: loopback URLs, over http too (development, tests) */
 export const loopbackAllowed = () => process.env.ROWGATE_WEBHOOKS_ALLOW_LOOPBACK === '1';
