@@ -186,6 +186,31 @@ export class ReadReplicas {
     }
   }
 
+  /**
+   * Where a read made of several transactions runs (a GraphQL query's, whose
+   * statements grafast sends as it goes): a standby that will do now, else the
+   * primary. `fallBack` answers, for a failure on the standby, the primary to
+   * run the failed read on again, or null when the failure is the read's own.
+   */
+  readPool(position: Position | null): { pool: pg.Pool; fallBack(error: unknown): pg.Pool | null } {
+    const standby = this.choose(position);
+    if (!standby) {
+      this.primaryReads++;
+      return { pool: this.primary, fallBack: () => null };
+    }
+    standby.reads++;
+    return {
+      pool: standby.pool,
+      fallBack: (error) => {
+        const retry = retryOnPrimary(error);
+        if (!retry) return null;
+        if (retry.standbyDown) this.down(standby, error);
+        this.primaryReads++;
+        return this.primary;
+      },
+    };
+  }
+
   status(): StandbyStatus[] {
     const now = Date.now();
     return this.standbys.map((standby) => {

@@ -17,6 +17,10 @@
 // anonymous request without a grant) fails alone. A mutation's statements run
 // in their own awaited transactions (PostGraphile's savepoints inside).
 //
+// A query's transactions open on the pool its request was given: a hot
+// standby's when one will do (src/db/read-replicas.ts, SPEC §19), from which a
+// failure of the standby's moves the rest of the query to the primary.
+//
 // Prepared statements follow the pool's configuration (none behind an old
 // PgBouncer), at most PREPARED_PER_CONNECTION per connection: documents vary
 // without bound, and each prepared statement holds memory in its backend.
@@ -40,6 +44,7 @@ interface PgClient {
   withTransaction<T>(callback: (client: PgClient) => Promise<T>): Promise<T>;
 }
 export type Settings = Readonly<Record<string, string>>;
+type FallBack = (error: unknown) => pg.Pool | null;
 export type WithPgClient = (<T>(settings: Settings | null | undefined, callback: (client: PgClient) => T | Promise<T>) => Promise<T>) & {
   release?(): void;
 };
@@ -130,12 +135,15 @@ const MAX_RETRIES = 20;
  */
 export class ReadTransactions {
   readonly settings: Settings;
-  private readonly pool: pg.Pool;
+  private pool: pg.Pool;
+  private fallBack?: FallBack;
   private current: Promise<pg.PoolClient> | null = null;
 
-  constructor(pool: pg.Pool, settings: Settings) {
+  /** `fallBack`: on a standby, the primary to go on with after a failure of the standby's (src/db/read-replicas.ts) */
+  constructor(pool: pg.Pool, settings: Settings, fallBack?: FallBack) {
     this.pool = pool;
     this.settings = settings;
+    this.fallBack = fallBack;
   }
 
   query<T>(query: PgQuery, retries = 0): Promise<PgResult<T>> {
@@ -146,6 +154,13 @@ export class ReadTransactions {
         // sent behind another statement's failure, which aborted the transaction:
         // this one did not run, and goes in the next transaction
         if ((error as { code?: string })?.code === '25P02' && retries < MAX_RETRIES) return this.query<T>(query, retries + 1);
+        // the standby went away or cannot run it: this read and the rest of the query go to the primary
+        const primary = this.fallBack?.(error);
+        if (primary) {
+          this.pool = primary;
+          this.fallBack = undefined;
+          return this.query<T>(query, retries + 1);
+        }
         throw error;
       });
   }
@@ -179,8 +194,8 @@ export class ReadTransactions {
 const readTransactions = new WeakMap<object, ReadTransactions>();
 
 /** The settings object PostGraphile will hand back for a query: its statements share transactions. */
-export function forQuery(pool: pg.Pool, settings: Settings): Settings {
-  const reads = new ReadTransactions(pool, { ...settings });
+export function forQuery(pool: pg.Pool, settings: Settings, fallBack?: FallBack): Settings {
+  const reads = new ReadTransactions(pool, { ...settings }, fallBack);
   readTransactions.set(reads.settings, reads);
   return reads.settings;
 }

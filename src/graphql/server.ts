@@ -25,7 +25,8 @@ import type { PostGraphileInstance } from 'postgraphile';
 import { jsonBody } from '../http/input.ts';
 import { ANONYMOUS_SETTINGS, authenticate } from '../auth/authenticate.ts';
 import { readCredential } from '../auth/credentials.ts';
-import type { Consistency } from '../db/consistency.ts';
+import type { Consistency, Position } from '../db/consistency.ts';
+import type { ReadReplicas } from '../db/read-replicas.ts';
 import { credentialKey } from '../http/cached-answers.ts';
 import { refuseCrossSiteCookie } from '../http/credential-checks.ts';
 import { ApiError, unauthorized, validationError } from '../http/errors.ts';
@@ -82,6 +83,8 @@ export interface GraphqlOptions {
   preset?: GraphileConfig.Preset;
   /** a mutation keeps its credential's REST reads on the primary for the standbys' lag bound (src/db/consistency.ts) */
   consistency?: Consistency;
+  /** hot standbys: a query (no mutation) reads on one that will do, as a REST GET does (SPEC §19) */
+  reads?: ReadReplicas;
 }
 
 export interface Graphql {
@@ -130,6 +133,8 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
   ]);
   timestampsAsRest(TYPES.timestamptz);
   const settings = new WeakMap<IncomingMessage, Settings>();
+  /** what a query of the request must see to read on a standby: its credential's last write, or the token it sent; none: the primary */
+  const standbyReads = new WeakMap<IncomingMessage, Position | null>();
   // on the server's pool (PostGraphile does not end a pool it was given); no LISTEN
   // client; its transactions are ours (src/graphql/pg-client.ts)
   const basePgService = makePgService({ pool: options.pool, schemas: ['rowgate'], pubsub: false });
@@ -178,7 +183,10 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
         // the request's id joins the settings every transaction of the request applies (SPEC §14)
         const found = req ? { ...(settings.get(req) ?? ANONYMOUS_SETTINGS), 'rowgate.request_id': requestId(req) } : ANONYMOUS_SETTINGS;
         const query = getOperationAST(args.document, args.operationName)?.operation === 'query';
-        return { pgSettings: query ? forQuery(options.pool, found) : { ...found } };
+        if (!query) return { pgSettings: { ...found } };
+        if (!options.reads || !req || !standbyReads.has(req)) return { pgSettings: forQuery(options.pool, found) };
+        const { pool, fallBack } = options.reads.readPool(standbyReads.get(req)!);
+        return { pgSettings: forQuery(pool, found, fallBack) };
       },
     },
   };
@@ -217,11 +225,17 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
       const found = await requestSettings(options.pool, options.secret, req);
       settings.set(req, found);
       res.locals.subjectSettings = found; // what the access log reports (src/operating/access-log.ts)
-      const credential = options.consistency && /\bmutation\b/.test(String(req.body?.query)) ? readCredential(req) : null;
-      if (credential && credential !== 'malformed') {
-        const key = credentialKey(credential);
-        options.consistency!.hold(key);
-        res.on('finish', () => options.consistency!.hold(key));
+      const consistency = options.consistency;
+      const credential = consistency ? readCredential(req) : null;
+      const key = credential && credential !== 'malformed' ? credentialKey(credential) : undefined;
+      if (consistency && /\bmutation\b/.test(String(req.body?.query))) {
+        if (key !== undefined) {
+          consistency.hold(key);
+          res.on('finish', () => consistency.hold(key));
+        }
+      } else if (options.reads && !consistency?.onPrimary(key)) {
+        // what the request must see, as for a REST GET: its credential's writes through this server, or its token's
+        standbyReads.set(req, consistency?.required(key, req.headers['rowgate-consistency']) ?? null);
       }
       next();
     } catch (error) {

@@ -147,6 +147,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       log,
       metrics,
       consistency,
+      reads,
     });
     const operating = {
       logger,

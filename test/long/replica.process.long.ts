@@ -9,7 +9,10 @@
 //    write's Rowgate-Consistency token; reads otherwise go to the standby;
 //  - a standby whose replay is paused (pg_wal_replay_pause()) is not used once
 //    its lag passes ROWGATE_READ_MAX_LAG_MS; resumed, it is used again;
-//  - a standby that goes away is skipped: no read fails;
+//  - GraphQL queries (no mutation) read there too, under the same rules: the
+//    credential's own writes, a token sent, a mutation keeping its reads on
+//    the primary;
+//  - a standby that goes away is skipped: no read fails (REST or GraphQL);
 //  - an analyst's database_url can name the standby: same rows, same RLS.
 import { spawn } from 'node:child_process';
 import { chmod, chown, cp, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -79,6 +82,19 @@ async function api(method: string, path: string, token: string, body?: unknown, 
   });
   const text = await response.text();
   return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
+}
+
+/** A GraphQL product by id through the server: its name, or null when the database read has no such row. */
+async function productName(id: string, headers: Record<string, string>, base = server.url): Promise<string | null> {
+  const response = await fetch(`${base}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ query: 'query ($id: UUID!) { productByRowId(rowId: $id) { name } }', variables: { id } }),
+  });
+  const body = (await response.json()) as { data?: { productByRowId: { name: string } | null }; errors?: unknown };
+  expect(response.status, JSON.stringify(body)).toBe(200);
+  expect(body.errors, JSON.stringify(body)).toBeUndefined();
+  return body.data!.productByRowId?.name ?? null;
 }
 
 beforeAll(async () => {
@@ -164,12 +180,28 @@ describe('reads on a hot standby', () => {
       });
       expect(other.body.name).toBe(`changed ${i}`);
     }
-    // a credential that does not write reads from the standby
+    // GraphQL: a query right after a REST write of the same credential sees it
+    for (let i = 0; i < 10; i++) {
+      const created = await api('POST', '/v1/products/', data.token, {
+        organization_id: data.organizationId,
+        name: `graphql ${i}`,
+        price_amount: i,
+        price_currency: 'usd',
+      });
+      expect(await productName(created.body.id, { authorization: `Bearer ${data.token}` }), `GraphQL read ${i} after its write`).toBe(
+        `graphql ${i}`,
+      );
+    }
+    // a credential that does not write reads from the standby, through REST and GraphQL alike
     const before = (await readyz()).standbys[0]!.reads;
     for (let i = 0; i < 20; i++) expect((await api('GET', '/v1/products/?limit=10', data.otherToken)).status).toBe(200);
+    const restOnly = (await readyz()).standbys[0]!.reads;
+    const anyProduct = data.productIds[0]!;
+    for (let i = 0; i < 20; i++) expect(await productName(anyProduct, { authorization: `Bearer ${data.otherToken}` })).not.toBeNull();
     const after = await readyz();
+    expect(after.standbys[0]!.reads - restOnly, 'GraphQL queries read on the standby').toBeGreaterThanOrEqual(15);
     console.error(`replica: ${JSON.stringify(after)}`);
-    expect(after.standbys[0]!.reads - before).toBeGreaterThanOrEqual(15);
+    expect(restOnly - before).toBeGreaterThanOrEqual(15);
     // the metrics say what /readyz says: in use, its lag under the bound
     const gauges = await standbyMetrics();
     expect(gauges.available).toBe(1);
@@ -265,6 +297,10 @@ describe('reads on a hot standby', () => {
         // with the token it is
         const token = created.headers.get('rowgate-consistency')!;
         expect((await viaLenient('GET', `/v1/products/${created.body.id}`, { ...cookie, 'rowgate-consistency': token })).status).toBe(200);
+        // GraphQL alike: the writer reads it, another credential only with the token
+        expect(await productName(created.body.id, bearer, lenient.url)).toBe(`paused ${i}`);
+        expect(await productName(created.body.id, cookie, lenient.url)).toBeNull();
+        expect(await productName(created.body.id, { ...cookie, 'rowgate-consistency': token }, lenient.url)).toBe(`paused ${i}`);
       }
       // a GraphQL mutation (no token: PostGraphile commits it) keeps its credential's reads on the primary
       const mutation = await viaLenient('POST', '/graphql', bearer, {
@@ -276,6 +312,8 @@ describe('reads on a hot standby', () => {
       const id = mutation.body.data.createProduct.product.rowId;
       expect((await viaLenient('GET', `/v1/products/${id}`, bearer)).status).toBe(200);
       expect((await viaLenient('GET', `/v1/products/${id}`, cookie)).status).toBe(404);
+      expect(await productName(id, bearer, lenient.url)).toBe('by graphql');
+      expect(await productName(id, cookie, lenient.url)).toBeNull();
     } finally {
       await control.query('select pg_wal_replay_resume()');
       await control.end();
@@ -335,6 +373,8 @@ describe('reads on a hot standby', () => {
     const statuses = new Set<number>();
     for (let i = 0; i < 20; i++) statuses.add((await api('GET', '/v1/products/?limit=5', data.otherToken)).status);
     expect([...statuses]).toEqual([200]);
+    for (let i = 0; i < 10; i++)
+      expect(await productName(data.productIds[0]!, { authorization: `Bearer ${data.otherToken}` })).not.toBeNull();
     const r = await readyz();
     expect(r.standbys[0]!.available).toBe(false);
     expect(r.standbys[0]!.lag_ms).toBeNull();
