@@ -268,8 +268,8 @@ create table rowgate.orders (
 comment on column rowgate.orders.refunded_amount is 'How much of the amount has been refunded (the sum of its refunds), in the minor unit.';
 alter table rowgate.orders enable row level security;
 grant insert (organization_id, customer_id, product_id, amount, currency, status, metadata) on rowgate.orders to rowgate_organization, rowgate_user;
-grant select (id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at) on rowgate.orders to rowgate_customer, rowgate_member;
 grant select (id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at, metadata, refunded_amount) on rowgate.orders to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at, refunded_amount) on rowgate.orders to rowgate_customer, rowgate_member;
 grant update (status, metadata) on rowgate.orders to rowgate_organization, rowgate_user;
 CREATE INDEX orders_customer ON rowgate.orders USING btree (customer_id, created_at, id);
 CREATE INDEX orders_metadata ON rowgate.orders USING gin (metadata jsonb_path_ops);

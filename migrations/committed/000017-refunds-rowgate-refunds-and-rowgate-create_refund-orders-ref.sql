@@ -1,5 +1,5 @@
 --! Previous: sha1:b3c10f99bb162dfae041fe5fc1f7302df90699f3
---! Hash: sha1:367d84746bb2dfbef81e9739cfd2a4156f92ba6f
+--! Hash: sha1:48722b0d25568bf1bf305938a4c8a2544f415304
 --! Message: Refunds: rowgate.refunds and rowgate.create_refund, orders' refunded_amount, a status change to refunded refunds the rest through the same path (issue 17 part 5, SPEC §18)
 
 --! split: 001-refund-scopes.sql
@@ -25,7 +25,8 @@ alter table rowgate.orders add constraint orders_refunded_amount_check check (re
 alter table rowgate.orders disable trigger user;
 update rowgate.orders set refunded_amount = amount where status = 'refunded' and refunded_amount <> amount;
 alter table rowgate.orders enable trigger user;
-grant select (refunded_amount) on rowgate.orders to rowgate_user, rowgate_organization, rowgate_analyst;
+-- the portal shows it too: what was given back is the customer's business, unlike metadata
+grant select (refunded_amount) on rowgate.orders to rowgate_user, rowgate_organization, rowgate_customer, rowgate_member, rowgate_analyst;
 comment on column rowgate.orders.refunded_amount is 'How much of the amount has been refunded (the sum of its refunds), in the minor unit.';
 
 -- A refund names its order together with the order's organization (the
