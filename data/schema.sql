@@ -255,6 +255,7 @@ create table rowgate.orders (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   metadata jsonb default '{}'::jsonb not null,
+  refunded_amount bigint default 0 not null,
   constraint orders_pkey PRIMARY KEY (id),
   constraint orders_customer_id_fkey FOREIGN KEY (customer_id) REFERENCES rowgate.customers(id),
   constraint orders_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
@@ -262,17 +263,20 @@ create table rowgate.orders (
   constraint orders_amount_check CHECK (((amount >= 0) AND (amount <= '100000000000'::bigint))),
   constraint orders_currency_check CHECK ((currency ~ '^[a-z]{3}$'::text)),
   constraint orders_metadata_valid CHECK (rowgate_hidden.metadata_is_valid(metadata)),
+  constraint orders_refunded_amount_check CHECK (((refunded_amount >= 0) AND (refunded_amount <= amount))),
   constraint orders_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'paid'::text, 'refunded'::text])))
 );
+comment on column rowgate.orders.refunded_amount is 'How much of the amount has been refunded (the sum of its refunds), in the minor unit.';
 alter table rowgate.orders enable row level security;
 grant insert (organization_id, customer_id, product_id, amount, currency, status, metadata) on rowgate.orders to rowgate_organization, rowgate_user;
-grant select (id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at) on rowgate.orders to rowgate_customer, rowgate_member;
-grant select (id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at, metadata) on rowgate.orders to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at, metadata, refunded_amount) on rowgate.orders to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at, refunded_amount) on rowgate.orders to rowgate_customer, rowgate_member;
 grant update (status, metadata) on rowgate.orders to rowgate_organization, rowgate_user;
 CREATE INDEX orders_customer ON rowgate.orders USING btree (customer_id, created_at, id);
 CREATE INDEX orders_metadata ON rowgate.orders USING gin (metadata jsonb_path_ops);
 CREATE INDEX orders_organization_amount ON rowgate.orders USING btree (organization_id, amount, id);
 CREATE INDEX orders_organization_created ON rowgate.orders USING btree (organization_id, created_at, id);
+CREATE UNIQUE INDEX orders_organization_id ON rowgate.orders USING btree (organization_id, id);
 CREATE INDEX orders_product ON rowgate.orders USING btree (product_id);
 create policy insert_write on rowgate.orders as permissive for insert to public
   with check (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('orders:write'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('orders_write'::text) AS has_scope)));
@@ -284,7 +288,7 @@ create policy update_write on rowgate.orders as permissive for update to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('orders:write'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('orders_write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _200_check BEFORE INSERT OR UPDATE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_orders__check();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('order', 'members', 'id,organization_id,customer_id,product_id,amount,currency,status,metadata,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('order', 'members', 'id,organization_id,customer_id,product_id,amount,currency,status,refunded_amount,metadata,created_at,updated_at');
 CREATE TRIGGER _500_transactions AFTER INSERT OR UPDATE OF status ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_orders__transactions();
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('orders', 'hard');
 
@@ -444,6 +448,42 @@ create policy update_write on rowgate.products as permissive for update to publi
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.products FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.products FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('product', 'members', 'id,organization_id,name,description,price_amount,price_currency,is_archived,metadata,created_at,updated_at');
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE OR UPDATE OF deleted_at ON rowgate.products FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('products', 'soft');
+
+-- Table rowgate.refunds
+create table rowgate.refunds (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  order_id uuid not null,
+  amount bigint not null,
+  currency text not null,
+  reason text not null,
+  comment text,
+  metadata jsonb default '{}'::jsonb not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  constraint refunds_pkey PRIMARY KEY (organization_id, id),
+  constraint refunds_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint refunds_organization_id_order_id_fkey FOREIGN KEY (organization_id, order_id) REFERENCES rowgate.orders(organization_id, id),
+  constraint refunds_amount_check CHECK (((amount >= 1) AND (amount <= '100000000000'::bigint))),
+  constraint refunds_comment_check CHECK ((length(comment) <= 1000)),
+  constraint refunds_currency_check CHECK ((currency ~ '^[a-z]{3}$'::text)),
+  constraint refunds_metadata_valid CHECK (rowgate_hidden.metadata_is_valid(metadata)),
+  constraint refunds_reason_check CHECK ((reason = ANY (ARRAY['duplicate'::text, 'fraudulent'::text, 'customer_request'::text, 'other'::text])))
+);
+comment on table rowgate.refunds is '@behavior -insert -update -delete
+Money given back on a paid order (SPEC §18); created through rowgate.create_refund only.';
+alter table rowgate.refunds enable row level security;
+grant select (id, organization_id, order_id, amount, currency, reason, comment, metadata, created_at, updated_at) on rowgate.refunds to rowgate_analyst, rowgate_organization, rowgate_user;
+CREATE INDEX refunds_id ON rowgate.refunds USING btree (id);
+CREATE INDEX refunds_metadata ON rowgate.refunds USING gin (metadata jsonb_path_ops);
+CREATE INDEX refunds_order ON rowgate.refunds USING btree (organization_id, order_id, created_at, id);
+CREATE INDEX refunds_organization_amount ON rowgate.refunds USING btree (organization_id, amount, id);
+CREATE INDEX refunds_organization_created ON rowgate.refunds USING btree (organization_id, created_at, id);
+create policy select_member on rowgate.refunds as permissive for select to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('refunds_read'::text) AS has_scope)));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.refunds FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.refunds FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('refund', 'members', 'id,organization_id,order_id,amount,currency,reason,comment,metadata,created_at,updated_at');
+CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE ON rowgate.refunds FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('refunds', 'hard');
 
 -- Table rowgate.role_permissions
 create table rowgate.role_permissions (
@@ -1297,6 +1337,65 @@ end;
 $function$;
 comment on function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea) is '@behavior -*';
 grant execute on function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea) to rowgate_user;
+
+-- Function rowgate.create_refund(uuid,bigint,text,text,jsonb)
+CREATE OR REPLACE FUNCTION rowgate.create_refund(p_order_id uuid, p_amount bigint, p_reason text, p_comment text DEFAULT NULL::text, p_metadata jsonb DEFAULT NULL::jsonb)
+ RETURNS rowgate.refunds
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_order rowgate.orders;
+  v_denial text;
+  v_remaining bigint;
+  v_amount bigint;
+  v_refund rowgate.refunds;
+begin
+  perform rowgate_hidden.assert_scope('refunds_write');
+  select o.* into v_order from rowgate.orders o
+    where o.id = p_order_id and o.organization_id = any (rowgate_hidden.current_organization_ids());
+  if not found then
+    raise exception 'Order not found' using errcode = 'RG422', detail = 'body.order_id';
+  end if;
+  v_denial := rowgate_hidden.role_permission_denial(v_order.organization_id, 'orders:write');
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG403';
+  end if;
+  if p_reason is null or p_reason not in ('duplicate', 'fraudulent', 'customer_request', 'other') then
+    raise exception 'The reason is one of duplicate, fraudulent, customer_request, other' using errcode = 'RG422', detail = 'body.reason';
+  end if;
+  if length(p_comment) > 1000 then
+    raise exception 'A comment is at most 1000 characters' using errcode = 'RG422', detail = 'body.comment';
+  end if;
+  if p_metadata is not null and not rowgate_hidden.metadata_is_valid(p_metadata) then
+    raise exception 'Metadata is an object of at most 50 keys of 1-40 characters of A-Z, a-z, 0-9, _ and -; values strings of at most 500 characters, integers or booleans'
+      using errcode = 'RG422', detail = 'body.metadata';
+  end if;
+  -- the order's row lock: what remains is read after any refund of the order still running has ended
+  select o.* into v_order from rowgate.orders o where o.id = p_order_id for update;
+  if v_order.status <> 'paid' then
+    raise exception 'Only a paid order can be refunded; this one is %', v_order.status
+      using errcode = 'RG422', detail = 'body.order_id';
+  end if;
+  v_remaining := v_order.amount - v_order.refunded_amount;
+  v_amount := coalesce(p_amount, v_remaining);
+  if v_amount < 1 then
+    raise exception 'A refund is at least 1 (in the currency''s minor unit)' using errcode = 'RG422', detail = 'body.amount';
+  end if;
+  if v_amount > v_remaining then
+    raise exception 'The refund exceeds what remains to refund of the order: % of % %', v_remaining, v_order.amount, v_order.currency
+      using errcode = 'RG422', detail = 'body.amount';
+  end if;
+  v_refund := rowgate_private.record_refund(v_order, v_amount, p_reason, p_comment, p_metadata);
+  update rowgate.orders set refunded_amount = refunded_amount + v_amount,
+      status = case when refunded_amount + v_amount = amount then 'refunded' else status end
+    where id = v_order.id;
+  return v_refund;
+end;
+$function$;
+comment on function rowgate.create_refund(uuid,bigint,text,text,jsonb) is 'Refunds a paid order, by at most what remains (null: all of it); the order''s status becomes refunded when nothing remains.';
+grant execute on function rowgate.create_refund(uuid,bigint,text,text,jsonb) to rowgate_organization, rowgate_user;
 
 -- Function rowgate.create_webhook_endpoint(uuid,text,text[],text,boolean,bytea)
 CREATE OR REPLACE FUNCTION rowgate.create_webhook_endpoint(p_organization_id uuid, p_url text, p_event_types text[], p_description text, p_enabled boolean, p_sealed_secret bytea)
@@ -2748,6 +2847,25 @@ AS $function$
   where name like '%read' and name not like 'customer_portal_%';
 $function$;
 
+-- Function rowgate_private.record_refund(rowgate.orders,bigint,text,text,jsonb)
+CREATE OR REPLACE FUNCTION rowgate_private.record_refund(p_order rowgate.orders, p_amount bigint, p_reason text, p_comment text, p_metadata jsonb)
+ RETURNS rowgate.refunds
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_refund rowgate.refunds;
+begin
+  insert into rowgate.refunds (organization_id, order_id, amount, currency, reason, comment, metadata)
+    values (p_order.organization_id, p_order.id, p_amount, p_order.currency, p_reason, p_comment, coalesce(p_metadata, '{}'))
+    returning * into v_refund;
+  insert into rowgate.transactions (organization_id, order_id, type, amount, currency)
+    values (p_order.organization_id, p_order.id, 'refund', -p_amount, p_order.currency);
+  return v_refund;
+end;
+$function$;
+comment on function rowgate_private.record_refund(rowgate.orders,bigint,text,text,jsonb) is 'Writes a refund and its transaction; the caller holds the order''s row lock and checked the amount.';
+
 -- Function rowgate_private.record_token_use(text,bytea)
 CREATE OR REPLACE FUNCTION rowgate_private.record_token_use(p_kind text, p_token_hash bytea)
  RETURNS void
@@ -3060,10 +3178,19 @@ begin
         and c.organization_id = new.organization_id and c.deleted_at is null) then
       raise exception 'The customer does not belong to the product''s organization' using errcode = 'RG422', detail = 'body.customer_id';
     end if;
+    if new.status = 'refunded' then
+      if rowgate_hidden.current_subject_kind() is not null then
+        raise exception 'An order is created pending or paid, and refunded afterwards' using errcode = 'RG422', detail = 'body.status';
+      end if;
+      new.refunded_amount := new.amount;
+    end if;
   elsif new.status is distinct from old.status and not (
       (old.status = 'pending' and new.status = 'paid') or (old.status = 'paid' and new.status = 'refunded')) then
     raise exception 'An order goes from pending to paid to refunded; % to % is not allowed', old.status, new.status
       using errcode = 'RG422', detail = 'body.status';
+  elsif old.status = 'paid' and new.status = 'refunded' then
+    -- refunded: nothing remains (the refund of the rest is written after the update)
+    new.refunded_amount := new.amount;
   end if;
   return new;
 end;
@@ -3076,13 +3203,21 @@ CREATE OR REPLACE FUNCTION rowgate_private.tg_orders__transactions()
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
+declare
+  v_unrecorded bigint;
 begin
   if new.status = 'paid' and (tg_op = 'INSERT' or old.status <> 'paid') then
     insert into rowgate.transactions (organization_id, order_id, type, amount, currency)
       values (new.organization_id, new.id, 'payment', new.amount, new.currency);
-  elsif new.status = 'refunded' and tg_op = 'UPDATE' and old.status <> 'refunded' then
-    insert into rowgate.transactions (organization_id, order_id, type, amount, currency)
-      values (new.organization_id, new.id, 'refund', -new.amount, new.currency);
+  elsif new.status = 'refunded' and (tg_op = 'INSERT' or old.status <> 'refunded') then
+    -- what the status change refunded that no refund row records: rowgate.create_refund
+    -- writes its refund before it sets the status, so then nothing is left over
+    v_unrecorded := new.refunded_amount - (select coalesce(sum(r.amount), 0) from rowgate.refunds r
+      where r.organization_id = new.organization_id and r.order_id = new.id);
+    if v_unrecorded > 0 then
+      perform rowgate_private.record_refund(new, v_unrecorded, 'other',
+        'The rest of the order, refunded when its status was set to refunded', '{}');
+    end if;
   end if;
   return null;
 end;

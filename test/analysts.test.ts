@@ -319,6 +319,7 @@ describe('the analyst reads exactly what the API shows the user with read scopes
     ['customers', '/v1/customers/', 'select * from rowgate.customers'],
     ['orders', '/v1/orders/', 'select * from rowgate.orders'],
     ['transactions', '/v1/transactions/', 'select * from rowgate.transactions'],
+    ['refunds', '/v1/refunds/', 'select * from rowgate.refunds'],
   ] as const) {
     test(name, async () => {
       const api = await listAll(pathname, readToken);
@@ -347,7 +348,9 @@ describe('the analyst reads exactly what the API shows the user with read scopes
     expect(readable.map((r) => r.name)).toEqual(
       expect.arrayContaining(['users', 'organizations', 'memberships', 'accounts', 'products', 'customers', 'customer_members']),
     );
-    expect(readable.map((r) => r.name)).toEqual(expect.arrayContaining(['orders', 'transactions', 'payout_accounts', 'revenue_by_day']));
+    expect(readable.map((r) => r.name)).toEqual(
+      expect.arrayContaining(['orders', 'transactions', 'refunds', 'payout_accounts', 'revenue_by_day']),
+    );
     for (const { name, columns } of readable) {
       const result = await client.query(`select * from rowgate.${pg.escapeIdentifier(name)}`);
       expect(result.fields.length, name).toBe(columns);
@@ -479,6 +482,7 @@ describe('writes fail', () => {
     'customer_members',
     'orders',
     'transactions',
+    'refunds',
     'accounts',
     'payout_accounts',
     'users',
@@ -507,10 +511,13 @@ describe('writes fail', () => {
     expect(await app.sql(`select md5(string_agg(t::text, ',' order by t::text)) as digest from rowgate.${table} t`)).toEqual(before);
   });
 
-  test('the write functions are not theirs: create_order, create_organization, delete_resource', async () => {
+  test('the write functions are not theirs: create_order, create_refund, create_organization, delete_resource', async () => {
     const [product] = await app.sql('select id from rowgate.products where organization_id = $1 and deleted_at is null limit 1', [org.A]);
     const [customer] = await app.sql('select id from rowgate.customers where organization_id = $1 and deleted_at is null limit 1', [org.A]);
     await expectDenied(client, 'select * from rowgate.create_order($1, $2, null, null, null)', [product.id, customer.id]);
+    const [order] = await app.sql(`select id from rowgate.orders where organization_id = $1 and status = 'paid' limit 1`, [org.A]);
+    await expectDenied(client, `select * from rowgate.create_refund($1, 1, 'other')`, [order.id]);
+    expect(await app.sql('select count(*)::int as n from rowgate.refunds where order_id = $1', [order.id])).toEqual([{ n: 0 }]);
     await expectDenied(client, `select rowgate.create_organization('Mine', $1)`, [`mine-${randomUUID().slice(0, 8)}`]);
     await expectDenied(client, `select rowgate.delete_resource('product', $1)`, [product.id]);
     expect(await app.sql('select deleted_at from rowgate.products where id = $1', [product.id])).toEqual([{ deleted_at: null }]);
@@ -754,6 +761,7 @@ describe('bypass attempts fail', () => {
         'rowgate.payout_accounts',
         'rowgate.permissions',
         'rowgate.products',
+        'rowgate.refunds',
         'rowgate.revenue_by_day',
         'rowgate.role_permissions',
         'rowgate.roles',

@@ -22,9 +22,17 @@ import { startTestApp, type ApiResponse, type RequestOptions, type TestApp, type
 
 const USER_SCOPES = ['user:read', 'user:write', 'payouts:read', 'payouts:write'];
 const ORG_SCOPES = [
-  ...['organizations', 'members', 'products', 'customers', 'orders', 'transactions', 'payouts', 'organization_access_tokens'].flatMap(
-    (r) => [`${r}_read`, `${r}_write`],
-  ),
+  ...[
+    'organizations',
+    'members',
+    'products',
+    'customers',
+    'orders',
+    'transactions',
+    'payouts',
+    'organization_access_tokens',
+    'refunds',
+  ].flatMap((r) => [`${r}_read`, `${r}_write`]),
   'customer_sessions_write',
   'events_read',
   'webhooks_read',
@@ -99,6 +107,9 @@ const EP = {
   getOrder: ep('GET', '/v1/orders/{id}', ACCEPTS.organization, rw('orders')),
   createOrder: ep('POST', '/v1/orders/', ACCEPTS.organization, w('orders')),
   updateOrder: ep('PATCH', '/v1/orders/{id}', ACCEPTS.organization, w('orders')),
+  listRefunds: ep('GET', '/v1/refunds/', ACCEPTS.organization, rw('refunds')),
+  getRefund: ep('GET', '/v1/refunds/{id}', ACCEPTS.organization, rw('refunds')),
+  createRefund: ep('POST', '/v1/refunds/', ACCEPTS.organization, w('refunds')),
   listTransactions: ep('GET', '/v1/transactions/', ACCEPTS.organization, FINANCE_READ),
   getTransaction: ep('GET', '/v1/transactions/{id}', ACCEPTS.organization, FINANCE_READ),
   listPayoutAccounts: ep('GET', '/v1/payout-accounts/', ACCEPTS.web, ['payouts:read', 'payouts:write']),
@@ -201,6 +212,9 @@ interface World {
   ordersOfCustA: string[];
   orderA2: string;
   orderB: string;
+  /** partial refunds (SPEC §18) of orderA1 and of orderB */
+  refundA: string;
+  refundB: string;
   transactionsA: string[];
   transactionsB: string[];
   payoutA: string;
@@ -251,6 +265,13 @@ async function buildWorld(): Promise<World> {
   const orderA2 = await app.order(prodA, custA2, 'paid');
   const orderA3 = await app.order(prodA2, custA, 'pending');
   const orderB = await app.order(prodB, custB, 'paid');
+  const refund = async (orderId: string, user: TestUser, amount: number) => {
+    const res = await app.post('/v1/refunds/', { order_id: orderId, amount, reason: 'customer_request' }, { session: user.session });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return res.body.id as string;
+  };
+  const refundA = await refund(orderA1, users.adminA, 100);
+  const refundB = await refund(orderB, users.adminB, 200);
   const transactionsOf = async (org: string) =>
     (await app.sql<{ id: string }>('select id from rowgate.transactions where organization_id = $1', [org])).map((r) => r.id);
 
@@ -310,6 +331,8 @@ async function buildWorld(): Promise<World> {
     ordersOfCustA: [orderA1, orderA3],
     orderA2,
     orderB,
+    refundA,
+    refundB,
     transactionsA: await transactionsOf(A),
     transactionsB: await transactionsOf(B),
     payoutA,
@@ -652,6 +675,35 @@ read(EP.getOrder, 'of B', (w) => ({ path: `/v1/orders/${w.orderB}`, id: w.orderB
   others: notFound,
 });
 read(EP.getOrder, 'an unknown id', () => ({ path: `/v1/orders/${unknownId()}` }), { others: notFound });
+
+// refunds (SPEC §18): whoever reads the order reads its refunds (every member), with refunds_read
+read(EP.listRefunds, 'all', () => ({ path: '/v1/refunds/?limit=100' }), {
+  ...each(
+    ['adminA', 'memberA', 'financeA', 'oatA'],
+    rows((w) => [w.refundA]),
+  ),
+  ...each(
+    ['adminB', 'oatB'],
+    rows((w) => [w.refundB]),
+  ),
+  others: none,
+});
+read(EP.listRefunds, 'narrowed to B', (w) => ({ path: `/v1/refunds/?limit=100&organization_id=${w.B}` }), {
+  ...each(
+    ['adminB', 'oatB'],
+    rows((w) => [w.refundB]),
+  ),
+  others: none,
+});
+read(EP.getRefund, 'of A', (w) => ({ path: `/v1/refunds/${w.refundA}`, id: w.refundA }), {
+  ...each(['adminA', 'memberA', 'financeA', 'oatA'], ok(sameId)),
+  others: notFound,
+});
+read(EP.getRefund, 'of B', (w) => ({ path: `/v1/refunds/${w.refundB}`, id: w.refundB }), {
+  ...each(['adminB', 'oatB'], ok(sameId)),
+  others: notFound,
+});
+read(EP.getRefund, 'an unknown id', () => ({ path: `/v1/refunds/${unknownId()}` }), { others: notFound });
 
 // transactions: permission filter finance:read (the member role lacks it; tokens bypass it)
 read(EP.listTransactions, 'all', () => ({ path: '/v1/transactions/?limit=100' }), {
@@ -1477,6 +1529,70 @@ write(
   },
 );
 write(EP.updateOrder, 'an unknown id', () => ({ path: `/v1/orders/${unknownId()}`, body: { status: 'paid' } }), { others: notFound });
+
+// refunds: the orders:write permission; an order out of reach is a 422 at body.order_id (as any id a body names)
+const refundsOfOrder = async (orderId: string) =>
+  (await app.sql<{ amount: string }>('select amount from rowgate.refunds where order_id = $1', [orderId])).map((r) => Number(r.amount));
+const refundOf =
+  (org: (w: World) => string, status: 'paid' | 'pending' = 'paid', amount = 100) =>
+  async (w: World) => {
+    const organizationId = org(w);
+    const id = organizationId === w.A ? await app.order(w.prodA, w.custA, status) : await app.order(w.prodB, w.custB, status);
+    return {
+      path: '/v1/refunds/',
+      body: { order_id: id, amount, reason: 'duplicate' },
+      id,
+      verify: async (_res: ApiResponse, accepted: boolean) => {
+        expect(await refundsOfOrder(id)).toEqual(accepted ? [amount] : []);
+        const [order] = await app.sql('select refunded_amount::int as refunded from rowgate.orders where id = $1', [id]);
+        expect(order!.refunded).toBe(accepted ? amount : 0);
+      },
+    };
+  };
+const refunded: Check = (res, _w, t) =>
+  expect({ order_id: res.body.order_id, amount: res.body.amount }).toEqual({ order_id: t.id, amount: 100 });
+write(
+  EP.createRefund,
+  'a fresh paid order of A',
+  refundOf((w) => w.A),
+  {
+    ...each(['adminA', 'memberA', 'oatA'], created(refunded)),
+    financeA: denied(R.writeOrders),
+    others: invalid('body', 'order_id'),
+  },
+);
+write(
+  EP.createRefund,
+  'a fresh paid order of B',
+  refundOf((w) => w.B),
+  {
+    ...each(['adminB', 'oatB'], created(refunded)),
+    others: invalid('body', 'order_id'),
+  },
+);
+write(
+  EP.createRefund,
+  'a fresh pending order of A (only paid orders are refunded)',
+  refundOf((w) => w.A, 'pending'),
+  {
+    ...each(['adminA', 'memberA', 'oatA'], invalid('body', 'order_id')),
+    financeA: denied(R.writeOrders),
+    others: invalid('body', 'order_id'),
+  },
+);
+write(
+  EP.createRefund,
+  'more than a fresh paid order of A',
+  refundOf((w) => w.A, 'paid', 1001),
+  {
+    ...each(['adminA', 'memberA', 'oatA'], invalid('body', 'amount')),
+    financeA: denied(R.writeOrders),
+    others: invalid('body', 'order_id'),
+  },
+);
+write(EP.createRefund, 'an unknown order', () => ({ path: '/v1/refunds/', body: { order_id: unknownId(), amount: 1, reason: 'other' } }), {
+  others: invalid('body', 'order_id'),
+});
 
 // payout accounts: web sessions, finance-write policy
 const payoutCount = async (organizationId: string) =>

@@ -572,6 +572,57 @@ const declarations: Record<string, Declaration> = {
     },
   },
 
+  'refunds:list': {
+    invalid: ['order_id=nope', 'organization_id=nope', ...INVALID_WINDOWS, ...INVALID_METADATA],
+    seed: async (n) => {
+      const { user, a, b, c } = await world();
+      // a few paid orders per organization, refunded in several parts (written as the owner: the amounts need not add up here)
+      const orders: { id: string; org: string }[] = [];
+      for (const org of [a, a, a, b, b, c]) {
+        const id = await insertRow('rowgate.orders', {
+          organization_id: org,
+          customer_id: await customer(org),
+          product_id: await product(org),
+          amount: 100_000,
+          currency: 'usd',
+          status: 'paid',
+        });
+        orders.push({ id, org });
+      }
+      const rows: { id: string; org: string; order: string }[] = [];
+      for (let i = 0; i < n; i++) {
+        const order = orders[i % 5]!;
+        const id = await insertRow('rowgate.refunds', {
+          organization_id: order.org,
+          order_id: order.id,
+          amount: (((i * 3) % 5) + 1) * 100,
+          currency: 'usd',
+          reason: ['duplicate', 'fraudulent', 'customer_request', 'other'][i % 4],
+        });
+        rows.push({ id, org: order.org, order: order.id });
+      }
+      const stamps = await stamp('rowgate.refunds', ids(rows));
+      const metas = await tagMetadata('rowgate.refunds', ids(rows));
+      const hidden = orders[5]!.id;
+      await insertRow('rowgate.refunds', { organization_id: c, order_id: hidden, amount: 100, currency: 'usd', reason: 'other' });
+      const [o0, o1, o3] = [orders[0]!.id, orders[1]!.id, orders[3]!.id];
+      return {
+        path: '/v1/refunds/',
+        auth: { session: user.session },
+        keys: ids(rows),
+        filters: [
+          ...windowCases(stamps),
+          ...metadataCases(metas),
+          ...organizationCases(rows, [a, b], [c]),
+          { query: `order_id=${o0}`, expect: ids(rows, (r) => r.order === o0) },
+          { query: `order_id=${o1}&order_id=${o3}`, expect: ids(rows, (r) => r.order === o1 || r.order === o3) },
+          { query: `order_id=${hidden}`, expect: [] },
+          { query: `organization_id=${b}&order_id=${o0}`, expect: [] },
+        ],
+      };
+    },
+  },
+
   'payout_accounts:list': {
     invalid: ['organization_id=nope'],
     seed: async (n) => {

@@ -277,6 +277,8 @@ describe('orders', () => {
       amount: 4200,
       currency: 'usd',
       status: 'pending',
+      // SPEC §18: nothing refunded yet
+      refunded_amount: 0,
       metadata: {},
       created_at: expect.stringMatching(TIMESTAMP),
       updated_at: expect.stringMatching(TIMESTAMP),
@@ -338,6 +340,8 @@ describe('orders', () => {
 
     const refunded = await app.patch(`/v1/orders/${order.id}`, { status: 'refunded' }, as(user));
     expect({ status: refunded.status, value: refunded.body.status }).toEqual({ status: 200, value: 'refunded' });
+    // SPEC §18: the rest of the order is refunded, as a refund of its own
+    expect(refunded.body.refunded_amount).toBe(1500);
     expect((await app.patch(`/v1/orders/${order.id}`, { status: 'refunded' }, as(user))).status).toBe(200);
     expect(await transactionsOf(order.id)).toEqual([
       { organization_id: org, type: 'payment', amount: 1500, currency: 'usd' },

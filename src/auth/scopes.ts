@@ -23,6 +23,8 @@ export const scopes = [
   'organization_access_tokens_read',
   'organization_access_tokens_write',
   'customer_sessions_write',
+  'refunds_read',
+  'refunds_write',
   'events_read',
   'webhooks_read',
   'webhooks_write',

@@ -13,7 +13,7 @@ import type { ObjectStep, Step } from 'postgraphile/grafast';
  */
 const HIDDEN_TABLES = ['personal_access_tokens', 'organization_access_tokens', 'oauth2_clients', 'webhook_endpoints', 'webhook_attempts'];
 /** the rowgate functions GraphQL publishes (as mutations); every other one is hidden */
-const GRAPHQL_FUNCTIONS = ['create_organization', 'add_member', 'create_account', 'create_order'];
+const GRAPHQL_FUNCTIONS = ['create_organization', 'add_member', 'create_account', 'create_order', 'create_refund'];
 /**
  * Table operations GraphQL leaves out although a grant allows them:
  * - orders `insert`: `createOrder` is rowgate.create_order, as for POST /v1/orders

@@ -12,6 +12,7 @@ import { externalCustomerRoutes } from '../resources/customers-external.ts';
 import { orderRoutes } from '../resources/orders.ts';
 import { payoutAccountRoutes } from '../resources/payout-accounts.ts';
 import { productRoutes } from '../resources/products.ts';
+import { refundRoutes } from '../resources/refunds.ts';
 import { transactionRoutes } from '../resources/transactions.ts';
 import { serviceRoutes } from './service-routes.ts';
 import { impersonationRoutes } from '../resources/impersonations.ts';
@@ -37,6 +38,7 @@ export const apiRoutes: readonly Route[] = [
   ...customerRoutes,
   ...customerMemberRoutes,
   ...orderRoutes,
+  ...refundRoutes,
   ...transactionRoutes,
   ...payoutAccountRoutes,
   ...eventRoutes,

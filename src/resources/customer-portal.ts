@@ -18,13 +18,14 @@ const PortalCustomerUpdate = z
 
 // The portal shows a customer itself and its orders, not the merchant's own
 // bookkeeping (external ids, metadata): their columns are not granted to portal roles.
+// An order's refunded_amount is shown: what was given back is the customer's business.
 const PortalCustomer = CustomerRead.omit({ external_id: true, metadata: true }).meta({
   id: 'PortalCustomer',
   description: 'The current customer, as the portal shows it.',
 });
 const PortalOrder = OrderRead.omit({ metadata: true }).meta({ id: 'PortalOrder', description: 'An order, as the portal shows it.' });
 const customerColumns = 'id, organization_id, email, first_name, last_name, status, created_at, updated_at';
-const orderColumns = 'id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at';
+const orderColumns = 'id, organization_id, customer_id, product_id, amount, currency, status, refunded_amount, created_at, updated_at';
 
 const read = access.customerPortal('customer_portal_read', 'customer_portal_write');
 const write = access.customerPortal('customer_portal_write');

@@ -19,6 +19,11 @@ export const OrderRead = z
     amount,
     currency,
     status,
+    refunded_amount: doc(
+      z.number().int().min(0).max(100_000_000_000),
+      'How much of `amount` has been refunded (the sum of its refunds, SPEC §18); equals `amount` once the order is refunded.',
+      1000,
+    ),
     metadata,
     ...timestamps,
   })
@@ -40,10 +45,18 @@ const OrderCreate = z
   .meta({ id: 'OrderCreate', description: "A new order; amount and currency default to the product's price, status to pending." });
 
 const OrderUpdate = z
-  .strictObject({ status: status.optional(), metadata: metadata.optional() })
+  .strictObject({
+    status: doc(
+      z.enum(['pending', 'paid', 'refunded']),
+      'pending → paid → refunded; a status only moves forward. `refunded` refunds what remains of a paid order (a refund of reason `other`).',
+      'refunded',
+    ).optional(),
+    metadata: metadata.optional(),
+  })
   .meta({ id: 'OrderUpdate', description: 'Fields to change: the status (forward only), the metadata (replaced whole).' });
 
-export const orderColumns = 'id, organization_id, customer_id, product_id, amount, currency, status, metadata, created_at, updated_at';
+export const orderColumns =
+  'id, organization_id, customer_id, product_id, amount, currency, status, refunded_amount, metadata, created_at, updated_at';
 const read = readScopes('orders');
 const write = writeScopes('orders');
 const idFilter = (what: string) => multi(z.uuid(), `Only orders of this ${what} (repeatable).`, '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b');
@@ -138,7 +151,8 @@ export const orderRoutes = [
     path: '/v1/orders/{id}',
     operationId: 'orders:update',
     summary: 'Update an order',
-    description: 'Moves the status forward; `paid` records a payment transaction, `refunded` a refund.',
+    description:
+      'Moves the status forward; `paid` records a payment transaction; `refunded` refunds what remains of the order: one refund (reason `other`) and its `refund` transaction, as `POST /v1/refunds/` would.',
     tag: 'orders',
     access: access.organization(...write),
     params: idParams,

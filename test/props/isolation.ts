@@ -57,6 +57,7 @@ const show = (x: unknown) => JSON.stringify(x);
 
 function keyOf(request: Request, item: Record<string, unknown>): string {
   if (request.path.startsWith('/v1/transactions/')) return `${item.order_id}/${item.type}`;
+  if (request.path.startsWith('/v1/refunds/')) return String(item.order_id);
   if (/^\/v1\/organizations\/[^/]+\/members\b/.test(request.path)) return String(item.user_id);
   return String(item.id);
 }
@@ -122,8 +123,10 @@ const GRAPHQL_FIELDS: Record<keyof Visible, string> = {
   products: 'allProducts(includeArchived: YES) { nodes { k: rowId } }',
   customers: 'allCustomers { nodes { k: rowId } }',
   customer_members: 'allCustomerMembers { nodes { k: rowId } }',
-  orders: 'allOrders { nodes { k: rowId } }',
+  // orders and refunds without an inner alias: the query is at SPEC §13's limit of 20 aliases
+  orders: 'allOrders { nodes { rowId } }',
   transactions: 'allTransactions { nodes { orderId type } }',
+  refunds: 'allRefunds { nodes { orderId } }',
   accounts: 'allAccounts { nodes { k: rowId } }',
   payout_accounts: 'allPayoutAccounts { nodes { k: rowId } }',
 };
@@ -134,8 +137,9 @@ const GRAPHQL_QUERY = `{
   liveProducts: allProducts { nodes { k: rowId } }
 }`;
 
-type Node = { k?: string; userId?: string; organizationId?: string; orderId?: string; type?: string };
-const nodeKey = (n: Node) => n.k ?? (n.userId ? `${n.userId}/${n.organizationId}` : `${n.orderId}/${n.type}`);
+type Node = { k?: string; rowId?: string; userId?: string; organizationId?: string; orderId?: string; type?: string };
+const nodeKey = (n: Node) =>
+  n.k ?? n.rowId ?? (n.userId ? `${n.userId}/${n.organizationId}` : n.type === undefined ? String(n.orderId) : `${n.orderId}/${n.type}`);
 
 export interface GraphqlCheck {
   /** rows beyond the subject's RLS visibility (the isolation property) */
@@ -203,6 +207,7 @@ const ANALYST_QUERY = `
   union all select 'customer_members', id::text from rowgate.customer_members
   union all select 'orders', id::text from rowgate.orders
   union all select 'transactions', order_id::text || '/' || type from rowgate.transactions
+  union all select 'refunds', order_id::text from rowgate.refunds
   union all select 'accounts', id::text from rowgate.accounts
   union all select 'payout_accounts', id::text from rowgate.payout_accounts`;
 

@@ -42,6 +42,8 @@ export const ORGANIZATION_SCOPES = [
   'organization_access_tokens_read',
   'organization_access_tokens_write',
   'customer_sessions_write',
+  'refunds_read',
+  'refunds_write',
   'events_read',
   'webhooks_read',
   'webhooks_write',
@@ -231,6 +233,8 @@ export const OPERATIONS = [
   'orders:create',
   'orders:update',
   'transactions:list',
+  'refunds:list',
+  'refunds:create',
   'payout_accounts:list',
   'payout_accounts:get',
   'customer_portal:me',
@@ -302,6 +306,8 @@ export interface MOrder {
   customer: number;
   product: number;
   status: 'pending' | 'paid' | 'refunded';
+  /** how many refunds it has (SPEC §18): partial ones, and the one a status change to refunded writes */
+  refunds: number;
 }
 export interface MPayout {
   id: string;
@@ -437,12 +443,15 @@ export interface Visible {
   customer_members: string[];
   orders: string[];
   transactions: string[]; // `${order_id}/${type}`
+  /** refunds (SPEC §18): one `${order_id}` per refund */
+  refunds: string[];
   accounts: string[];
   payout_accounts: string[];
 }
 
+/** a payment once paid, and one refund transaction per refund */
 export function transactionsOf(o: MOrder): ('payment' | 'refund')[] {
-  return o.status === 'pending' ? [] : o.status === 'paid' ? ['payment'] : ['payment', 'refund'];
+  return o.status === 'pending' ? [] : ['payment', ...Array.from({ length: o.refunds }, () => 'refund' as const)];
 }
 
 /**
@@ -462,6 +471,7 @@ export const COLLECTION_SCOPES: Record<keyof Visible, readonly string[]> = {
   customer_members: ['customers_read', 'customer_portal_read'],
   orders: ['orders_read', 'customer_portal_read'],
   transactions: ['transactions_read', 'payouts_read'],
+  refunds: ['refunds_read'],
   accounts: ['transactions_read', 'payouts_read'],
   payout_accounts: ['payouts:read'],
 };
@@ -508,6 +518,8 @@ export function visible(m: Model, s: Subject | null, scoped = true): Visible {
     transactions: finance
       ? m.orders.filter((o) => financeOrgs.has(o.org)).flatMap((o) => transactionsOf(o).map((t) => `${o.id}/${t}`))
       : [],
+    // whoever reads the order reads its refunds, with refunds_read
+    refunds: m.orders.filter((o) => organizationData('refunds_read')(o.org)).flatMap((o) => Array.from({ length: o.refunds }, () => o.id)),
     accounts: finance ? m.orgs.flatMap((o, i) => (o.account && financeVisible(i) ? [o.account.id] : [])) : [],
     payout_accounts:
       has('payouts:read') && (!scoped || (s?.kind === 'user' && s.web))
@@ -850,7 +862,7 @@ export function expect(
         expected: {
           status: 201,
           id: 'new',
-          apply: (model, id) => void model.orders.push({ id, org: product.org, customer: cu, product: p, status: 'pending' }),
+          apply: (model, id) => void model.orders.push({ id, org: product.org, customer: cu, product: p, status: 'pending', refunds: 0 }),
         },
       };
     }
@@ -866,7 +878,12 @@ export function expect(
       if (denial) return { credential, request, expected: { status: 403, error: 'NotPermitted', detail: denial } };
       const forward = (order.status === 'pending' && status === 'paid') || (order.status === 'paid' && status === 'refunded');
       if (status !== order.status && !forward) return { credential, request, expected: { status: 422, loc: 'body.status' } };
-      return { credential, request, expected: { status: 200, id, apply: (model) => void (model.orders[r]!.status = status) } };
+      const apply = (model: Model) => {
+        // paid → refunded refunds the rest of the order: one more refund (SPEC §18)
+        if (model.orders[r]!.status === 'paid' && status === 'refunded') model.orders[r]!.refunds += 1;
+        model.orders[r]!.status = status;
+      };
+      return { credential, request, expected: { status: 200, id, apply } };
     }
     case 'transactions:list': {
       const filter = orgFilter(b);
@@ -878,6 +895,30 @@ export function expect(
         .filter((o) => financeOrgs.has(o.org) && (filter === null || o.org === filter))
         .flatMap((o) => transactionsOf(o).map((t) => `${o.id}/${t}`));
       return { credential, request, expected: list(keys) };
+    }
+    case 'refunds:list': {
+      const filter = orgFilter(b);
+      const request: Request = { method: 'GET', path: withFilter('/v1/refunds/?limit=100', filter) };
+      const denied = gate(ORG_DATA, ['refunds_read', 'refunds_write']);
+      if (denied) return { credential, request, expected: denied };
+      const keys = m.orders
+        .filter((o) => orgs.has(o.org) && (filter === null || o.org === filter))
+        .flatMap((o) => Array.from({ length: o.refunds }, () => o.id));
+      return { credential, request, expected: list(keys) };
+    }
+    case 'refunds:create': {
+      // one cent: an order is never refunded past its amount here (the arithmetic is test/refunds.test.ts's)
+      const [order, r] = pick(m.orders, a);
+      if (!order) return null;
+      const request: Request = { method: 'POST', path: '/v1/refunds/', body: { order_id: order.id, amount: 1, reason: 'other' } };
+      const denied = gate(ORG_DATA, ['refunds_write']);
+      if (denied) return { credential, request, expected: denied };
+      // the order is looked up as the subject reaches it, like an order's product
+      if (!orgs.has(order.org)) return { credential, request, expected: { status: 422, loc: 'body.order_id' } };
+      const denial = roleDenial(m, s!, order.org, 'orders:write');
+      if (denial) return { credential, request, expected: { status: 403, error: 'NotPermitted', detail: denial } };
+      if (order.status !== 'paid') return { credential, request, expected: { status: 422, loc: 'body.order_id' } };
+      return { credential, request, expected: { status: 201, id: 'new', apply: (model) => void (model.orders[r]!.refunds += 1) } };
     }
     case 'payout_accounts:list': {
       const filter = orgFilter(b);

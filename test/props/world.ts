@@ -88,7 +88,13 @@ export function buildWorld(input: WorldSpec, secret: string, analystLogin: strin
     products: spec.products.map((p) => ({ id: randomUUID(), ...p })),
     customers: spec.customers.map((c) => ({ id: randomUUID(), ...c })),
     seats: spec.seats.map((s) => ({ id: randomUUID(), ...s })),
-    orders: spec.orders.map((o) => ({ id: randomUUID(), org: spec.products[o.product]!.org, ...o })),
+    // a refunded order has one refund: the status change refunds it whole (SPEC §18)
+    orders: spec.orders.map((o) => ({
+      id: randomUUID(),
+      org: spec.products[o.product]!.org,
+      ...o,
+      refunds: o.status === 'refunded' ? 1 : 0,
+    })),
     payouts: spec.payouts.map((p) => ({ id: randomUUID(), ...p })),
     credentials: spec.credentials.map((c) => ({ ...c, token: generateToken(credentialKind[c.kind]) }) as MCredential),
     analyst: spec.analyst,
