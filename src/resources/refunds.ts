@@ -7,7 +7,8 @@ import { currency } from './accounts.ts';
 import { found } from '../http/errors.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from './fields.ts';
-import { createdWindow, type ListSpec, listQuery, listSchema, metadataFilter, multi, organizationFilter, runList, Where } from './lists.ts';
+import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from './lists.ts';
+import { type ListSpec, runList, Where } from './list-statement.ts';
 
 const amount = doc(
   z.number().int().min(1).max(100_000_000_000),

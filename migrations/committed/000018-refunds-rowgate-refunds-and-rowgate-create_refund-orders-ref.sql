@@ -1,5 +1,5 @@
---! Previous: sha1:b3c10f99bb162dfae041fe5fc1f7302df90699f3
---! Hash: sha1:48722b0d25568bf1bf305938a4c8a2544f415304
+--! Previous: sha1:bf28329082cbfa716ac624adb52cf33e0caa6209
+--! Hash: sha1:c0410d18661feeff078cc857e2e5b945a35c9b12
 --! Message: Refunds: rowgate.refunds and rowgate.create_refund, orders' refunded_amount, a status change to refunded refunds the rest through the same path (issue 17 part 5, SPEC §18)
 
 --! split: 001-refund-scopes.sql
