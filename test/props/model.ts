@@ -233,6 +233,7 @@ export const OPERATIONS = [
   'orders:create',
   'orders:update',
   'transactions:list',
+  'metadata:list',
   'refunds:list',
   'refunds:create',
   'payout_accounts:list',
@@ -287,12 +288,16 @@ export interface MMembership {
 export interface MProduct {
   id: string;
   org: number;
+  /** the world's rows carry metadata {"tag": "t<tag>"}; rows the probes create carry none */
+  tag?: number;
   archived: boolean;
   deleted: boolean;
 }
 export interface MCustomer {
   id: string;
   org: number;
+  /** the world's rows carry metadata {"tag": "t<tag>"}; rows the probes create carry none */
+  tag?: number;
   deleted: boolean;
 }
 export interface MSeat {
@@ -303,6 +308,8 @@ export interface MSeat {
 export interface MOrder {
   id: string;
   org: number;
+  /** as MProduct's */
+  tag?: number;
   customer: number;
   product: number;
   status: 'pending' | 'paid' | 'refunded';
@@ -895,6 +902,18 @@ export function expect(
         .filter((o) => financeOrgs.has(o.org) && (filter === null || o.org === filter))
         .flatMap((o) => transactionsOf(o).map((t) => `${o.id}/${t}`));
       return { credential, request, expected: list(keys) };
+    }
+    case 'metadata:list': {
+      // a metadata filter (SPEC §18) narrows what the subject sees, never widens it: tag 3 is nobody's
+      const resource = (['products', 'customers', 'orders'] as const)[a % 3]!;
+      const wanted = b % 4;
+      const filter = orgFilter(c);
+      const request: Request = { method: 'GET', path: withFilter(`/v1/${resource}/?limit=100&metadata[tag]=t${wanted}`, filter) };
+      const denied = gate(ORG_DATA, [`${resource}_read`, `${resource}_write`]);
+      if (denied) return { credential, request, expected: denied };
+      const rows: { id: string; org: number; deleted?: boolean; tag?: number }[] = m[resource];
+      const ids = rows.filter((r) => !r.deleted && r.tag === wanted && orgs.has(r.org) && (filter === null || r.org === filter));
+      return { credential, request, expected: list(ids.map((r) => r.id)) };
     }
     case 'refunds:list': {
       const filter = orgFilter(b);

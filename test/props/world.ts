@@ -85,13 +85,14 @@ export function buildWorld(input: WorldSpec, secret: string, analystLogin: strin
     users: spec.users.map((u, i) => ({ id: randomUUID(), email: `u${i}-${t}@example.com`, deleted: u.deleted })),
     orgs: spec.orgs.map((o, i) => ({ id: randomUUID(), slug: `o${i}-${t}`, deleted: o.deleted, account: null })),
     memberships: spec.memberships.map((m) => ({ id: randomUUID(), ...m })),
-    products: spec.products.map((p) => ({ id: randomUUID(), ...p })),
-    customers: spec.customers.map((c) => ({ id: randomUUID(), ...c })),
+    products: spec.products.map((p, i) => ({ id: randomUUID(), ...p, tag: i % 3 })),
+    customers: spec.customers.map((c, i) => ({ id: randomUUID(), ...c, tag: i % 3 })),
     seats: spec.seats.map((s) => ({ id: randomUUID(), ...s })),
     // a refunded order has one refund: the status change refunds it whole (SPEC §18)
-    orders: spec.orders.map((o) => ({
+    orders: spec.orders.map((o, i) => ({
       id: randomUUID(),
       org: spec.products[o.product]!.org,
+      tag: i % 3,
       ...o,
       refunds: o.status === 'refunded' ? 1 : 0,
     })),
@@ -104,6 +105,7 @@ export function buildWorld(input: WorldSpec, secret: string, analystLogin: strin
   });
 
   const s: string[] = [];
+  const metadata = (tag: number | undefined) => (tag === undefined ? `'{}'` : `'{"tag": "t${tag}"}'`);
   const values = (rows: string[][]) => rows.map((r) => `(${r.join(', ')})`).join(',\n  ');
   const insert = (table: string, columns: string, rows: string[][]) => {
     if (rows.length) s.push(`insert into ${table} (${columns}) values\n  ${values(rows)}`);
@@ -132,7 +134,7 @@ export function buildWorld(input: WorldSpec, secret: string, analystLogin: strin
   for (const { org, account } of accounts) s.push(`update rowgate.organizations set account_id = ${q(account.id)} where id = ${q(org.id)}`);
   insert(
     'rowgate.products',
-    'id, organization_id, name, price_amount, price_currency, is_archived, deleted_at',
+    'id, organization_id, name, price_amount, price_currency, is_archived, deleted_at, metadata',
     model.products.map((p, i) => [
       q(p.id),
       q(model.orgs[p.org]!.id),
@@ -141,13 +143,14 @@ export function buildWorld(input: WorldSpec, secret: string, analystLogin: strin
       `'usd'`,
       `${p.archived}`,
       deletedAt(p.deleted),
+      metadata(p.tag),
     ]),
   );
   // customers live first: an order's customer must be live when the order is made
   insert(
     'rowgate.customers',
-    'id, organization_id, email',
-    model.customers.map((c, i) => [q(c.id), q(model.orgs[c.org]!.id), q(`c${i}-${t}@example.com`)]),
+    'id, organization_id, email, metadata',
+    model.customers.map((c, i) => [q(c.id), q(model.orgs[c.org]!.id), q(`c${i}-${t}@example.com`), metadata(c.tag)]),
   );
   insert(
     'rowgate.customer_members',
@@ -163,7 +166,7 @@ export function buildWorld(input: WorldSpec, secret: string, analystLogin: strin
   // a refunded order was paid first: payment, then refund (the transactions trigger)
   insert(
     'rowgate.orders',
-    'id, organization_id, customer_id, product_id, amount, currency, status',
+    'id, organization_id, customer_id, product_id, amount, currency, status, metadata',
     model.orders.map((o) => [
       q(o.id),
       q(model.orgs[o.org]!.id),
@@ -172,6 +175,7 @@ export function buildWorld(input: WorldSpec, secret: string, analystLogin: strin
       '1000',
       `'usd'`,
       q(o.status === 'refunded' ? 'paid' : o.status),
+      metadata(o.tag),
     ]),
   );
   const refunded = model.orders.filter((o) => o.status === 'refunded').map((o) => q(o.id));
