@@ -92,17 +92,22 @@ export interface Graphql {
 }
 
 /**
- * Timestamps leave PostgreSQL as its own text and take REST's shape here
- * (src/db/timestamps.ts), instead of @dataplan/pg's `to_char(…)` in the query:
+ * Timestamps leave PostgreSQL as timestamptz values and take REST's shape in
+ * Node (src/db/timestamps.ts: pg's parser for timestamptz, src/db/pool.ts),
+ * instead of @dataplan/pg's `to_char(…)`, or a `::text` cast, in the query:
  * PostgreSQL computes a query's select list before its sort, so a sorted page
  * formatted the timestamps of every row it considered, most of them dropped
- * (docs/performance.md, GraphQL); its own text output runs for the rows
- * returned only. GraphQL then writes what REST writes
- * ("…T08:22:11.16+00:00"). The codec is @dataplan/pg's shared object, adjusted
- * in place so every column keeps its GraphQL type.
+ * (docs/performance.md, GraphQL: the small user's page formats 2 × 1,500
+ * timestamps for the 50 rows it keeps; pgbench ran its transaction 1.6× as
+ * fast without). A column selected as it is is written out by PostgreSQL for
+ * the rows returned only. GraphQL then writes what REST writes
+ * ("…T08:22:11.16+00:00"); `fromPg` converts what pg has not (a value inside a
+ * record's text) and leaves a converted one as it is. The codec is
+ * @dataplan/pg's shared object, adjusted in place so every column keeps its
+ * GraphQL type.
  */
 function timestampsAsRest(codec: { castFromPg?: unknown; fromPg: (value: string) => unknown }) {
-  codec.castFromPg = undefined;
+  codec.castFromPg = (fragment: unknown) => fragment; // @dataplan/pg's own `verbatim`, as for text and uuid
   codec.fromPg = rfc3339;
 }
 
