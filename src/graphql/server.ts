@@ -36,6 +36,7 @@ import { DefaultPagePlugin } from './page-size.ts';
 import { forQuery, makeWithPgClient, type Settings } from './pg-client.ts';
 import { poolStatements, statementName } from '../db/pool.ts';
 import { OmitArchivedPlugin } from './omit-archived.ts';
+import { CountedTotalPlugin } from './counted-total.ts';
 import { pageSecurityHeaders } from '../http/security-headers.ts';
 import { rfc3339 } from '../db/timestamps.ts';
 import type { Metrics } from '../operating/metrics.ts';
@@ -149,6 +150,7 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
       RowgateGraphqlPlugin,
       OmitArchivedPlugin,
       DefaultPagePlugin,
+      CountedTotalPlugin,
       rowgateLimitsPlugin((code) => options.metrics?.graphqlRefusals.inc({ code })),
     ],
     pgServices: [pgService],
