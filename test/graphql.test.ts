@@ -344,6 +344,34 @@ describe('isolation: each subject sees exactly its rows, as REST lists them', ()
   });
 });
 
+describe('values as PostgreSQL writes them (timestamptz and bigint selected as they are, src/graphql/server.ts)', () => {
+  test("an order's fields are REST's, and its cursor pages on", async () => {
+    const auth = { session: w.adminA.session };
+    const got = await data(
+      `{ allOrders(first: 2, orderBy: [CREATED_AT_DESC, PRIMARY_KEY_DESC]) { edges { cursor node { rowId amount createdAt updatedAt } } } }`,
+      {},
+      auth,
+    );
+    for (const { node } of got.allOrders.edges) {
+      const rest = await app.get(`/v1/orders/${node.rowId}`, auth);
+      expect(rest.status).toBe(200);
+      expect(node).toEqual({
+        rowId: rest.body.id,
+        amount: String(rest.body.amount),
+        createdAt: rest.body.created_at,
+        updatedAt: rest.body.updated_at,
+      });
+    }
+    const [first, second] = got.allOrders.edges;
+    const next = await data(
+      `query ($after: Cursor) { allOrders(first: 1, after: $after, orderBy: [CREATED_AT_DESC, PRIMARY_KEY_DESC]) { nodes { rowId } } }`,
+      { after: first.cursor },
+      auth,
+    );
+    expect(next.allOrders.nodes).toEqual([{ rowId: second.node.rowId }]);
+  });
+});
+
 describe('totalCount of an unfiltered root connection: the row counters, as REST reads them (src/graphql/counted-total.ts)', () => {
   const COUNTS = `query ($org: UUID) {
     allOrders { totalCount nodes { rowId } }

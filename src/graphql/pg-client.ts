@@ -111,15 +111,26 @@ function deallocateEvicted(client: pg.PoolClient) {
   for (const name of state.evicted.splice(0)) client.query(`deallocate ${client.escapeIdentifier(name)}`).catch(() => {});
 }
 
-function runQuery<T>(client: pg.PoolClient, named: boolean, { text, values, arrayMode, name }: PgQuery): Promise<PgResult<T>> {
+/**
+ * The parsers of a request's statements: none, every value as PostgreSQL wrote
+ * it. @dataplan/pg casts what it selects to text where pg would parse it, and
+ * takes timestamptz and bigint columns as they are (src/graphql/server.ts), so
+ * PostgreSQL writes them out for the returned rows only; their text is then
+ * exactly that of the `::text` casts, unparsed by the server's own parsers
+ * (src/db/pool.ts: a bigint as a Number, a timestamptz in REST's shape).
+ */
+const AS_WRITTEN: pg.CustomTypesConfig = { getTypeParser: () => (value: string) => value };
+
+function runQuery<T>(client: pg.PoolClient, named: boolean, { text, values, arrayMode, name }: PgQuery, raw = true): Promise<PgResult<T>> {
   const config: pg.QueryConfig & { rowMode?: 'array' } = { text, values: values as unknown[] };
+  if (raw) config.types = AS_WRITTEN;
   if (arrayMode) config.rowMode = 'array';
   if (named && name) config.name = preparedName(client, name);
   return client.query(config as pg.QueryConfig).then(({ rows, rowCount }) => ({ rows: rows as T[], rowCount }));
 }
 
 /** A client in a transaction already; withTransaction nests savepoints. */
-function wrap(client: pg.PoolClient, named: boolean, depth: number, query = (q: PgQuery) => runQuery(client, named, q)): PgClient {
+function wrap(client: pg.PoolClient, named: boolean, depth: number, raw = true, query = (q: PgQuery) => runQuery(client, named, q, raw)): PgClient {
   return {
     rawClient: client,
     query: query as PgClient['query'],
@@ -127,7 +138,7 @@ function wrap(client: pg.PoolClient, named: boolean, depth: number, query = (q: 
       const savepoint = `tx${depth}`;
       await client.query(depth === 0 ? 'begin' : `savepoint ${savepoint}`);
       try {
-        const result = await callback(wrap(client, named, depth + 1));
+        const result = await callback(wrap(client, named, depth + 1, raw));
         await client.query(depth === 0 ? 'commit' : `release savepoint ${savepoint}`);
         return result;
       } catch (error) {
@@ -259,7 +270,8 @@ export function makeWithPgClient(pool: pg.Pool): WithPgClient {
       const client = await pool.connect();
       try {
         await client.query(`begin; set local statement_timeout = ${STARTUP_STATEMENT_TIMEOUT_MS}`);
-        const result = await callback(wrap(client, named, 0));
+        // (PostGraphile's introspection: pg's parsers, as its own adaptor has them)
+        const result = await callback(wrap(client, named, 0, false));
         await client.query('commit');
         client.release();
         return result;
