@@ -130,7 +130,13 @@ function runQuery<T>(client: pg.PoolClient, named: boolean, { text, values, arra
 }
 
 /** A client in a transaction already; withTransaction nests savepoints. */
-function wrap(client: pg.PoolClient, named: boolean, depth: number, raw = true, query = (q: PgQuery) => runQuery(client, named, q, raw)): PgClient {
+function wrap(
+  client: pg.PoolClient,
+  named: boolean,
+  depth: number,
+  raw = true,
+  query = (q: PgQuery) => runQuery(client, named, q, raw),
+): PgClient {
   return {
     rawClient: client,
     query: query as PgClient['query'],
