@@ -19,7 +19,7 @@ import { listStatement, Where } from '../src/resources/list-statement.ts';
 import { orderListSpec } from '../src/resources/orders.ts';
 import { hashToken } from '../src/auth/tokens.ts';
 import { ME } from '../src/resources/users.ts';
-import { benchUsers, isLoaded, issueSessions, load, SCALES, type Scale } from './data.ts';
+import { benchUsers, ensureOrderCounts, isLoaded, issueSessions, load, SCALES, type Scale } from './data.ts';
 
 /** The API's authentication statement for pgbench: its credential as pgbench variables, a request id as the server sets one. */
 const authenticateForPgbench = () =>
@@ -351,6 +351,7 @@ async function benchScale(
     await migrateDatabase(ownerUrl);
     await load(ownerUrl, scale, log);
   }
+  await ensureOrderCounts(ownerUrl, log);
   const secret = randomBytes(32).toString('base64url');
   const sessions = await issueSessions(ownerUrl, await benchUsers(ownerUrl), secret);
 

@@ -11,12 +11,13 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { projectRoot } from '../src/db/setup.ts';
 import { embeddedUrl, openEmbeddedDatabase } from '../src/db/embedded.ts';
-import { benchUsers, issueSessions } from './data.ts';
+import { benchUsers, ensureOrderCounts, issueSessions } from './data.ts';
 
 const { values: args } = parseArgs({ options: { scale: { type: 'string', default: '1m' }, port: { type: 'string', default: '8099' } } });
 const db = await openEmbeddedDatabase({ home: path.join(projectRoot, '.rowgate-bench'), exclusive: false, log: (l) => console.error(l) });
 const database = `bench_${args.scale}`;
 const ownerUrl = embeddedUrl(db.state, 'owner', database);
+await ensureOrderCounts(ownerUrl, (l) => console.error(l));
 const secret = randomBytes(32).toString('base64url');
 const sessions = await issueSessions(ownerUrl, await benchUsers(ownerUrl), secret);
 const exports = {

@@ -2498,6 +2498,26 @@ end;
 $function$;
 grant execute on function rowgate_hidden.target_organization_id(uuid,text) to rowgate_organization, rowgate_user;
 
+-- Function rowgate_hidden.visible_row_count(text)
+CREATE OR REPLACE FUNCTION rowgate_hidden.visible_row_count(p_resource text)
+ RETURNS bigint
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_scope text := case p_resource when 'orders' then 'orders_read' when 'customers' then 'customers_read' end;
+begin
+  if v_scope is null or current_user not in ('rowgate_user', 'rowgate_organization') or not rowgate_hidden.has_scope(v_scope) then
+    return null;
+  end if;
+  return rowgate_hidden.organization_row_count(p_resource, rowgate_hidden.current_organization_ids());
+end;
+$function$;
+comment on function rowgate_hidden.visible_row_count(text) is '@behavior -*
+The rows of rowgate.<resource> (orders, customers) the current role sees, from the row counters; null when the counters cannot say.';
+grant execute on function rowgate_hidden.visible_row_count(text) to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
 -- Function rowgate_private.all_scopes()
 CREATE OR REPLACE FUNCTION rowgate_private.all_scopes()
  RETURNS text[]

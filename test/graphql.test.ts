@@ -344,6 +344,96 @@ describe('isolation: each subject sees exactly its rows, as REST lists them', ()
   });
 });
 
+describe('values as PostgreSQL writes them (timestamptz and bigint selected as they are, src/graphql/server.ts)', () => {
+  test("an order's fields are REST's, and its cursor pages on", async () => {
+    const auth = { session: w.adminA.session };
+    const got = await data(
+      `{ allOrders(first: 2, orderBy: [CREATED_AT_DESC, PRIMARY_KEY_DESC]) { edges { cursor node { rowId amount createdAt updatedAt } } } }`,
+      {},
+      auth,
+    );
+    for (const { node } of got.allOrders.edges) {
+      const rest = await app.get(`/v1/orders/${node.rowId}`, auth);
+      expect(rest.status).toBe(200);
+      expect(node).toEqual({
+        rowId: rest.body.id,
+        amount: String(rest.body.amount),
+        createdAt: rest.body.created_at,
+        updatedAt: rest.body.updated_at,
+      });
+    }
+    const [first, second] = got.allOrders.edges;
+    const next = await data(
+      `query ($after: Cursor) { allOrders(first: 1, after: $after, orderBy: [CREATED_AT_DESC, PRIMARY_KEY_DESC]) { nodes { rowId } } }`,
+      { after: first.cursor },
+      auth,
+    );
+    expect(next.allOrders.nodes).toEqual([{ rowId: second.node.rowId }]);
+  });
+});
+
+describe('totalCount of an unfiltered root connection: the row counters, as REST reads them (src/graphql/counted-total.ts)', () => {
+  const COUNTS = `query ($org: UUID) {
+    allOrders { totalCount nodes { rowId } }
+    paged: allOrders(first: 1, orderBy: [CREATED_AT_DESC]) { totalCount }
+    ofA: allOrders(condition: { organizationId: $org }) { totalCount nodes { rowId } }
+    allCustomers { totalCount nodes { rowId } }
+  }`;
+  const subjects: [string, () => Auth][] = [
+    ['admin of A (web session)', () => ({ session: w.adminA.session })],
+    ['member of A (web session)', () => ({ session: w.memberA.session })],
+    ['admin of B (web session)', () => ({ session: w.adminB.session })],
+    ['a user of no organization', () => ({ session: w.outsider.session })],
+    ['PAT of the admin of A (read scopes)', () => ({ token: tokens.patRead })],
+    ['PAT of the admin of B without orders_read or customers_read', () => ({ token: tokens.patB })],
+    ['organization access token of A', () => ({ token: tokens.oatRead })],
+    ['OAuth2 organization token (orders_read, no customers_read)', () => ({ token: tokens.oauthOrgWrite })],
+    ['customer session (its own orders, through a second policy)', () => ({ token: tokens.customer })],
+    ['member session (its customer orders, through a second policy)', () => ({ token: tokens.member })],
+  ];
+
+  test.each(subjects)('%s: every totalCount is the number of rows RLS shows', async (_name, auth) => {
+    const got = await data(COUNTS, { org: w.orgA }, auth());
+    expect(got.allOrders.totalCount).toBe(got.allOrders.nodes.length);
+    expect(got.paged.totalCount).toBe(got.allOrders.nodes.length);
+    expect(got.ofA.totalCount).toBe(got.ofA.nodes.length);
+    expect(got.allCustomers.totalCount).toBe(got.allCustomers.nodes.length);
+  });
+
+  test('the counters are what is read, exactly where they apply', async () => {
+    // a counter off by 1,000 shows where it is read: unfiltered connections of
+    // user and organization subjects; never a filtered one, never a role that
+    // sees rows through another policy
+    const skew = (by: number) =>
+      app.sql(
+        `update rowgate_private.organization_row_counts set row_count = row_count + $2 where organization_id = $1 and resource = 'orders' and stripe = (select min(stripe) from rowgate_private.organization_row_counts where organization_id = $1 and resource = 'orders')`,
+        [w.orgA, by],
+      );
+    await skew(1_000);
+    try {
+      const admin = await data(COUNTS, { org: w.orgA }, { session: w.adminA.session });
+      expect(admin.allOrders.totalCount).toBe(w.ordersA.length + 1_000);
+      expect(admin.paged.totalCount).toBe(w.ordersA.length + 1_000);
+      expect(admin.ofA.totalCount).toBe(w.ordersA.length);
+      expect((await data(COUNTS, { org: w.orgA }, { token: tokens.oatRead })).allOrders.totalCount).toBe(w.ordersA.length + 1_000);
+      expect((await data(COUNTS, { org: w.orgA }, { token: tokens.customer })).allOrders.totalCount).toBe(w.ordersOfCustomerA0.length);
+      expect((await data(COUNTS, { org: w.orgA }, { token: tokens.patB })).allOrders.totalCount).toBe(0);
+      // a condition given as a variable: counted, even when the variable is absent
+      const byVariable = await data(
+        `query ($c: OrderCondition) { allOrders(condition: $c) { totalCount } }`,
+        {},
+        { session: w.adminA.session },
+      );
+      expect(byVariable.allOrders.totalCount).toBe(w.ordersA.length);
+    } finally {
+      await skew(-1_000);
+    }
+    // REST's total_count reads the same counters
+    const rest = await app.get('/v1/orders/?limit=1', { session: w.adminA.session });
+    expect(rest.body.pagination.total_count).toBe(w.ordersA.length);
+  });
+});
+
 describe('credentials that authenticate nobody: 401 like REST', () => {
   const cases: { name: string; auth: () => Auth }[] = [
     { name: 'a malformed bearer token', auth: () => ({ headers: { authorization: 'Bearer not-a-token' } }) },
