@@ -1,5 +1,5 @@
---! Previous: sha1:b3c10f99bb162dfae041fe5fc1f7302df90699f3
---! Hash: sha1:b5a8396d2ea19b855ef0e4000988503cb97b52d7
+--! Previous: sha1:c0410d18661feeff078cc857e2e5b945a35c9b12
+--! Hash: sha1:8ba3a3856dbf35b3d877d8d5d073dcd082096d8f
 --! Message: GraphQL totalCount from the row counters: rowgate_hidden.visible_row_count answers from them when they count exactly what the select policies show the role, null otherwise
 
 --! split: 001-visible-row-count.sql
