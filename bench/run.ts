@@ -75,7 +75,7 @@ interface Scenario {
 }
 
 /** The run with the median rps, and every run's rps. */
-function median(name: string, runs: Omit<Scenario, 'name'>[]): Scenario {
+function median(name: string, runs: Run[]): Scenario {
   const sorted = [...runs].sort((a, b) => a.rps - b.rps);
   const middle = sorted[Math.floor(sorted.length / 2)]!;
   const scenario = { name, rps: middle.rps, p50_ms: middle.p50_ms, p99_ms: middle.p99_ms, runs_rps: runs.map((r) => Math.round(r.rps)) };
@@ -161,48 +161,56 @@ function wrkMs(text: string): number {
   return Math.round(value * 100) / 100;
 }
 
+type Run = Omit<Scenario, 'name'>;
+
+/** One scenario's tool, set up: a warm-up, then measured runs. */
+interface Runner {
+  name: string;
+  warmUp(): Promise<void>;
+  once(): Promise<Run>;
+  close(): void;
+}
+
+interface HttpOptions {
+  url: string;
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+  /** a wrk Lua script of its own (e.g. a `request` function varying the body), instead of method and body */
+  lua?: string;
+  connections?: number;
+}
+
 /**
  * An HTTP scenario, driven by wrk (Debian's package): written in C, it takes
  * ~25 µs of CPU a request where autocannon took ~100 µs, on the two cores the
  * server and PostgreSQL share. `sample` runs every 250 ms while it measures.
  */
-async function http(
-  name: string,
-  options: {
-    url: string;
-    method?: 'GET' | 'POST';
-    headers?: Record<string, string>;
-    body?: string;
-    /** a wrk Lua script of its own (e.g. a `request` function varying the body), instead of method and body */
-    lua?: string;
-    connections?: number;
-  },
-  sample?: () => void,
-): Promise<Scenario> {
+function wrkRunner(name: string, options: HttpOptions, sample?: () => void): Runner {
   const dir = mkdtempSync(path.join(tmpdir(), 'rowgate-wrk-'));
-  try {
-    const args = ['-t1', `-c${options.connections ?? CONNECTIONS}`, '--latency', '--timeout', '10s'];
-    for (const [k, v] of Object.entries(options.headers ?? {})) args.push('-H', `${k}: ${v}`);
-    if (options.lua !== undefined || options.method === 'POST') {
-      const script = path.join(dir, 'request.lua');
-      writeFileSync(script, options.lua ?? `wrk.method = "POST"\nwrk.body = ${JSON.stringify(options.body ?? '')}\n`);
-      args.push('-s', script);
-    }
-    const run = (seconds: number) =>
-      new Promise<string>((resolve, reject) => {
-        const child = spawn('wrk', [...args, `-d${seconds}s`, options.url], { stdio: ['ignore', 'pipe', 'pipe'] });
-        let out = '';
-        child.stdout!.on('data', (d) => (out += d));
-        child.stderr!.on('data', (d) => (out += d));
-        child.on('error', reject);
-        child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`wrk exited ${code}: ${out}`))));
-      });
+  const args = ['-t1', `-c${options.connections ?? CONNECTIONS}`, '--latency', '--timeout', '10s'];
+  for (const [k, v] of Object.entries(options.headers ?? {})) args.push('-H', `${k}: ${v}`);
+  if (options.lua !== undefined || options.method === 'POST') {
+    const script = path.join(dir, 'request.lua');
+    writeFileSync(script, options.lua ?? `wrk.method = "POST"\nwrk.body = ${JSON.stringify(options.body ?? '')}\n`);
+    args.push('-s', script);
+  }
+  const run = (seconds: number) =>
+    new Promise<string>((resolve, reject) => {
+      const child = spawn('wrk', [...args, `-d${seconds}s`, options.url], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout!.on('data', (d) => (out += d));
+      child.stderr!.on('data', (d) => (out += d));
+      child.on('error', reject);
+      child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`wrk exited ${code}: ${out}`))));
+    });
+  return {
+    name,
     // Warm-up: prepared statements, pools, and V8's optimised code, which takes
     // thousands of requests: after 2 s, four 8 s runs in a row measured 2,295 →
     // 2,345 → 2,390 → 2,422 req/s on the orders page.
-    await run(5);
-    const runs = [];
-    for (let i = 0; i < REPEATS; i++) {
+    warmUp: async () => void (await run(5)),
+    async once() {
       const timer = sample ? setInterval(sample, 250) : undefined;
       const out = await run(DURATION).finally(() => timer && clearInterval(timer));
       const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
@@ -213,52 +221,40 @@ async function http(
       const p50 = /^\s+50%\s+(\S+)/m.exec(out)?.[1];
       const p99 = /^\s+99%\s+(\S+)/m.exec(out)?.[1];
       if (!rps || !p50 || !p99) throw new Error(`${name}: unreadable wrk output\n${out}`);
-      runs.push({ rps, p50_ms: wrkMs(p50), p99_ms: wrkMs(p99) });
-    }
-    return median(name, runs);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+      return { rps, p50_ms: wrkMs(p50), p99_ms: wrkMs(p99) };
+    },
+    close: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
 /**
  * pgbench with a script of `:name` variables (prepared), -c4 -j2; tps and latency
  * percentiles from its log. Several scripts: each transaction runs one of them,
- * chosen at random (same weights).
+ * chosen at random (same weights). No warm-up (its runs start warm enough).
  */
-function pgbench(name: string, url: string, script: string | string[], variables: Record<string, string>): Scenario {
+function pgbenchRunner(name: string, url: string, script: string | string[], variables: Record<string, string>): Runner {
   const dir = mkdtempSync(path.join(tmpdir(), 'rowgate-pgbench-'));
-  try {
-    const scripts = (Array.isArray(script) ? script : [script]).map((text, i) => {
-      const file = path.join(dir, `script${i}.sql`);
-      writeFileSync(file, text);
-      return ['-f', `${file}@1`];
-    });
-    const defines = Object.entries(variables).flatMap(([k, v]) => ['-D', `${k}=${v}`]);
-    const runs = [];
-    for (let i = 0; i < REPEATS; i++) {
-      const prefix = `log${i}`;
+  const scripts = (Array.isArray(script) ? script : [script]).flatMap((text, i) => {
+    const file = path.join(dir, `script${i}.sql`);
+    writeFileSync(file, text);
+    return ['-f', `${file}@1`];
+  });
+  const defines = Object.entries(variables).flatMap(([k, v]) => ['-D', `${k}=${v}`]);
+  let runs = 0;
+  return {
+    name,
+    warmUp: async () => {},
+    async once() {
+      const prefix = `log${runs++}`;
       const output = execFileSync(
         'pgbench',
         [
-          '-n',
-          '-c',
-          '4',
-          '-j',
-          '2',
-          '-T',
-          String(DURATION),
-          '-M',
-          'prepared',
-          ...scripts.flat(),
-          '-l',
-          '--log-prefix',
-          path.join(dir, prefix),
-          ...defines,
-          url,
+          ...['-n', '-c', '4', '-j', '2', '-T', String(DURATION), '-M', 'prepared', ...scripts],
+          ...['-l', '--log-prefix', path.join(dir, prefix), ...defines, url],
         ],
         { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
       );
+      // (with several scripts, the total's tps comes first, then each script's)
       const tps = Number(/tps = ([\d.]+)/.exec(output)?.[1]);
       const latencies = readdirSync(dir)
         .filter((f) => f.startsWith(`${prefix}.`))
@@ -266,12 +262,40 @@ function pgbench(name: string, url: string, script: string | string[], variables
         .map((line) => Number(line.split(' ')[2]) / 1000)
         .sort((a, b) => a - b);
       const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]! * 100) / 100;
-      runs.push({ rps: tps, p50_ms: at(0.5), p99_ms: at(0.99) });
+      return { rps: tps, p50_ms: at(0.5), p99_ms: at(0.99) };
+    },
+    close: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/**
+ * Scenarios whose ratios matter, measured in turns: each warmed up, then their
+ * first runs one after the other, their second runs, their third. A drift of
+ * the shared machine's load (other work starting or ending) then falls on every
+ * scenario of the comparison alike, where runs in a row put all of it on one.
+ * `around` wraps each of a scenario's runs (its warm-up too): a setting on only
+ * while it measures.
+ */
+async function interleaved(list: { runner: Runner; around?: <T>(work: () => Promise<T>) => Promise<T> }[]): Promise<Scenario[]> {
+  const runs = list.map(() => [] as Run[]);
+  try {
+    for (const { runner, around } of list) await (around ? around(() => runner.warmUp()) : runner.warmUp());
+    for (let i = 0; i < REPEATS; i++) {
+      for (const [k, { runner, around }] of list.entries()) runs[k]!.push(await (around ? around(() => runner.once()) : runner.once()));
     }
-    return median(name, runs);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    for (const { runner } of list) runner.close();
   }
+  return list.map(({ runner }, k) => median(runner.name, runs[k]!));
+}
+
+/** One scenario: warmed up, run REPEATS times in a row, its median run. */
+async function http(name: string, options: HttpOptions, sample?: () => void): Promise<Scenario> {
+  return (await interleaved([{ runner: wrkRunner(name, options, sample) }]))[0]!;
+}
+
+async function pgbench(name: string, url: string, script: string | string[], variables: Record<string, string>): Promise<Scenario> {
+  return (await interleaved([{ runner: pgbenchRunner(name, url, script, variables) }]))[0]!;
 }
 
 /** A pg array literal of text elements (pgbench variables, EXPLAIN EXECUTE's arguments). */
@@ -331,12 +355,14 @@ async function main() {
     // issue 16, part 4: a paid order's POST against pgbench on its transaction; one busy organization; the events' cost
     write_rest_vs_sql: ratio(find(`${main}/rest_create_order_spread`), find(`${main}/sql_create_order`)),
     write_hot_vs_spread: ratio(find(`${main}/rest_create_order_hot`), find(`${main}/rest_create_order_spread`)),
+    write_sql_hot_vs_spread: ratio(find(`${main}/sql_create_order_hot`), find(`${main}/sql_create_order`)),
     write_with_events_vs_without: ratio(find(`${main}/rest_create_order_spread`), find(`${main}/rest_create_order_spread_without_events`)),
     // issue 17: the orders page filtered by metadata
     metadata_rest_vs_sql: ratio(find(`${main}/rest_orders_metadata_small_user`), find(`${main}/sql_api_orders_metadata_small_user`)),
     // issue 18, part 3 (--standby): the orders page read from a hot standby
     standby_rest_vs_sql: ratio(find(`${main}/standby_rest_orders_small_user`), find(`${main}/standby_sql_api_orders_small_user`)),
-    standby_rest_vs_primary_rest: ratio(find(`${main}/standby_rest_orders_small_user`), find(`${main}/rest_orders_small_user`)),
+    standby_rest_vs_primary_rest: ratio(find(`${main}/standby_rest_orders_small_user`), find(`${main}/primary_rest_orders_small_user`)),
+    standby_sql_vs_primary_sql: ratio(find(`${main}/standby_sql_api_orders_small_user`), find(`${main}/primary_sql_api_orders_small_user`)),
     standby_read_share: extra.standby_read_share ?? null,
   };
   if (p50ByScale['10m'] && p50ByScale['100k']) {
@@ -387,6 +413,7 @@ async function benchScale(
   // the server's connections and pgbench's take the same way: the socket, as `npm start` does
   const authenticatorUrl = embeddedUrl(state, 'authenticator', database, socketDir);
   await migrateDatabase(ownerUrl);
+  await removeWrittenOrders(ownerUrl);
   if (!(await isLoaded(ownerUrl, scale))) {
     log(`loading ${scale.name} orders into ${database}…`);
     const admin = new pg.Client({ connectionString: superuser });
@@ -460,11 +487,16 @@ async function benchReads(ctx: ScaleContext, server: ChildProcess, p50ByScale: R
     const list = toPgbench(page.text, page.values);
     const auth = authenticateForPgbench();
     const variables = { kind: 'web_session', hash, ...list.variables };
-    pgbench(`${scale}/sql_api_orders_${who}_user`, authenticatorUrl, `begin;\n${auth};\n${list.text};\ncommit;\n`, variables);
-    pgbench(`${scale}/sql_naive_orders_${who}_user`, authenticatorUrl, `begin;\n${auth};\n${NAIVE_LIST};\n${NAIVE_COUNT};\ncommit;\n`, {
-      kind: 'web_session',
-      hash,
-    });
+    await pgbench(`${scale}/sql_api_orders_${who}_user`, authenticatorUrl, `begin;\n${auth};\n${list.text};\ncommit;\n`, variables);
+    await pgbench(
+      `${scale}/sql_naive_orders_${who}_user`,
+      authenticatorUrl,
+      `begin;\n${auth};\n${NAIVE_LIST};\n${NAIVE_COUNT};\ncommit;\n`,
+      {
+        kind: 'web_session',
+        hash,
+      },
+    );
     const rest = await http(`${scale}/rest_orders_${who}_user`, {
       url: `${base}/v1/orders/?limit=50`,
       headers: { cookie: `rowgate_session=${sessions[who]}` },
@@ -492,7 +524,7 @@ async function benchReads(ctx: ScaleContext, server: ChildProcess, p50ByScale: R
   }
   // GET /v1/users/me's own transaction: what the database alone does per request
   const auth = authenticateForPgbench();
-  pgbench(`${scale}/sql_users_me`, authenticatorUrl, `begin;\n${auth};\n${ME};\ncommit;\n`, {
+  await pgbench(`${scale}/sql_users_me`, authenticatorUrl, `begin;\n${auth};\n${ME};\ncommit;\n`, {
     kind: 'web_session',
     hash: sessionHash(ctx, 'small'),
   });
@@ -582,7 +614,7 @@ async function benchMetadata(ctx: ScaleContext) {
   }
   const page = listStatement(orderListSpec, { page: 1, limit: 50 }, new Where().metadata(filters.channel));
   const list = toPgbench(page.text, page.values);
-  pgbench(
+  await pgbench(
     `${scale}/sql_api_orders_metadata_small_user`,
     authenticatorUrl,
     `begin;\n${authenticateForPgbench()};\n${list.text};\ncommit;\n`,
@@ -605,7 +637,17 @@ const EVENTS_TRIGGERS = (action: 'enable' | 'disable') =>
  * deletes (their triggers). So every run reads the same 1M orders, and a run
  * that stopped halfway is cleaned by the next.
  */
-async function removeWrittenOrders(owner: pg.Client) {
+async function removeWrittenOrders(ownerUrl: string) {
+  const owner = new pg.Client({ connectionString: ownerUrl });
+  await owner.connect();
+  try {
+    await removeWrittenOrdersWith(owner);
+  } finally {
+    await owner.end();
+  }
+}
+
+async function removeWrittenOrdersWith(owner: pg.Client) {
   await owner.query('begin');
   await owner.query(`create temporary table written on commit drop as
     select id as transaction_id, order_id from rowgate.transactions where type = 'payment' and order_id is not null`);
@@ -634,7 +676,6 @@ async function benchWrites(ctx: ScaleContext) {
   try {
     // a run that stopped halfway may have left them off, or its orders behind
     await owner.query(EVENTS_TRIGGERS('enable'));
-    await removeWrittenOrders(owner);
     const { rows: organizations } = await owner.query<{ products: { id: string; price: number }[]; customers: string[] }>(
       `select (select json_agg(json_build_object('id', p.id, 'price', p.price_amount) order by p.name)
                 from rowgate.products p where p.organization_id = o.id and p.deleted_at is null) as products,
@@ -663,7 +704,7 @@ async function benchWrites(ctx: ScaleContext) {
       ].join('\n');
     };
     const write = (name: string, orgs: typeof organizations) =>
-      http(`${scale}/${name}`, {
+      wrkRunner(`${scale}/${name}`, {
         url: `${base}/v1/orders/`,
         headers: { cookie: `rowgate_session=${sessions.big}` },
         lua: lua(orgs),
@@ -677,19 +718,31 @@ async function benchWrites(ctx: ScaleContext) {
       variables[`product${i}`] = b.product_id;
       variables[`customer${i}`] = b.customer_id;
       variables[`amount${i}`] = String(b.amount);
-      const statement = create.text.replace(':p1', `:product${i}`).replace(':p2', `:customer${i}`).replace(':p3', `:amount${i}`);
-      return `begin;\n${authenticateForPgbench()};\n${statement.replace(':p4', ':currency').replace(':p5', ':status')};\ncommit;\n`;
+      const statement = create.text
+        .replace(':p1', `:product${i}`)
+        .replace(':p2', `:customer${i}`)
+        .replace(':p3', `:amount${i}`)
+        .replace(':p4', ':currency')
+        .replace(':p5', ':status');
+      return `begin;\n${authenticateForPgbench()};\n${statement};\ncommit;\n`;
     });
-    pgbench(`${scale}/sql_create_order`, authenticatorUrl, scripts, variables);
-    await write('rest_create_order_spread', organizations);
-    await write('rest_create_order_hot', organizations.slice(0, 1));
-    await owner.query(EVENTS_TRIGGERS('disable'));
-    try {
-      await write('rest_create_order_spread_without_events', organizations);
-    } finally {
-      await owner.query(EVENTS_TRIGGERS('enable'));
-    }
-    await removeWrittenOrders(owner);
+    // the events triggers off for one scenario's runs only (ALTER TABLE as the owner, between runs)
+    const withoutEvents = async <T>(work: () => Promise<T>) => {
+      await owner.query(EVENTS_TRIGGERS('disable'));
+      try {
+        return await work();
+      } finally {
+        await owner.query(EVENTS_TRIGGERS('enable'));
+      }
+    };
+    await interleaved([
+      { runner: pgbenchRunner(`${scale}/sql_create_order`, authenticatorUrl, scripts, variables) },
+      { runner: pgbenchRunner(`${scale}/sql_create_order_hot`, authenticatorUrl, scripts[0]!, variables) },
+      { runner: write('rest_create_order_spread', organizations) },
+      { runner: write('rest_create_order_hot', organizations.slice(0, 1)) },
+      { runner: write('rest_create_order_spread_without_events', organizations), around: withoutEvents },
+    ]);
+    await removeWrittenOrdersWith(owner);
   } finally {
     await owner.end();
   }
@@ -705,11 +758,20 @@ async function pgCtl(home: string, args: string[]) {
   });
 }
 
-async function readyz(base: string) {
-  return (await (await fetch(`${base}/readyz`)).json()) as {
-    standbys?: { available: boolean; lag_ms: number | null; reads: number }[];
-    primary_reads?: number;
-  };
+/** The server's /readyz (asked again once: a kept-alive connection the server has just closed fails the first ask). */
+async function readyz(
+  base: string,
+  again = true,
+): Promise<{
+  standbys?: { available: boolean; lag_ms: number | null; reads: number }[];
+  primary_reads?: number;
+}> {
+  try {
+    return (await (await fetch(`${base}/readyz`)).json()) as never;
+  } catch (error) {
+    if (!again) throw error;
+    return readyz(base, false);
+  }
 }
 
 /**
@@ -746,34 +808,34 @@ async function benchStandby(ctx: ScaleContext, db: EmbeddedDatabase, startServer
   for (const file of ['standby.signal', 'postgresql.auto.conf'])
     execFileSync('chown', [`${owner.uid}:${owner.gid}`, path.join(pgdata, file)]);
   const standby = await openEmbeddedDatabase({ home: standbyHome, exclusive: false });
-  let server: ChildProcess | undefined;
+  const servers: ChildProcess[] = [];
   try {
     log(`  standby: ready on port ${standby.state.port} after ${((Date.now() - started) / 1000).toFixed(0)} s (copy and restarts)`);
-    const standbyAuthenticator = embeddedUrl(standby.state, 'authenticator', ctx.database, standby.socketDir);
+    // over loopback TCP: ROWGATE_READ_DATABASE_URLS takes URLs with a host (src/db/read-replicas.ts names each
+    // standby by it), which a Unix-domain socket's form (`postgres://…@/db?host=/dir`) lacks; pgbench connects the same way
+    const standbyAuthenticator = embeddedUrl(standby.state, 'authenticator', ctx.database);
     const metricsPort = await freePort();
     const running = await startServer({ ROWGATE_READ_DATABASE_URLS: standbyAuthenticator, ROWGATE_METRICS_PORT: String(metricsPort) });
-    server = running.child;
+    servers.push(running.child);
     for (const deadline = Date.now() + 60_000; !(await readyz(running.url)).standbys?.[0]?.available; ) {
       if (Date.now() > deadline) throw new Error(`the standby is not used: ${JSON.stringify(await readyz(running.url))}`);
       await new Promise((r) => setTimeout(r, 200));
     }
+    // in turns with the same page on the primary alone (a server without standbys, pgbench on the primary)
+    const plain = await startServer();
+    servers.push(plain.child);
     const page = listStatement(orderListSpec, { page: 1, limit: 50 }, new Where());
     const list = toPgbench(page.text, page.values);
-    pgbench(
-      `${scale}/standby_sql_api_orders_small_user`,
-      standbyAuthenticator,
-      `begin;\n${authenticateForPgbench()};\n${list.text};\ncommit;\n`,
-      {
-        kind: 'web_session',
-        hash: sessionHash(ctx, 'small'),
-        ...list.variables,
-      },
-    );
+    const script = `begin;\n${authenticateForPgbench()};\n${list.text};\ncommit;\n`;
+    const variables = { kind: 'web_session', hash: sessionHash(ctx, 'small'), ...list.variables };
+    const cookie = { cookie: `rowgate_session=${sessions.small}` };
     const before = await readyz(running.url);
-    await http(`${scale}/standby_rest_orders_small_user`, {
-      url: `${running.url}/v1/orders/?limit=50`,
-      headers: { cookie: `rowgate_session=${sessions.small}` },
-    });
+    await interleaved([
+      { runner: pgbenchRunner(`${scale}/standby_sql_api_orders_small_user`, standbyAuthenticator, script, variables) },
+      { runner: wrkRunner(`${scale}/standby_rest_orders_small_user`, { url: `${running.url}/v1/orders/?limit=50`, headers: cookie }) },
+      { runner: pgbenchRunner(`${scale}/primary_sql_api_orders_small_user`, ctx.authenticatorUrl, script, variables) },
+      { runner: wrkRunner(`${scale}/primary_rest_orders_small_user`, { url: `${plain.url}/v1/orders/?limit=50`, headers: cookie }) },
+    ]);
     const after = await readyz(running.url);
     const onStandby = after.standbys![0]!.reads - before.standbys![0]!.reads;
     const onPrimary = after.primary_reads! - before.primary_reads!;
@@ -782,12 +844,12 @@ async function benchStandby(ctx: ScaleContext, db: EmbeddedDatabase, startServer
     const gauges = metrics.split('\n').filter((l) => l.startsWith('rowgate_standby_'));
     log(`  standby: ${onStandby} reads on the standby, ${onPrimary} on the primary (warm-up included); ${gauges.join('; ')}`);
     notes.push(
-      `## ${scale}: reads on a hot standby\n\nDuring \`standby_rest_orders_small_user\` (warm-up and three runs), /readyz counted ` +
+      `## ${scale}: reads on a hot standby\n\nWhile \`standby_rest_orders_small_user\` ran (its warm-up and three runs, in turns with the others), /readyz counted ` +
         `${onStandby} reads served by the standby and ${onPrimary} by the primary (share ${extra.standby_read_share}). ` +
         `The metrics after it:\n\n\`\`\`\n${gauges.join('\n')}\n\`\`\``,
     );
   } finally {
-    if (server) await stopProcess(server);
+    for (const server of servers) await stopProcess(server);
     await standby.stop();
     rmSync(standbyHome, { recursive: true, force: true });
   }
