@@ -357,8 +357,11 @@ async function main() {
     write_hot_vs_spread: ratio(find(`${main}/rest_create_order_hot`), find(`${main}/rest_create_order_spread`)),
     write_sql_hot_vs_spread: ratio(find(`${main}/sql_create_order_hot`), find(`${main}/sql_create_order`)),
     write_with_events_vs_without: ratio(find(`${main}/rest_create_order_spread`), find(`${main}/rest_create_order_spread_without_events`)),
+    write_sql_with_events_vs_without: ratio(find(`${main}/sql_create_order`), find(`${main}/sql_create_order_without_events`)),
     // issue 17: the orders page filtered by metadata
     metadata_rest_vs_sql: ratio(find(`${main}/rest_orders_metadata_small_user`), find(`${main}/sql_api_orders_metadata_small_user`)),
+    // an ERP id's lookup (one order) by the admin of 50 organizations, against that user's unfiltered page
+    metadata_erp_id_vs_page_big_user: ratio(find(`${main}/rest_orders_metadata_erp_id_big_user`), find(`${main}/rest_orders_big_user`)),
     // issue 18, part 3 (--standby): the orders page read from a hot standby
     standby_rest_vs_sql: ratio(find(`${main}/standby_rest_orders_small_user`), find(`${main}/standby_sql_api_orders_small_user`)),
     standby_rest_vs_primary_rest: ratio(find(`${main}/standby_rest_orders_small_user`), find(`${main}/primary_rest_orders_small_user`)),
@@ -585,45 +588,50 @@ async function explainAsServer(ctx: ScaleContext, who: keyof BenchUsers, text: s
 /**
  * The orders page filtered by metadata (issue 17, SPEC §18): the small user's
  * page of 50 with `metadata[channel]=web` (about 1.2 % of the orders, data.ts),
- * REST and pgbench on the statement the server builds; the plans of that
- * statement and of an ERP id's lookup (one order) go into the report.
+ * and the admin of 50 organizations looking one order up by its ERP id
+ * (`metadata[erp_id]=INV-…`, one order); REST and pgbench on the statement the
+ * server builds, and that statement's plan (as the server's prepared statement
+ * settles on it) in the report.
  */
 async function benchMetadata(ctx: ScaleContext) {
   const { scale, authenticatorUrl, sessions, base } = ctx;
   const owner = new pg.Client({ connectionString: ctx.ownerUrl });
   await owner.connect();
-  // an ERP id of an order the small user sees
+  // an ERP id of an order the big user sees
   const { rows } = await owner
     .query<{ erp_id: string }>(
       `select o.metadata->>'erp_id' as erp_id from rowgate.orders o
-       where o.organization_id in (select organization_id from rowgate.memberships where user_id = $1)
-         and o.metadata @> '{"channel": "web"}' limit 1`,
-      [ctx.users.small],
+         join rowgate.memberships m on m.organization_id = o.organization_id and m.user_id = $1
+       where o.metadata @> '{"channel": "web"}' order by o.id limit 1`,
+      [ctx.users.big],
     )
     .finally(() => owner.end());
-  const filters = { channel: { 'metadata[channel]': 'web' }, erp_id: { 'metadata[erp_id]': rows[0]!.erp_id } };
-  for (const [name, query] of Object.entries(filters)) {
+  const cases = [
+    { name: 'channel', who: 'small' as const, query: { 'metadata[channel]': 'web' } },
+    { name: 'erp_id', who: 'big' as const, query: { 'metadata[erp_id]': rows[0]!.erp_id } },
+  ];
+  for (const { name, who, query } of cases) {
     const page = listStatement(orderListSpec, { page: 1, limit: 50 }, new Where().metadata(query));
-    const plan = await explainAsServer(ctx, 'small', page.text, page.values);
+    const parameters = Object.entries(query).map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`);
+    const plan = await explainAsServer(ctx, who, page.text, page.values);
     notes.push(
       `## ${scale}: the plan of GET /v1/orders/?limit=50&${Object.entries(query)
         .map(([k, v]) => `${k}=${v}`)
-        .join('&')} (small user)\n\n\`\`\`sql\n${page.text}\n\`\`\`\n\n\`\`\`\n${plan}\n\`\`\``,
+        .join('&')} (${who} user)\n\n\`\`\`sql\n${page.text}\n\`\`\`\n\n\`\`\`\n${plan}\n\`\`\``,
     );
     log(`  plan of the ${name} filter:\n${plan.replace(/^/gm, '    ')}`);
+    const list = toPgbench(page.text, page.values);
+    const suffix = name === 'channel' ? `metadata_${who}_user` : `metadata_erp_id_${who}_user`;
+    await pgbench(`${scale}/sql_api_orders_${suffix}`, authenticatorUrl, `begin;\n${authenticateForPgbench()};\n${list.text};\ncommit;\n`, {
+      kind: 'web_session',
+      hash: sessionHash(ctx, who),
+      ...list.variables,
+    });
+    await http(`${scale}/rest_orders_${suffix}`, {
+      url: `${base}/v1/orders/?limit=50&${parameters.join('&')}`,
+      headers: { cookie: `rowgate_session=${sessions[who]}` },
+    });
   }
-  const page = listStatement(orderListSpec, { page: 1, limit: 50 }, new Where().metadata(filters.channel));
-  const list = toPgbench(page.text, page.values);
-  await pgbench(
-    `${scale}/sql_api_orders_metadata_small_user`,
-    authenticatorUrl,
-    `begin;\n${authenticateForPgbench()};\n${list.text};\ncommit;\n`,
-    { kind: 'web_session', hash: sessionHash(ctx, 'small'), ...list.variables },
-  );
-  await http(`${scale}/rest_orders_metadata_small_user`, {
-    url: `${base}/v1/orders/?limit=50&metadata%5Bchannel%5D=web`,
-    headers: { cookie: `rowgate_session=${sessions.small}` },
-  });
 }
 
 /** The owner's statements that turn the events triggers of a paid order's rows off and on. */
@@ -741,6 +749,7 @@ async function benchWrites(ctx: ScaleContext) {
       { runner: write('rest_create_order_spread', organizations) },
       { runner: write('rest_create_order_hot', organizations.slice(0, 1)) },
       { runner: write('rest_create_order_spread_without_events', organizations), around: withoutEvents },
+      { runner: pgbenchRunner(`${scale}/sql_create_order_without_events`, authenticatorUrl, scripts, variables), around: withoutEvents },
     ]);
     await removeWrittenOrdersWith(owner);
   } finally {
