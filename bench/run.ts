@@ -337,6 +337,15 @@ async function main() {
   }
   const find = (name: string) => scenarios.find((s) => s.name === name);
   const ratio = (a?: Scenario, b?: Scenario) => (a && b ? Math.round((a.rps / b.rps) * 100) / 100 : null);
+  /**
+   * For scenarios run in turns: the median of the rounds' own ratios (a's i-th
+   * run over b's i-th run, measured within seconds of each other).
+   */
+  const paired = (a?: Scenario, b?: Scenario) => {
+    if (!a?.runs_rps || !b?.runs_rps) return null;
+    const each = a.runs_rps.map((rps, i) => rps / b.runs_rps![i]!).sort((x, y) => x - y);
+    return Math.round(each[Math.floor(each.length / 2)]! * 100) / 100;
+  };
   const main = scales[scales.length - 1]!.name;
   const ratios: Record<string, number | null> = {
     rest_vs_sql: ratio(find(`${main}/rest_orders_small_user`), find(`${main}/sql_api_orders_small_user`)),
@@ -358,6 +367,13 @@ async function main() {
     write_sql_hot_vs_spread: ratio(find(`${main}/sql_create_order_hot`), find(`${main}/sql_create_order`)),
     write_with_events_vs_without: ratio(find(`${main}/rest_create_order_spread`), find(`${main}/rest_create_order_spread_without_events`)),
     write_sql_with_events_vs_without: ratio(find(`${main}/sql_create_order`), find(`${main}/sql_create_order_without_events`)),
+    write_rest_vs_sql_paired: paired(find(`${main}/rest_create_order_spread`), find(`${main}/sql_create_order`)),
+    write_hot_vs_spread_paired: paired(find(`${main}/rest_create_order_hot`), find(`${main}/rest_create_order_spread`)),
+    write_with_events_vs_without_paired: paired(
+      find(`${main}/rest_create_order_spread`),
+      find(`${main}/rest_create_order_spread_without_events`),
+    ),
+    write_sql_with_events_vs_without_paired: paired(find(`${main}/sql_create_order`), find(`${main}/sql_create_order_without_events`)),
     // issue 17: the orders page filtered by metadata
     metadata_rest_vs_sql: ratio(find(`${main}/rest_orders_metadata_small_user`), find(`${main}/sql_api_orders_metadata_small_user`)),
     // an ERP id's lookup (one order) by the admin of 50 organizations, against that user's unfiltered page
@@ -365,6 +381,7 @@ async function main() {
     // issue 18, part 3 (--standby): the orders page read from a hot standby
     standby_rest_vs_sql: ratio(find(`${main}/standby_rest_orders_small_user`), find(`${main}/standby_sql_api_orders_small_user`)),
     standby_rest_vs_primary_rest: ratio(find(`${main}/standby_rest_orders_small_user`), find(`${main}/primary_rest_orders_small_user`)),
+    standby_rest_vs_sql_paired: paired(find(`${main}/standby_rest_orders_small_user`), find(`${main}/standby_sql_api_orders_small_user`)),
     standby_sql_vs_primary_sql: ratio(find(`${main}/standby_sql_api_orders_small_user`), find(`${main}/primary_sql_api_orders_small_user`)),
     standby_read_share: extra.standby_read_share ?? null,
   };
