@@ -9,6 +9,8 @@ import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { AnswerCache } from '../src/auth/answer-cache.ts';
 import { Consistency, formatPosition, parsePosition } from '../src/db/consistency.ts';
+import { standbyName } from '../src/db/read-replicas.ts';
+import { loadConfig } from '../src/config.ts';
 import { createPool } from '../src/db/pool.ts';
 import { createApp } from '../src/http/app.ts';
 import { allRoutes } from '../src/http/routes.ts';
@@ -140,4 +142,15 @@ test('a position reads and prints as PostgreSQL writes a pg_lsn', () => {
   expect(parsePosition('0/0')).toBe(0n);
   expect(parsePosition('FFFFFFFF/FFFFFFFF')).toBe(2n ** 64n - 1n);
   for (const bad of ['', '16', '16/', '/1', '1/2/3', 'G/1', '123456789/0', ' 1/1 x', 42, undefined]) expect(parsePosition(bad)).toBeNull();
+});
+
+test('a standby is named by host, port and database, whatever URL form AUTH_DATABASE_URL takes (a socket too), never its password', () => {
+  expect(standbyName('postgresql://rowgate_authenticator:secret@10.0.0.7:5433/rowgate')).toBe('10.0.0.7:5433/rowgate');
+  expect(standbyName('postgres://rowgate_authenticator:secret@/rowgate?host=/run/postgresql')).toBe('/run/postgresql:5432/rowgate');
+  expect(standbyName('postgresql://u:p@%2Fvar%2Frun%2Fpostgresql:6432/rowgate')).toBe('/var/run/postgresql:6432/rowgate');
+  for (const url of ['postgresql://u:hunter2@h/d', 'postgres://u:hunter2@/d?host=/s']) expect(standbyName(url)).not.toContain('hunter2');
+  expect(
+    loadConfig({ ROWGATE_READ_DATABASE_URLS: 'postgres://u:p@/rowgate?host=/run/postgresql, postgresql://u:p@h:5/d' })
+      .ROWGATE_READ_DATABASE_URLS,
+  ).toEqual(['postgres://u:p@/rowgate?host=/run/postgresql', 'postgresql://u:p@h:5/d']);
 });

@@ -13,6 +13,7 @@
 // PROBE_MS apart, so a standby is used only while its lag plus one probe
 // interval is under the bound: the bound holds between probes too.
 import type pg from 'pg';
+import { parse as parseConnectionString } from 'pg-connection-string';
 import { type Position, parsePosition, recordEnd } from './consistency.ts';
 import { createPool, type PoolOptions } from './pool.ts';
 
@@ -53,6 +54,17 @@ function retryOnPrimary(error: unknown): { standbyDown: boolean } | null {
   return null;
 }
 
+/**
+ * How a standby is named in /readyz, the metrics and the log: host (or socket
+ * folder), port and database, never the password. Parsed as pg parses the URL,
+ * so every form AUTH_DATABASE_URL takes works here too (a Unix socket as
+ * `?host=/run/postgresql`, where `new URL` throws on the empty host).
+ */
+export function standbyName(url: string): string {
+  const { host, port, database } = parseConnectionString(url);
+  return `${host || 'localhost'}:${port || 5432}/${database ?? ''}`;
+}
+
 export class ReadReplicas {
   private readonly primary: pg.Pool;
   private readonly standbys: Standby[];
@@ -77,9 +89,8 @@ export class ReadReplicas {
     this.maxLagMs = options.maxLagMs;
     this.log = options.log;
     this.standbys = options.urls.map((url) => {
-      const u = new URL(url);
       return {
-        name: `${u.hostname}:${u.port || 5432}${u.pathname}`,
+        name: standbyName(url),
         pool: createPool({ ...options.pool, connectionString: url }),
         replayed: null,
         probedAt: null,
