@@ -167,7 +167,6 @@ comment on table rowgate.events is '@behavior -insert -update -delete
 What happened to an organization''s data (SPEC §17): one row per change, written with the change.';
 alter table rowgate.events enable row level security;
 grant select (id, organization_id, type, resource_id, data, actor, request_id, audience, created_at) on rowgate.events to rowgate_analyst, rowgate_organization, rowgate_user;
-CREATE INDEX events_created ON rowgate.events USING btree (created_at);
 CREATE INDEX events_id ON rowgate.events USING btree (id);
 CREATE INDEX events_organization_created ON rowgate.events USING btree (organization_id, created_at, id);
 CREATE INDEX events_resource ON rowgate.events USING btree (resource_id, created_at, id);
@@ -182,7 +181,7 @@ CASE audience
     WHEN 'organization_managers'::text THEN (organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[]))
     ELSE false
 END));
-CREATE TRIGGER _500_enqueue_deliveries AFTER INSERT ON rowgate.events FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_events__enqueue_deliveries();
+CREATE TRIGGER _500_enqueue_deliveries AFTER INSERT ON rowgate.events REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg_events__enqueue_deliveries();
 
 -- Table rowgate.memberships
 create table rowgate.memberships (
@@ -2830,14 +2829,19 @@ begin
     raise exception 'events are kept at least a day' using errcode = '22023';
   end if;
   with old as (
-    select e.organization_id, e.id from rowgate.events e
-    where e.created_at < now() - p_older_than
-      and not exists (
-        select 1 from rowgate_private.webhook_deliveries d
-        where d.organization_id = e.organization_id and d.event_id = e.id and d.status = 'pending')
-    order by e.created_at
+    select old_events.organization_id, old_events.id
+    from rowgate.organizations o -- every event's organization is one (organizations are never removed, only marked deleted)
+      cross join lateral (
+        select e.organization_id, e.id from rowgate.events e
+        where e.organization_id = o.id and e.created_at < now() - p_older_than
+          and not exists (
+            select 1 from rowgate_private.webhook_deliveries d
+            where d.organization_id = e.organization_id and d.event_id = e.id and d.status = 'pending')
+        order by e.created_at
+        limit greatest(p_batch, 1)
+        for update of e skip locked
+      ) old_events
     limit greatest(p_batch, 1)
-    for update skip locked
   ), attempts as (
     delete from rowgate.webhook_attempts a using old
     where a.organization_id = old.organization_id and a.event_id = old.id
@@ -3055,7 +3059,6 @@ declare
   v_data jsonb;
   v_types text[];
   v_resource_id uuid;
-  v_type text;
 begin
   select jsonb_object_agg(key, value) into v_data from jsonb_each(v_row) where key = any (v_columns);
   if tg_op = 'INSERT' then
@@ -3082,11 +3085,12 @@ begin
     v_resource_id := (v_row->>'user_id')::uuid;
     select v_data || jsonb_build_object('email', u.email, 'name', u.name) into v_data from rowgate.users u where u.id = v_resource_id;
   end if;
-  foreach v_type in array v_types loop
-    insert into rowgate.events (organization_id, type, resource_id, data, actor, request_id, audience)
-    values (coalesce((v_row->>'organization_id')::uuid, (v_row->>'id')::uuid), v_type, v_resource_id, v_data,
-      rowgate_hidden.current_actor(), nullif(current_setting('rowgate.request_id', true), ''), tg_argv[1]);
-  end loop;
+  insert into rowgate.events (organization_id, type, resource_id, data, actor, request_id, audience)
+  select coalesce((v_row->>'organization_id')::uuid, (v_row->>'id')::uuid), t.type, v_resource_id, v_data,
+    actor.value, nullif(current_setting('rowgate.request_id', true), ''), tg_argv[1]
+  from unnest(v_types) with ordinality as t(type, n)
+    cross join (select rowgate_hidden.current_actor() as value) actor
+  order by t.n;
   return null;
 end;
 $function$;
@@ -3158,8 +3162,11 @@ CREATE OR REPLACE FUNCTION rowgate_private.tg_events__enqueue_deliveries()
 AS $function$
 begin
   insert into rowgate_private.webhook_deliveries (organization_id, endpoint_id, event_id)
-    select e.organization_id, e.id, new.id from rowgate.webhook_endpoints e
-    where e.organization_id = new.organization_id and e.enabled and e.deleted_at is null and new.type = any (e.event_types);
+    select e.organization_id, e.id, i.id
+    from inserted i
+      join rowgate.webhook_endpoints e on e.organization_id = i.organization_id
+    where e.enabled and e.deleted_at is null and i.type = any (e.event_types)
+    order by i.id, e.id;
   if found then
     perform pg_notify('rowgate_webhooks', '');
   end if;
