@@ -2363,6 +2363,52 @@ AS $function$
 $function$;
 grant execute on function rowgate_hidden.members_management_denial(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
+-- Function rowgate_hidden.metadata_ids(text,jsonb,integer,bigint)
+CREATE OR REPLACE FUNCTION rowgate_hidden.metadata_ids(p_table text, p_filter jsonb, p_limit integer DEFAULT 500, p_min_rows bigint DEFAULT 5000)
+ RETURNS uuid[]
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET enable_seqscan TO 'off'
+AS $function$
+declare
+  v_scope text;
+  v_live text;
+  v_conditions text := '';
+  v_group jsonb;
+  v_ids uuid[];
+  v_organization_ids uuid[] := rowgate_hidden.current_organization_ids();
+begin
+  case p_table
+    when 'products' then v_scope := 'products_read'; v_live := ' and t.deleted_at is null';
+    when 'customers' then v_scope := 'customers_read'; v_live := ' and t.deleted_at is null';
+    when 'customer_members' then v_scope := 'customers_read'; v_live := ' and t.deleted_at is null';
+    when 'orders' then v_scope := 'orders_read'; v_live := '';
+    when 'refunds' then v_scope := 'refunds_read'; v_live := '';
+    else raise exception 'No metadata filter on %', p_table using errcode = '22023';
+  end case;
+  if jsonb_typeof(p_filter) is distinct from 'array' or jsonb_array_length(p_filter) = 0 then
+    raise exception 'The metadata filter is an array of arrays of documents' using errcode = '22023';
+  end if;
+  if not rowgate_hidden.has_scope(v_scope) then
+    return '{}';
+  end if;
+  if rowgate_hidden.organization_row_count(p_table, v_organization_ids) < p_min_rows then
+    return null;
+  end if;
+  for v_group in select g from jsonb_array_elements(p_filter) g loop
+    v_conditions := v_conditions || format(' and t.metadata @> any (%L::jsonb[])',
+      array(select d from jsonb_array_elements(v_group) d));
+  end loop;
+  execute format('select array(select t.id from rowgate.%I t where t.organization_id = any ($1)%s%s limit $2)',
+      p_table, v_live, v_conditions)
+    into v_ids using v_organization_ids, p_limit + 1;
+  return case when cardinality(v_ids) > p_limit then null else v_ids end;
+end;
+$function$;
+comment on function rowgate_hidden.metadata_ids(text,jsonb,integer,bigint) is 'The ids of the rows of a table with metadata that match a metadata filter (one array of documents per key), within the subject''s organizations and read scope; null past p_limit of them, or when the subject sees fewer than p_min_rows rows (a scan is then cheap).';
+grant execute on function rowgate_hidden.metadata_ids(text,jsonb,integer,bigint) to rowgate_organization, rowgate_user;
+
 -- Function rowgate_hidden.metadata_is_valid(jsonb)
 CREATE OR REPLACE FUNCTION rowgate_hidden.metadata_is_valid(p_metadata jsonb)
  RETURNS boolean

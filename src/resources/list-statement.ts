@@ -62,15 +62,20 @@ export class Where {
     return this;
   }
 
-  /** the `metadata[<key>]` parameters of a parsed query: each key any of its values, all keys (GIN, `@>`) */
+  /**
+   * The metadata filter as documents, one array per key, for `rowgate_hidden.metadata_ids`:
+   * a per-organization list finds the matching rows through the GIN index with it.
+   */
+  readonly metadataDocuments: Record<string, unknown>[][] = [];
+
+  /** the `metadata[<key>]` parameters of a parsed query: each key any of its values, all keys (`@>`) */
   metadata(query: Record<string, unknown>, column = 'metadata') {
     for (const [name, given] of Object.entries(query)) {
       const key = /^metadata\[(.*)\]$/.exec(name)?.[1];
       if (key === undefined) continue;
-      const documents = (asArray(given as string | string[]) ?? []).flatMap((v) =>
-        metadataValues(v).map((x) => JSON.stringify({ [key]: x })),
-      );
-      this.conditions.push(`${column} @> any(${this.params.add(documents)}::jsonb[])`);
+      const documents = (asArray(given as string | string[]) ?? []).flatMap((v) => metadataValues(v).map((x) => ({ [key]: x })));
+      this.metadataDocuments.push(documents);
+      this.conditions.push(`${column} @> any(${this.params.add(documents.map((d) => JSON.stringify(d)))}::jsonb[])`);
     }
     return this;
   }
@@ -191,9 +196,30 @@ export function listStatement(spec: ListSpec, query: ListQuery, where: Where): L
         select ${spec.columns} from ${spec.from}
         where ${['organization_id = organization.id', ...conditions].join(' and ')}
         order by ${orderOf((c) => c)} limit ${limit}::bigint + ${offset}::bigint
-      ) top
-      order by ${orderOf((c) => `top.${c}`)} limit ${limit} offset ${offset}`;
-    return { text: `with scope as (select ${scope} as ids) select ${items(page)}, ${count} as total_count`, values };
+      ) top`;
+    if (!where.metadataDocuments.length) {
+      const text = `with scope as (select ${scope} as ids)
+        select ${items(`${page} order by ${orderOf((c) => `top.${c}`)} limit ${limit} offset ${offset}`)}, ${count} as total_count`;
+      return { text, values };
+    }
+    // A metadata filter (issue 17): `@>` is not leakproof, so under RLS the GIN
+    // index cannot serve it. rowgate_hidden.metadata_ids finds the matching rows
+    // through it past RLS, within the subject's organizations, and the page is
+    // those rows (`id = any(…)`, the primary key; the filter and the policies
+    // still apply). Past its limit it answers null and the page is the
+    // per-organization scan testing each row's metadata, as before: one branch
+    // or the other runs, the other's one-time filter stops it.
+    const table = spec.from.replace(/^rowgate\./, '');
+    const matched = `matched as (select rowgate_hidden.metadata_ids('${table}', $${values.push(JSON.stringify(where.metadataDocuments))}::jsonb) as ids)`;
+    const byIds = ['id = any((select ids from matched)::uuid[])', filter].join(' and ');
+    const fallback = `(select ids from matched) is null and ${filter}`;
+    const pages = `select top.* from (
+        (select ${spec.columns} from ${spec.from} where ${byIds} order by ${orderOf((c) => c)} limit ${limit} offset ${offset})
+        union all
+        (${page} where (select ids from matched) is null order by ${orderOf((c) => `top.${c}`)} limit ${limit} offset ${offset})
+      ) top order by ${orderOf((c) => `top.${c}`)}`;
+    const counts = `((select count(*) from ${spec.from} where ${byIds}) + (select count(*) from ${spec.from} where ${fallback}))`;
+    return { text: `with scope as (select ${scope} as ids), ${matched} select ${items(pages)}, ${counts} as total_count`, values };
   }
   if (where.organizationIds) conditions.push(`organization_id = any($${values.push(where.organizationIds)}::uuid[])`);
   const filter = conditions.length ? `where ${conditions.join(' and ')}` : '';
