@@ -1,7 +1,7 @@
 // `totalCount` of a connection over every row a subject may see
 // (`Query.allOrders`, `Query.allCustomers`, asked with no argument that filters)
 // reads the trigger-kept per-organization counters REST's lists read
-// (src/resources/lists.ts), instead of `count(*)` over the visible rows.
+// (src/resources/list-statement.ts), instead of `count(*)` over the visible rows.
 //
 // Who sees what stays in the database: rowgate_hidden.visible_row_count
 // (migrations) answers from the counters only when they count exactly what the
@@ -20,8 +20,8 @@ import type {} from 'postgraphile';
 import type { PgExecutor } from 'postgraphile/@dataplan/pg';
 import type { FieldArgs, FieldInfo, Step } from 'postgraphile/grafast';
 
-/** table → the resource name of its counters (rowgate_private.organization_row_counts) */
-const COUNTED: Readonly<Record<string, string>> = { orders: 'orders', customers: 'customers' };
+/** the tables with counters (rowgate_private.organization_row_counts), which name them as the table */
+const COUNTED: ReadonlySet<string> = new Set(['orders', 'customers']);
 
 /** arguments that do not change which rows a connection counts */
 const NOT_FILTERING = new Set(['first', 'last', 'offset', 'before', 'after', 'orderBy']);
@@ -70,8 +70,8 @@ export const CountedTotalPlugin: GraphileConfig.Plugin = {
         // the root connection: remember whether its document filters it
         if (scope.isRootQuery && scope.isPgFieldConnection && scope.pgFieldResource) {
           const resource = scope.pgFieldResource as { name: string; executor: PgExecutor; from: unknown };
-          const counter = COUNTED[resource.name];
-          if (!counter) return field;
+          if (!COUNTED.has(resource.name)) return field;
+          const counter = resource.name;
           const table = `rowgate.${resource.name}`;
           statements.set(counter, countStatement(counter, table));
           return {

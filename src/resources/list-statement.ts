@@ -4,7 +4,7 @@
 // answer is documented is src/resources/lists.ts.
 import type { Tx } from '../db/pool.ts';
 
-export const asArray = <T>(v: T | T[] | undefined): T[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
+const asArray = <T>(v: T | T[] | undefined): T[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
 
 export function sortKeys(value: string | string[] | undefined): string[] {
   return (asArray(value) ?? [])
