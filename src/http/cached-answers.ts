@@ -2,10 +2,9 @@
 // A route declaring `cache: 'credential'` is answered from memory while the database has
 // not said its answer changed; a write says so with its commit (CHANGED_USERS), and this
 // server forgets those answers before it answers anybody.
-import { hash } from 'node:crypto';
 import { type AnswerCache, type CachedAnswer, CHANGED_USERS } from '../auth/answer-cache.ts';
 import type { Authenticated } from '../auth/authenticate.ts';
-import type { PresentedCredential } from '../auth/credentials.ts';
+import { credentialKey, type PresentedCredential } from '../auth/credentials.ts';
 import type { Tx } from '../db/pool.ts';
 import { isAnonymous, type ApiRoute } from './route.ts';
 
@@ -45,15 +44,6 @@ export function routeCache(route: ApiRoute, cache: AnswerCache | undefined) {
       );
     },
   };
-}
-
-/**
- * A credential's key in the server's memories (the answer cache, the last write's
- * position): the token's SHA-256, which nobody can turn back into a 256-bit random
- * token, at a tenth of the HMAC's cost.
- */
-export function credentialKey(credential: PresentedCredential): string {
-  return hash('sha256', credential.token, 'base64');
 }
 
 /**

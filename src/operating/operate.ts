@@ -12,17 +12,16 @@
 // costs the guesser's address a stricter allowance (10 per 15 minutes) and
 // nothing else: the codes mailed to the address's owner keep working
 // (migration 000007).
-import { hash } from 'node:crypto';
 import type { BlockList } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import { RateLimiterRes } from 'rate-limiter-flexible';
-import { readCredential } from '../auth/credentials.ts';
+import { credentialKey, readCredential } from '../auth/credentials.ts';
 import { ApiError } from '../http/errors.ts';
 import type { RequestState } from '../http/pipeline.ts';
 import { clientAddress } from './client-address.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
-import { type RateLimitDecision, type RateLimits, rateLimitHeaders } from './rate-limit.ts';
+import { policyField, type RateLimitDecision, type RateLimits, rateLimitHeaders, remainingField } from './rate-limit.ts';
 import { Refusals } from './refusals.ts';
 import { assignRequestId } from './request-id.ts';
 
@@ -32,6 +31,19 @@ export interface OperatingOptions {
   rateLimits?: RateLimits;
   /** ROWGATE_TRUST_PROXY */
   trustedProxies?: BlockList | null;
+}
+
+/** The access log's line (SPEC §14): what it never holds is a token, a code, a secret, a header, a query or a body. */
+interface AccessLine {
+  request_id: string;
+  method: string;
+  route: string;
+  status: number;
+  duration_ms: number;
+  subject_kind: string | null;
+  credential_id: string | null;
+  /** the client went away before its answer was written */
+  aborted?: true;
 }
 
 /** The route template of a request no route matched (metrics' labels stay few) */
@@ -80,7 +92,7 @@ export function operatingMiddleware(options: OperatingOptions) {
         );
       }
       res.locals.credentialPresented = true;
-      decision = await rateLimits.credential.consume(hash('sha256', credential.token, 'base64'));
+      decision = await rateLimits.credential.consume(credentialKey(credential));
     } else {
       decision = await rateLimits.address.consume(address);
       if (!decision.allowed) addressRefused.set(address, Date.now() + decision.reset * 1000);
@@ -89,7 +101,8 @@ export function operatingMiddleware(options: OperatingOptions) {
       metrics?.rateLimitRefusals.inc({ policy: decision.policy });
       throw tooMany(decision, `More than ${decision.quota} requests per second; try again in ${decision.reset} s`);
     }
-    res.setHeaders(new Map(Object.entries(rateLimitHeaders(decision))));
+    res.setHeader('RateLimit-Policy', policyField(decision));
+    res.setHeader('RateLimit', remainingField(decision));
   }
 
   /** After the answer: what a refused credential or a wrong code costs the address. */
@@ -130,7 +143,8 @@ export function operatingMiddleware(options: OperatingOptions) {
       charge(req, res, status);
       if (!logger) return;
       const settings = state?.subject?.settings ?? (res.locals.subjectSettings as Record<string, string> | undefined);
-      const line = {
+      // one shape for every line (a spread made each line an object of its own kind)
+      const line: AccessLine = {
         request_id: id,
         method: req.method,
         route,
@@ -138,8 +152,8 @@ export function operatingMiddleware(options: OperatingOptions) {
         duration_ms: Math.round(seconds * 10_000) / 10,
         subject_kind: settings?.['rowgate.subject_kind'] ?? null,
         credential_id: settings?.['rowgate.credential_id'] ?? null,
-        ...(res.writableFinished ? {} : { aborted: true }),
       };
+      if (!res.writableFinished) line.aborted = true;
       if (status >= 500) logger.warn(line, 'request failed');
       else logger.info(line, 'request');
     });

@@ -94,10 +94,13 @@ export class RateLimits {
 
 /** The IETF fields (draft-ietf-httpapi-ratelimit-headers, structured fields), and Retry-After on a refusal. */
 export function rateLimitHeaders(decision: RateLimitDecision): Record<string, string> {
-  const headers: Record<string, string> = {
-    'RateLimit-Policy': `"${decision.policy}";q=${decision.quota};w=1`,
-    RateLimit: `"${decision.policy}";r=${decision.remaining};t=${decision.reset}`,
-  };
+  const headers: Record<string, string> = { 'RateLimit-Policy': policyField(decision), RateLimit: remainingField(decision) };
   if (!decision.allowed) headers['Retry-After'] = String(decision.reset);
   return headers;
 }
+
+/** `RateLimit-Policy`: the policy's name, quota and window */
+export const policyField = (decision: RateLimitDecision): string => `"${decision.policy}";q=${decision.quota};w=1`;
+
+/** `RateLimit`: what is left of the policy's window, and when it resets */
+export const remainingField = (decision: RateLimitDecision): string => `"${decision.policy}";r=${decision.remaining};t=${decision.reset}`;

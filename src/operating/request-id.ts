@@ -9,16 +9,18 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 const REQUEST_ID_HEADER = 'X-Request-Id';
 const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
 
-const ids = new WeakMap<IncomingMessage, string>();
+/** the request's own property: a WeakMap entry a request cost the hot path measurably more (docs/performance.md) */
+const ID = Symbol('rowgate.request-id');
+type Identified = IncomingMessage & { [ID]?: string };
 
 /** Gives the request its id and puts it on the answer. */
 export function assignRequestId(req: IncomingMessage, res: ServerResponse): string {
   const sent = req.headers['x-request-id'];
   const id = typeof sent === 'string' && WELL_FORMED.test(sent) ? sent : randomUUID();
-  ids.set(req, id);
+  (req as Identified)[ID] = id;
   res.setHeader(REQUEST_ID_HEADER, id);
   return id;
 }
 
 /** The request's id ('' for a request that did not pass through assignRequestId: none is invented here). */
-export const requestId = (req: IncomingMessage): string => ids.get(req) ?? '';
+export const requestId = (req: IncomingMessage): string => (req as Identified)[ID] ?? '';
