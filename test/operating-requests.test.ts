@@ -7,6 +7,7 @@ import { createApp } from '../src/http/app.ts';
 import { access, route } from '../src/http/route.ts';
 import { listen, createHttpServer } from '../src/http/server.ts';
 import { trustedProxies } from '../src/operating/client-address.ts';
+import { accessLog } from '../src/operating/access-log.ts';
 import { createLogger } from '../src/operating/logger.ts';
 import { createMetricsServer, Metrics } from '../src/operating/metrics.ts';
 import { RateLimits } from '../src/operating/rate-limit.ts';
@@ -225,6 +226,44 @@ describe('the access log and the metrics', () => {
       subject_kind: 'user',
       credential_id: credential!.id,
     });
+  });
+
+  test("the access line is what pino writes for the same fields, at the same level (strings escaped as JSON's)", () => {
+    const written: string[] = [];
+    const logger = createLogger({ destination: { write: (line: string) => void written.push(line) } });
+    const write = accessLog(logger);
+    const fields = {
+      request_id: 'abc.1:2-3',
+      method: 'GET',
+      route: '/v1/"quoted"/\\back\u0001slash/é',
+      duration_ms: 1.5,
+      subject_kind: 'user',
+      credential_id: null,
+    };
+    for (const [status, aborted] of [
+      [200, false],
+      [503, false],
+      [200, true],
+    ] as const) {
+      write({ ...fields, status, aborted });
+      const { request_id, method, route, duration_ms, subject_kind, credential_id } = fields;
+      const line = { request_id, method, route, status, duration_ms, subject_kind, credential_id, ...(aborted ? { aborted } : {}) };
+      if (status >= 500) logger.warn(line, 'request failed');
+      else logger.info(line, 'request');
+    }
+    expect(written).toHaveLength(6);
+    for (let i = 0; i < 6; i += 2) {
+      const [ours, pinos] = [JSON.parse(written[i]!), JSON.parse(written[i + 1]!)];
+      expect(Object.keys(ours)).toEqual(Object.keys(pinos));
+      expect({ ...ours, time: 0 }).toEqual({ ...pinos, time: 0 });
+      expect(Date.parse(ours.time)).toBeGreaterThan(Date.now() - 60_000);
+    }
+    // a level above info keeps the 2xx lines out, the 5xx ones in
+    const quiet: string[] = [];
+    const warnOnly = accessLog(createLogger({ level: 'warn', destination: { write: (line: string) => void quiet.push(line) } }));
+    warnOnly({ ...fields, status: 200, aborted: false });
+    warnOnly({ ...fields, status: 500, aborted: false });
+    expect(quiet.map((l) => JSON.parse(l).status)).toEqual([500]);
   });
 
   test('the log of this file holds every request id it sent, and none of its secrets', async () => {

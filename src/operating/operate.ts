@@ -18,6 +18,7 @@ import { RateLimiterRes } from 'rate-limiter-flexible';
 import { credentialKey, readCredential } from '../auth/credentials.ts';
 import { ApiError } from '../http/errors.ts';
 import type { RequestState } from '../http/pipeline.ts';
+import { accessLog } from './access-log.ts';
 import { clientAddress } from './client-address.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
@@ -33,19 +34,6 @@ export interface OperatingOptions {
   trustedProxies?: BlockList | null;
 }
 
-/** The access log's line (SPEC §14): what it never holds is a token, a code, a secret, a header, a query or a body. */
-interface AccessLine {
-  request_id: string;
-  method: string;
-  route: string;
-  status: number;
-  duration_ms: number;
-  subject_kind: string | null;
-  credential_id: string | null;
-  /** the client went away before its answer was written */
-  aborted?: true;
-}
-
 /** The route template of a request no route matched (metrics' labels stay few) */
 const UNMATCHED = '(unmatched)';
 /** Where a wrong sign-in code is answered (src/signin/login-code.ts) */
@@ -55,6 +43,7 @@ const limited = (url: string) => url.startsWith('/v1/') || url.startsWith('/grap
 
 export function operatingMiddleware(options: OperatingOptions) {
   const { logger, metrics, rateLimits } = options;
+  const writeAccessLine = logger ? accessLog(logger) : undefined;
   const trusted = options.trustedProxies ?? null;
   /** addresses refused until a time (ms): past their allowance, or past their wrong codes */
   const addressRefused = new Refusals();
@@ -141,10 +130,9 @@ export function operatingMiddleware(options: OperatingOptions) {
       const route = state?.route.path ?? (res.locals.route as string | undefined) ?? UNMATCHED;
       metrics?.observe(req.method, route, status, seconds);
       charge(req, res, status);
-      if (!logger) return;
+      if (!writeAccessLine) return;
       const settings = state?.subject?.settings ?? (res.locals.subjectSettings as Record<string, string> | undefined);
-      // one shape for every line (a spread made each line an object of its own kind)
-      const line: AccessLine = {
+      writeAccessLine({
         request_id: id,
         method: req.method,
         route,
@@ -152,10 +140,8 @@ export function operatingMiddleware(options: OperatingOptions) {
         duration_ms: Math.round(seconds * 10_000) / 10,
         subject_kind: settings?.['rowgate.subject_kind'] ?? null,
         credential_id: settings?.['rowgate.credential_id'] ?? null,
-      };
-      if (!res.writableFinished) line.aborted = true;
-      if (status >= 500) logger.warn(line, 'request failed');
-      else logger.info(line, 'request');
+        aborted: !res.writableFinished,
+      });
     });
     if (!rateLimits || !limited(req.url)) return next();
     limit(req, res).then(
