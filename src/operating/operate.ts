@@ -53,8 +53,19 @@ export function operatingMiddleware(options: OperatingOptions) {
   /** the route template of what the limits refused: before any route was matched */
   const RATE_LIMITED = '(rate limited)';
 
-  async function limit(req: Request, res: Response): Promise<void> {
-    if (!rateLimits) return;
+  /**
+   * The request's rate limit: the allowance it spends, then its headers or the
+   * 429 (a promise, and no more of them than that: this is every request's path).
+   */
+  function limit(req: Request, res: Response, rateLimits: RateLimits): Promise<void> {
+    try {
+      return spend(req, res, rateLimits);
+    } catch (refusal) {
+      return Promise.reject(refusal);
+    }
+  }
+
+  function spend(req: Request, res: Response, rateLimits: RateLimits): Promise<void> {
     const address = clientAddress(req, trusted);
     res.locals.clientAddress = address;
     if (req.path === SIGN_IN_CODE_PATH) {
@@ -69,7 +80,7 @@ export function operatingMiddleware(options: OperatingOptions) {
       }
     }
     const credential = readCredential(req);
-    let decision: RateLimitDecision;
+    let decided: Promise<RateLimitDecision>;
     if (credential && credential !== 'malformed') {
       const until = addressRefused.get(address);
       if (until) {
@@ -81,17 +92,21 @@ export function operatingMiddleware(options: OperatingOptions) {
         );
       }
       res.locals.credentialPresented = true;
-      decision = await rateLimits.credential.consume(credentialKey(credential));
+      decided = rateLimits.credential.consume(credentialKey(credential));
     } else {
-      decision = await rateLimits.address.consume(address);
-      if (!decision.allowed) addressRefused.set(address, Date.now() + decision.reset * 1000);
+      decided = rateLimits.address.consume(address).then((decision) => {
+        if (!decision.allowed) addressRefused.set(address, Date.now() + decision.reset * 1000);
+        return decision;
+      });
     }
-    if (!decision.allowed) {
-      metrics?.rateLimitRefusals.inc({ policy: decision.policy });
-      throw tooMany(decision, `More than ${decision.quota} requests per second; try again in ${decision.reset} s`);
-    }
-    res.setHeader('RateLimit-Policy', policyField(decision));
-    res.setHeader('RateLimit', remainingField(decision));
+    return decided.then((decision) => {
+      if (!decision.allowed) {
+        metrics?.rateLimitRefusals.inc({ policy: decision.policy });
+        throw tooMany(decision, `More than ${decision.quota} requests per second; try again in ${decision.reset} s`);
+      }
+      res.setHeader('RateLimit-Policy', policyField(decision));
+      res.setHeader('RateLimit', remainingField(decision));
+    });
   }
 
   /** After the answer: what a refused credential or a wrong code costs the address. */
@@ -144,7 +159,7 @@ export function operatingMiddleware(options: OperatingOptions) {
       });
     });
     if (!rateLimits || !limited(req.url)) return next();
-    limit(req, res).then(
+    limit(req, res, rateLimits).then(
       () => next(),
       (error: unknown) => {
         res.locals.route = RATE_LIMITED;

@@ -57,13 +57,15 @@ class Limiter {
     };
   }
 
-  async consume(key: string, points = 1): Promise<RateLimitDecision> {
-    try {
-      return this.decision(true, await this.limiter.consume(key, points));
-    } catch (refusal) {
-      if (refusal instanceof RateLimiterRes) return this.decision(false, refusal);
-      throw refusal;
-    }
+  /** Spends `points` of the key's allowance: the decision (one promise, no await: this is on every request's path). */
+  consume(key: string, points = 1): Promise<RateLimitDecision> {
+    return this.limiter.consume(key, points).then(
+      (spent) => this.decision(true, spent),
+      (refusal: unknown) => {
+        if (refusal instanceof RateLimiterRes) return this.decision(false, refusal);
+        throw refusal;
+      },
+    );
   }
 
   /** Whether the key has nothing left (window and burst), without spending anything: the refusal, or null. */
