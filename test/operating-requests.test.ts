@@ -258,6 +258,11 @@ describe('the access log and the metrics', () => {
       expect({ ...ours, time: 0 }).toEqual({ ...pinos, time: 0 });
       expect(Date.parse(ours.time)).toBeGreaterThan(Date.now() - 60_000);
     }
+    // a number JSON cannot hold is null, as pino writes it
+    write({ ...fields, duration_ms: Number.NaN, status: 200, aborted: false });
+    logger.info({ duration_ms: Number.POSITIVE_INFINITY }, 'request');
+    expect(JSON.parse(written[6]!).duration_ms).toBeNull();
+    expect(JSON.parse(written[7]!).duration_ms).toBeNull();
     // a level above info keeps the 2xx lines out, the 5xx ones in
     const quiet: string[] = [];
     const warnOnly = accessLog(createLogger({ level: 'warn', destination: { write: (line: string) => void quiet.push(line) } }));

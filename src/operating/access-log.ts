@@ -25,13 +25,15 @@ export interface AccessLine {
 }
 
 const text = (value: string | null) => (value === null ? 'null' : JSON.stringify(value));
+/** pino writes a number that JSON cannot hold as null */
+const number = (value: number) => (Number.isFinite(value) ? String(value) : 'null');
 
 /** The line as pino would write it: 5xx answers at warn level ("request failed"), the others at info. */
 export function formatAccessLine(line: AccessLine, time = new Date()): string {
   const [level, msg] = line.status >= 500 ? ['warn', '"request failed"'] : ['info', '"request"'];
   return (
     `{"level":"${level}","time":"${time.toISOString()}","request_id":${text(line.request_id)},"method":${text(line.method)}` +
-    `,"route":${text(line.route)},"status":${line.status},"duration_ms":${line.duration_ms}` +
+    `,"route":${text(line.route)},"status":${number(line.status)},"duration_ms":${number(line.duration_ms)}` +
     `,"subject_kind":${text(line.subject_kind)},"credential_id":${text(line.credential_id)}` +
     `${line.aborted ? ',"aborted":true' : ''},"msg":${msg}}\n`
   );

@@ -3,6 +3,10 @@
 // attention. Human-readable in development when pino-pretty (a development
 // dependency) is installed. What a line may hold is decided where it is
 // written: never a token, a code, a secret, a header, a query string or a body.
+// The access line (src/operating/access-log.ts) is written to this logger's
+// destination directly, in its format: an option added here that changes what
+// a line holds (redact, serializers, mixin, hooks, formatters.log, bindings)
+// must be added there too.
 import { createRequire } from 'node:module';
 import pino, { type DestinationStream, type Logger } from 'pino';
 
@@ -51,7 +55,21 @@ export function lineLogger(logger: Logger, level: 'info' | 'warn' = 'info'): (li
   return (line) => logger[level](line);
 }
 
-/** Writes what is buffered (before the process exits). */
+/**
+ * Writes everything buffered (before the process exits): the asynchronous
+ * flush, then, once no write is in flight, the rest at once (sonic-boom's
+ * flush calls back when at most a chunk's minimum is left).
+ */
 export function flushLog(logger: Logger): Promise<void> {
-  return new Promise((resolve) => logger.flush(() => resolve()));
+  const destination = (logger as unknown as Record<symbol, { flushSync?: () => void }>)[pino.symbols.streamSym];
+  return new Promise((resolve) =>
+    logger.flush(() => {
+      try {
+        destination?.flushSync?.();
+      } catch {
+        // a destination that is not a file (the tests' streams) or is closed: nothing more to write
+      }
+      resolve();
+    }),
+  );
 }

@@ -59,7 +59,14 @@ class Limiter {
 
   /** Spends `points` of the key's allowance: the decision (one promise, no await: this is on every request's path). */
   consume(key: string, points = 1): Promise<RateLimitDecision> {
-    return this.limiter.consume(key, points).then(
+    // a promise whatever happens (charge() spends from a 'close' listener, where a throw would end the process)
+    let spending: Promise<RateLimiterRes>;
+    try {
+      spending = this.limiter.consume(key, points);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return spending.then(
       (spent) => this.decision(true, spent),
       (refusal: unknown) => {
         if (refusal instanceof RateLimiterRes) return this.decision(false, refusal);
