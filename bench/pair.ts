@@ -1,0 +1,137 @@
+// `node bench/pair.ts --a <tree> --b <tree> [--path /v1/users/me | --graphql] [--rounds 10] [--seconds 3]`
+//
+// Two trees (or one tree twice, with --a-env/--b-env switching something) measured
+// in pairs: both servers run at once on the bench's data (.rowgate-bench/, loaded
+// by `npm run bench`), and wrk drives one then the other, alternating which goes
+// first, so that both see the same minute of this shared machine. Prints each
+// round's req/s and server CPU per request, and the median of B ÷ A: on this
+// machine two runs of one tree a minute apart differ by up to 10 %, and a
+// difference smaller than that shows only this way (docs/performance.md).
+//
+// A tree is a checkout with the project's node_modules (a `git worktree` with a
+// symlink to this one's is enough); its migrations may be older than the bench
+// database's, which only ever gains them.
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { embeddedUrl, openEmbeddedDatabase } from '../src/db/embedded.ts';
+import { projectRoot } from '../src/db/setup.ts';
+import { benchUsers, ensureOrderCounts, issueSessions } from './data.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    a: { type: 'string' },
+    b: { type: 'string' },
+    'a-env': { type: 'string', default: '' },
+    'b-env': { type: 'string', default: '' },
+    path: { type: 'string', default: '/v1/users/me' },
+    graphql: { type: 'boolean', default: false },
+    rounds: { type: 'string', default: '10' },
+    seconds: { type: 'string', default: '3' },
+    scale: { type: 'string', default: '1m' },
+  },
+});
+if (!args.a || !args.b)
+  throw new Error('usage: node bench/pair.ts --a <tree> --b <tree> [--path P | --graphql] [--rounds N] [--seconds S]');
+
+const db = await openEmbeddedDatabase({ home: path.join(projectRoot, '.rowgate-bench'), exclusive: false, log: (l) => console.error(l) });
+const ownerUrl = embeddedUrl(db.state, 'owner', `bench_${args.scale}`);
+await ensureOrderCounts(ownerUrl, (l) => console.error(l));
+const secret = randomBytes(32).toString('base64url');
+const { small } = await issueSessions(ownerUrl, await benchUsers(ownerUrl), secret);
+
+// the bench's GraphQL document: the page of 50 orders with totalCount (bench/run.ts)
+const lua = path.join(mkdtempSync(path.join(tmpdir(), 'rowgate-pair-')), 'graphql.lua');
+const document = JSON.stringify({
+  query:
+    '{ allOrders(first: 50, orderBy: [CREATED_AT_DESC, PRIMARY_KEY_DESC]) { totalCount nodes { id organizationId customerId productId amount currency status createdAt updatedAt } } }',
+});
+writeFileSync(lua, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(document)}\n`);
+
+const startArgs = JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8'))
+  .scripts.start.split(/\s+/)
+  .slice(1) as string[];
+const envOf = (list: string) =>
+  Object.fromEntries(
+    list
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((kv) => kv.split('=', 2) as [string, string]),
+  );
+
+async function start(tree: string, port: number, extra: string) {
+  const child = spawn(process.execPath, startArgs, {
+    cwd: path.resolve(tree),
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: {
+      ...process.env,
+      DATABASE_URL: ownerUrl,
+      AUTH_DATABASE_URL: embeddedUrl(db.state, 'authenticator', `bench_${args.scale}`, db.socketDir),
+      ROWGATE_SECRET: secret,
+      NODE_ENV: 'production',
+      PORT: String(port),
+      ROWGATE_RATE_LIMIT: '1000000',
+      ROWGATE_ANONYMOUS_RATE_LIMIT: '1000000',
+      ...envOf(extra),
+    },
+  });
+  for (let i = 0; i < 120; i++) {
+    if (
+      await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return child;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`${tree}: not ready on port ${port}`);
+}
+
+const cpuTicks = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return Number(fields[11]) + Number(fields[12]); // utime + stime, in clock ticks (1/100 s)
+};
+
+function wrk(port: number, seconds: number) {
+  const target = args.graphql
+    ? ['-H', 'content-type: application/json', '-s', lua, `http://127.0.0.1:${port}/graphql`]
+    : [`http://127.0.0.1:${port}${args.path}`];
+  const out = spawnSync('wrk', ['-t1', '-c8', `-d${seconds}s`, '-H', `cookie: rowgate_session=${small}`, ...target], {
+    encoding: 'utf8',
+  }).stdout;
+  if (/Non-2xx/.test(out)) throw new Error(`failed requests:\n${out}`);
+  return Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
+}
+
+function measure(pid: number, port: number) {
+  const before = cpuTicks(pid);
+  const requests = wrk(port, Number(args.seconds));
+  return { rps: Math.round(requests / Number(args.seconds)), cpuUs: Math.round(((cpuTicks(pid) - before) * 10_000) / requests) };
+}
+
+const a = await start(args.a, 8111, args['a-env']!);
+const b = await start(args.b, 8112, args['b-env']!);
+try {
+  wrk(8111, 3);
+  wrk(8112, 3);
+  const ratios: number[] = [];
+  for (let round = 1; round <= Number(args.rounds); round++) {
+    const first = round % 2 === 1;
+    const x = first ? measure(a.pid!, 8111) : undefined;
+    const y = measure(b.pid!, 8112);
+    const xa = x ?? measure(a.pid!, 8111);
+    ratios.push(y.rps / xa.rps);
+    console.log(`round ${round}: A ${xa.rps} req/s ${xa.cpuUs} µs | B ${y.rps} req/s ${y.cpuUs} µs | B/A ${(y.rps / xa.rps).toFixed(3)}`);
+  }
+  const sorted = ratios.toSorted((p, q) => p - q);
+  const mid = sorted.length / 2;
+  const median = sorted.length % 2 ? sorted[Math.floor(mid)]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  console.log(`median B/A ${median.toFixed(3)} over ${ratios.length} rounds`);
+} finally {
+  await Promise.all([a, b].map((child) => new Promise((exited) => (child.once('exit', exited), child.kill('SIGTERM')))));
+  await db.stop(); // when this run started the cluster
+}
