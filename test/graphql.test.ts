@@ -327,6 +327,22 @@ describe('isolation: each subject sees exactly its rows, as REST lists them', ()
     expect(byKey.body.data?.productByRowId ?? null).toBeNull();
   });
 
+  test('one statement twice behind a refused one: both refused for what they are, never "prepared statement does not exist"', async () => {
+    // found by the GraphQL fuzzer (seed 340874639, document 2114): the refused
+    // statement aborts the shared read transaction; the first copy of the
+    // statement behind it fails its Parse (aborted), and the second, sent
+    // without one, named a statement that was never prepared (26000)
+    const id = (rowId: string) => Buffer.from(JSON.stringify(['Transaction', rowId])).toString('base64');
+    const query = `{ allProducts(first: 5) { totalCount }
+      a: transaction(id: "${id('2dbdd624-15ac-43ed-8940-247b78d366c5')}") { __typename }
+      b: transaction(id: "${id('24d88fe1-3883-4b5c-85fc-374331e5f695')}") { __typename } }`;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const result = await gql(query);
+      expect(result.status).toBe(200);
+      expect(result.body.errors?.map((e) => e.extensions?.code)).toEqual(['NotPermitted', 'NotPermitted', 'NotPermitted']);
+    }
+  });
+
   test('the settings are transaction-local: a pooled connection keeps no subject after a GraphQL request', async () => {
     await data(DEFAULT_PRODUCTS, {}, { session: w.adminA.session });
     const clients = await Promise.all([app.pool.connect(), app.pool.connect(), app.pool.connect(), app.pool.connect()]);

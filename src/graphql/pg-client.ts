@@ -22,10 +22,10 @@
 // failure of the standby's moves the rest of the query to the primary.
 //
 // Prepared statements follow the pool's configuration (none behind an old
-// PgBouncer), at most PREPARED_PER_CONNECTION per connection: documents vary
-// without bound, and each prepared statement holds memory in its backend.
+// PgBouncer), at most a hundred per connection (src/graphql/prepared-statements.ts).
 import type pg from 'pg';
 import { corked, poolStatements, statementName } from '../db/pool.ts';
+import { deallocateEvicted, forgetPrepared, IN_FAILED_TRANSACTION, NOT_PREPARED, preparedName } from './prepared-statements.ts';
 
 interface PgQuery {
   text: string;
@@ -70,51 +70,6 @@ function applySettings(client: pg.PoolClient, named: boolean, settings: Settings
   const values = keys.map((key) => settings[key]);
   return client.query(named ? { name: statementName(text), text, values } : { text, values });
 }
-const PREPARED_PER_CONNECTION = 100;
-interface Prepared {
-  /** PostGraphile's name → the name prepared on this connection */
-  names: Map<string, string>;
-  generation: number;
-  /** names to deallocate outside a transaction */
-  evicted: string[];
-}
-const prepared = new WeakMap<pg.PoolClient, Prepared>();
-
-/**
- * The name to prepare a statement under on this connection, the least recently
- * used ones deallocated. A statement prepared again after its eviction takes a
- * new name: the DEALLOCATE may fail (sent inside a transaction a failed
- * statement aborted), and the old name must then never be prepared twice
- * (found by the GraphQL fuzzer as "prepared statement … already exists").
- */
-function preparedName(client: pg.PoolClient, name: string): string {
-  let state = prepared.get(client);
-  if (!state) prepared.set(client, (state = { names: new Map(), generation: 0, evicted: [] }));
-  let actual = state.names.get(name);
-  if (actual) {
-    state.names.delete(name); // most recently used last
-  } else {
-    actual = `${name.slice(0, 40)}_${(state.generation++).toString(36)}`;
-  }
-  state.names.set(name, actual);
-  if (state.names.size > PREPARED_PER_CONNECTION) {
-    const [oldest, oldestActual] = state.names.entries().next().value!;
-    state.names.delete(oldest);
-    const parsed = (client as unknown as { connection?: { parsedStatements?: Record<string, unknown> } }).connection?.parsedStatements;
-    if (parsed) delete parsed[oldestActual];
-    // not now: in a transaction, a DEALLOCATE that fails (its statement's Parse
-    // failed) would abort it, and the statements behind it (found by the fuzzer)
-    state.evicted.push(oldestActual);
-  }
-  return actual;
-}
-
-/** The evicted statements of a connection, deallocated before its next transaction begins */
-function deallocateEvicted(client: pg.PoolClient) {
-  const state = prepared.get(client);
-  if (!state?.evicted.length) return;
-  for (const name of state.evicted.splice(0)) client.query(`deallocate ${client.escapeIdentifier(name)}`).catch(() => {});
-}
 
 /**
  * The parsers of a request's statements: none, every value as PostgreSQL wrote
@@ -131,7 +86,14 @@ function runQuery<T>(client: pg.PoolClient, named: boolean, { text, values, arra
   if (raw) config.types = AS_WRITTEN;
   if (arrayMode) config.rowMode = 'array';
   if (named && name) config.name = preparedName(client, name);
-  return client.query(config as pg.QueryConfig).then(({ rows, rowCount }) => ({ rows: rows as T[], rowCount }));
+  return client.query(config as pg.QueryConfig).then(
+    ({ rows, rowCount }) => ({ rows: rows as T[], rowCount }),
+    (error: unknown) => {
+      // not prepared after all (src/graphql/prepared-statements.ts): the next attempt sends its Parse
+      if (config.name && (error as { code?: string })?.code === NOT_PREPARED) forgetPrepared(client, config.name);
+      throw error;
+    },
+  );
 }
 
 /** A client in a transaction already; withTransaction nests savepoints. */
@@ -188,9 +150,10 @@ export class ReadTransactions {
     return (this.current ??= this.open())
       .then((client) => runQuery<T>(client, named, query))
       .catch((error: unknown) => {
-        // sent behind another statement's failure, which aborted the transaction:
-        // this one did not run, and goes in the next transaction
-        if ((error as { code?: string })?.code === '25P02' && retries < MAX_RETRIES) return this.query<T>(query, retries + 1);
+        // sent behind another statement's failure, which aborted the transaction
+        // (or failed the Parse this one relied on): this one did not run, and goes in the next transaction
+        const code = (error as { code?: string })?.code;
+        if ((code === IN_FAILED_TRANSACTION || code === NOT_PREPARED) && retries < MAX_RETRIES) return this.query<T>(query, retries + 1);
         // the standby went away or cannot run it: this read and the rest of the query go to the primary
         const primary = this.fallBack?.(error);
         if (primary) {
