@@ -3,7 +3,7 @@
 //  1. the database stops for 10 s while requests flow: 503 fast, recovery within
 //     2 s of its return, no crash, no acknowledged write lost;
 //  2. one slow query (held up by a lock) ends at the statement timeout with a
-//     503 and does not starve the pool; nor should it hold up its own token's
+//     504 Timeout (SPEC §14) and does not starve the pool; nor should it hold up its own token's
 //     other requests.
 // SIGTERM under load: test/long/shutdown.process.long.ts.
 import pg from 'pg';
@@ -35,7 +35,7 @@ describe('one slow query', () => {
   });
   afterAll(() => server?.stop());
 
-  test('ends at the statement timeout with a 503 and does not starve the pool', async () => {
+  test('ends at the statement timeout with a 504 Timeout and does not starve the pool', async () => {
     await slowQueryDoesNotStarveThePool(server, data);
   });
 
