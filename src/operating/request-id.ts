@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 const REQUEST_ID_HEADER = 'X-Request-Id';
 const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** the request's own property: a WeakMap entry a request cost the hot path measurably more (docs/performance.md) */
+/** the request's own property: no WeakMap entry a request for the garbage collector to trace */
 const ID = Symbol('rowgate.request-id');
 type Identified = IncomingMessage & { [ID]?: string };
 
