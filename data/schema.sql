@@ -2543,6 +2543,20 @@ end;
 $function$;
 grant execute on function rowgate_hidden.target_organization_id(uuid,text) to rowgate_organization, rowgate_user;
 
+-- Function rowgate_hidden.visible_by_organization(text)
+CREATE OR REPLACE FUNCTION rowgate_hidden.visible_by_organization(p_resource text)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select current_user in ('rowgate_user', 'rowgate_organization')
+    and coalesce(rowgate_hidden.has_scope(case p_resource when 'orders' then 'orders_read' when 'customers' then 'customers_read' end), false);
+$function$;
+comment on function rowgate_hidden.visible_by_organization(text) is '@behavior -*
+Are the rows of rowgate.<resource> (orders, customers) the current role sees exactly those of current_organization_ids()?';
+grant execute on function rowgate_hidden.visible_by_organization(text) to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
 -- Function rowgate_hidden.visible_row_count(text)
 CREATE OR REPLACE FUNCTION rowgate_hidden.visible_row_count(p_resource text)
  RETURNS bigint
@@ -2550,10 +2564,8 @@ CREATE OR REPLACE FUNCTION rowgate_hidden.visible_row_count(p_resource text)
  STABLE
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
-declare
-  v_scope text := case p_resource when 'orders' then 'orders_read' when 'customers' then 'customers_read' end;
 begin
-  if v_scope is null or current_user not in ('rowgate_user', 'rowgate_organization') or not rowgate_hidden.has_scope(v_scope) then
+  if not rowgate_hidden.visible_by_organization(p_resource) then
     return null;
   end if;
   return rowgate_hidden.organization_row_count(p_resource, rowgate_hidden.current_organization_ids());

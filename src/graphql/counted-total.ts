@@ -19,12 +19,10 @@
 import type {} from 'postgraphile';
 import type { PgExecutor } from 'postgraphile/@dataplan/pg';
 import type { FieldArgs, FieldInfo, Step } from 'postgraphile/grafast';
+import { isUnfiltered } from './unfiltered.ts';
 
 /** the tables with counters (rowgate_private.organization_row_counts), which name them as the table */
 const COUNTED: ReadonlySet<string> = new Set(['orders', 'customers']);
-
-/** arguments that do not change which rows a connection counts */
-const NOT_FILTERING = new Set(['first', 'last', 'offset', 'before', 'after', 'orderBy']);
 
 /** the statement of each counted table, prepared under its name */
 function countStatement(resource: string, table: string) {
@@ -67,6 +65,7 @@ export const CountedTotalPlugin: GraphileConfig.Plugin = {
         const plan = field.plan;
         if (!plan) return field;
         const { ConstantStep, constant } = build.grafast;
+        const isConstantUndefined = (step: unknown) => step instanceof ConstantStep && step.data === undefined;
         // the root connection: remember whether its document filters it
         if (scope.isRootQuery && scope.isPgFieldConnection && scope.pgFieldResource) {
           const resource = scope.pgFieldResource as { name: string; executor: PgExecutor; from: unknown };
@@ -78,12 +77,8 @@ export const CountedTotalPlugin: GraphileConfig.Plugin = {
             ...field,
             plan($parent: Step, fieldArgs: FieldArgs, info: FieldInfo) {
               const $connection = (plan as (...a: unknown[]) => Step)($parent, fieldArgs, info);
-              const unfiltered = info.field.args.every((arg) => {
-                if (NOT_FILTERING.has(arg.name)) return true;
-                const $arg = fieldArgs.getRaw(arg.name);
-                return $arg instanceof ConstantStep && $arg.data === undefined;
-              });
-              if (unfiltered) countedConnections.set($connection, { executor: resource.executor, resource: counter });
+              if (isUnfiltered(fieldArgs, info, isConstantUndefined))
+                countedConnections.set($connection, { executor: resource.executor, resource: counter });
               return $connection;
             },
           };

@@ -37,6 +37,7 @@ import { forQuery, makeWithPgClient, type Settings } from './pg-client.ts';
 import { poolStatements, statementName } from '../db/pool.ts';
 import { OmitArchivedPlugin } from './omit-archived.ts';
 import { CountedTotalPlugin } from './counted-total.ts';
+import { OrganizationPagesPlugin } from './organization-pages.ts';
 import { pageSecurityHeaders } from '../http/security-headers.ts';
 import { rfc3339 } from '../db/timestamps.ts';
 import type { Metrics } from '../operating/metrics.ts';
@@ -79,7 +80,7 @@ export interface GraphqlOptions {
   log?: (line: string) => void;
   /** counts the requests GraphQL's limits refuse */
   metrics?: Metrics;
-  /** more configuration on top of ours (the tests turn simple lists on with it) */
+  /** more configuration on top of ours (the tests turn simple lists on with it, or one of our plugins off) */
   preset?: GraphileConfig.Preset;
   /** a mutation keeps its credential's REST reads on the primary for the standbys' lag bound (src/db/consistency.ts) */
   consistency?: Consistency;
@@ -154,13 +155,15 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
   };
   const preset: GraphileConfig.Preset = {
     extends: [PostGraphileAmberPreset, ...(options.preset ? [options.preset] : [])],
+    // a preset's disablePlugins reaches only the presets it extends, not the plugins added here
     plugins: [
       RowgateGraphqlPlugin,
       OmitArchivedPlugin,
       DefaultPagePlugin,
       CountedTotalPlugin,
+      OrganizationPagesPlugin,
       rowgateLimitsPlugin((code) => options.metrics?.graphqlRefusals.inc({ code })),
-    ],
+    ].filter((plugin) => !options.preset?.disablePlugins?.includes(plugin.name)),
     pgServices: [pgService],
     grafserv: {
       graphqlPath: GRAPHQL_PATH,
