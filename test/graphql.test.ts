@@ -3,7 +3,7 @@
 // ids REST lists for the same credential); archived products omitted unless
 // asked for (our omit-archived plugin); scopes binding mutations in the
 // database; 401s shaped like REST's; nothing secret in the schema.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createApp } from '../src/http/app.ts';
@@ -460,9 +460,17 @@ describe('credentials that authenticate nobody: 401 like REST', () => {
     { name: 'an unknown session cookie', auth: () => ({ session: generateToken('web_session') }) },
     { name: 'a malformed session cookie', auth: () => ({ headers: { cookie: 'rowgate_session=nope' } }) },
   ];
+  // a query's authentication goes in its first read transaction, a mutation's
+  // before it, and a query that reads nothing asks alone (src/graphql/deferred-authentication.ts)
+  const documents = {
+    'a query that reads': DEFAULT_PRODUCTS,
+    'a query that reads nothing': '{ __typename }',
+    'two queries, one of them failing': `{ allProducts { nodes { rowId } } allUsers { nodes { rowId isAdmin } } }`,
+    'a mutation': `mutation { createProduct(input: { product: { organizationId: "${randomUUID()}", name: "x", priceAmount: "1", priceCurrency: "usd" } }) { product { rowId } } }`,
+  };
   for (const c of cases) {
-    test(c.name, async () => {
-      const result = await gql(DEFAULT_PRODUCTS, {}, c.auth());
+    test.each(Object.entries(documents))(`${c.name}: %s`, async (_kind, document) => {
+      const result = await gql(document, {}, c.auth());
       expect(result.status).toBe(401);
       expect(result.body.error).toBe('Unauthorized');
       expect(typeof result.body.detail).toBe('string');

@@ -3,8 +3,9 @@
 // statement turns it into the transaction's role and transaction-local settings,
 // which the RLS policies and SQL functions read (trusting them only under
 // rowgate_authenticator). REST runs the statement inside its request's
-// transaction; GraphQL runs it once per request and hands the same settings to
-// each of PostGraphile's transactions (src/graphql/pg-client.ts).
+// transaction; GraphQL runs it in a query's first transaction (or once per
+// request before a mutation) and hands the same settings to each of
+// PostGraphile's transactions (src/graphql/pg-client.ts, deferred-authentication.ts).
 import type { PresentedCredential } from './credentials.ts';
 import { hashToken } from './tokens.ts';
 
@@ -28,7 +29,7 @@ export const AUTHENTICATE = `
 export const ANONYMOUS = `select set_config('role', 'rowgate_anonymous', true) as role, set_config('rowgate.request_id', $1, true) as request_id`;
 export const ANONYMOUS_SETTINGS: Readonly<Record<string, string>> = Object.freeze({ role: 'rowgate_anonymous' });
 
-interface AuthenticatedRow {
+export interface AuthenticatedRow {
   role: string;
   subject_kind: string;
   subject_id: string;
@@ -52,14 +53,13 @@ export interface Authenticated {
 /** Runs one parameterised statement and returns its first row. */
 export type RunOne = <T extends object>(text: string, values: unknown[]) => Promise<T | undefined>;
 
-/** What the database says of the credential: null when it authenticates nobody. */
-export async function authenticate(
-  run: RunOne,
-  secret: string,
-  credential: PresentedCredential,
-  requestId = '',
-): Promise<Authenticated | null> {
-  const row = await run<AuthenticatedRow>(AUTHENTICATE, [credential.kind, hashToken(secret, credential.token), requestId]);
+/** The authentication statement's parameters for a credential (its token only as the keyed hash). */
+export function authenticationValues(secret: string, credential: PresentedCredential, requestId = ''): unknown[] {
+  return [credential.kind, hashToken(secret, credential.token), requestId];
+}
+
+/** What the statement's row says: null (no row) when the credential authenticates nobody. */
+export function authenticatedFrom(row: AuthenticatedRow | undefined): Authenticated | null {
   if (!row) return null;
   return {
     scopes: new Set(row.scopes.split(' ').filter(Boolean)),
@@ -75,4 +75,14 @@ export async function authenticate(
       'rowgate.request_id': row.request_id,
     },
   };
+}
+
+/** What the database says of the credential: null when it authenticates nobody. */
+export async function authenticate(
+  run: RunOne,
+  secret: string,
+  credential: PresentedCredential,
+  requestId = '',
+): Promise<Authenticated | null> {
+  return authenticatedFrom(await run<AuthenticatedRow>(AUTHENTICATE, authenticationValues(secret, credential, requestId)));
 }

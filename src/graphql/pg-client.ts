@@ -5,8 +5,9 @@
 //
 // A query's statements that grafast asks for together (a page and its
 // totalCount) are one transaction in one write: BEGIN with the timeouts, the
-// request's role and settings (src/auth/authenticate.ts: exactly what REST sets),
-// the statements, COMMIT. Every write wakes PostgreSQL, and on this machine
+// request's role and settings (src/auth/authenticate.ts: exactly what REST sets;
+// in a query's first transaction the authentication statement itself, which
+// applies them: src/graphql/deferred-authentication.ts), the statements, COMMIT. Every write wakes PostgreSQL, and on this machine
 // that holds the writing thread far longer than the work
 // (docs/performance.md). A connection is held only while its statements run,
 // never while grafast plans or writes the answer: a request that held its
@@ -25,6 +26,7 @@
 // PgBouncer), at most a hundred per connection (src/graphql/prepared-statements.ts).
 import type pg from 'pg';
 import { corked, poolStatements, statementName } from '../db/pool.ts';
+import type { DeferredAuthentication } from './deferred-authentication.ts';
 import { deallocateEvicted, forgetPrepared, IN_FAILED_TRANSACTION, NOT_PREPARED, preparedName } from './prepared-statements.ts';
 
 interface PgQuery {
@@ -136,17 +138,26 @@ export class ReadTransactions {
   readonly settings: Settings;
   private pool: pg.Pool;
   private fallBack?: FallBack;
+  private authentication?: DeferredAuthentication;
   private current: Promise<pg.PoolClient> | null = null;
 
-  /** `fallBack`: on a standby, the primary to go on with after a failure of the standby's (src/db/read-replicas.ts) */
-  constructor(pool: pg.Pool, settings: Settings, fallBack?: FallBack) {
+  /**
+   * `fallBack`: on a standby, the primary to go on with after a failure of the
+   * standby's (src/db/read-replicas.ts). `authentication`: the credential's, to
+   * be sent in the first transaction (src/graphql/deferred-authentication.ts);
+   * the settings then are its.
+   */
+  constructor(pool: pg.Pool, settings: Settings, fallBack?: FallBack, authentication?: DeferredAuthentication) {
     this.pool = pool;
     this.settings = settings;
     this.fallBack = fallBack;
+    this.authentication = authentication;
   }
 
   query<T>(query: PgQuery, retries = 0): Promise<PgResult<T>> {
     const { named } = poolStatements(this.pool);
+    // a credential that authenticates nobody: nothing more is read (its answer is a 401)
+    if (this.authentication?.settings === null) return Promise.reject(new Error('the credential authenticates nobody'));
     return (this.current ??= this.open())
       .then((client) => runQuery<T>(client, named, query))
       .catch((error: unknown) => {
@@ -171,7 +182,9 @@ export class ReadTransactions {
       const writes = corked(client);
       deallocateEvicted(client);
       client.query(begin).catch(() => {}); // a failure fails the statements behind it
-      applySettings(client, named, this.settings).catch(() => {});
+      const authentication = this.authentication;
+      if (authentication && authentication.settings === undefined) authentication.sendOn(client, named);
+      else applySettings(client, named, authentication?.settings ?? this.settings).catch(() => {});
       // the statements waiting for the connection, and those asked for in this
       // turn, join the write; then COMMIT (ROLLBACK after a failure) closes it
       setImmediate(() => {
@@ -194,8 +207,8 @@ export class ReadTransactions {
 const readTransactions = new WeakMap<object, ReadTransactions>();
 
 /** The settings object PostGraphile will hand back for a query: its statements share transactions. */
-export function forQuery(pool: pg.Pool, settings: Settings, fallBack?: FallBack): Settings {
-  const reads = new ReadTransactions(pool, { ...settings }, fallBack);
+export function forQuery(pool: pg.Pool, settings: Settings, fallBack?: FallBack, authentication?: DeferredAuthentication): Settings {
+  const reads = new ReadTransactions(pool, { ...settings }, fallBack, authentication);
   readTransactions.set(reads.settings, reads);
   return reads.settings;
 }

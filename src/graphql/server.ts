@@ -3,8 +3,10 @@
 //
 // Per request: the credential is read and authenticated exactly as REST does it
 // (src/auth/authenticate.ts: one statement resolves it into the subject's role and
-// transaction-local settings), and every transaction PostGraphile opens for the
-// request takes that role and those settings (src/graphql/pg-client.ts), so RLS
+// transaction-local settings; a query sends it in its first transaction and its
+// answer waits for the verdict: src/graphql/deferred-authentication.ts), and
+// every transaction PostGraphile opens for the request takes that role and
+// those settings (src/graphql/pg-client.ts), so RLS
 // and the SQL functions (which trust the settings only when session_user is
 // rowgate_authenticator) decide what the subject sees and may change; token
 // scopes and access classes bind there too. No credential → rowgate_anonymous,
@@ -23,8 +25,8 @@ import type pg from 'pg';
 // PostGraphile itself is loaded by createGraphql, once GRAPHILE_ENV is settled
 import type { PostGraphileInstance } from 'postgraphile';
 import { jsonBody } from '../http/input.ts';
-import { ANONYMOUS_SETTINGS, authenticate } from '../auth/authenticate.ts';
-import { credentialKey, readCredential } from '../auth/credentials.ts';
+import { ANONYMOUS_SETTINGS, authenticate, authenticationValues } from '../auth/authenticate.ts';
+import { credentialKey, type PresentedCredential, readCredential } from '../auth/credentials.ts';
 import type { Consistency, Position } from '../db/consistency.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import { refuseCrossSiteCookie } from '../http/credential-checks.ts';
@@ -34,6 +36,7 @@ import { rowgateLimitsPlugin } from './limits-plugin.ts';
 import { RowgateGraphqlPlugin } from './publish.ts';
 import { DefaultPagePlugin } from './page-size.ts';
 import { forQuery, makeWithPgClient, type Settings } from './pg-client.ts';
+import { DeferredAuthentication, holdAnswer } from './deferred-authentication.ts';
 import { poolStatements, statementName } from '../db/pool.ts';
 import { OmitArchivedPlugin } from './omit-archived.ts';
 import { CountedTotalPlugin } from './counted-total.ts';
@@ -53,18 +56,49 @@ const GRAPHIQL_STATIC_PATH = '/graphiql-static/';
  * the REST 401 or 403 (thrown to the error handler).
  */
 export async function requestSettings(pool: pg.Pool, secret: string, req: Request): Promise<Settings> {
-  const credential = readCredential(req);
-  if (credential === 'malformed') throw unauthorized('The credential is malformed', true);
+  const credential = presentedCredential(req);
   if (!credential) return ANONYMOUS_SETTINGS;
-  // any operation may be a mutation (and GraphQL takes only POST): the REST rule for cookie-authenticated writes
-  if (credential.kind === 'web_session') refuseCrossSiteCookie(req);
   const named = poolStatements(pool).named;
   const run = async <T extends object>(text: string, values: unknown[]) =>
     (await pool.query<T>(named ? { name: statementName(text), text, values } : { text, values })).rows[0];
   const authenticated = await authenticate(run, secret, credential, requestId(req));
-  if (!authenticated) throw unauthorized('The credential is unknown, expired or revoked', true);
+  if (!authenticated) throw unknownCredential();
   return authenticated.settings;
 }
+
+/** requestSettings, or with `deferrable` a credential's authentication to send in the query's first transaction */
+function requestAuthentication(
+  pool: pg.Pool,
+  secret: string,
+  req: Request,
+  deferrable: boolean,
+): Promise<Settings> | DeferredAuthentication {
+  if (!deferrable) return requestSettings(pool, secret, req);
+  const credential = presentedCredential(req);
+  if (!credential) return Promise.resolve(ANONYMOUS_SETTINGS);
+  return new DeferredAuthentication(pool, authenticationValues(secret, credential, requestId(req)));
+}
+
+/** The request's credential (none: anonymous), or the REST 401 or 403 (thrown) before the database is asked. */
+function presentedCredential(req: Request): PresentedCredential | null {
+  const credential = readCredential(req);
+  if (credential === 'malformed') throw unauthorized('The credential is malformed', true);
+  if (!credential) return null;
+  // any operation may be a mutation (and GraphQL takes only POST): the REST rule for cookie-authenticated writes
+  if (credential.kind === 'web_session') refuseCrossSiteCookie(req);
+  return credential;
+}
+
+const unknownCredential = () => unauthorized('The credential is unknown, expired or revoked', true);
+
+/**
+ * May the document's authentication go in its first read transaction
+ * (src/graphql/deferred-authentication.ts)? Not a mutation's (its transactions
+ * are its own), nor a document's that may answer in parts (@stream, @defer).
+ * Read from the text, before parsing: a false alarm only keeps the
+ * authentication first.
+ */
+const MAY_WRITE_OR_STREAM = /\bmutation\b|@stream\b|@defer\b/;
 
 /** How many operations' plans grafast keeps (a client sends the same few documents) */
 const OPERATION_PLANS_KEPT = 50;
@@ -142,7 +176,7 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
     import('postgraphile/@dataplan/pg'),
   ]);
   castsAfterTheSort(TYPES);
-  const settings = new WeakMap<IncomingMessage, Settings>();
+  const settings = new WeakMap<IncomingMessage, Settings | DeferredAuthentication>();
   /** what a query of the request must see to read on a standby: its credential's last write, or the token it sent; none: the primary */
   const standbyReads = new WeakMap<IncomingMessage, Position | null>();
   // on the server's pool (PostGraphile does not end a pool it was given); no LISTEN
@@ -193,8 +227,13 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
       // anonymous); a query's statements share transactions (src/graphql/pg-client.ts)
       context(requestContext, args) {
         const req = requestContext.expressv4?.req ?? requestContext.node?.req;
+        const known = req ? settings.get(req) : undefined;
+        // a query's authentication in its first transaction (the statement sets the request's id too)
+        if (known instanceof DeferredAuthentication) {
+          return { pgSettings: forQuery(options.pool, { 'rowgate.request_id': requestId(req!) }, undefined, known) };
+        }
         // the request's id joins the settings every transaction of the request applies (SPEC §14)
-        const found = req ? { ...(settings.get(req) ?? ANONYMOUS_SETTINGS), 'rowgate.request_id': requestId(req) } : ANONYMOUS_SETTINGS;
+        const found = req ? { ...(known ?? ANONYMOUS_SETTINGS), 'rowgate.request_id': requestId(req) } : ANONYMOUS_SETTINGS;
         const query = getOperationAST(args.document, args.operationName)?.operation === 'query';
         if (!query) return { pgSettings: { ...found } };
         if (!options.reads || !req || !standbyReads.has(req)) return { pgSettings: forQuery(options.pool, found) };
@@ -235,8 +274,18 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
 
   const authenticateRequest = async (req: Request, res: Response, next: NextFunction) => {
     try {
-      const found = await requestSettings(options.pool, options.secret, req);
+      // without standbys, whose reads need the credential first (its writes' position)
+      const deferrable = !options.reads && !MAY_WRITE_OR_STREAM.test(String(req.body?.query));
+      const found = await requestAuthentication(options.pool, options.secret, req, deferrable);
       settings.set(req, found);
+      if (found instanceof DeferredAuthentication) {
+        // the answer waits for the credential's verdict: REST's 401 when it authenticates nobody
+        const accepted = (subject: Settings) => {
+          res.locals.subjectSettings = subject;
+        };
+        holdAnswer(res, found, accepted, next, unknownCredential);
+        return next();
+      }
       res.locals.subjectSettings = found; // what the access log reports (src/operating/access-log.ts)
       const consistency = options.consistency;
       const credential = consistency ? readCredential(req) : null;

@@ -1,0 +1,104 @@
+// A GraphQL query's authentication, sent in its first read transaction instead
+// of a round trip of its own before it, as REST sends it in its request's
+// transaction (docs/performance.md, GraphQL). Every write that wakes
+// PostgreSQL holds the server's thread on this machine, and the page's were
+// three: the authentication, the read transaction, the answer.
+//
+// The read transaction is BEGIN, the authentication statement (which applies
+// the role and settings itself: src/auth/authenticate.ts), the statements,
+// COMMIT, in one write. When the credential authenticates nobody, the
+// statements behind it run as rowgate_authenticator, which reads nothing, and
+// their answer is never sent: the answer waits for the credential's verdict
+// (`holdAnswer`) and a credential that authenticates nobody gets REST's 401,
+// exactly as when it was asked first. A query that reads nothing asks for the
+// verdict on its own before its answer. Later transactions of the request
+// apply the settings the verdict gave.
+//
+// Mutations (their transactions are their own), documents that may stream an
+// answer in parts, and reads on standbys (which need the credential's writes
+// first) keep the authentication before the request (src/graphql/server.ts).
+import type { Response } from 'express';
+import type pg from 'pg';
+import { AUTHENTICATE, type AuthenticatedRow, authenticatedFrom } from '../auth/authenticate.ts';
+import { poolStatements, statementName } from '../db/pool.ts';
+import type { Settings } from './pg-client.ts';
+
+export class DeferredAuthentication {
+  private readonly values: unknown[];
+  private readonly pool: pg.Pool;
+  /** undefined: not known yet; null: the credential authenticates nobody */
+  private known: Settings | null | undefined;
+  /** the last statement sent, whose row will say it */
+  private asked: Promise<Settings | null> | null = null;
+
+  /** `values`: the statement's parameters (authenticationValues) */
+  constructor(pool: pg.Pool, values: unknown[]) {
+    this.pool = pool;
+    this.values = values;
+  }
+
+  /** the subject's role and settings once known; null: nobody; undefined: not known yet */
+  get settings(): Settings | null | undefined {
+    return this.known;
+  }
+
+  /** Sends the statement on a client in a transaction (its role and settings then apply to the statements behind it). */
+  sendOn(client: pg.PoolClient, named: boolean): void {
+    const text = AUTHENTICATE;
+    const asked = client
+      .query<AuthenticatedRow>(named ? { name: statementName(text), text, values: this.values } : { text, values: this.values })
+      .then(({ rows }) => this.settle(rows[0]));
+    asked.catch(() => {}); // a failure fails the statements behind it, and the verdict if nothing else says it
+    this.asked = asked;
+  }
+
+  /** The settings the credential gives, null for nobody: from a transaction that carried the statement, or asked now. */
+  verdict(): Promise<Settings | null> {
+    if (this.known !== undefined) return Promise.resolve(this.known);
+    if (this.asked) return this.asked;
+    const text = AUTHENTICATE;
+    const named = poolStatements(this.pool).named;
+    this.asked = this.pool
+      .query<AuthenticatedRow>(named ? { name: statementName(text), text, values: this.values } : { text, values: this.values })
+      .then(({ rows }) => this.settle(rows[0]));
+    return this.asked;
+  }
+
+  private settle(row: AuthenticatedRow | undefined): Settings | null {
+    this.known ??= authenticatedFrom(row)?.settings ?? null;
+    return this.known;
+  }
+}
+
+/**
+ * Holds the answer grafserv writes (writeHead, then end) until the credential's
+ * verdict: sent as it was when the credential authenticates a subject
+ * (`accepted` first), or `refuse` (REST's 401 through the error handler; or
+ * the failure, when the database could not say) and never sent.
+ */
+export function holdAnswer(
+  res: Response,
+  authentication: DeferredAuthentication,
+  accepted: (settings: Settings) => void,
+  refuse: (error: unknown) => void,
+  refusal: () => unknown,
+): void {
+  const writeHead = res.writeHead;
+  const end = res.end;
+  let head: unknown[] | null = null;
+  res.writeHead = ((...args: unknown[]) => {
+    head = args;
+    return res;
+  }) as typeof res.writeHead;
+  res.end = ((...args: unknown[]) => {
+    res.writeHead = writeHead;
+    res.end = end;
+    authentication.verdict().then((settings) => {
+      if (!settings) return refuse(refusal());
+      accepted(settings);
+      if (head) (writeHead as (...a: unknown[]) => void).apply(res, head);
+      (end as (...a: unknown[]) => void).apply(res, args);
+    }, refuse);
+    return res;
+  }) as typeof res.end;
+}
