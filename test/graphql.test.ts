@@ -484,6 +484,36 @@ describe('credentials that authenticate nobody: 401 like REST', () => {
   }
 });
 
+describe("a query's authentication in its first read transaction (src/graphql/deferred-authentication.ts)", () => {
+  test('a credential that authenticates nobody: 401, and nothing of the statements behind it in the log', async () => {
+    const lines: string[] = [];
+    const own = await startTestApp({ log: (line) => lines.push(line) });
+    try {
+      const token = generateToken('personal_access_token');
+      for (const query of [ORDERS, CUSTOMERS, `{ a: allOrders { totalCount } b: allProducts { nodes { rowId } } }`]) {
+        const response = await own.request('POST', '/graphql', { token, body: { query } });
+        expect(response.status).toBe(401);
+        expect(response.body.data).toBeUndefined();
+      }
+      expect(lines.filter((line) => line.includes('graphql'))).toEqual([]);
+    } finally {
+      await own.close();
+    }
+  });
+
+  test('a good credential: the settings of the authentication reach every transaction of the request', async () => {
+    const token = tokens.patRead;
+    const got = await data(
+      `{ a: allOrders { nodes { rowId } } b: allProducts { totalCount } c: allCustomers { totalCount } }`,
+      {},
+      { token },
+    );
+    expect(rowIds(got.a)).toEqual(allA().orders);
+    expect(got.b.totalCount).toBe(allA().products.length - allA().archived.length);
+    expect(got.c.totalCount).toBe(allA().customers.length);
+  });
+});
+
 describe('omit archived (our PostGraphile 5 plugin)', () => {
   const admin = () => ({ session: w.adminA.session });
 

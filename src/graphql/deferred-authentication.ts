@@ -23,6 +23,10 @@ import { AUTHENTICATE, type AuthenticatedRow, authenticatedFrom } from '../auth/
 import { poolStatements, statementName } from '../db/pool.ts';
 import type { Settings } from './pg-client.ts';
 
+/** What a statement of a request whose credential authenticates nobody fails with (never sent: its answer is a 401) */
+export const authenticatesNobody = () =>
+  Object.assign(new Error('The credential is unknown, expired or revoked'), { code: '28000' /* invalid_authorization_specification */ });
+
 export class DeferredAuthentication {
   private readonly values: unknown[];
   private readonly pool: pg.Pool;

@@ -49,6 +49,9 @@ export function makeMaskError(
       });
     // insufficient_privilege: a grant is missing (an anonymous request) or RLS refused a row
     if (original.code === '42501') return copy(original.message, 'NotPermitted');
+    // invalid_authorization_specification: a query's statements after its credential was found to
+    // authenticate nobody (src/graphql/deferred-authentication.ts); the request's answer is REST's 401
+    if (original.code === '28000') return copy(original.message, 'Unauthorized');
     // query_canceled: the statement timeout (SPEC §13), said with a warning (SPEC §14)
     if (original.code === '57014') {
       const message = options.statementTimeoutMs

@@ -26,7 +26,7 @@
 // PgBouncer), at most a hundred per connection (src/graphql/prepared-statements.ts).
 import type pg from 'pg';
 import { corked, poolStatements, statementName } from '../db/pool.ts';
-import type { DeferredAuthentication } from './deferred-authentication.ts';
+import { authenticatesNobody, type DeferredAuthentication } from './deferred-authentication.ts';
 import { deallocateEvicted, forgetPrepared, IN_FAILED_TRANSACTION, NOT_PREPARED, preparedName } from './prepared-statements.ts';
 
 interface PgQuery {
@@ -157,7 +157,7 @@ export class ReadTransactions {
   query<T>(query: PgQuery, retries = 0): Promise<PgResult<T>> {
     const { named } = poolStatements(this.pool);
     // a credential that authenticates nobody: nothing more is read (its answer is a 401)
-    if (this.authentication?.settings === null) return Promise.reject(new Error('the credential authenticates nobody'));
+    if (this.authentication?.settings === null) return Promise.reject(authenticatesNobody());
     return (this.current ??= this.open())
       .then((client) => runQuery<T>(client, named, query))
       .catch((error: unknown) => {
