@@ -27,13 +27,38 @@ import type { Settings } from './pg-client.ts';
 export const authenticatesNobody = () =>
   Object.assign(new Error('The credential is unknown, expired or revoked'), { code: '28000' /* invalid_authorization_specification */ });
 
+/**
+ * The credentials (their keys: src/auth/credentials.ts) this server has lately
+ * seen authenticate somebody: only theirs wait for a query's first transaction.
+ * A credential seen for the first time is asked before its document is planned,
+ * so a client inventing tokens gets each one's 401 before anything of its
+ * document is planned, as before.
+ */
+export class RecentCredentials {
+  private readonly keys = new Map<string, true>();
+  has(key: string): boolean {
+    return this.keys.has(key);
+  }
+  add(key: string): void {
+    this.keys.delete(key);
+    this.keys.set(key, true);
+    if (this.keys.size > RECENT_CREDENTIALS_KEPT) this.keys.delete(this.keys.keys().next().value!);
+  }
+  delete(key: string): void {
+    this.keys.delete(key);
+  }
+}
+
+/** ~100 bytes a key */
+const RECENT_CREDENTIALS_KEPT = 10_000;
+
 export class DeferredAuthentication {
   private readonly values: unknown[];
   private readonly pool: pg.Pool;
   /** undefined: not known yet; null: the credential authenticates nobody */
   private known: Settings | null | undefined;
-  /** the last statement sent, whose row will say it */
-  private asked: Promise<Settings | null> | null = null;
+  /** every statement sent: the first row to arrive says it (a later statement's failure does not undo an earlier answer) */
+  private readonly sent: Promise<unknown>[] = [];
 
   /** `values`: the statement's parameters (authenticationValues) */
   constructor(pool: pg.Pool, values: unknown[]) {
@@ -47,45 +72,39 @@ export class DeferredAuthentication {
   }
 
   /** Sends the statement on a client in a transaction (its role and settings then apply to the statements behind it). */
-  sendOn(client: pg.PoolClient, named: boolean): void {
+  sendOn(client: pg.PoolClient | pg.Pool, named: boolean): void {
     const text = AUTHENTICATE;
     const asked = client
       .query<AuthenticatedRow>(named ? { name: statementName(text), text, values: this.values } : { text, values: this.values })
-      .then(({ rows }) => this.settle(rows[0]));
+      .then(({ rows }) => {
+        this.known ??= authenticatedFrom(rows[0])?.settings ?? null;
+      });
     asked.catch(() => {}); // a failure fails the statements behind it, and the verdict if nothing else says it
-    this.asked = asked;
+    this.sent.push(asked);
   }
 
   /** The settings the credential gives, null for nobody: from a transaction that carried the statement, or asked now. */
-  verdict(): Promise<Settings | null> {
-    if (this.known !== undefined) return Promise.resolve(this.known);
-    if (this.asked) return this.asked;
-    const text = AUTHENTICATE;
-    const named = poolStatements(this.pool).named;
-    this.asked = this.pool
-      .query<AuthenticatedRow>(named ? { name: statementName(text), text, values: this.values } : { text, values: this.values })
-      .then(({ rows }) => this.settle(rows[0]));
-    return this.asked;
-  }
-
-  private settle(row: AuthenticatedRow | undefined): Settings | null {
-    this.known ??= authenticatedFrom(row)?.settings ?? null;
-    return this.known;
+  async verdict(): Promise<Settings | null> {
+    if (this.known !== undefined) return this.known;
+    if (!this.sent.length) this.sendOn(this.pool, poolStatements(this.pool).named);
+    const outcomes = await Promise.allSettled(this.sent);
+    if (this.known !== undefined) return this.known;
+    // every statement failed (the database could not say): the request fails as REST's would
+    throw (outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult).reason;
   }
 }
 
 /**
  * Holds the answer grafserv writes (writeHead, then end) until the credential's
  * verdict: sent as it was when the credential authenticates a subject
- * (`accepted` first), or `refuse` (REST's 401 through the error handler; or
- * the failure, when the database could not say) and never sent.
+ * (`accepted` first); otherwise `refuse` writes the refusal in its place (REST's
+ * 401 for nobody; the failure when the database could not say), once.
  */
 export function holdAnswer(
   res: Response,
   authentication: DeferredAuthentication,
   accepted: (settings: Settings) => void,
   refuse: (error: unknown) => void,
-  refusal: () => unknown,
 ): void {
   const writeHead = res.writeHead;
   const end = res.end;
@@ -97,12 +116,17 @@ export function holdAnswer(
   res.end = ((...args: unknown[]) => {
     res.writeHead = writeHead;
     res.end = end;
-    authentication.verdict().then((settings) => {
-      if (!settings) return refuse(refusal());
-      accepted(settings);
-      if (head) (writeHead as (...a: unknown[]) => void).apply(res, head);
-      (end as (...a: unknown[]) => void).apply(res, args);
-    }, refuse);
+    authentication
+      .verdict()
+      .then((settings) => {
+        if (!settings) throw authenticatesNobody();
+        accepted(settings);
+        if (head) (writeHead as (...a: unknown[]) => void).apply(res, head);
+        (end as (...a: unknown[]) => void).apply(res, args);
+      })
+      .catch(refuse)
+      // the refusal could not be written either: the connection is closed rather than left open
+      .catch(() => res.destroy());
     return res;
   }) as typeof res.end;
 }

@@ -41,6 +41,9 @@ const INDEXED_ORDERS: Readonly<Record<string, Readonly<Record<string, { column: 
   },
 };
 
+/** past this offset the condition is not added (ten default pages) */
+const MAX_OFFSET = 10 * LIMITS.pageSize;
+
 /** the primary key's order values (PostGraphile's, and the `id` column's own) */
 const PRIMARY_KEY = new Set(['PRIMARY_KEY', 'ROW_ID', 'ID']);
 
@@ -107,6 +110,8 @@ function conditionFor(sql: PgSQL<never>, table: string, [first, last, offset, af
   const hasLast = typeof last === 'number';
   if (hasFirst && hasLast) return null;
   const skipped = typeof offset === 'number' ? offset : 0;
+  // far into the list the candidates would be most of the visible rows, held in one array: PostGraphile's sort instead
+  if (skipped > MAX_OFFSET) return null;
   // the page as PostGraphile reads it (src/graphql/page-size.ts: first 100 by default), and one more for hasNextPage
   const page = hasFirst ? (first as number) : hasLast ? (last as number) : LIMITS.pageSize;
   const limit = page + skipped + 1;

@@ -176,13 +176,26 @@ export class ReadTransactions {
       });
   }
 
+  /** The settings of a transaction of the query's own (withTransaction): the verdict's, when the authentication was deferred. */
+  async ownSettings(): Promise<Settings> {
+    if (!this.authentication) return this.settings;
+    const settings = await this.authentication.verdict();
+    if (!settings) throw authenticatesNobody();
+    return settings;
+  }
+
   private open(): Promise<pg.PoolClient> {
     const { begin, named } = poolStatements(this.pool);
     const ready = this.pool.connect().then((client) => {
+      const authentication = this.authentication;
+      if (authentication?.settings === null) {
+        // found to authenticate nobody while this connection was awaited: nothing runs
+        client.release();
+        throw authenticatesNobody();
+      }
       const writes = corked(client);
       deallocateEvicted(client);
       client.query(begin).catch(() => {}); // a failure fails the statements behind it
-      const authentication = this.authentication;
       if (authentication && authentication.settings === undefined) authentication.sendOn(client, named);
       else applySettings(client, named, authentication?.settings ?? this.settings).catch(() => {});
       // the statements waiting for the connection, and those asked for in this
@@ -285,7 +298,7 @@ export function makeWithPgClient(pool: pg.Pool): WithPgClient {
         throw new Error('a query statement has no connection of its own');
       },
       query: (query) => reads.query(query),
-      withTransaction: (work) => inOwnTransaction(pool, settings, (own) => own.withTransaction(work)),
+      withTransaction: async (work) => inOwnTransaction(pool, await reads.ownSettings(), (own) => own.withTransaction(work)),
     });
   };
 }

@@ -36,7 +36,8 @@ import { rowgateLimitsPlugin } from './limits-plugin.ts';
 import { RowgateGraphqlPlugin } from './publish.ts';
 import { DefaultPagePlugin } from './page-size.ts';
 import { forQuery, makeWithPgClient, type Settings } from './pg-client.ts';
-import { DeferredAuthentication, holdAnswer } from './deferred-authentication.ts';
+import { DeferredAuthentication, holdAnswer, RecentCredentials } from './deferred-authentication.ts';
+import { errorAnswers } from '../http/respond.ts';
 import { poolStatements, statementName } from '../db/pool.ts';
 import { OmitArchivedPlugin } from './omit-archived.ts';
 import { CountedTotalPlugin } from './counted-total.ts';
@@ -57,26 +58,37 @@ const GRAPHIQL_STATIC_PATH = '/graphiql-static/';
  */
 export async function requestSettings(pool: pg.Pool, secret: string, req: Request): Promise<Settings> {
   const credential = presentedCredential(req);
-  if (!credential) return ANONYMOUS_SETTINGS;
+  return credential ? authenticated(pool, secret, req, credential) : ANONYMOUS_SETTINGS;
+}
+
+async function authenticated(pool: pg.Pool, secret: string, req: Request, credential: PresentedCredential): Promise<Settings> {
   const named = poolStatements(pool).named;
   const run = async <T extends object>(text: string, values: unknown[]) =>
     (await pool.query<T>(named ? { name: statementName(text), text, values } : { text, values })).rows[0];
-  const authenticated = await authenticate(run, secret, credential, requestId(req));
-  if (!authenticated) throw unknownCredential();
-  return authenticated.settings;
+  const found = await authenticate(run, secret, credential, requestId(req));
+  if (!found) throw unknownCredential();
+  return found.settings;
 }
 
-/** requestSettings, or with `deferrable` a credential's authentication to send in the query's first transaction */
-function requestAuthentication(
+/**
+ * requestSettings, or, for a query (`recent` given) whose credential this
+ * server authenticated lately, the authentication to send in the query's first
+ * transaction. A credential it has not seen authenticate is asked first, so that
+ * made-up tokens get their 401 before the document is planned.
+ */
+async function requestAuthentication(
   pool: pg.Pool,
   secret: string,
   req: Request,
-  deferrable: boolean,
-): Promise<Settings> | DeferredAuthentication {
-  if (!deferrable) return requestSettings(pool, secret, req);
+  recent: RecentCredentials | null,
+): Promise<Settings | DeferredAuthentication> {
   const credential = presentedCredential(req);
-  if (!credential) return Promise.resolve(ANONYMOUS_SETTINGS);
-  return new DeferredAuthentication(pool, authenticationValues(secret, credential, requestId(req)));
+  if (!credential) return ANONYMOUS_SETTINGS;
+  if (recent?.has(credentialKey(credential)))
+    return new DeferredAuthentication(pool, authenticationValues(secret, credential, requestId(req)));
+  const settings = await authenticated(pool, secret, req, credential);
+  recent?.add(credentialKey(credential));
+  return settings;
 }
 
 /** The request's credential (none: anonymous), or the REST 401 or 403 (thrown) before the database is asked. */
@@ -94,11 +106,11 @@ const unknownCredential = () => unauthorized('The credential is unknown, expired
 /**
  * May the document's authentication go in its first read transaction
  * (src/graphql/deferred-authentication.ts)? Not a mutation's (its transactions
- * are its own), nor a document's that may answer in parts (@stream, @defer).
- * Read from the text, before parsing: a false alarm only keeps the
- * authentication first.
+ * are its own), nor a subscription's, nor a document's that may answer in parts
+ * (@stream, @defer: none is published today). Read from the text, before
+ * parsing: a false alarm only keeps the authentication first.
  */
-const MAY_WRITE_OR_STREAM = /\bmutation\b|@stream\b|@defer\b/;
+const MAY_WRITE_OR_STREAM = /\b(?:mutation|subscription)\b|@\s*(?:stream|defer)\b/;
 
 /** How many operations' plans grafast keeps (a client sends the same few documents) */
 const OPERATION_PLANS_KEPT = 50;
@@ -272,18 +284,28 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
     next(issues.length ? validationError(issues) : undefined);
   };
 
+  const recentCredentials = new RecentCredentials();
+  // a deferred refusal is written in place of the held answer, once (the error handler's way, not through next)
+  const answerError = errorAnswers(options.log, poolStatements(options.pool).statementTimeoutMs);
   const authenticateRequest = async (req: Request, res: Response, next: NextFunction) => {
     try {
       // without standbys, whose reads need the credential first (its writes' position)
-      const deferrable = !options.reads && !MAY_WRITE_OR_STREAM.test(String(req.body?.query));
-      const found = await requestAuthentication(options.pool, options.secret, req, deferrable);
+      const query = !options.reads && !MAY_WRITE_OR_STREAM.test(String(req.body?.query));
+      const found = await requestAuthentication(options.pool, options.secret, req, query ? recentCredentials : null);
       settings.set(req, found);
       if (found instanceof DeferredAuthentication) {
         // the answer waits for the credential's verdict: REST's 401 when it authenticates nobody
+        const key = credentialKey(readCredential(req) as PresentedCredential);
         const accepted = (subject: Settings) => {
           res.locals.subjectSettings = subject;
+          recentCredentials.add(key);
         };
-        holdAnswer(res, found, accepted, next, unknownCredential);
+        const refuse = (error: unknown) => {
+          const nobody = (error as { code?: string })?.code === '28000';
+          if (nobody) recentCredentials.delete(key);
+          answerError(nobody ? unknownCredential() : error, req, res, () => {});
+        };
+        holdAnswer(res, found, accepted, refuse);
         return next();
       }
       res.locals.subjectSettings = found; // what the access log reports (src/operating/access-log.ts)
