@@ -123,19 +123,33 @@ const GRAPHQL_FIELDS: Record<keyof Visible, string> = {
   products: 'allProducts(includeArchived: YES) { nodes { k: rowId } }',
   customers: 'allCustomers { nodes { k: rowId } }',
   customer_members: 'allCustomerMembers { nodes { k: rowId } }',
-  // orders and refunds without an inner alias: the query is at SPEC §13's limit of 20 aliases
+  // orders and refunds without an inner alias: the query is at SPEC §13's limit of 20 aliases;
+  // the orders' field takes each of ORDERS_FIELDS in turn
   orders: 'allOrders { nodes { rowId } }',
   transactions: 'allTransactions { nodes { orderId type } }',
   refunds: 'allRefunds { nodes { orderId } }',
   accounts: 'allAccounts { nodes { k: rowId } }',
   payout_accounts: 'allPayoutAccounts { nodes { k: rowId } }',
 };
-const GRAPHQL_QUERY = `{
-  ${Object.entries(GRAPHQL_FIELDS)
+/**
+ * allOrders as PostGraphile reads it (the primary key's order) and in REST's
+ * per-organization shape (src/graphql/organization-pages.ts: an indexed order,
+ * forwards and backwards): every shape must return exactly the visible orders.
+ */
+const ORDERS_FIELDS = [
+  'allOrders { nodes { rowId } }',
+  'allOrders(orderBy: [CREATED_AT_DESC]) { nodes { rowId } }',
+  'allOrders(orderBy: [AMOUNT_ASC, PRIMARY_KEY_ASC], last: 100) { nodes { rowId } }',
+  'allOrders(orderBy: [CREATED_AT_ASC], first: 100, offset: 0) { nodes { rowId } }',
+];
+const graphqlQuery = (orders: string) => `{
+  ${Object.entries({ ...GRAPHQL_FIELDS, orders })
     .map(([key, field]) => `${key}: ${field}`)
     .join('\n  ')}
   liveProducts: allProducts { nodes { k: rowId } }
 }`;
+const GRAPHQL_QUERIES = ORDERS_FIELDS.map(graphqlQuery);
+let graphqlQueries = 0;
 
 type Node = { k?: string; rowId?: string; userId?: string; organizationId?: string; orderId?: string; type?: string };
 const nodeKey = (n: Node) =>
@@ -156,7 +170,7 @@ async function graphqlCheck(app: TestApp, m: Model, c: MCredential): Promise<Gra
   const res = await app.request('POST', '/graphql', {
     ...auth(c),
     headers: { accept: 'application/json' },
-    body: { query: GRAPHQL_QUERY },
+    body: { query: GRAPHQL_QUERIES[graphqlQueries++ % GRAPHQL_QUERIES.length] },
   });
   if (!s) {
     if (res.status !== 401 || res.body?.error !== 'Unauthorized')
