@@ -65,7 +65,6 @@ export const CountedTotalPlugin: GraphileConfig.Plugin = {
         const plan = field.plan;
         if (!plan) return field;
         const { ConstantStep, constant } = build.grafast;
-        const isConstantUndefined = (step: unknown) => step instanceof ConstantStep && step.data === undefined;
         // the root connection: remember whether its document filters it
         if (scope.isRootQuery && scope.isPgFieldConnection && scope.pgFieldResource) {
           const resource = scope.pgFieldResource as { name: string; executor: PgExecutor; from: unknown };
@@ -77,7 +76,7 @@ export const CountedTotalPlugin: GraphileConfig.Plugin = {
             ...field,
             plan($parent: Step, fieldArgs: FieldArgs, info: FieldInfo) {
               const $connection = (plan as (...a: unknown[]) => Step)($parent, fieldArgs, info);
-              if (isUnfiltered(fieldArgs, info, isConstantUndefined))
+              if (isUnfiltered(fieldArgs, info, ConstantStep))
                 countedConnections.set($connection, { executor: resource.executor, resource: counter });
               return $connection;
             },

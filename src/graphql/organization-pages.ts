@@ -190,7 +190,6 @@ export const OrganizationPagesPlugin: GraphileConfig.Plugin = {
         if (!INDEXED_ORDERS[table]) return field;
         const { ConstantStep, constant, lambda } = build.grafast;
         const { sql } = build;
-        const isConstantUndefined = (step: unknown) => step instanceof ConstantStep && step.data === undefined;
         const built = new Map<string, ReturnType<typeof conditionFor>>();
         const narrowingOf = (args: PageArguments) => narrowing(sql, table, built, args);
         return {
@@ -198,7 +197,7 @@ export const OrganizationPagesPlugin: GraphileConfig.Plugin = {
           plan($parent: Step, fieldArgs: FieldArgs, info: FieldInfo) {
             // biome-ignore lint/suspicious/noExplicitAny: any connection's step; only its subplan is used
             const $connection = (plan as (...a: unknown[]) => ConnectionStep<any, any, any, any>)($parent, fieldArgs, info);
-            if (!isUnfiltered(fieldArgs, info, isConstantUndefined)) return $connection;
+            if (!isUnfiltered(fieldArgs, info, ConstantStep)) return $connection;
             const names = new Set(info.field.args.map((a) => a.name));
             const arg = (name: string) => (names.has(name) ? fieldArgs.getRaw(name) : constant(undefined));
             const $arguments = [arg('first'), arg('last'), arg('offset'), arg('after'), arg('before'), arg('orderBy')];

@@ -7,11 +7,17 @@ import type { FieldArgs, FieldInfo } from 'postgraphile/grafast';
 /** arguments that do not change which rows a connection holds */
 const NOT_FILTERING = new Set(['first', 'last', 'offset', 'before', 'after', 'orderBy']);
 
+/** grafast's ConstantStep class, from `build.grafast` (grafast itself is not imported here) */
+type ConstantStepClass = abstract new (...args: never[]) => { data: unknown };
+
 /**
  * Every other argument is absent from the document and has no default: its
  * step is a constant `undefined` (a variable, even one left out, is not).
- * `isConstant` is grafast's ConstantStep test (grafast comes from `build`).
  */
-export function isUnfiltered(fieldArgs: FieldArgs, info: FieldInfo, isConstantUndefined: (step: unknown) => boolean): boolean {
-  return info.field.args.every((arg) => NOT_FILTERING.has(arg.name) || isConstantUndefined(fieldArgs.getRaw(arg.name)));
+export function isUnfiltered(fieldArgs: FieldArgs, info: FieldInfo, ConstantStep: ConstantStepClass): boolean {
+  return info.field.args.every((arg) => {
+    if (NOT_FILTERING.has(arg.name)) return true;
+    const $arg = fieldArgs.getRaw(arg.name);
+    return $arg instanceof ConstantStep && $arg.data === undefined;
+  });
 }
