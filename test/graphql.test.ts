@@ -392,6 +392,8 @@ describe('totalCount of an unfiltered root connection: the row counters, as REST
   const COUNTS = `query ($org: UUID) {
     allOrders { totalCount nodes { rowId } }
     paged: allOrders(first: 1, orderBy: [CREATED_AT_DESC]) { totalCount }
+    empty: allOrders(first: 0) { totalCount }
+    past: allOrders(offset: 1000) { totalCount nodes { rowId } }
     ofA: allOrders(condition: { organizationId: $org }) { totalCount nodes { rowId } }
     allCustomers { totalCount nodes { rowId } }
   }`;
@@ -412,6 +414,9 @@ describe('totalCount of an unfiltered root connection: the row counters, as REST
     const got = await data(COUNTS, { org: w.orgA }, auth());
     expect(got.allOrders.totalCount).toBe(got.allOrders.nodes.length);
     expect(got.paged.totalCount).toBe(got.allOrders.nodes.length);
+    // a page without rows has no row to carry its total: it is counted on its own
+    expect(got.empty.totalCount).toBe(got.allOrders.nodes.length);
+    expect(got.past).toEqual({ totalCount: got.allOrders.nodes.length, nodes: [] });
     expect(got.ofA.totalCount).toBe(got.ofA.nodes.length);
     expect(got.allCustomers.totalCount).toBe(got.allCustomers.nodes.length);
   });
@@ -430,6 +435,8 @@ describe('totalCount of an unfiltered root connection: the row counters, as REST
       const admin = await data(COUNTS, { org: w.orgA }, { session: w.adminA.session });
       expect(admin.allOrders.totalCount).toBe(w.ordersA.length + 1_000);
       expect(admin.paged.totalCount).toBe(w.ordersA.length + 1_000);
+      expect(admin.empty.totalCount).toBe(w.ordersA.length + 1_000);
+      expect(admin.past.totalCount).toBe(w.ordersA.length + 1_000);
       expect(admin.ofA.totalCount).toBe(w.ordersA.length);
       expect((await data(COUNTS, { org: w.orgA }, { token: tokens.oatRead })).allOrders.totalCount).toBe(w.ordersA.length + 1_000);
       expect((await data(COUNTS, { org: w.orgA }, { token: tokens.customer })).allOrders.totalCount).toBe(w.ordersOfCustomerA0.length);
