@@ -36,7 +36,7 @@ import { rowgateLimitsPlugin } from './limits-plugin.ts';
 import { RowgateGraphqlPlugin } from './publish.ts';
 import { DefaultPagePlugin } from './page-size.ts';
 import { forQuery, makeWithPgClient, type Settings } from './pg-client.ts';
-import { DeferredAuthentication, holdAnswer, RecentCredentials } from './deferred-authentication.ts';
+import { authenticatesNobody, DeferredAuthentication, holdAnswer, RecentCredentials } from './deferred-authentication.ts';
 import { errorAnswers } from '../http/respond.ts';
 import { poolStatements, statementName } from '../db/pool.ts';
 import { OmitArchivedPlugin } from './omit-archived.ts';
@@ -240,13 +240,19 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
       context(requestContext, args) {
         const req = requestContext.expressv4?.req ?? requestContext.node?.req;
         const known = req ? settings.get(req) : undefined;
-        // a query's authentication in its first transaction (the statement sets the request's id too)
+        const query = getOperationAST(args.document, args.operationName)?.operation === 'query';
         if (known instanceof DeferredAuthentication) {
-          return { pgSettings: forQuery(options.pool, { 'rowgate.request_id': requestId(req!) }, undefined, known) };
+          // a query's authentication in its first transaction (the statement sets the request's id too)
+          if (query) return { pgSettings: forQuery(options.pool, { 'rowgate.request_id': requestId(req!) }, undefined, known) };
+          // not reached (every other operation names itself in the text, MAY_WRITE_OR_STREAM); were it
+          // reached, the operation would run with the verdict's settings, never with the request id alone
+          return known.verdict().then((subject) => {
+            if (!subject) throw authenticatesNobody();
+            return { pgSettings: { ...subject } };
+          });
         }
         // the request's id joins the settings every transaction of the request applies (SPEC §14)
         const found = req ? { ...(known ?? ANONYMOUS_SETTINGS), 'rowgate.request_id': requestId(req) } : ANONYMOUS_SETTINGS;
-        const query = getOperationAST(args.document, args.operationName)?.operation === 'query';
         if (!query) return { pgSettings: { ...found } };
         if (!options.reads || !req || !standbyReads.has(req)) return { pgSettings: forQuery(options.pool, found) };
         const { pool, fallBack } = options.reads.readPool(standbyReads.get(req)!);
