@@ -5,11 +5,11 @@
 //
 // A query's statements that grafast asks for together (a page and its
 // totalCount) are one transaction in one write: BEGIN with the timeouts, the
-// request's role and settings (src/auth/authenticate.ts: exactly what REST sets;
-// in a query's first transaction the authentication statement itself, which
-// applies them: src/graphql/deferred-authentication.ts), the statements, COMMIT. Every write wakes PostgreSQL, and on this machine
-// that holds the writing thread far longer than the work
-// (docs/performance.md). A connection is held only while its statements run,
+// request's role and settings (src/auth/authenticate.ts: exactly what REST
+// sets; in a query's first transaction the authentication statement itself,
+// which applies them: src/graphql/deferred-authentication.ts), the
+// statements, COMMIT. Every write wakes PostgreSQL, and on this machine that
+// holds the writing thread far longer than the work (docs/performance.md). A connection is held only while its statements run,
 // never while grafast plans or writes the answer: a request that held its
 // connection from authentication to answer made the pool the bound.
 //
