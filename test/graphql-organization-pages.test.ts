@@ -212,7 +212,7 @@ describe('allOrders pages: the same with and without the per-organization shape'
     }
   });
 
-  test('the orderBy of the document itself (no variables) takes the same path', async () => {
+  test('the orderBy of the document itself (no variables): the same page', async () => {
     const headers = subjects['admin of three organizations (web session)'];
     const query = `{ allOrders(first: 9, orderBy: [CREATED_AT_DESC, PRIMARY_KEY_DESC]) { totalCount nodes { rowId } } }`;
     const ask = async (url: string) =>
@@ -243,6 +243,13 @@ describe('the database decides where the shape applies', () => {
       expect(got.errors, JSON.stringify(got.errors)).toBeUndefined();
       expect(without.data!.edges.length).toBeGreaterThan(0);
       expect(got.data!.edges).toEqual([]);
+      // the order written in the document, not a variable, takes the shape too
+      const literal = await fetch(`${app.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...customer },
+        body: JSON.stringify({ query: '{ allOrders(orderBy: [CREATED_AT_DESC]) { nodes { rowId } } }' }),
+      });
+      expect(((await literal.json()) as { data: { allOrders: { nodes: unknown[] } } }).data.allOrders.nodes).toEqual([]);
       for (const name of SUBJECTS) {
         const wrong = await page(app.url, subjects[name], { first: 100, orderBy }, ROWS);
         const right = await page(plain.url, subjects[name], { first: 100, orderBy }, ROWS);

@@ -10,6 +10,7 @@ import { createApp } from '../src/http/app.ts';
 import { createGraphql } from '../src/graphql/server.ts';
 import { allRoutes } from '../src/http/routes.ts';
 import { generateToken } from '../src/auth/tokens.ts';
+import { Metrics } from '../src/operating/metrics.ts';
 import { startTestApp, type RequestOptions, type TestApp } from './harness.ts';
 
 let app: TestApp;
@@ -473,7 +474,7 @@ describe('credentials that authenticate nobody: 401 like REST', () => {
     'a query that reads': DEFAULT_PRODUCTS,
     'a query that reads nothing': '{ __typename }',
     'two queries, one of them failing': `{ allProducts { nodes { rowId } } allUsers { nodes { rowId isAdmin } } }`,
-    // the credential before the document: a made-up token's document is never planned
+    // the credential before the document: 401 whatever the document
     'a query over the limits (30 aliases)': `{ ${Array.from({ length: 30 }, (_, i) => `a${i}: __typename`).join(' ')} }`,
     'a mutation': `mutation { createProduct(input: { product: { organizationId: "${randomUUID()}", name: "x", priceAmount: "1", priceCurrency: "usd" } }) { product { rowId } } }`,
   };
@@ -494,6 +495,27 @@ describe('credentials that authenticate nobody: 401 like REST', () => {
 });
 
 describe("a query's authentication in its first read transaction (src/graphql/deferred-authentication.ts)", () => {
+  test('a token the server has not seen authenticate is asked first: its over-limit document is never planned', async () => {
+    const metrics = new Metrics({ processMetrics: false });
+    const own = await startTestApp({ operating: { metrics } });
+    try {
+      const refusals = async () => (await metrics.graphqlRefusals.get()).values.reduce((sum, v) => sum + v.value, 0);
+      const overLimit = `{ ${Array.from({ length: 30 }, (_, i) => `a${i}: __typename`).join(' ')} }`;
+      const token = generateToken('personal_access_token');
+      for (let i = 0; i < 3; i++) {
+        const response = await own.request('POST', '/graphql', { token, body: { query: overLimit } });
+        expect(response.status).toBe(401);
+      }
+      expect(await refusals()).toBe(0);
+      // the same document without a credential is planned, and refused by the limits
+      const anonymous = await own.request('POST', '/graphql', { body: { query: overLimit } });
+      expect(anonymous.body.errors?.[0]?.extensions?.code).toBe('QUERY_TOO_COMPLEX');
+      expect(await refusals()).toBe(1);
+    } finally {
+      await own.close();
+    }
+  });
+
   test('a session revoked after it authenticated: its next queries wait for the verdict, get the 401, and log nothing', async () => {
     const lines: string[] = [];
     const own = await startTestApp({ log: (line) => lines.push(line) });

@@ -49,7 +49,7 @@ export class RecentCredentials {
   }
 }
 
-/** ~100 bytes a key */
+/** a key is a SHA-256 in base64 (44 characters) */
 const RECENT_CREDENTIALS_KEPT = 10_000;
 
 export class DeferredAuthentication {
