@@ -91,9 +91,10 @@ async function start(tree: string, port: number, extra: string) {
   throw new Error(`${tree}: not ready on port ${port}`);
 }
 
+/** utime and stime, in clock ticks (1/100 s) */
 const cpuTicks = (pid: number) => {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return Number(fields[11]) + Number(fields[12]); // utime + stime, in clock ticks (1/100 s)
+  return { user: Number(fields[11]), system: Number(fields[12]) };
 };
 
 function wrk(port: number, seconds: number) {
@@ -110,7 +111,11 @@ function wrk(port: number, seconds: number) {
 function measure(pid: number, port: number) {
   const before = cpuTicks(pid);
   const requests = wrk(port, Number(args.seconds));
-  return { rps: Math.round(requests / Number(args.seconds)), cpuUs: Math.round(((cpuTicks(pid) - before) * 10_000) / requests) };
+  const after = cpuTicks(pid);
+  const us = (ticks: number) => Math.round((ticks * 10_000) / requests);
+  const user = us(after.user - before.user);
+  const system = us(after.system - before.system);
+  return { rps: Math.round(requests / Number(args.seconds)), cpu: `${user + system} µs (user ${user}, system ${system})` };
 }
 
 const a = await start(args.a, 8111, args['a-env']!);
@@ -125,7 +130,7 @@ try {
     const y = measure(b.pid!, 8112);
     const xa = x ?? measure(a.pid!, 8111);
     ratios.push(y.rps / xa.rps);
-    console.log(`round ${round}: A ${xa.rps} req/s ${xa.cpuUs} µs | B ${y.rps} req/s ${y.cpuUs} µs | B/A ${(y.rps / xa.rps).toFixed(3)}`);
+    console.log(`round ${round}: A ${xa.rps} req/s ${xa.cpu} | B ${y.rps} req/s ${y.cpu} | B/A ${(y.rps / xa.rps).toFixed(3)}`);
   }
   const sorted = ratios.toSorted((p, q) => p - q);
   const mid = sorted.length / 2;

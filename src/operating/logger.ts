@@ -9,6 +9,7 @@
 // must be added there too.
 import { createRequire } from 'node:module';
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { ChunkedDestination } from './log-chunks.ts';
 
 export type { Logger };
 
@@ -31,12 +32,13 @@ function prettyStream(): DestinationStream | undefined {
 
 /** How long a buffered line may wait before it is written */
 const FLUSH_MS = 500;
+/** Chunks just under sonic-boom's 16 KiB write limit: a write a chunk, off the main thread, so fewer is cheaper */
+const CHUNK = 15 * 1024;
 
 export function createLogger(options: LoggerOptions = {}): Logger {
   const chosen = options.destination ?? (options.pretty ? prettyStream() : undefined);
-  // buffered: a line costs a copy, not a write(2); written at least every FLUSH_MS, and on exit (flushLog).
-  // Chunks just under sonic-boom's 16 KiB write limit: a write a chunk, off the main thread, so fewer is cheaper
-  const destination = chosen ?? pino.destination({ dest: 1, sync: false, minLength: 15 * 1024 });
+  // buffered: a line costs an array push, not a write(2); written at least every FLUSH_MS, and on exit (flushLog)
+  const destination = chosen ?? new ChunkedDestination(pino.destination({ dest: 1, sync: false, minLength: CHUNK }), CHUNK);
   const logger = pino(
     {
       level: options.level ?? 'info',
