@@ -752,7 +752,7 @@ async function benchWrites(ctx: ScaleContext) {
       });
 
     // pgbench: the server's transaction for this request, one script per organization (chosen at random)
-    const create = toPgbench(`select ${orderColumns} from rowgate.create_order($1, $2, $3, $4, $5)`, []);
+    const create = toPgbench(`select ${orderColumns} from rowgate.create_order($1, $2, $3, $4, $5, null::jsonb)`, []);
     const variables: Record<string, string> = { kind: 'web_session', hash: sessionHash(ctx, 'big'), currency: 'usd', status: 'paid' };
     const scripts = organizations.map((o, i) => {
       const b = body(o, i);

@@ -1079,8 +1079,11 @@ begin
     return;
   end if;
   delete from rowgate_private.idempotency_keys k
+    where k.subject_kind = v_kind and k.subject_id = v_id and k.key = p_key
+      and k.created_at < now() - rowgate_private.idempotency_key_lifetime();
+  delete from rowgate_private.idempotency_keys k
     where k.ctid = any (array(select k2.ctid from rowgate_private.idempotency_keys k2
-      where k2.created_at < now() - rowgate_private.idempotency_key_lifetime() limit 10));
+      where k2.created_at < now() - rowgate_private.idempotency_key_lifetime() limit 10 for update skip locked));
   select * into v_found from rowgate_private.idempotency_keys k
     where k.subject_kind = v_kind and k.subject_id = v_id and k.key = p_key;
   if v_found.key is null then
@@ -1224,8 +1227,8 @@ comment on function rowgate.create_oauth2_authorization_code(text,text,text[],uu
 Issues an authorization code to a client the current user authorizes.';
 grant execute on function rowgate.create_oauth2_authorization_code(text,text,text[],uuid,text,text,bytea) to rowgate_user;
 
--- Function rowgate.create_order(uuid,uuid,bigint,text,text)
-CREATE OR REPLACE FUNCTION rowgate.create_order(p_product_id uuid, p_customer_id uuid, p_amount bigint, p_currency text, p_status text)
+-- Function rowgate.create_order(uuid,uuid,bigint,text,text,jsonb)
+CREATE OR REPLACE FUNCTION rowgate.create_order(p_product_id uuid, p_customer_id uuid, p_amount bigint, p_currency text, p_status text, p_metadata jsonb DEFAULT NULL::jsonb)
  RETURNS SETOF rowgate.orders
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -1246,13 +1249,13 @@ begin
   if v_denial is not null then
     raise exception '%', v_denial using errcode = 'RG403';
   end if;
-  return query insert into rowgate.orders (organization_id, customer_id, product_id, amount, currency, status)
+  return query insert into rowgate.orders (organization_id, customer_id, product_id, amount, currency, status, metadata)
     values (v_product.organization_id, p_customer_id, p_product_id, coalesce(p_amount, v_product.price_amount),
-      coalesce(p_currency, v_product.price_currency), coalesce(p_status, 'pending'))
+      coalesce(p_currency, v_product.price_currency), coalesce(p_status, 'pending'), coalesce(p_metadata, '{}'))
     returning *;
 end;
 $function$;
-grant execute on function rowgate.create_order(uuid,uuid,bigint,text,text) to rowgate_organization, rowgate_user;
+grant execute on function rowgate.create_order(uuid,uuid,bigint,text,text,jsonb) to rowgate_organization, rowgate_user;
 
 -- Function rowgate.create_organization(text,text)
 CREATE OR REPLACE FUNCTION rowgate.create_organization(p_name text, p_slug text)
@@ -3330,7 +3333,8 @@ CREATE OR REPLACE FUNCTION rowgate_private.tg_webhook_endpoints__check_types()
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
 begin
-  if new.event_types is distinct from old.event_types and rowgate_hidden.current_subject_kind() is not null then
+  if (new.event_types is distinct from old.event_types or new.url is distinct from old.url)
+      and rowgate_hidden.current_subject_kind() is not null then
     perform rowgate_hidden.assert_event_types(new.organization_id, new.event_types);
   end if;
   return new;

@@ -27,31 +27,6 @@ import type { Settings } from './pg-client.ts';
 export const authenticatesNobody = () =>
   Object.assign(new Error('The credential is unknown, expired or revoked'), { code: '28000' /* invalid_authorization_specification */ });
 
-/**
- * The credentials (their keys: src/auth/credentials.ts) this server has lately
- * seen authenticate somebody: only theirs wait for a query's first transaction.
- * A credential seen for the first time is asked before its document is planned,
- * so a client inventing tokens gets each one's 401 before anything of its
- * document is planned, as before.
- */
-export class RecentCredentials {
-  private readonly keys = new Map<string, true>();
-  has(key: string): boolean {
-    return this.keys.has(key);
-  }
-  add(key: string): void {
-    this.keys.delete(key);
-    this.keys.set(key, true);
-    if (this.keys.size > RECENT_CREDENTIALS_KEPT) this.keys.delete(this.keys.keys().next().value!);
-  }
-  delete(key: string): void {
-    this.keys.delete(key);
-  }
-}
-
-/** a key is a SHA-256 in base64 (44 characters) */
-const RECENT_CREDENTIALS_KEPT = 10_000;
-
 export class DeferredAuthentication {
   private readonly values: unknown[];
   private readonly pool: pg.Pool;

@@ -47,13 +47,16 @@ export function createApp(options: AppOptions) {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple'); // repeated parameters become arrays; nothing nested
+  // `/V1/…` is no route: the checks that look at the path (rate limits, no-store) see what the router sees
+  app.set('case sensitive routing', true);
 
   // what every request passes through, in order, before its route is matched
-  // CORS first, so that a browser app can read even a 429 (its preflights are answered there)
+  // CORS first, so that a browser app can read even a 429 (its preflights are answered there),
+  // and the security headers before the limits, so that a 429 is not stored either
   const requestMiddleware: express.RequestHandler[] = [
     corsMiddleware(options.corsOrigins ?? []),
-    operatingMiddleware(options.operating ?? {}),
     apiSecurityHeaders,
+    operatingMiddleware(options.operating ?? {}),
   ];
   for (const middleware of requestMiddleware) app.use(middleware);
 
@@ -67,7 +70,7 @@ export function createApp(options: AppOptions) {
     validateResponses: options.validateResponses ?? false,
     hooks: { ...noHooks(), ...options.hooks },
   };
-  const writes = { ...pipeline, hooks: withIdempotency(options.hooks) };
+  const writes = { ...pipeline, hooks: withIdempotency(options.secret, options.hooks) };
   mountRoutes(app, options.routes, (route) =>
     route.access === null
       ? async (req: Request, res: Response) => {

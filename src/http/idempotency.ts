@@ -5,8 +5,14 @@
 // (inside the transaction, as the subject) asks what the key says, and
 // `answered` (still inside it, before the commit) keeps a 2xx answer with the
 // key, so the answer is stored exactly when the effect is committed.
+//
+// A stored answer is sealed under the server secret (src/auth/sealed.ts): the
+// answers of token, session, client and webhook creation carry secrets that
+// are shown once and otherwise kept only as keyed hashes (SPEC §2), and a copy
+// of the database must not hold them in clear for the key's lifetime.
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
+import { open, seal } from '../auth/sealed.ts';
 import { ApiError, invalidField } from './errors.ts';
 import type { PipelineHooks, RequestState } from './pipeline.ts';
 import { type ApiRoute, isAnonymous } from './route.ts';
@@ -37,19 +43,42 @@ export const takesIdempotencyKeys = (route: ApiRoute) =>
 
 export const IDEMPOTENCY_HEADER = HEADER;
 
-/** The same request: the same method, path and body. */
-const requestHash = (req: Request) =>
-  createHash('sha256')
-    .update(`${req.method} ${req.originalUrl.split('?')[0]}\n${JSON.stringify(req.body ?? null)}`)
+/**
+ * The same request: the same method, target (path and query string) and body;
+ * for a route that acts on the presenting credential itself (signing out), the
+ * same credential too.
+ */
+function requestHash(state: RequestState): Buffer {
+  const { req, route } = state;
+  const credential = route.actsOnCredential ? (state.subject?.settings?.['rowgate.credential_id'] ?? '') : '';
+  return createHash('sha256')
+    .update(`${req.method} ${req.originalUrl}\n${credential}\n${JSON.stringify(req.body ?? null)}`)
     .digest();
+}
 
-async function claim(state: RequestState) {
+const PURPOSE = 'rowgate idempotent answers v1';
+/** Marks a sealed answer (base64 of src/auth/sealed.ts's bytes); an answer without it was stored before answers were sealed. */
+const SEALED = 'sealed:v1:';
+
+const sealAnswer = (body: string, secret: string) => SEALED + seal(body, secret, PURPOSE).toString('base64');
+
+function openAnswer(stored: string, secret: string): string {
+  if (!stored.startsWith(SEALED)) return stored;
+  try {
+    return open(Buffer.from(stored.slice(SEALED.length), 'base64'), secret, PURPOSE);
+  } catch {
+    // sealed under another server secret: the answer cannot be given again, and the request must not run twice
+    throw new ApiError(422, 'IdempotencyKeyReused', 'The answer kept for this Idempotency-Key can no longer be read; use a new key');
+  }
+}
+
+async function claim(state: RequestState, secret: string) {
   const sent = state.req.headers[HEADER];
   if (sent === undefined) return;
   if (typeof sent !== 'string' || !WELL_FORMED.test(sent)) {
     throw invalidField(['header', HEADER], 'An Idempotency-Key is 1 to 255 printable ASCII characters', String(sent));
   }
-  const hash = requestHash(state.req);
+  const hash = requestHash(state);
   const row = await state.tx!.one<{ status: string; response_status: number | null; response_body: string | null }>(
     'select status, response_status, response_body from rowgate.claim_idempotency_key($1, $2)',
     [sent, hash],
@@ -60,13 +89,13 @@ async function claim(state: RequestState) {
     case 'reused':
       throw new ApiError(422, 'IdempotencyKeyReused', 'This Idempotency-Key was used for another request (method, path or body)');
     case 'replay':
-      throw new StoredAnswer(row!.response_status!, row!.response_body!);
+      throw new StoredAnswer(row!.response_status!, openAnswer(row!.response_body!, secret));
     default:
       claims.set(state.req, { key: sent, requestHash: hash });
   }
 }
 
-async function keep(state: RequestState, result: unknown) {
+async function keep(state: RequestState, result: unknown, secret: string) {
   const claimed = claims.get(state.req);
   // a handler that returns an error has committed something, but its answer is not a 2xx
   if (!claimed || result instanceof ApiError) return;
@@ -75,7 +104,7 @@ async function keep(state: RequestState, result: unknown) {
     claimed.key,
     claimed.requestHash,
     state.route.status,
-    body,
+    sealAnswer(body, secret),
   ]);
 }
 
@@ -83,11 +112,11 @@ async function keep(state: RequestState, result: unknown) {
  * The hooks of a route that takes keys: claimed first once authenticated, kept
  * last once answered (other routes go without: a hook costs every request a tick).
  */
-export function withIdempotency(hooks: Partial<PipelineHooks> = {}): PipelineHooks {
+export function withIdempotency(secret: string, hooks: Partial<PipelineHooks> = {}): PipelineHooks {
   return {
     received: hooks.received ?? [],
     accepted: hooks.accepted ?? [],
-    authenticated: [claim, ...(hooks.authenticated ?? [])],
-    answered: [...(hooks.answered ?? []), keep],
+    authenticated: [(state) => claim(state, secret), ...(hooks.authenticated ?? [])],
+    answered: [...(hooks.answered ?? []), (state, result) => keep(state, result, secret)],
   };
 }

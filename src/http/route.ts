@@ -112,6 +112,11 @@ export interface ApiRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, 
    */
   cache?: 'credential';
   /**
+   * The route acts on the presenting credential itself (signing out): a retry
+   * with its Idempotency-Key is the same request only through the same credential.
+   */
+  actsOnCredential?: true;
+  /**
    * The policy that guards the operation (SPEC §5 steps 3–5), asked of the
    * database by the pipeline before the handler runs; the OpenAPI document says it.
    */

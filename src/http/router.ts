@@ -58,6 +58,6 @@ function resourceRouter(routers: Map<string, express.Router>, path: string) {
   const parameter = fixed.findIndex((segment) => segment.includes(':'));
   const prefix = `/${(parameter < 0 ? fixed : fixed.slice(0, parameter)).join('/')}`;
   let router = routers.get(prefix);
-  if (!router) routers.set(prefix, (router = express.Router()));
+  if (!router) routers.set(prefix, (router = express.Router({ caseSensitive: true })));
   return { router, rest: prefix === '/' ? path : path.slice(prefix.length) || '/' };
 }

@@ -24,10 +24,11 @@ const API_HEADERS = new Map([
  * client secrets, personal data, errors included: SPEC §14) and GraphQL's.
  */
 const STORED_NOWHERE = new Map([...API_HEADERS, ['Cache-Control', 'no-store']]);
-const storedNowhere = (url: string) => url.startsWith('/v1/') || url === '/v1' || url.startsWith('/v1?') || url.startsWith('/graphql');
+const storedNowhere = (path: string) => path.startsWith('/v1/') || path === '/v1' || path.startsWith('/graphql');
 
 export function apiSecurityHeaders(req: Request, res: Response, next: NextFunction) {
-  res.setHeaders(storedNowhere(req.url) ? STORED_NOWHERE : API_HEADERS);
+  // the path as the router matches it (an absolute-form request target included)
+  res.setHeaders(storedNowhere(req.path) ? STORED_NOWHERE : API_HEADERS);
   next();
 }
 

@@ -16,13 +16,21 @@ import type { BlockList } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import { RateLimiterRes } from 'rate-limiter-flexible';
 import { credentialKey, readCredential } from '../auth/credentials.ts';
+import { RecentCredentials } from '../auth/recent-credentials.ts';
 import { ApiError } from '../http/errors.ts';
 import type { RequestState } from '../http/pipeline.ts';
 import { accessLog } from './access-log.ts';
 import { clientAddress } from './client-address.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
-import { policyField, type RateLimitDecision, type RateLimits, rateLimitHeaders, remainingField } from './rate-limit.ts';
+import {
+  policyField,
+  type RateLimitDecision,
+  type RateLimits,
+  rateLimitHeaders,
+  remainingField,
+  WRONG_CODES_WINDOW_SECONDS,
+} from './rate-limit.ts';
 import { Refusals } from './refusals.ts';
 import { assignRequestId } from './request-id.ts';
 
@@ -39,7 +47,10 @@ const UNMATCHED = '(unmatched)';
 /** Where a wrong sign-in code is answered (src/signin/login-code.ts) */
 const SIGN_IN_CODE_PATH = '/v1/login-code/authenticate';
 
-const limited = (url: string) => url.startsWith('/v1/') || url.startsWith('/graphql');
+/** The path as the router matches it (an absolute-form request target included) */
+const limited = (path: string) => path.startsWith('/v1/') || path.startsWith('/graphql');
+/** The router takes a path with or without its trailing slash as the same route */
+const isSignInCode = (path: string) => path === SIGN_IN_CODE_PATH || path === `${SIGN_IN_CODE_PATH}/`;
 
 export function operatingMiddleware(options: OperatingOptions) {
   const { logger, metrics, rateLimits } = options;
@@ -48,6 +59,8 @@ export function operatingMiddleware(options: OperatingOptions) {
   /** addresses refused until a time (ms): past their allowance, or past their wrong codes */
   const addressRefused = new Refusals();
   const codesRefused = new Refusals();
+  /** the keys of credentials this server has lately seen authenticate (src/auth/credentials.ts: credentialKey) */
+  const authenticated = new RecentCredentials();
 
   const tooMany = (decision: RateLimitDecision, detail: string) => new ApiError(429, 'TooManyRequests', detail, rateLimitHeaders(decision));
   /** the route template of what the limits refused: before any route was matched */
@@ -68,20 +81,34 @@ export function operatingMiddleware(options: OperatingOptions) {
   function spend(req: Request, res: Response, rateLimits: RateLimits): Promise<void> {
     const address = clientAddress(req, trusted);
     res.locals.clientAddress = address;
-    if (req.path === SIGN_IN_CODE_PATH) {
+    if (isSignInCode(req.path)) {
       const until = codesRefused.get(address);
       if (until) {
         const reset = Math.ceil((until - Date.now()) / 1000);
         metrics?.rateLimitRefusals.inc({ policy: 'sign_in_codes' });
         throw tooMany(
-          { allowed: false, policy: 'sign_in_codes', quota: rateLimits.wrongCodes.points, remaining: 0, reset },
+          {
+            allowed: false,
+            policy: 'sign_in_codes',
+            quota: rateLimits.wrongCodes.points,
+            remaining: 0,
+            reset,
+            window: WRONG_CODES_WINDOW_SECONDS,
+          },
           'Too many wrong sign-in codes from this address; try again later',
         );
       }
     }
     const credential = readCredential(req);
     let decided: Promise<RateLimitDecision>;
-    if (credential && credential !== 'malformed') {
+    const key = credential && credential !== 'malformed' ? credentialKey(credential) : undefined;
+    if (key !== undefined && authenticated.has(key)) {
+      // a credential this server has seen authenticate: its own allowance only, whatever its address's neighbours do
+      res.locals.credentialKey = key;
+      decided = rateLimits.credential.consume(key);
+    } else if (key !== undefined) {
+      // one it has not: it spends its address's allowance too, before the database is asked (inventing tokens
+      // gets no more than the address's rate, however many are in flight)
       const until = addressRefused.get(address);
       if (until) {
         const reset = Math.ceil((until - Date.now()) / 1000);
@@ -91,13 +118,10 @@ export function operatingMiddleware(options: OperatingOptions) {
           'Too many requests from this address without a valid credential; try again later',
         );
       }
-      res.locals.credentialPresented = true;
-      decided = rateLimits.credential.consume(credentialKey(credential));
+      res.locals.credentialKey = key;
+      decided = spendAddress(rateLimits, address).then((decision) => (decision.allowed ? rateLimits.credential.consume(key) : decision));
     } else {
-      decided = rateLimits.address.consume(address).then((decision) => {
-        if (!decision.allowed) addressRefused.set(address, Date.now() + decision.reset * 1000);
-        return decision;
-      });
+      decided = spendAddress(rateLimits, address);
     }
     return decided.then((decision) => {
       if (!decision.allowed) {
@@ -109,20 +133,30 @@ export function operatingMiddleware(options: OperatingOptions) {
     });
   }
 
-  /** After the answer: what a refused credential or a wrong code costs the address. */
-  function charge(req: Request, res: Response, status: number) {
-    if (!rateLimits || status !== 401) return;
+  function spendAddress(rateLimits: RateLimits, address: string): Promise<RateLimitDecision> {
+    return rateLimits.address.consume(address).then((decision) => {
+      if (!decision.allowed) addressRefused.set(address, Date.now() + decision.reset * 1000);
+      return decision;
+    });
+  }
+
+  /**
+   * After the answer: a credential that authenticated is remembered (its next
+   * requests spend only its own allowance), one that did not is forgotten, and
+   * a wrong code costs the guesser's address.
+   */
+  function charge(req: Request, res: Response, status: number, settings: Record<string, string> | undefined) {
+    if (!rateLimits) return;
+    const key = res.locals.credentialKey as string | undefined;
+    if (key !== undefined) {
+      if (settings?.['rowgate.credential_id']) {
+        if (!authenticated.has(key)) authenticated.add(key);
+      } else if (status === 401) authenticated.delete(key);
+    }
+    if (status !== 401) return;
     const address = res.locals.clientAddress as string | undefined;
     if (!address) return;
-    if (res.locals.credentialPresented) {
-      rateLimits.address.consume(address).then(
-        (decision) => {
-          if (!decision.allowed) addressRefused.set(address, Date.now() + decision.reset * 1000);
-        },
-        () => {},
-      );
-    }
-    if (req.path === SIGN_IN_CODE_PATH) {
+    if (isSignInCode(req.path)) {
       // the allowance spent: the next guess is refused
       rateLimits.wrongCodes.consume(address).then(
         (spent) => {
@@ -144,9 +178,9 @@ export function operatingMiddleware(options: OperatingOptions) {
       const state = res.locals.pipeline as RequestState | undefined;
       const route = state?.route.path ?? (res.locals.route as string | undefined) ?? UNMATCHED;
       metrics?.observe(req.method, route, status, seconds);
-      charge(req, res, status);
-      if (!writeAccessLine) return;
       const settings = state?.subject?.settings ?? (res.locals.subjectSettings as Record<string, string> | undefined);
+      charge(req, res, status, settings);
+      if (!writeAccessLine) return;
       writeAccessLine({
         request_id: id,
         method: req.method,
@@ -158,7 +192,7 @@ export function operatingMiddleware(options: OperatingOptions) {
         aborted: !res.writableFinished,
       });
     });
-    if (!rateLimits || !limited(req.url)) return next();
+    if (!rateLimits || !limited(req.path)) return next();
     limit(req, res, rateLimits).then(
       () => next(),
       (error: unknown) => {

@@ -16,7 +16,7 @@ export interface RateLimitOptions {
 }
 
 /** The window of the wrong sign-in codes' allowance */
-const WRONG_CODES_WINDOW_SECONDS = 15 * 60;
+export const WRONG_CODES_WINDOW_SECONDS = 15 * 60;
 
 /** What a request is told: the IETF RateLimit fields, and whether it may go on. */
 export interface RateLimitDecision {
@@ -27,6 +27,8 @@ export interface RateLimitDecision {
   remaining: number;
   /** seconds until the window resets */
   reset: number;
+  /** the policy's window in seconds (default 1) */
+  window?: number;
 }
 
 /** How long the burst allowance takes to come back */
@@ -109,7 +111,7 @@ export function rateLimitHeaders(decision: RateLimitDecision): Record<string, st
 }
 
 /** `RateLimit-Policy`: the policy's name, quota and window */
-export const policyField = (decision: RateLimitDecision): string => `"${decision.policy}";q=${decision.quota};w=1`;
+export const policyField = (decision: RateLimitDecision): string => `"${decision.policy}";q=${decision.quota};w=${decision.window ?? 1}`;
 
 /** `RateLimit`: what is left of the policy's window, and when it resets */
 export const remainingField = (decision: RateLimitDecision): string => `"${decision.policy}";r=${decision.remaining};t=${decision.reset}`;

@@ -131,17 +131,13 @@ export const orderRoutes = [
     status: 201,
     response: OrderRead,
     handler: async ({ tx, body }) => {
-      const order = await tx.one<{ id: string }>(`select ${orderColumns} from rowgate.create_order($1, $2, $3, $4, $5)`, [
+      // the metadata goes in with the insert, so the order's events carry it
+      return tx.one(`select ${orderColumns} from rowgate.create_order($1, $2, $3, $4, $5, $6::jsonb)`, [
         body.product_id,
         body.customer_id,
         body.amount ?? null,
         body.currency ?? null,
         body.status ?? null,
-      ]);
-      // (a second statement: the row the function inserted is not visible to an update in the same statement)
-      if (body.metadata === undefined) return order;
-      return tx.one(`update rowgate.orders set metadata = $2::jsonb where id = $1 returning ${orderColumns}`, [
-        order!.id,
         jsonOrNull(body.metadata),
       ]);
     },

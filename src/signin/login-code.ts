@@ -128,6 +128,7 @@ export const loginCodeRoutes = [
     description: 'Revokes the web session of this request server-side and clears the cookie.',
     tag: 'sign-in',
     access: access.webUserRead,
+    actsOnCredential: true,
     status: 204,
     handler: async ({ tx, res }) => {
       await tx.one('select rowgate.revoke_current_session() as revoked');

@@ -3,7 +3,8 @@
 // sealed (AES-256-GCM under a key derived from the server secret) in a table no
 // API role or analyst can read: a copy of the database alone does not give them
 // away (docs/security.md).
-import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { open, seal } from '../auth/sealed.ts';
 
 export const SECRET_PREFIX = 'whsec_';
 
@@ -12,18 +13,9 @@ export function generateWebhookSecret(): string {
   return SECRET_PREFIX + randomBytes(24).toString('base64');
 }
 
-const keyOf = (serverSecret: string) => createHmac('sha256', serverSecret).update('rowgate webhook secrets v1').digest();
+const PURPOSE = 'rowgate webhook secrets v1';
 
 /** iv (12 bytes) | tag (16 bytes) | ciphertext */
-export function sealSecret(secret: string, serverSecret: string): Buffer {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', keyOf(serverSecret), iv);
-  const sealed = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
-  return Buffer.concat([iv, cipher.getAuthTag(), sealed]);
-}
+export const sealSecret = (secret: string, serverSecret: string): Buffer => seal(secret, serverSecret, PURPOSE);
 
-export function openSecret(sealed: Buffer, serverSecret: string): string {
-  const decipher = createDecipheriv('aes-256-gcm', keyOf(serverSecret), sealed.subarray(0, 12));
-  decipher.setAuthTag(sealed.subarray(12, 28));
-  return Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]).toString('utf8');
-}
+export const openSecret = (sealed: Buffer, serverSecret: string): string => open(sealed, serverSecret, PURPOSE);
