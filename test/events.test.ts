@@ -139,6 +139,26 @@ describe('an event per change, with its data as REST answers it and the actor of
     expect(events[1]!.actor).toEqual(actor('customer', created.id, 'customer_session', await credentialId('sessions', session)));
   });
 
+  test('an order created with metadata: its order.created and order.paid carry it, and nothing else is written', async () => {
+    const product = await app.product(A, { price_amount: 300 });
+    const customer = await app.customer(A);
+    const order = await ok(
+      app.post(
+        '/v1/orders/',
+        { product_id: product, customer_id: customer, status: 'paid', metadata: { channel: 'web' } },
+        {
+          session: admin.session,
+        },
+      ),
+      201,
+    );
+    expect(order.metadata).toEqual({ channel: 'web' });
+    const events = await eventsOf(order.id);
+    expect(events.map((e) => e.type)).toEqual(['order.created', 'order.paid']);
+    expect(events[0]!.data).toEqual(order);
+    expect(events[1]!.data).toEqual(order);
+  });
+
   test('a paid order: order.created, order.paid and its transaction; refunding it: order.updated, order.refunded', async () => {
     const product = await app.product(A, { price_amount: 700 });
     const customer = await app.customer(A);

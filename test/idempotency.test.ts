@@ -145,3 +145,83 @@ describe('what a key refuses', () => {
     expect(await app.sql('select 1 from rowgate_private.idempotency_keys where key = $1', [key])).toEqual([]);
   });
 });
+
+describe('what makes two requests the same (a hostile review, 2026-11-26)', () => {
+  test('the query string is part of the request: the same key and body for another organization is 422, not a replay', async () => {
+    const second = (await app.organization(user.id)).id;
+    const external = `ext-${randomUUID()}`;
+    for (const organization of [org, second]) {
+      const created = await send('POST', '/v1/customers/', user, {
+        organization_id: organization,
+        email: `${randomUUID()}@example.com`,
+        external_id: external,
+      });
+      expect(created.status).toBe(201);
+    }
+    const key = randomUUID();
+    const first = await send('PATCH', `/v1/customers/external/${external}?organization_id=${org}`, user, { last_name: 'Patched' }, key);
+    expect(first.status).toBe(200);
+    const other = await send('PATCH', `/v1/customers/external/${external}?organization_id=${second}`, user, { last_name: 'Patched' }, key);
+    expect(other.status).toBe(422);
+    expect(JSON.parse(other.text).error).toBe('IdempotencyKeyReused');
+  });
+
+  test("sign-out's key is the same request only through the same session", async () => {
+    const [one, two] = [await app.session(user.id), await app.session(user.id)];
+    const key = randomUUID();
+    expect((await send('POST', '/v1/auth/logout', { session: one }, undefined, key)).status).toBe(204);
+    const other = await send('POST', '/v1/auth/logout', { session: two }, undefined, key);
+    expect(other.status).toBe(422);
+    expect(JSON.parse(other.text).error).toBe('IdempotencyKeyReused');
+    // not a silent 204: the second session was not signed out, and says so
+    expect((await app.get('/v1/users/me', { session: two })).status).toBe(200);
+  });
+
+  test('a stored answer holds no secret in clear; its replay gives it back byte for byte', async () => {
+    const key = randomUUID();
+    const first = await send('POST', '/v1/personal-access-tokens/', user, { comment: 'kept-comment', scopes: ['user:read'] }, key);
+    expect(first.status).toBe(201);
+    const token = JSON.parse(first.text).token as string;
+    expect(token).toMatch(/^rg_pat_/);
+    const [stored] = await app.sql<{ response_body: string }>('select response_body from rowgate_private.idempotency_keys where key = $1', [
+      key,
+    ]);
+    expect(stored!.response_body).not.toContain(token);
+    expect(stored!.response_body).not.toContain('kept-comment');
+    expect(stored!.response_body).toMatch(/^sealed:v1:/);
+    expect(await send('POST', '/v1/personal-access-tokens/', user, { comment: 'kept-comment', scopes: ['user:read'] }, key)).toEqual({
+      status: 201,
+      replayed: 'true',
+      text: first.text,
+    });
+  });
+
+  test("a subject's key past its lifetime is forgotten: the request runs again", async () => {
+    const key = randomUUID();
+    const name = `expired ${key}`;
+    expect((await send('POST', '/v1/products/', user, product(name), key)).status).toBe(201);
+    await app.sql(`update rowgate_private.idempotency_keys set created_at = now() - interval '25 hours' where key = $1`, [key]);
+    expect(await send('POST', '/v1/products/', user, product(name), key)).toMatchObject({ status: 201, replayed: null });
+    expect((await productsNamed(name)).length).toBe(2);
+  });
+
+  test("cleaning expired keys never waits for another transaction's: a keyed write goes on while they are locked", async () => {
+    await app.sql(
+      `insert into rowgate_private.idempotency_keys (subject_kind, subject_id, key, request_hash, response_status, response_body, created_at)
+         select 'user', gen_random_uuid(), 'expired ' || i, '\\x00', 201, '{}', now() - interval '48 hours' from generate_series(1, 20) i`,
+    );
+    const holder = await app.owner.connect();
+    try {
+      await holder.query('begin');
+      await holder.query(`select 1 from rowgate_private.idempotency_keys where key like 'expired %' for update`);
+      const name = `while locked ${randomUUID()}`;
+      const answer = send('POST', '/v1/products/', user, product(name), randomUUID());
+      // before the fix the claim waited for this transaction; a bounded wait tells the two apart
+      const outcome = await Promise.race([answer.then((a) => a.status), new Promise((r) => setTimeout(() => r('still waiting'), 5_000))]);
+      expect(outcome).toBe(201);
+    } finally {
+      await holder.query('rollback');
+      holder.release();
+    }
+  });
+});

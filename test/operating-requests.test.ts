@@ -186,9 +186,62 @@ describe('rate limits', () => {
         (await send('POST', '/v1/login-code/authenticate', { body: { email, code: `ZZZZ-ZZZ${i + 2}` }, address: guesser })).status,
       );
     expect(guesses).toEqual([401, 401, 401, 429, 429]);
-    // the guesser is refused even with the right code; the owner signs in
-    expect((await send('POST', '/v1/login-code/authenticate', { body: { email, code }, address: guesser })).status).toBe(429);
+    // the guesser is refused even with the right code, whatever spelling of the path it sends; the owner signs in
+    const refused = await send('POST', '/v1/login-code/authenticate', { body: { email, code }, address: guesser });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('ratelimit-policy')).toBe('"sign_in_codes";q=3;w=900');
+    expect(refused.headers.get('cache-control')).toBe('no-store');
+    expect((await send('POST', '/v1/login-code/authenticate/', { body: { email, code }, address: guesser })).status).toBe(429);
+    expect((await send('POST', '/V1/login-code/authenticate', { body: { email, code }, address: guesser })).status).toBe(404);
     expect((await send('POST', '/v1/login-code/authenticate', { body: { email, code }, address: owner })).status).toBe(200);
+  });
+
+  test('an anonymous flood from an address does not refuse a credential seen to authenticate there', async () => {
+    const address = newAddress();
+    const bob = await app.user();
+    const pat = await app.pat(bob.id, ['products_read']);
+    secrets.add(pat);
+    expect((await send('GET', '/v1/products/', { token: pat, address })).status).toBe(200);
+    const flood = await Promise.all(Array.from({ length: 4 * RATE }, () => send('GET', '/v1/users/me', { address })));
+    expect(flood.filter((r) => r.status === 429).length).toBeGreaterThan(0);
+    expect((await send('GET', '/v1/users/me', { address })).status).toBe(429);
+    // the known credential spends its own allowance only; a credential never seen spends the refused address's
+    expect((await send('GET', '/v1/products/', { token: pat, address })).status).toBe(200);
+    const unseen = await app.pat(bob.id, ['products_read']);
+    secrets.add(unseen);
+    expect((await send('GET', '/v1/products/', { token: unseen, address })).status).toBe(429);
+  });
+
+  test("made-up tokens sent at once get no more than their address's allowance", async () => {
+    const address = newAddress();
+    const guesses = await Promise.all(
+      Array.from({ length: 6 * RATE }, (_, i) => send('GET', '/v1/users/me', { token: `rg_pat_${'y'.repeat(40)}${i}`, address })),
+    );
+    // the window and the burst of the address, then refusals before the database is asked
+    expect(guesses.filter((r) => r.status === 401).length).toBeLessThanOrEqual(2 * RATE);
+    expect(guesses.filter((r) => r.status === 429).length).toBeGreaterThanOrEqual(4 * RATE);
+  });
+
+  test('the limits and no-store see the path the router sees: another case is no route, an absolute target is limited', async () => {
+    const upper = await send('GET', '/V1/users/me', { session: ann.session });
+    expect(upper.status).toBe(404);
+    // an absolute-form request target (as a proxy sends it) reaches the route with the limits and no-store
+    const { request } = await import('node:http');
+    const target = new URL(app.url);
+    const answer = await new Promise<{ status: number; headers: Record<string, unknown> }>((resolve, reject) => {
+      const req = request(
+        { host: target.hostname, port: target.port, path: `${app.url}/v1/users/me`, headers: { cookie: `rowgate_session=${ann.session}` } },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers }));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.headers['cache-control']).toBe('no-store');
+    expect(answer.headers['ratelimit-policy']).toBe(`"default";q=${RATE};w=1`);
   });
 });
 

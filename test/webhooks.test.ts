@@ -212,6 +212,22 @@ describe('endpoints', () => {
     expect(res.status).toBe(403);
     expect(res.body.detail).toBe('Organization has no account');
   });
+
+  test("pointing an endpoint at a new URL is checked like its event types: a token may not redirect a web session's subscription to token events", async () => {
+    const created = await app.post(
+      '/v1/webhook-endpoints/',
+      { organization_id: A, url: `${receiver.url}/payouts`, event_types: ['organization_access_token.created'] },
+      web(),
+    );
+    expect(created.status).toBe(201);
+    const oat = await app.oat(A, ['webhooks_write', 'webhooks_read', 'events_read']);
+    const redirected = await app.patch(`/v1/webhook-endpoints/${created.body.id}`, { url: `${receiver.url}/stolen` }, { token: oat });
+    expect(redirected.status).toBe(403);
+    expect((await app.get(`/v1/webhook-endpoints/${created.body.id}`, web())).body.url).toBe(`${receiver.url}/payouts`);
+    // the web session may move it; a change of nothing else than the description needs no such right
+    expect((await app.patch(`/v1/webhook-endpoints/${created.body.id}`, { url: `${receiver.url}/moved` }, web())).status).toBe(200);
+    expect((await app.patch(`/v1/webhook-endpoints/${created.body.id}`, { description: 'd' }, { token: oat })).status).toBe(200);
+  });
 });
 
 describe('deliveries', () => {
