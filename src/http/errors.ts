@@ -85,8 +85,8 @@ export const notPermitted = (reason: string) => new ApiError(403, 'NotPermitted'
 export const ECHOED_CHARACTERS = 200;
 export const MAX_ISSUES = 50;
 
-/** A client's text, cut to ECHOED_CHARACTERS (and an ellipsis). */
-export const boundedText = (text: string, max = ECHOED_CHARACTERS) => (text.length > max ? `${text.slice(0, max)}…` : text);
+/** A client's text, at most ECHOED_CHARACTERS of it (the last an ellipsis when it was cut). */
+export const boundedText = (text: string, max = ECHOED_CHARACTERS) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
 
 /**
  * The refused input echoed in a validation issue, bounded: a string of at most

@@ -3,7 +3,7 @@
 // location in SPEC §7's 422.
 import express, { type Request } from 'express';
 import type { z } from 'zod';
-import { ApiError, validationError, type ValidationIssue } from './errors.ts';
+import { ApiError, boundedText, validationError, type ValidationIssue } from './errors.ts';
 import type { ApiRoute, BodyType } from './route.ts';
 
 /** The media types of each kind of body a route may take. */
@@ -56,7 +56,7 @@ function zodIssues(error: z.ZodError, source: string, input: unknown): Validatio
   // an unknown field is reported at its own location
   const issues = error.issues.flatMap((issue): { code: string; path: PropertyKey[]; message: string }[] =>
     issue.code === 'unrecognized_keys'
-      ? issue.keys.map((key) => ({ code: issue.code, path: [...issue.path, key], message: `Unknown field "${key}"` }))
+      ? issue.keys.map((key) => ({ code: issue.code, path: [...issue.path, key], message: `Unknown field "${boundedText(key)}"` }))
       : [issue],
   );
   return issues.map((issue) => {

@@ -4,6 +4,7 @@
 // The SQL they become is src/resources/list-statement.ts.
 import { z } from 'zod';
 import { doc, METADATA_KEY } from './fields.ts';
+import { boundedText } from '../http/errors.ts';
 import { type ListSpec, sortKeys } from './list-statement.ts';
 
 const MAX_LIMIT = 100;
@@ -74,7 +75,7 @@ export function listQuery<F extends z.ZodRawShape>(list: Pick<ListSpec, 'sortabl
       const keys = Object.keys(query).filter((name) => !(name in shape));
       for (const name of keys) {
         const key = /^metadata\[(.*)\]$/.exec(name)?.[1];
-        if (key === undefined) ctx.addIssue({ code: 'custom', path: [name], message: `Unknown field "${name}"` });
+        if (key === undefined) ctx.addIssue({ code: 'custom', path: [name], message: `Unknown field "${boundedText(name)}"` });
         else if (!METADATA_KEY.test(key))
           ctx.addIssue({ code: 'custom', path: [name], message: 'A metadata key is 1 to 40 characters of A-Z, a-z, 0-9, _ and -' });
       }

@@ -101,7 +101,7 @@ export const loginCodeRoutes = [
     operationId: 'login_code:authenticate',
     summary: 'Sign in with an e-mail code',
     description:
-      'Checks the code mailed to the address and signs in: answers the user (created on the first sign-in) and sets the `rowgate_session` cookie (a 31-day web session). A wrong, used or expired code is a 401; after 5 wrong attempts every pending code of the address stops working.',
+      'Checks the code mailed to the address and signs in: answers the user (created on the first sign-in) and sets the `rowgate_session` cookie (a 31-day web session). A wrong, used or expired code is a 401; wrong codes cost the address that sends them (10 per 15 minutes, then 429) and never stop the codes mailed to the owner.',
     tag: 'sign-in',
     body: LoginCodeAuthenticate,
     status: 200,

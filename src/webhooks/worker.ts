@@ -201,8 +201,10 @@ export class WebhookWorker {
         error: 'The signing secret cannot be opened (was the server secret changed?)',
       };
     }
-    const signature = new Webhook(secret).sign(row.event_id, new Date(), body);
-    const timestamp = String(Math.floor(Date.now() / 1000));
+    // one instant for the signature and its header (two clock readings could fall either side of a second)
+    const now = new Date();
+    const signature = new Webhook(secret).sign(row.event_id, now, body);
+    const timestamp = String(Math.floor(now.getTime() / 1000));
     return postWebhook(row.url, { 'webhook-id': row.event_id, 'webhook-timestamp': timestamp, 'webhook-signature': signature }, body, {
       allowLoopback: this.options.allowLoopback,
       timeoutMs: this.timeoutMs,
