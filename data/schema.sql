@@ -2710,17 +2710,29 @@ CREATE OR REPLACE FUNCTION rowgate_private.claim_webhook_delivery()
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
 declare
+  v_candidate record;
   v_delivery rowgate_private.webhook_deliveries;
 begin
-  select d.* into v_delivery from rowgate_private.webhook_deliveries d
-    join rowgate.webhook_endpoints e on e.id = d.endpoint_id
-    where d.status = 'pending' and d.next_attempt_at <= now() and e.enabled and e.deleted_at is null
-      and (d.attempts > 0 or not exists (
-        select 1 from rowgate_private.webhook_deliveries p
-        where p.endpoint_id = d.endpoint_id and p.status = 'pending' and p.attempts = 0 and p.event_id < d.event_id))
-    order by d.next_attempt_at, d.event_id
-    limit 1
-    for update of d skip locked;
+  for v_candidate in
+    select c.id, c.organization_id from (
+      select distinct on (d.organization_id) d.id, d.organization_id, d.next_attempt_at, d.event_id
+      from rowgate_private.webhook_deliveries d
+        join rowgate.webhook_endpoints e on e.id = d.endpoint_id
+      where d.status = 'pending' and d.next_attempt_at <= now() and e.enabled and e.deleted_at is null
+        and (d.attempts > 0 or not exists (
+          select 1 from rowgate_private.webhook_deliveries p
+          where p.endpoint_id = d.endpoint_id and p.status = 'pending' and p.attempts = 0 and p.event_id < d.event_id))
+      order by d.organization_id, d.next_attempt_at, d.event_id
+    ) c
+    order by c.next_attempt_at, c.event_id
+    limit 100
+  loop
+    continue when not pg_try_advisory_xact_lock(hashtextextended('rowgate webhook organization ' || v_candidate.organization_id, 0));
+    select d.* into v_delivery from rowgate_private.webhook_deliveries d
+      where d.organization_id = v_candidate.organization_id and d.id = v_candidate.id and d.status = 'pending'
+      for update skip locked;
+    exit when v_delivery.id is not null;
+  end loop;
   if v_delivery.id is null then
     return;
   end if;

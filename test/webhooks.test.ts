@@ -231,6 +231,54 @@ describe('endpoints', () => {
 });
 
 describe('deliveries', () => {
+  test('fair between organizations: one whose receivers never answer holds one attempt at a time, and the others go out meanwhile', async () => {
+    // a queue of this test's own: earlier tests' retries would hold slots too
+    await app.sql(`update rowgate_private.webhook_deliveries set status = 'failed' where status = 'pending'`);
+    const [hostile, victim] = [await app.user(), await app.user()];
+    const B = (await app.organization(hostile.id)).id;
+    const C = (await app.organization(victim.id)).id;
+    receiver.answer = (r) => (r.path.startsWith('/fair-hang') ? 'hang' : 200);
+    const hanging = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await app.post(
+        '/v1/webhook-endpoints/',
+        { organization_id: B, url: `${receiver.url}/fair-hang-${i}`, event_types: ['product.created'] },
+        { session: hostile.session },
+      );
+      expect(res.status).toBe(201);
+      hanging.push(res.body.id as string);
+    }
+    const served = await app.post(
+      '/v1/webhook-endpoints/',
+      { organization_id: C, url: `${receiver.url}/fair-served`, event_types: ['product.created'] },
+      { session: victim.session },
+    );
+    expect(served.status).toBe(201);
+    const create = (organization: string, user: TestUser) =>
+      app.post(
+        '/v1/products/',
+        { organization_id: organization, name: 'fair', price_amount: 1, price_currency: 'usd' },
+        { session: user.session },
+      );
+    expect((await create(B, hostile)).status).toBe(201);
+    await until(
+      'an attempt of the hanging organization',
+      async () => receiver.received.filter((r) => r.path.startsWith('/fair-hang')).length,
+      (n) => n >= 1,
+    );
+    expect((await create(C, victim)).status).toBe(201);
+    await until(
+      "the other organization's delivery",
+      async () => receiver.at('/fair-served').length,
+      (n) => n >= 1,
+    );
+    // it went out while the hanging organization's first attempt was still waiting for its receiver:
+    // none of that organization's attempts had ended, and only one had started
+    const recorded = (await Promise.all(hanging.map(deliveriesOf))).flat().reduce((sum, d) => sum + d.attempts, 0);
+    expect(recorded).toBe(0);
+    expect(receiver.received.filter((r) => r.path.startsWith('/fair-hang')).length).toBe(1);
+  });
+
   test('signed as Standard Webhooks: the receiver verifies them with the standardwebhooks package; the body is the event as REST answers it', async () => {
     const created = await endpoint('/signed', ['product.created']);
     const productId = await product('Signed');
