@@ -51,20 +51,29 @@ describe('the log written in chunks', () => {
     expect(writes).toHaveLength(1);
   });
 
-  test("the server's logger loses no line when the process exits without flushing", () => {
+  /** The lines a child process writes through the server's logger, then `ending` (JavaScript) */
+  function linesOfChild(lines: number, ending: string): number[] {
     const logger = path.resolve(import.meta.dirname, '../src/operating/logger.ts');
     const script = `
-      const { createLogger } = await import(${JSON.stringify(logger)});
+      const { createLogger, flushLog } = await import(${JSON.stringify(logger)});
       const log = createLogger();
-      for (let i = 0; i < 1000; i++) log.info({ i }, 'line');
-      process.exit(0);
+      for (let i = 0; i < ${lines}; i++) log.info({ i }, 'line');
+      ${ending}
     `;
     const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
     expect(run.stderr).toBe('');
-    const numbers = run.stdout
+    return run.stdout
       .trim()
       .split('\n')
       .map((line) => (JSON.parse(line) as { i: number }).i);
-    expect(numbers).toEqual(Array.from({ length: 1000 }, (_, i) => i));
+  }
+
+  test('lines still gathered when the process exits without flushing are written by the exit handler', () => {
+    // fewer than a chunk: none of them was handed to the destination before process.exit
+    expect(linesOfChild(100, 'process.exit(0);')).toEqual(Array.from({ length: 100 }, (_, i) => i));
+  });
+
+  test("the server's way out (flushLog, then exit) loses no line, chunks in flight included", () => {
+    expect(linesOfChild(3000, 'await flushLog(log); process.exit(0);')).toEqual(Array.from({ length: 3000 }, (_, i) => i));
   });
 });
