@@ -75,10 +75,34 @@ describe('X-Request-Id on every answer', () => {
         }),
     ],
     ['the OAuth2 metadata', () => app.get('/.well-known/oauth-authorization-server')],
+    [
+      'a CORS preflight',
+      () =>
+        app.request('OPTIONS', '/.well-known/oauth-authorization-server', {
+          headers: { origin: 'https://app.example.com', 'access-control-request-method': 'GET' },
+        }),
+    ],
+    ['a method a path does not take (405)', () => app.request('PUT', '/v1/products/')],
   ];
   test.for(cases)('%s: a new one when none is sent', async ([, call]) => {
     const res = await call();
     expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  test('a preflight and a 405 each write their line, under a route label of their own', async () => {
+    const preflight = await send('OPTIONS', '/.well-known/oauth-authorization-server', {});
+    const refused = await send('PUT', '/v1/products/', {});
+    expect(refused.status).toBe(405);
+    const lines = logLines.map((l) => JSON.parse(l));
+    expect(lines.find((l) => l.request_id === preflight.headers.get('x-request-id'))).toMatchObject({
+      method: 'OPTIONS',
+      route: '(preflight)',
+    });
+    expect(lines.find((l) => l.request_id === refused.headers.get('x-request-id'))).toMatchObject({
+      method: 'PUT',
+      route: '/v1/products/',
+      status: 405,
+    });
   });
 
   test("the client's own when well-formed, a new one otherwise", async () => {

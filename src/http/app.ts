@@ -50,13 +50,16 @@ export function createApp(options: AppOptions) {
   // `/V1/…` is no route: the checks that look at the path (rate limits, no-store) see what the router sees
   app.set('case sensitive routing', true);
 
-  // what every request passes through, in order, before its route is matched
-  // CORS first, so that a browser app can read even a 429 (its preflights are answered there),
-  // and the security headers before the limits, so that a 429 is not stored either
+  // what every request passes through, in order, before its route is matched: its id
+  // first (every answer carries it and logs a line, a CORS preflight's too); CORS before
+  // the limits, so that a browser app can read even a 429 (its preflights are answered
+  // there); the security headers before the limits, so that a 429 is not stored either
+  const operating = operatingMiddleware(options.operating ?? {});
   const requestMiddleware: express.RequestHandler[] = [
+    operating.identify,
     corsMiddleware(options.corsOrigins ?? []),
     apiSecurityHeaders,
-    operatingMiddleware(options.operating ?? {}),
+    operating.rateLimit,
   ];
   for (const middleware of requestMiddleware) app.use(middleware);
 

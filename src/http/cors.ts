@@ -11,6 +11,8 @@ import type { RequestHandler } from 'express';
 
 const API_PATH = /^\/(?:v1\/|graphql$)/;
 const METADATA_PATH = '/.well-known/oauth-authorization-server';
+/** The access log's route of a CORS preflight */
+const PREFLIGHT = '(preflight)';
 
 export function corsMiddleware(origins: readonly string[]): RequestHandler {
   const allowed = new Set(origins);
@@ -25,6 +27,8 @@ export function corsMiddleware(origins: readonly string[]): RequestHandler {
   });
   const metadata = cors({ origin: '*', methods: ['GET'], maxAge: 600, optionsSuccessStatus: 204 });
   return (req, res, next) => {
+    // a preflight answered here is logged under one label, not its path (metrics' labels stay few)
+    if (req.method === 'OPTIONS') res.locals.route = PREFLIGHT;
     if (req.path === METADATA_PATH) return metadata(req, res, next);
     if (allowed.size && API_PATH.test(req.path)) return api(req, res, next);
     next();

@@ -35,16 +35,17 @@ function routeMiddleware(route: Route): express.RequestHandler[] {
  */
 export function mountRoutes(app: express.Express, routes: readonly Route[], handlerOf: (route: Route) => express.RequestHandler) {
   const routers = new Map<string, express.Router>();
-  const methodsByPath = new Map<string, string[]>();
+  const methodsByPath = new Map<string, { template: string; methods: string[] }>();
   for (const route of routes) {
     const path = expressPath(route.path);
     const { router, rest } = resourceRouter(routers, path);
     router[route.method](rest, ...routeMiddleware(route), handlerOf(route));
-    methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), route.method.toUpperCase()]);
+    methodsByPath.set(path, { template: route.path, methods: [...(methodsByPath.get(path)?.methods ?? []), route.method.toUpperCase()] });
   }
-  for (const [path, methods] of methodsByPath) {
+  for (const [path, { template, methods }] of methodsByPath) {
     const { router, rest } = resourceRouter(routers, path);
     router.all(rest, (_req, res) => {
+      res.locals.route = template; // the access log's route: the path has routes, not this method
       res.setHeader('Allow', methods.join(', '));
       res.status(405).json({ error: 'MethodNotAllowed', detail: `Allowed: ${methods.join(', ')}` });
     });

@@ -169,7 +169,8 @@ export function operatingMiddleware(options: OperatingOptions) {
     }
   }
 
-  return function operate(req: Request, res: Response, next: NextFunction) {
+  /** First of all: the request's id, and at its end its access line and metrics (CORS preflights included). */
+  function identify(req: Request, res: Response, next: NextFunction) {
     const started = performance.now();
     const id = assignRequestId(req, res);
     res.once('close', () => {
@@ -192,6 +193,11 @@ export function operatingMiddleware(options: OperatingOptions) {
         aborted: !res.writableFinished,
       });
     });
+    next();
+  }
+
+  /** After CORS and the security headers (a refusal carries both): the rate limit. */
+  function rateLimit(req: Request, res: Response, next: NextFunction) {
     if (!rateLimits || !limited(req.path)) return next();
     limit(req, res, rateLimits).then(
       () => next(),
@@ -200,5 +206,7 @@ export function operatingMiddleware(options: OperatingOptions) {
         next(error);
       },
     );
-  };
+  }
+
+  return { identify, rateLimit };
 }
