@@ -351,7 +351,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     operating: { rateLimits: new RateLimits(UNREFUSED), ...options.operating },
   });
   // as src/http/server.ts serves it: its timeouts, parser-level errors in SPEC §7's shape
-  const server = await listen(createHttpServer(app, { statementTimeoutMs }), 0, '127.0.0.1');
+  const server = await listen(createHttpServer(app, { statementTimeoutMs, logger: options.operating?.logger }), 0, '127.0.0.1');
   const { port } = server.address() as AddressInfo;
   setPublicUrl(app, options.publicUrl ?? `http://127.0.0.1:${port}`);
   return new TestApp({

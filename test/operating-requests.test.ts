@@ -89,6 +89,25 @@ describe('X-Request-Id on every answer', () => {
     expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  test("a request Node's parser refuses: its 400 carries an id, and the log a line with it", async () => {
+    const { connect } = await import('node:net');
+    const target = new URL(app.url);
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(target.port), target.hostname, () =>
+        socket.write('GET /v1/users/me HTTP/1.1\r\nHost: x\r\nBad\u0000Header: 1\r\n\r\n'),
+      );
+      let answer = '';
+      socket.on('data', (chunk) => (answer += chunk.toString('latin1')));
+      socket.on('end', () => resolve(answer));
+      socket.on('error', reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 400 /);
+    const id = /\r\nX-Request-Id: ([0-9a-f-]{36})\r\n/.exec(raw)?.[1];
+    expect(id).toBeDefined();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(logLines.map((l) => JSON.parse(l)).find((l) => l.request_id === id)).toMatchObject({ route: '(unparsed)', status: 400 });
+  });
+
   test('a preflight and a 405 each write their line, under a route label of their own', async () => {
     const preflight = await send('OPTIONS', '/.well-known/oauth-authorization-server', {});
     const refused = await send('PUT', '/v1/products/', {});

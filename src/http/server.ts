@@ -1,5 +1,6 @@
 // Starting and stopping rowgate: the database (embedded or given), the roles and
 // migrations, the pool, the HTTP server; stopping in the reverse order.
+import { randomUUID } from 'node:crypto';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type pg from 'pg';
@@ -14,6 +15,7 @@ import { connect } from '../db/connect.ts';
 import { watchAnalysts } from '../db/analyst-limits.ts';
 import { keepEvents } from '../db/event-retention.ts';
 import { trustedProxies } from '../operating/client-address.ts';
+import { type AccessLine, accessLog } from '../operating/access-log.ts';
 import { createLogger, lineLogger, type Logger } from '../operating/logger.ts';
 import { createMetricsServer, Metrics } from '../operating/metrics.ts';
 import { RateLimits } from '../operating/rate-limit.ts';
@@ -27,7 +29,7 @@ import { WebhookWorker } from '../webhooks/worker.ts';
  * SPEC §7's body too, instead of Node's empty one. Found by the HTTP fuzzer
  * (test/fuzz): a 16 KiB query string was a bare `431` with no body.
  */
-function answerClientErrors(server: Server) {
+function answerClientErrors(server: Server, logAnswer?: (line: AccessLine) => void) {
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
@@ -43,12 +45,27 @@ function answerClientErrors(server: Server) {
     // an answer to HEAD has no body (the request line is at the start of the unparsed data)
     const head = /^HEAD /.test((error as { rawPacket?: Buffer }).rawPacket?.subarray(0, 5).toString('latin1') ?? '');
     const body = head ? '' : JSON.stringify({ error: name, detail });
+    // an id and a log line as every answer has (SPEC §14); the request's own id, if any, was never parsed
+    const id = randomUUID();
     socket.end(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `HTTP/1.1 ${status} ${reason}\r\nX-Request-Id: ${id}\r\nContent-Type: application/json; charset=utf-8\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
+    logAnswer?.({
+      request_id: id,
+      method: '(unparsed)',
+      route: UNPARSED,
+      status,
+      duration_ms: 0,
+      subject_kind: null,
+      credential_id: null,
+      aborted: false,
+    });
   });
 }
+
+/** The access log's route of a request Node's parser refused */
+const UNPARSED = '(unparsed)';
 
 /**
  * Idle and slow connections are closed (SPEC §14): an idle keep-alive
@@ -69,13 +86,13 @@ export const HTTP_TIMEOUTS = {
 
 export function createHttpServer(
   listener: RequestListener,
-  options: { statementTimeoutMs: number; timeouts?: Partial<typeof HTTP_TIMEOUTS> },
+  options: { statementTimeoutMs: number; timeouts?: Partial<typeof HTTP_TIMEOUTS>; logger?: Logger },
 ): Server {
   const timeouts = { ...HTTP_TIMEOUTS, ...options.timeouts };
   const server = createServer(timeouts, listener);
   server.keepAliveTimeout = timeouts.keepAliveTimeout;
   server.setTimeout(Math.max(120_000, 2 * options.statementTimeoutMs));
-  answerClientErrors(server);
+  answerClientErrors(server, options.logger ? accessLog(options.logger) : undefined);
   return server;
 }
 
@@ -171,7 +188,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       metricsServer = await listen(createMetricsServer(metrics), config.ROWGATE_METRICS_PORT, config.HOST);
     }
     const listening = await listen(
-      createHttpServer(app, { statementTimeoutMs: config.ROWGATE_STATEMENT_TIMEOUT_MS }),
+      createHttpServer(app, { statementTimeoutMs: config.ROWGATE_STATEMENT_TIMEOUT_MS, logger }),
       config.PORT,
       config.HOST,
     );
