@@ -114,6 +114,9 @@ const INVALID_WINDOWS = [
   'created_before=2026-03-01',
   'created_after=yesterday',
   'created_before=2026-03-01T10:00:00+01:00',
+  // valid RFC 3339, but before year 1: refused at its parameter, not by the database
+  'created_after=0000-01-01T00:00:00Z',
+  'created_before=0000-12-31T23:59:59%2B01:00',
 ];
 // (an unencoded + is a space in a query string: no time zone left)
 

@@ -12,6 +12,13 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 export const uuid = (description: string, example = '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b') => doc(z.uuid(), description, example);
 
+/**
+ * An instant a client sends: RFC 3339 with a time zone, from year 1 on (year 0000
+ * is valid RFC 3339 but no PostgreSQL timestamp: it was the database's own 422).
+ */
+export const instant = () =>
+  z.iso.datetime({ offset: true }).refine((value) => !value.startsWith('0000'), 'The year must be 0001 or later');
+
 export const timestamp = (description: string) => doc(z.iso.datetime({ offset: true }), description, '2026-11-21T09:30:00.123456+00:00');
 
 export const nullableTimestamp = (description: string) =>

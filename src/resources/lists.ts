@@ -3,7 +3,7 @@
 // metadata and time windows) and the {items, pagination} envelope it answers.
 // The SQL they become is src/resources/list-statement.ts.
 import { z } from 'zod';
-import { doc, METADATA_KEY } from './fields.ts';
+import { doc, instant, METADATA_KEY } from './fields.ts';
 import { boundedText } from '../http/errors.ts';
 import { type ListSpec, sortKeys } from './list-statement.ts';
 
@@ -124,12 +124,12 @@ export function listSchema<T extends z.ZodType>(item: T, name: string) {
  */
 export const createdWindow = {
   created_after: doc(
-    z.iso.datetime({ offset: true }).optional(),
+    instant().optional(),
     'Only items created at or after this instant (RFC 3339 with a time zone).',
     '2026-11-01T00:00:00Z',
   ),
   created_before: doc(
-    z.iso.datetime({ offset: true }).optional(),
+    instant().optional(),
     'Only items created before this instant (RFC 3339 with a time zone).',
     '2026-12-01T00:00:00+01:00',
   ),
