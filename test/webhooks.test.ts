@@ -150,6 +150,16 @@ describe('URL rules (SPEC §17)', () => {
     ['http://localhost:8080/x', true, null],
     ['http://[::1]:8080/x', true, null],
     ['https://8.8.8.8/x', false, null],
+    // found by a hostile review: a root's trailing dot, and IPv6 forms that carry an IPv4 address
+    ['https://localhost./x', false, 'loopback'],
+    ['https://foo.localhost./x', false, 'loopback'],
+    ['http://localhost.:8080/x', true, null],
+    ['http://[::ffff:127.0.0.1]:8080/x', true, null],
+    ['https://[::127.0.0.1]/x', false, 'not public'],
+    ['https://[2002:7f00:1::]/x', false, 'not public'],
+    ['https://[2002:a9fe:a9fe::]/x', false, 'not public'],
+    ['https://[64:ff9b:1::a9fe:a9fe]/x', false, 'not public'],
+    ['https://hooks.example.com./x', false, null],
   ] as const)('%s (loopback allowed: %s)', (url, allowLoopback, denial) => {
     const got = urlDenial(url, allowLoopback);
     if (denial === null) expect(got).toBeNull();

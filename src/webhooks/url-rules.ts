@@ -34,7 +34,11 @@ for (const [network, prefix] of [
 for (const [network, prefix] of [
   ['::', 128],
   ['::1', 128],
+  // IPv4-compatible addresses (deprecated), 6to4 and NAT64, local use included: each carries an IPv4 address
+  ['::', 96],
+  ['2002::', 16],
   ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
   ['100::', 64],
   ['2001::', 23],
   ['2001:db8::', 32],
@@ -77,8 +81,10 @@ export function urlDenial(text: string, allowLoopback: boolean): string | null {
     return 'Not a URL';
   }
   if (url.username || url.password) return 'A URL with credentials is not accepted';
-  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  const loopbackHost = isLoopbackName(host) || (isIP(host) !== 0 && loopback.check(host, isIP(host) === 6 ? 'ipv6' : 'ipv4'));
+  // a name's trailing dot (the root) names the same host: `localhost.` is localhost
+  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '');
+  const ip = isIP(host) === 6 ? (mappedIPv4(host) ?? host) : host;
+  const loopbackHost = isLoopbackName(host) || (isIP(ip) !== 0 && loopback.check(ip, isIP(ip) === 6 ? 'ipv6' : 'ipv4'));
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowLoopback && loopbackHost)) {
     return 'The URL must be https://';
   }
