@@ -25,7 +25,7 @@ interface Received {
 /** A loopback receiver: every request is recorded; `answer` decides the status per request. */
 class Receiver {
   readonly received: Received[] = [];
-  answer: (r: Received, nth: number) => number | 'hang' | 'redirect' | 'big' = () => 200;
+  answer: (r: Received, nth: number) => number | 'hang' | 'redirect' | 'big' | 'drip' = () => 200;
   private server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
@@ -36,6 +36,12 @@ class Receiver {
       if (outcome === 'hang') return;
       if (outcome === 'redirect') return res.writeHead(302, { location: 'http://127.0.0.1:1/' }).end();
       if (outcome === 'big') return res.writeHead(200).end('x'.repeat(1024 * 1024));
+      if (outcome === 'drip') {
+        // the status at once, the body long after the worker's timeout
+        res.writeHead(200).write('o');
+        setTimeout(() => res.end('k'), 4_000).unref();
+        return;
+      }
       res.writeHead(outcome).end('ok');
     });
   });
@@ -354,6 +360,20 @@ describe('deliveries', () => {
     expect(delays).toEqual([...delays].sort((a, b) => a - b));
     expect(delays[0]).toBe(5_000);
     expect(delays.at(-1)).toBe(6 * 3_600_000);
+  });
+
+  test('a 2xx whose body trickles past the timeout succeeded: the status is the answer', async () => {
+    receiver.answer = (r) => (r.path === '/drip' ? 'drip' : 200);
+    const drip = await endpoint('/drip', ['product.created']);
+    await product('dripping');
+    const [delivery] = await until(
+      'the attempt recorded',
+      () => deliveriesOf(drip.id),
+      (d) => d.length === 1 && d[0]!.attempts >= 1,
+    );
+    expect(delivery).toMatchObject({ status: 'succeeded', attempts: 1 });
+    const attempts = await app.get(`/v1/webhook-endpoints/${drip.id}/deliveries`, web());
+    expect(attempts.body.items[0]).toMatchObject({ status: 'succeeded', response_code: 200 });
   });
 
   test('redirects are not followed, a big answer is cut short, a silent receiver times out', async () => {

@@ -80,19 +80,19 @@ export function postWebhook(
       resolve(done(false, null, error.message));
     });
     request.on('response', (response) => {
+      // the status is the answer, decided when it arrives: a body trickled past the timeout changes nothing
       const status = response.statusCode ?? 0;
+      const ok = status >= 200 && status < 300;
+      resolve(done(ok, status, ok ? null : status >= 300 && status < 400 ? 'Redirects are not followed' : `HTTP ${status}`));
+      // the rest is read (so the receiver sees its answer taken) up to a few kilobytes and the timeout
       let read = 0;
       const finish = () => {
         clearTimeout(timer);
-        const ok = status >= 200 && status < 300;
-        resolve(done(ok, status, ok ? null : status >= 300 && status < 400 ? 'Redirects are not followed' : `HTTP ${status}`));
+        response.destroy();
       };
       response.on('data', (chunk: Buffer) => {
         read += chunk.length;
-        if (read > MAX_RESPONSE_BYTES) {
-          response.destroy();
-          finish();
-        }
+        if (read > MAX_RESPONSE_BYTES) finish();
       });
       response.on('end', finish);
       response.on('error', finish);
