@@ -147,6 +147,25 @@ describe('what a key refuses', () => {
 });
 
 describe('what makes two requests the same (a hostile review, 2026-11-26)', () => {
+  test('two Idempotency-Key headers are refused at the header, not joined into one key', async () => {
+    const { request } = await import('node:http');
+    const target = new URL(app.url);
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request({ host: target.hostname, port: target.port, path: '/v1/products/', method: 'POST' }, (res) => {
+        let body = '';
+        res.on('data', (c) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      });
+      req.setHeader('content-type', 'application/json');
+      req.setHeader('cookie', `rowgate_session=${user.session}`);
+      req.setHeader('idempotency-key', ['first', 'second']);
+      req.on('error', reject);
+      req.end(JSON.stringify(product(`two keys ${randomUUID()}`)));
+    });
+    expect(answer.status).toBe(422);
+    expect(JSON.parse(answer.body).detail.map((i: { loc: string[] }) => i.loc)).toEqual([['header', 'idempotency-key']]);
+  });
+
   test('the query string is part of the request: the same key and body for another organization is 422, not a replay', async () => {
     const second = (await app.organization(user.id)).id;
     const external = `ext-${randomUUID()}`;

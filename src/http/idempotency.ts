@@ -75,6 +75,10 @@ function openAnswer(stored: string, secret: string): string {
 async function claim(state: RequestState, secret: string) {
   const sent = state.req.headers[HEADER];
   if (sent === undefined) return;
+  // Node joins a header sent twice with ", ": two keys are not one key
+  if ((state.req.headersDistinct[HEADER]?.length ?? 0) > 1) {
+    throw invalidField(['header', HEADER], 'Send one Idempotency-Key', String(sent));
+  }
   if (typeof sent !== 'string' || !WELL_FORMED.test(sent)) {
     throw invalidField(['header', HEADER], 'An Idempotency-Key is 1 to 255 printable ASCII characters', String(sent));
   }

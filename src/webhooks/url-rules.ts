@@ -82,7 +82,10 @@ export function urlDenial(text: string, allowLoopback: boolean): string | null {
   }
   if (url.username || url.password) return 'A URL with credentials is not accepted';
   // a name's trailing dot (the root) names the same host: `localhost.` is localhost
-  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '');
+  const host = url.hostname
+    .replace(/^\[|\]$/g, '')
+    .toLowerCase()
+    .replace(/\.$/, '');
   const ip = isIP(host) === 6 ? (mappedIPv4(host) ?? host) : host;
   const loopbackHost = isLoopbackName(host) || (isIP(ip) !== 0 && loopback.check(ip, isIP(ip) === 6 ? 'ipv6' : 'ipv4'));
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowLoopback && loopbackHost)) {
