@@ -333,6 +333,18 @@ describe('bad input is a client error with a code (found by the GraphQL fuzzer)'
   });
 });
 
+describe('bounded error messages (a hostile review, 2026-11-26)', () => {
+  test("a document's long name is echoed at most 200 characters in its error, as REST echoes inputs", async () => {
+    const name = 'q'.repeat(100_000);
+    const res = await gql(`{ ${name} }`, {}, { session });
+    expect(codes(res.body)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
+    const [error] = res.body.errors as { message: string }[];
+    expect(error!.message.length).toBeLessThanOrEqual(400);
+    expect(error!.message).toContain(`"${'q'.repeat(199)}…"`);
+    expect(JSON.stringify(res.body).length).toBeLessThan(2_000);
+  });
+});
+
 describe('more found by the GraphQL fuzzer', () => {
   test('fragments spread twice in each of 40 fragments (2^40 fields written out) are refused at once', async () => {
     const fragments = Array.from({ length: 40 }, (_, i) =>

@@ -12,6 +12,7 @@
 // - page sizes: `first`/`last` 0..100 and `offset` ≥ 0, literal or variable,
 //   checked per request (variables differ between requests) before execution.
 import { createHash } from 'node:crypto';
+import { boundedText, ECHOED_CHARACTERS } from '../http/errors.ts';
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import {
@@ -238,13 +239,25 @@ export type ParseAndValidateResult =
   | { errors: readonly GraphQLError[]; document?: undefined };
 
 /** A refusal or a syntax error with its code; the spec's own validation errors as GRAPHQL_VALIDATION_FAILED. */
+/**
+ * graphql-js quotes the document's names in its messages: a 100,000-character
+ * field name was a 100 KB message. A quoted name is echoed at most 200
+ * characters, as REST echoes inputs (SPEC §14), and a message at most 400.
+ */
+const boundedMessage = (message: string) =>
+  boundedText(
+    message.replace(/"([^"]{201,})"/g, (_, name: string) => `"${boundedText(name)}"`),
+    2 * ECHOED_CHARACTERS,
+  );
+
 function withCode(error: GraphQLError, code: string): GraphQLError {
-  if (error.extensions.code) return error;
-  return new GraphQLError(error.message, {
+  const message = boundedMessage(error.message);
+  if (error.extensions.code && message === error.message) return error;
+  return new GraphQLError(message, {
     nodes: error.nodes,
     source: error.source,
     positions: error.positions,
-    extensions: { ...error.extensions, code },
+    extensions: { ...error.extensions, code: error.extensions.code ?? code },
   });
 }
 
