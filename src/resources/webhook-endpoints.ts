@@ -77,7 +77,7 @@ export const WebhookAttemptRead = z
     response_code: doc(z.number().int().nullable(), "The receiver's HTTP status; null when none came.", 200),
     duration_ms: doc(z.number().int().min(0), 'How long the attempt took.', 87),
     error: doc(z.string().nullable(), 'Why it failed.', null),
-    created_at: timestamp('When the attempt ended (RFC 3339, UTC).'),
+    created_at: timestamp('When the attempt started (RFC 3339, UTC); it took duration_ms.'),
   })
   .meta({ id: 'WebhookAttempt', description: 'One attempt to deliver an event to an endpoint.' });
 
