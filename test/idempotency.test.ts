@@ -249,3 +249,34 @@ describe('what makes two requests the same (a hostile review, 2026-11-26)', () =
     }
   });
 });
+
+describe('what a replay carries besides its body', () => {
+  const post = (path: string, session: string, body: unknown, key: string) =>
+    fetch(app.url + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie: `rowgate_session=${session}`, 'idempotency-key': key },
+      body: JSON.stringify(body),
+    });
+
+  test("an impersonation's session cookie, set again", async () => {
+    const admin = await app.user({ admin: true });
+    const target = await app.user();
+    const key = randomUUID();
+    const first = await post('/v1/impersonations/', admin.session, { user_id: target.id }, key);
+    expect(first.status).toBe(201);
+    const again = await post('/v1/impersonations/', admin.session, { user_id: target.id }, key);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await again.text()).toBe(await first.text());
+    expect(again.headers.getSetCookie()).toEqual(first.headers.getSetCookie());
+    expect(first.headers.getSetCookie()[0]).toMatch(/^rowgate_session=rg_us_/);
+  });
+
+  test('the Rowgate-Consistency token a read of the write needs', async () => {
+    const key = randomUUID();
+    const first = await post('/v1/products/', user.session, product(`consistent ${key}`), key);
+    expect(first.headers.get('rowgate-consistency')).toBeTruthy();
+    const again = await post('/v1/products/', user.session, product(`consistent ${key}`), key);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.headers.get('rowgate-consistency')).toBeTruthy();
+  });
+});

@@ -25,9 +25,12 @@ const WELL_FORMED = /^[\x20-\x7E]{1,255}$/;
 export class StoredAnswer {
   readonly status: number;
   readonly body: string;
-  constructor(status: number, body: string) {
+  /** the first answer's cookies (an impersonation's session), set again with it */
+  readonly setCookie: readonly string[];
+  constructor(status: number, body: string, setCookie: readonly string[] = []) {
     this.status = status;
     this.body = body;
+    this.setCookie = setCookie;
   }
 }
 
@@ -60,12 +63,18 @@ const PURPOSE = 'rowgate idempotent answers v1';
 /** Marks a sealed answer (base64 of src/auth/sealed.ts's bytes); an answer without it was stored before answers were sealed. */
 const SEALED = 'sealed:v1:';
 
-const sealAnswer = (body: string, secret: string) => SEALED + seal(body, secret, PURPOSE).toString('base64');
+/** What is sealed: the body as sent, and the cookies the answer set (the only header a 2xx write sets itself) */
+interface Kept {
+  body: string;
+  set_cookie?: string[];
+}
 
-function openAnswer(stored: string, secret: string): string {
-  if (!stored.startsWith(SEALED)) return stored;
+const sealAnswer = (kept: Kept, secret: string) => SEALED + seal(JSON.stringify(kept), secret, PURPOSE).toString('base64');
+
+function openAnswer(stored: string, secret: string): Kept {
+  if (!stored.startsWith(SEALED)) return { body: stored };
   try {
-    return open(Buffer.from(stored.slice(SEALED.length), 'base64'), secret, PURPOSE);
+    return JSON.parse(open(Buffer.from(stored.slice(SEALED.length), 'base64'), secret, PURPOSE)) as Kept;
   } catch {
     // sealed under another server secret: the answer cannot be given again, and the request must not run twice
     throw new ApiError(422, 'IdempotencyKeyReused', 'The answer kept for this Idempotency-Key can no longer be read; use a new key');
@@ -92,8 +101,10 @@ async function claim(state: RequestState, secret: string) {
       throw new ApiError(409, 'IdempotencyKeyInUse', 'A request with this Idempotency-Key is still running; retry once it has answered');
     case 'reused':
       throw new ApiError(422, 'IdempotencyKeyReused', 'This Idempotency-Key was used for another request (method, path or body)');
-    case 'replay':
-      throw new StoredAnswer(row!.response_status!, openAnswer(row!.response_body!, secret));
+    case 'replay': {
+      const kept = openAnswer(row!.response_body!, secret);
+      throw new StoredAnswer(row!.response_status!, kept.body, kept.set_cookie);
+    }
     default:
       claims.set(state.req, { key: sent, requestHash: hash });
   }
@@ -104,11 +115,13 @@ async function keep(state: RequestState, result: unknown, secret: string) {
   // a handler that returns an error has committed something, but its answer is not a 2xx
   if (!claimed || result instanceof ApiError) return;
   const body = state.route.status === 204 ? '' : (JSON.stringify(result) ?? '');
+  const cookies = state.res.getHeader('set-cookie');
+  const kept: Kept = cookies === undefined ? { body } : { body, set_cookie: [cookies].flat().map(String) };
   await state.tx!.one('select rowgate.store_idempotent_answer($1, $2, $3, $4)', [
     claimed.key,
     claimed.requestHash,
     state.route.status,
-    sealAnswer(body, secret),
+    sealAnswer(kept, secret),
   ]);
 }
 

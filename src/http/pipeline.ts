@@ -47,6 +47,7 @@ import type { Mailer } from '../signin/mailer.ts';
 import { commitAnnouncingChanges, routeCache } from './cached-answers.ts';
 import { acceptCredential, authenticateIn, CredentialOfAnotherKind, otherKindRefusal, requireScopes } from './credential-checks.ts';
 import { ApiError } from './errors.ts';
+import { StoredAnswer } from './idempotency.ts';
 import { type Input, parseInput } from './input.ts';
 import { checkResponse, send, sendJson } from './respond.ts';
 import { type ApiRoute, isAnonymous } from './route.ts';
@@ -155,7 +156,17 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
       );
     // a read on a standby that will do (a failed one: again on the primary), anything else on the primary
     const onStandby = route.method === 'get' && options.reads && !options.consistency?.onPrimary(key);
-    const result = onStandby ? await options.reads!.read(position, transaction) : await transaction(options.pool);
+    let result: unknown;
+    try {
+      result = onStandby ? await options.reads!.read(position, transaction) : await transaction(options.pool);
+    } catch (error) {
+      // a replayed write: what its client must see to read it, as after the write itself (SPEC §19)
+      if (error instanceof StoredAnswer && options.consistency) {
+        const token = await options.consistency.written(key);
+        if (token) res.setHeader(CONSISTENCY_HEADER, token);
+      }
+      throw error;
+    }
     // committed: what it changed is forgotten before anybody is answered
     options.answerCache?.forget(changedUsers);
     if (route.method !== 'get' && options.consistency) {

@@ -54,6 +54,7 @@ export function errorAnswers(log: ((line: string) => void) | undefined, statemen
     if (error instanceof StoredAnswer) {
       // a retry with its Idempotency-Key: the first answer again, byte for byte (SPEC §17)
       res.setHeader('Idempotent-Replayed', 'true');
+      if (error.setCookie.length) res.setHeader('Set-Cookie', [...error.setCookie]);
       if (error.status === 204) res.status(204).end();
       else sendJson(res, error.status, error.body);
       return;
