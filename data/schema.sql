@@ -862,6 +862,7 @@ CREATE INDEX webhook_deliveries_due ON rowgate_private.webhook_deliveries USING 
 CREATE INDEX webhook_deliveries_endpoint_pending ON rowgate_private.webhook_deliveries USING btree (endpoint_id, event_id) WHERE (status = 'pending'::text);
 CREATE INDEX webhook_deliveries_event ON rowgate_private.webhook_deliveries USING btree (event_id);
 CREATE INDEX webhook_deliveries_id ON rowgate_private.webhook_deliveries USING btree (id);
+CREATE INDEX webhook_deliveries_organization_pending ON rowgate_private.webhook_deliveries USING btree (organization_id, next_attempt_at, event_id) WHERE (status = 'pending'::text);
 
 -- Table rowgate_private.webhook_secrets
 create table rowgate_private.webhook_secrets (
@@ -1079,13 +1080,16 @@ begin
     return;
   end if;
   delete from rowgate_private.idempotency_keys k
-    where k.subject_kind = v_kind and k.subject_id = v_id and k.key = p_key
-      and k.created_at < now() - rowgate_private.idempotency_key_lifetime();
+    where k.ctid = any (array(select k2.ctid from rowgate_private.idempotency_keys k2
+      where k2.subject_kind = v_kind and k2.subject_id = v_id and k2.key = p_key
+        and k2.created_at < now() - rowgate_private.idempotency_key_lifetime()
+      for update skip locked));
   delete from rowgate_private.idempotency_keys k
     where k.ctid = any (array(select k2.ctid from rowgate_private.idempotency_keys k2
       where k2.created_at < now() - rowgate_private.idempotency_key_lifetime() limit 10 for update skip locked));
   select * into v_found from rowgate_private.idempotency_keys k
-    where k.subject_kind = v_kind and k.subject_id = v_id and k.key = p_key;
+    where k.subject_kind = v_kind and k.subject_id = v_id and k.key = p_key
+      and k.created_at >= now() - rowgate_private.idempotency_key_lifetime();
   if v_found.key is null then
     return query select 'new'::text, null::integer, null::text;
   elsif v_found.request_hash <> p_request_hash then
@@ -1937,8 +1941,12 @@ CREATE OR REPLACE FUNCTION rowgate.store_idempotent_answer(p_key text, p_request
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
-  insert into rowgate_private.idempotency_keys (subject_kind, subject_id, key, request_hash, response_status, response_body)
-    values (rowgate_hidden.current_subject_kind(), rowgate_hidden.current_subject_id(), p_key, p_request_hash, p_status, p_body);
+  insert into rowgate_private.idempotency_keys as k (subject_kind, subject_id, key, request_hash, response_status, response_body)
+    values (rowgate_hidden.current_subject_kind(), rowgate_hidden.current_subject_id(), p_key, p_request_hash, p_status, p_body)
+  on conflict (subject_kind, subject_id, key) do update
+    set request_hash = excluded.request_hash, response_status = excluded.response_status,
+      response_body = excluded.response_body, created_at = excluded.created_at
+    where k.created_at < now() - rowgate_private.idempotency_key_lifetime();
 $function$;
 comment on function rowgate.store_idempotent_answer(text,bytea,integer,text) is '@behavior -*
 Keeps a 2xx answer with its Idempotency-Key, in the transaction of its effect.';
@@ -2714,24 +2722,43 @@ declare
   v_delivery rowgate_private.webhook_deliveries;
 begin
   for v_candidate in
-    select c.id, c.organization_id from (
-      select distinct on (d.organization_id) d.id, d.organization_id, d.next_attempt_at, d.event_id
-      from rowgate_private.webhook_deliveries d
-        join rowgate.webhook_endpoints e on e.id = d.endpoint_id
-      where d.status = 'pending' and d.next_attempt_at <= now() and e.enabled and e.deleted_at is null
-        and (d.attempts > 0 or not exists (
-          select 1 from rowgate_private.webhook_deliveries p
-          where p.endpoint_id = d.endpoint_id and p.status = 'pending' and p.attempts = 0 and p.event_id < d.event_id))
-      order by d.organization_id, d.next_attempt_at, d.event_id
-    ) c
-    order by c.next_attempt_at, c.event_id
+    with recursive organizations (id) as (
+      (select d.organization_id from rowgate_private.webhook_deliveries d
+        where d.status = 'pending' order by d.organization_id limit 1)
+      union all
+      select (select d.organization_id from rowgate_private.webhook_deliveries d
+          where d.status = 'pending' and d.organization_id > o.id order by d.organization_id limit 1)
+        from organizations o where o.id is not null
+    )
+    select o.id, due.next_attempt_at, due.event_id
+    from organizations o
+      cross join lateral (select d.next_attempt_at, d.event_id from rowgate_private.webhook_deliveries d
+        where d.organization_id = o.id and d.status = 'pending' and d.next_attempt_at <= now()
+        order by d.next_attempt_at, d.event_id limit 1) due
+    where o.id is not null
+    order by due.next_attempt_at, due.event_id
     limit 100
   loop
-    continue when not pg_try_advisory_xact_lock(hashtextextended('rowgate webhook organization ' || v_candidate.organization_id, 0));
-    select d.* into v_delivery from rowgate_private.webhook_deliveries d
-      where d.organization_id = v_candidate.organization_id and d.id = v_candidate.id and d.status = 'pending'
-      for update skip locked;
-    exit when v_delivery.id is not null;
+    begin
+      continue when not pg_try_advisory_xact_lock(hashtextextended('rowgate webhook organization ' || v_candidate.id, 0));
+      select d.* into v_delivery from rowgate_private.webhook_deliveries d
+        join rowgate.webhook_endpoints e on e.id = d.endpoint_id
+        where d.organization_id = v_candidate.id and d.status = 'pending' and d.next_attempt_at <= now()
+          and e.enabled and e.deleted_at is null
+          and (d.attempts > 0 or not exists (
+            select 1 from rowgate_private.webhook_deliveries p
+            where p.endpoint_id = d.endpoint_id and p.status = 'pending' and p.attempts = 0 and p.event_id < d.event_id))
+        order by d.next_attempt_at, d.event_id
+        limit 1
+        for update of d skip locked;
+      if v_delivery.id is null then
+        -- nothing of this organization's to claim: the subtransaction, and its lock, are undone
+        raise exception 'nothing claimed' using errcode = 'RGNOC';
+      end if;
+      exit;
+    exception when sqlstate 'RGNOC' then
+      v_delivery := null;
+    end;
   end loop;
   if v_delivery.id is null then
     return;

@@ -237,7 +237,8 @@ describe('what makes two requests the same (a hostile review, 2026-11-26)', () =
     const holder = await app.owner.connect();
     try {
       await holder.query('begin');
-      await holder.query(`select 1 from rowgate_private.idempotency_keys where key like 'expired %' for update`);
+      // every expired key, whatever earlier tests left: a cleanup that waited would wait here
+      await holder.query(`select 1 from rowgate_private.idempotency_keys where created_at < now() - interval '24 hours' for update`);
       const name = `while locked ${randomUUID()}`;
       const answer = send('POST', '/v1/products/', user, product(name), randomUUID());
       // before the fix the claim waited for this transaction; a bounded wait tells the two apart

@@ -247,6 +247,51 @@ describe('endpoints', () => {
 });
 
 describe('deliveries', () => {
+  test("an organization's lock taken for a delivery that could not be claimed is let go at once", async () => {
+    await worker.stop();
+    const holder = await app.owner.connect();
+    const claimer = new pg.Client({ connectionString: app.authenticatorUrl });
+    await claimer.connect();
+    try {
+      await app.sql(`update rowgate_private.webhook_deliveries set status = 'failed' where status = 'pending'`);
+      const owner = await app.user();
+      const D = (await app.organization(owner.id)).id;
+      const made = await app.post(
+        '/v1/webhook-endpoints/',
+        { organization_id: D, url: `${receiver.url}/let-go`, event_types: ['product.created'] },
+        { session: owner.session },
+      );
+      expect(made.status).toBe(201);
+      expect(
+        (
+          await app.post(
+            '/v1/products/',
+            { organization_id: D, name: 'held', price_amount: 1, price_currency: 'usd' },
+            { session: owner.session },
+          )
+        ).status,
+      ).toBe(201);
+      // another worker holds the organization's only due delivery
+      await holder.query('begin');
+      const held = await holder.query(
+        `select id from rowgate_private.webhook_deliveries where status = 'pending' and organization_id = $1 for update`,
+        [D],
+      );
+      expect(held.rowCount).toBe(1);
+      await claimer.query('begin');
+      expect((await claimer.query('select * from rowgate_private.claim_webhook_delivery()')).rowCount).toBe(0);
+      const locks = await claimer.query(`select count(*)::int as n from pg_locks where locktype = 'advisory' and pid = pg_backend_pid()`);
+      expect(locks.rows[0].n).toBe(0);
+    } finally {
+      await claimer.query('rollback').catch(() => {});
+      await claimer.end();
+      await holder.query('rollback').catch(() => {});
+      holder.release();
+      worker = newWorker();
+      await worker.start();
+    }
+  });
+
   test('fair between organizations: one whose receivers never answer holds one attempt at a time, and the others go out meanwhile', async () => {
     // a queue of this test's own: earlier tests' retries would hold slots too
     await app.sql(`update rowgate_private.webhook_deliveries set status = 'failed' where status = 'pending'`);
