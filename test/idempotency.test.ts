@@ -281,3 +281,45 @@ describe('what a replay carries besides its body', () => {
     expect(again.headers.get('rowgate-consistency')).toBeTruthy();
   });
 });
+
+describe('a sealed answer belongs to its row (a review, 2026-11-26)', () => {
+  test("another subject's sealed answer copied into a row does not open there: 422, not the other's token", async () => {
+    const other = await app.user();
+    const key = randomUUID();
+    const body = { comment: 'bound', scopes: ['user:read'] };
+    const mine = await send('POST', '/v1/personal-access-tokens/', user, body, key);
+    const theirs = await send('POST', '/v1/personal-access-tokens/', other, body, key);
+    expect([mine.status, theirs.status]).toEqual([201, 201]);
+    // someone with write access to the database moves my sealed answer into their row
+    await app.sql(
+      `update rowgate_private.idempotency_keys t set response_body = m.response_body
+         from rowgate_private.idempotency_keys m where t.key = $1 and m.key = $1 and t.subject_id = $2 and m.subject_id = $3`,
+      [key, other.id, user.id],
+    );
+    const again = await send('POST', '/v1/personal-access-tokens/', other, body, key);
+    expect(again.status).toBe(422);
+    expect(again.text).not.toContain(JSON.parse(mine.text).token);
+  });
+
+  test('the same request through a proxy (an absolute-form target) is the same request: the replay', async () => {
+    const key = randomUUID();
+    const name = `absolute ${key}`;
+    const first = await send('POST', '/v1/products/', user, product(name), key);
+    expect(first.status).toBe(201);
+    const { request } = await import('node:http');
+    const target = new URL(app.url);
+    const again = await new Promise<{ status: number; replayed: unknown; text: string }>((resolve, reject) => {
+      const req = request({ host: target.hostname, port: target.port, path: `${app.url}/v1/products/`, method: 'POST' }, (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, replayed: res.headers['idempotent-replayed'], text }));
+      });
+      req.setHeader('content-type', 'application/json');
+      req.setHeader('cookie', `rowgate_session=${user.session}`);
+      req.setHeader('idempotency-key', key);
+      req.on('error', reject);
+      req.end(JSON.stringify(product(name)));
+    });
+    expect(again).toEqual({ status: 201, replayed: 'true', text: first.text });
+  });
+});

@@ -109,7 +109,11 @@ describe('X-Request-Id on every answer', () => {
   });
 
   test('a preflight and a 405 each write their line, under a route label of their own', async () => {
-    const preflight = await send('OPTIONS', '/.well-known/oauth-authorization-server', {});
+    const preflight = await app.request('OPTIONS', '/.well-known/oauth-authorization-server', {
+      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'GET' },
+    });
+    // an OPTIONS that is no preflight is what it is: a path no route has
+    const bare = await send('OPTIONS', '/v1/nothing-here', {});
     const refused = await send('PUT', '/v1/products/', {});
     expect(refused.status).toBe(405);
     const lines = logLines.map((l) => JSON.parse(l));
@@ -117,6 +121,7 @@ describe('X-Request-Id on every answer', () => {
       method: 'OPTIONS',
       route: '(preflight)',
     });
+    expect(lines.find((l) => l.request_id === bare.headers.get('x-request-id'))).toMatchObject({ method: 'OPTIONS', route: '(unmatched)' });
     expect(lines.find((l) => l.request_id === refused.headers.get('x-request-id'))).toMatchObject({
       method: 'PUT',
       route: '/v1/products/',

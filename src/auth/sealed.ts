@@ -15,17 +15,23 @@ function keyOf(serverSecret: string, purpose: string): Buffer {
   return key;
 }
 
-/** iv (12 bytes) | tag (16 bytes) | ciphertext */
-export function seal(plain: string, serverSecret: string, purpose: string): Buffer {
+/**
+ * iv (12 bytes) | tag (16 bytes) | ciphertext. `boundTo`: what the sealed text
+ * belongs to (its row's identity), authenticated with it: a copy moved to
+ * another row does not open there.
+ */
+export function seal(plain: string, serverSecret: string, purpose: string, boundTo?: string): Buffer {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', keyOf(serverSecret, purpose), iv);
+  if (boundTo !== undefined) cipher.setAAD(Buffer.from(boundTo, 'utf8'));
   const sealed = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
   return Buffer.concat([iv, cipher.getAuthTag(), sealed]);
 }
 
 /** The plain text; throws when the seal was made under another key or altered. */
-export function open(sealed: Buffer, serverSecret: string, purpose: string): string {
+export function open(sealed: Buffer, serverSecret: string, purpose: string, boundTo?: string): string {
   const decipher = createDecipheriv('aes-256-gcm', keyOf(serverSecret, purpose), sealed.subarray(0, 12));
+  if (boundTo !== undefined) decipher.setAAD(Buffer.from(boundTo, 'utf8'));
   decipher.setAuthTag(sealed.subarray(12, 28));
   return Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]).toString('utf8');
 }

@@ -28,7 +28,9 @@ export function corsMiddleware(origins: readonly string[]): RequestHandler {
   const metadata = cors({ origin: '*', methods: ['GET'], maxAge: 600, optionsSuccessStatus: 204 });
   return (req, res, next) => {
     // a preflight answered here is logged under one label, not its path (metrics' labels stay few)
-    if (req.method === 'OPTIONS') res.locals.route = PREFLIGHT;
+    if (req.method === 'OPTIONS' && req.headers.origin !== undefined && req.headers['access-control-request-method'] !== undefined) {
+      res.locals.route = PREFLIGHT;
+    }
     if (req.path === METADATA_PATH) return metadata(req, res, next);
     if (allowed.size && API_PATH.test(req.path)) return api(req, res, next);
     next();

@@ -54,9 +54,17 @@ export const IDEMPOTENCY_HEADER = HEADER;
 function requestHash(state: RequestState): Buffer {
   const { req, route } = state;
   const credential = route.actsOnCredential ? (state.subject?.settings?.['rowgate.credential_id'] ?? '') : '';
+  // the target as the router reads it: an absolute-form target (a proxy's) and the origin form are one request
+  const target = new URL(req.originalUrl, 'http://target.invalid');
   return createHash('sha256')
-    .update(`${req.method} ${req.originalUrl}\n${credential}\n${JSON.stringify(req.body ?? null)}`)
+    .update(`${req.method} ${target.pathname}${target.search}\n${credential}\n${JSON.stringify(req.body ?? null)}`)
     .digest();
+}
+
+/** The stored answer's row (its subject, key and request): a sealed answer opens only there */
+function rowOf(state: RequestState, key: string, hash: Buffer): string {
+  const settings = state.subject?.settings;
+  return `${settings?.['rowgate.subject_kind'] ?? ''} ${settings?.['rowgate.subject_id'] ?? ''}\n${key}\n${hash.toString('hex')}`;
 }
 
 const PURPOSE = 'rowgate idempotent answers v1';
@@ -69,14 +77,15 @@ interface Kept {
   set_cookie?: string[];
 }
 
-const sealAnswer = (kept: Kept, secret: string) => SEALED + seal(JSON.stringify(kept), secret, PURPOSE).toString('base64');
+const sealAnswer = (kept: Kept, secret: string, row: string) =>
+  SEALED + seal(JSON.stringify(kept), secret, PURPOSE, row).toString('base64');
 
-function openAnswer(stored: string, secret: string): Kept {
+function openAnswer(stored: string, secret: string, row: string): Kept {
   if (!stored.startsWith(SEALED)) return { body: stored };
   try {
-    return JSON.parse(open(Buffer.from(stored.slice(SEALED.length), 'base64'), secret, PURPOSE)) as Kept;
+    return JSON.parse(open(Buffer.from(stored.slice(SEALED.length), 'base64'), secret, PURPOSE, row)) as Kept;
   } catch {
-    // sealed under another server secret: the answer cannot be given again, and the request must not run twice
+    // sealed under another server secret, or for another row: the answer cannot be given again, and the request must not run twice
     throw new ApiError(422, 'IdempotencyKeyReused', 'The answer kept for this Idempotency-Key can no longer be read; use a new key');
   }
 }
@@ -102,7 +111,7 @@ async function claim(state: RequestState, secret: string) {
     case 'reused':
       throw new ApiError(422, 'IdempotencyKeyReused', 'This Idempotency-Key was used for another request (method, path or body)');
     case 'replay': {
-      const kept = openAnswer(row!.response_body!, secret);
+      const kept = openAnswer(row!.response_body!, secret, rowOf(state, sent, hash));
       throw new StoredAnswer(row!.response_status!, kept.body, kept.set_cookie);
     }
     default:
@@ -121,7 +130,7 @@ async function keep(state: RequestState, result: unknown, secret: string) {
     claimed.key,
     claimed.requestHash,
     state.route.status,
-    sealAnswer(kept, secret),
+    sealAnswer(kept, secret, rowOf(state, claimed.key, claimed.requestHash)),
   ]);
 }
 

@@ -13,6 +13,19 @@ export interface FlushableDestination extends DestinationStream {
   flushSync(): void;
 }
 
+/** The destinations whose gathered lines the process writes as it exits (one listener, whatever their number) */
+const gathering = new Set<WeakRef<ChunkedDestination>>();
+// before pino's own exit handler flushes the targets synchronously
+process.prependListener('exit', () => {
+  for (const destination of gathering) {
+    try {
+      destination.deref()?.flushSync();
+    } catch {
+      // the target is closed or broken: nothing more can be written
+    }
+  }
+});
+
 export class ChunkedDestination implements FlushableDestination {
   private lines: string[] = [];
   /** UTF-16 units buffered: a chunk's size within a factor the threshold does not care about */
@@ -23,14 +36,7 @@ export class ChunkedDestination implements FlushableDestination {
   constructor(target: FlushableDestination, chunkUnits: number) {
     this.target = target;
     this.chunkUnits = chunkUnits;
-    // before pino's own exit handler flushes the target synchronously
-    process.prependListener('exit', () => {
-      try {
-        this.flushSync();
-      } catch {
-        // the target is closed or broken: nothing more can be written
-      }
-    });
+    gathering.add(new WeakRef(this));
   }
 
   write(line: string): void {

@@ -1,17 +1,19 @@
 // What every request passes through for operators (SPEC §14): its id, its rate
-// limit, and at its end one access log line and the metrics. Mounted first in
-// src/http/app.ts (requestMiddleware), before any route is matched.
+// limit, and at its end one access log line and the metrics. Two middlewares in
+// src/http/app.ts (requestMiddleware): `identify` first of all, `rateLimit`
+// after CORS and the security headers, before any route is matched.
 //
 // Rate limits, before anything else is done for the request (no round trip, no
-// transaction): a request presenting a credential spends its credential's
-// allowance (keyed by the token's SHA-256, so a refusal needs no database: one
-// token is one credential); any other /v1 or /graphql request spends its
-// client address's. A presented credential the database refuses (a 401) costs
-// the address too, and an address past its allowance is refused whatever it
-// presents, so guessing tokens is throttled per address. A wrong sign-in code
-// costs the guesser's address a stricter allowance (10 per 15 minutes) and
-// nothing else: the codes mailed to the address's owner keep working
-// (migration 000007).
+// transaction): a request presenting a credential this server has lately seen
+// authenticate spends that credential's allowance only (keyed by the token's
+// SHA-256, so a refusal needs no database: one token is one credential); one
+// presenting a credential it has not seen spends its client address's allowance
+// too, and is refused while the address is; any other /v1 or /graphql request
+// spends its address's. So guessing tokens is throttled per address, and an
+// anonymous flood from a shared address does not refuse the signed-in clients
+// behind it. A wrong sign-in code costs the guesser's address a stricter
+// allowance (10 per 15 minutes) and nothing else: the codes mailed to the
+// address's owner keep working (migration 000007).
 import type { BlockList } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import { RateLimiterRes } from 'rate-limiter-flexible';
@@ -149,9 +151,9 @@ export function operatingMiddleware(options: OperatingOptions) {
     if (!rateLimits) return;
     const key = res.locals.credentialKey as string | undefined;
     if (key !== undefined) {
-      if (settings?.['rowgate.credential_id']) {
-        if (!authenticated.has(key)) authenticated.add(key);
-      } else if (status === 401) authenticated.delete(key);
+      // most recently used last: a busy credential is never the one dropped
+      if (settings?.['rowgate.credential_id']) authenticated.add(key);
+      else if (status === 401) authenticated.delete(key);
     }
     if (status !== 401) return;
     const address = res.locals.clientAddress as string | undefined;
