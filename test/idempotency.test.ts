@@ -321,5 +321,7 @@ describe('a sealed answer belongs to its row (a review, 2026-11-26)', () => {
       req.end(JSON.stringify(product(name)));
     });
     expect(again).toEqual({ status: 201, replayed: 'true', text: first.text });
+    // and without the collection's trailing slash: the same route, the same request
+    expect(await send('POST', '/v1/products', user, product(name), key)).toEqual({ status: 201, replayed: 'true', text: first.text });
   });
 });

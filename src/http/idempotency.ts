@@ -54,10 +54,12 @@ export const IDEMPOTENCY_HEADER = HEADER;
 function requestHash(state: RequestState): Buffer {
   const { req, route } = state;
   const credential = route.actsOnCredential ? (state.subject?.settings?.['rowgate.credential_id'] ?? '') : '';
-  // the target as the router reads it: an absolute-form target (a proxy's) and the origin form are one request
+  // the target as the router reads it: an absolute-form target (a proxy's) and the origin form are one
+  // request, and so are a path with and without its trailing slash (one route either way)
   const target = new URL(req.originalUrl, 'http://target.invalid');
+  const path = target.pathname.length > 1 ? target.pathname.replace(/\/+$/, '') : target.pathname;
   return createHash('sha256')
-    .update(`${req.method} ${target.pathname}${target.search}\n${credential}\n${JSON.stringify(req.body ?? null)}`)
+    .update(`${req.method} ${path}${target.search}\n${credential}\n${JSON.stringify(req.body ?? null)}`)
     .digest();
 }
 
