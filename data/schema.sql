@@ -1446,6 +1446,7 @@ begin
   update rowgate_private.sessions set revoked_at = now() where user_id = v_user_id and revoked_at is null;
   update rowgate.personal_access_tokens set deleted_at = now() where user_id = v_user_id and deleted_at is null;
   update rowgate_private.oauth2_access_tokens set revoked_at = now() where user_id = v_user_id and revoked_at is null;
+  perform rowgate.delete_oauth2_client(c.id) from rowgate.oauth2_clients c where c.user_id = v_user_id and c.deleted_at is null;
   return true;
 end;
 $function$;

@@ -226,6 +226,8 @@ describe("POST /v1/oauth2/register (RFC 7591) and managing one's clients", () =>
     [{ redirect_uris: ['https://client.example.com/cb#frag'] }, ['body', 'redirect_uris', 0]],
     [{ redirect_uris: ['/relative'] }, ['body', 'redirect_uris', 0]],
     [{ redirect_uris: ['javascript:alert(1)'] }, ['body', 'redirect_uris', 0]],
+    // it goes to evil.example, and the consent page would show it as it is written (a hostile review)
+    [{ redirect_uris: ['https://trusted.example@evil.example/cb'] }, ['body', 'redirect_uris', 0]],
     [{ redirect_uris: [] }, ['body', 'redirect_uris']],
     [{ scope: 'user:read  products_read' }, ['body', 'scope']],
     [{ scope: 'user:read no_such_scope' }, ['body', 'scope']],
@@ -704,6 +706,17 @@ describe('the token endpoint: client authentication and malformed requests', () 
     pub = await publicClient(user);
   });
 
+  test.each(['token', 'revoke', 'introspect'])(
+    'a NUL in the HTTP Basic client id at /v1/oauth2/%s → 401 invalid_client, not a 500',
+    async (endpoint) => {
+      const res = await app.request('POST', `/v1/oauth2/${endpoint}`, {
+        rawBody: form({ grant_type: 'refresh_token', refresh_token: 'x', token: 'x' }),
+        headers: { ...FORM, authorization: `Basic ${Buffer.from('\u0000:x').toString('base64')}` },
+      });
+      expectOAuth2Error(res, 401, 'invalid_client');
+    },
+  );
+
   test('a wrong secret → 401 invalid_client with a Basic challenge; the code is not spent', async () => {
     const g = await grant(user, client);
     const res = await token(
@@ -852,6 +865,19 @@ describe('refresh tokens: rotation and reuse detection', () => {
       app.hash(first.refresh_token),
     ]);
     expectOAuth2Error(await refresh(client, first.refresh_token), 400, 'invalid_grant');
+  });
+});
+
+describe('a client whose owner deleted their account (a hostile review, 2026-11-26)', () => {
+  test('is deleted with it: the tokens other users granted it stop working at once', async () => {
+    const owner = await app.user();
+    const granter = await app.user();
+    const client = await register(owner);
+    const issued = await tokens(granter, client);
+    expect((await userinfo(issued.access_token)).status).toBe(200);
+    expect((await app.request('DELETE', '/v1/users/me', { session: owner.session })).status).toBe(204);
+    expect((await userinfo(issued.access_token)).status).toBe(401);
+    expectOAuth2Error(await refresh(client, issued.refresh_token), 401, 'invalid_client');
   });
 });
 

@@ -27,6 +27,8 @@ export function clientCredentials(req: Request, body: { client_id?: string; clie
     } catch {
       throw oauth2InvalidClient();
     }
+    // no client's id or secret holds a NUL (PostgreSQL's text cannot), nor runs past a few hundred characters
+    if (/\0/.test(clientId + clientSecret) || clientId.length > 200 || clientSecret.length > 500) throw oauth2InvalidClient();
     if (body.client_secret) throw oauth2InvalidRequest('Use one client authentication method: HTTP Basic or client_secret, not both');
     if (body.client_id && body.client_id !== clientId) throw oauth2InvalidClient();
     return { clientId, clientSecret };

@@ -21,6 +21,8 @@ function redirectUriProblem(value: string): string | null {
     return 'must be an absolute URI';
   }
   if (url.hash || value.includes('#')) return 'must not have a fragment';
+  // `https://trusted.example@evil.example/cb` goes to evil.example: shown on the consent page, a phishing aid
+  if (url.username || url.password) return 'must not have a user name or password (userinfo)';
   if (url.protocol === 'https:') return null;
   if (url.protocol === 'http:') {
     return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname) ? null : 'http is allowed on the loopback interface only; use https';
