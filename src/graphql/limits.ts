@@ -238,7 +238,6 @@ export type ParseAndValidateResult =
   | { document: DocumentNode; errors?: undefined }
   | { errors: readonly GraphQLError[]; document?: undefined };
 
-/** A refusal or a syntax error with its code; the spec's own validation errors as GRAPHQL_VALIDATION_FAILED. */
 /**
  * graphql-js quotes the document's names in its messages: a 100,000-character
  * field name was a 100 KB message. A quoted name is echoed at most 200
@@ -250,6 +249,7 @@ const boundedMessage = (message: string) =>
     2 * ECHOED_CHARACTERS,
   );
 
+/** A refusal or a syntax error with its code (the spec's own validation errors as GRAPHQL_VALIDATION_FAILED), its message bounded. */
 function withCode(error: GraphQLError, code: string): GraphQLError {
   const message = boundedMessage(error.message);
   if (error.extensions.code && message === error.message) return error;

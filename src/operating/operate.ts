@@ -104,9 +104,9 @@ export function operatingMiddleware(options: OperatingOptions) {
     const credential = readCredential(req);
     let decided: Promise<RateLimitDecision>;
     const key = credential && credential !== 'malformed' ? credentialKey(credential) : undefined;
+    if (key !== undefined) res.locals.credentialKey = key;
     if (key !== undefined && authenticated.has(key)) {
       // a credential this server has seen authenticate: its own allowance only, whatever its address's neighbours do
-      res.locals.credentialKey = key;
       decided = rateLimits.credential.consume(key);
     } else if (key !== undefined) {
       // one it has not: it spends its address's allowance too, before the database is asked (inventing tokens
@@ -120,7 +120,6 @@ export function operatingMiddleware(options: OperatingOptions) {
           'Too many requests from this address without a valid credential; try again later',
         );
       }
-      res.locals.credentialKey = key;
       decided = spendAddress(rateLimits, address).then((decision) => (decision.allowed ? rateLimits.credential.consume(key) : decision));
     } else {
       decided = spendAddress(rateLimits, address);

@@ -37,16 +37,15 @@ const BURST_WINDOW_SECONDS = 10;
 class Limiter {
   readonly quota: number;
   readonly name: string;
-  private readonly window: RateLimiterMemory;
-  private readonly burst: RateLimiterMemory;
   private readonly limiter: BurstyRateLimiter;
 
   constructor(name: string, quota: number) {
     this.name = name;
     this.quota = quota;
-    this.window = new RateLimiterMemory({ keyPrefix: `${name}:w`, points: quota, duration: 1 });
-    this.burst = new RateLimiterMemory({ keyPrefix: `${name}:b`, points: quota, duration: BURST_WINDOW_SECONDS });
-    this.limiter = new BurstyRateLimiter(this.window, this.burst);
+    this.limiter = new BurstyRateLimiter(
+      new RateLimiterMemory({ keyPrefix: `${name}:w`, points: quota, duration: 1 }),
+      new RateLimiterMemory({ keyPrefix: `${name}:b`, points: quota, duration: BURST_WINDOW_SECONDS }),
+    );
   }
 
   private decision(allowed: boolean, res: RateLimiterRes): RateLimitDecision {
@@ -61,7 +60,7 @@ class Limiter {
 
   /** Spends `points` of the key's allowance: the decision (one promise, no await: this is on every request's path). */
   consume(key: string, points = 1): Promise<RateLimitDecision> {
-    // a promise whatever happens (charge() spends from a 'close' listener, where a throw would end the process)
+    // a promise whatever happens: its callers chain on it (src/operating/operate.ts)
     let spending: Promise<RateLimiterRes>;
     try {
       spending = this.limiter.consume(key, points);
@@ -75,14 +74,6 @@ class Limiter {
         throw refusal;
       },
     );
-  }
-
-  /** Whether the key has nothing left (window and burst), without spending anything: the refusal, or null. */
-  async exhausted(key: string): Promise<RateLimitDecision | null> {
-    const window = await this.window.get(key);
-    if (!window || window.remainingPoints > 0) return null;
-    const burst = await this.burst.get(key);
-    return burst && burst.remainingPoints <= 0 ? this.decision(false, window) : null;
   }
 }
 
