@@ -42,6 +42,7 @@ create table rowgate.accounts (
   constraint accounts_currency_check CHECK ((currency ~ '^[a-z]{3}$'::text)),
   constraint accounts_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'active'::text, 'disabled'::text])))
 );
+comment on table rowgate.accounts is '@foreignKey (admin_id) references rowgate.colleagues (id)';
 alter table rowgate.accounts enable row level security;
 grant select (id, organization_id, admin_id, country, currency, status, created_at, updated_at) on rowgate.accounts to rowgate_organization, rowgate_user;
 grant select (id, organization_id, admin_id, country, currency, status, created_at, updated_at, deleted_at) on rowgate.accounts to rowgate_analyst;
@@ -197,6 +198,7 @@ create table rowgate.memberships (
   constraint memberships_role_fkey FOREIGN KEY (role) REFERENCES rowgate.roles(name) ON UPDATE CASCADE,
   constraint memberships_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id)
 );
+comment on table rowgate.memberships is '@foreignKey (user_id) references rowgate.colleagues (id)';
 alter table rowgate.memberships enable row level security;
 grant select (id, user_id, organization_id, role, created_at, updated_at) on rowgate.memberships to rowgate_organization, rowgate_user;
 grant select (id, user_id, organization_id, role, created_at, updated_at, deleted_at) on rowgate.memberships to rowgate_analyst;
@@ -554,8 +556,6 @@ grant select (id, email, name, avatar_url, created_at, updated_at) on rowgate.us
 grant select (id, email, name, avatar_url, created_at, updated_at, deleted_at) on rowgate.users to rowgate_analyst;
 grant update (name, avatar_url) on rowgate.users to rowgate_user;
 CREATE UNIQUE INDEX users_email_live ON rowgate.users USING btree (email) WHERE (deleted_at IS NULL);
-create policy select_colleague on rowgate.users as permissive for select to rowgate_user, rowgate_organization, rowgate_analyst
-  using (((id = ANY (( SELECT rowgate_hidden.current_colleague_ids() AS current_colleague_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('members_read'::text) AS has_scope)));
 create policy select_self on rowgate.users as permissive for select to rowgate_user, rowgate_analyst
   using (((id = ( SELECT rowgate_hidden.current_user_id() AS current_user_id)) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('user:read'::text) AS has_scope)));
 create policy update_self_web_session on rowgate.users as permissive for update to rowgate_user
@@ -872,6 +872,20 @@ create table rowgate_private.webhook_secrets (
   constraint webhook_secrets_pkey PRIMARY KEY (organization_id, endpoint_id),
   constraint webhook_secrets_organization_id_endpoint_id_fkey FOREIGN KEY (organization_id, endpoint_id) REFERENCES rowgate.webhook_endpoints(organization_id, id)
 );
+
+-- View rowgate.colleagues
+create view rowgate.colleagues with (security_barrier=true) as
+ SELECT id,
+    email,
+    name
+   FROM rowgate.users u
+  WHERE (id = ANY ((( SELECT rowgate_hidden.current_colleague_ids() AS current_colleague_ids))::uuid[])) AND deleted_at IS NULL AND ( SELECT rowgate_hidden.has_scope('members_read'::text) AS has_scope);
+comment on view rowgate.colleagues is '@primaryKey id
+The users who share an organization with the subject: their id, name and e-mail only (members_read).';
+comment on column rowgate.colleagues.email is '@notNull
+The colleague''s e-mail address.';
+comment on column rowgate.colleagues.name is 'The colleague''s display name.';
+grant select (id, email, name) on rowgate.colleagues to rowgate_analyst, rowgate_organization, rowgate_user;
 
 -- View rowgate.orders_by_day
 create view rowgate.orders_by_day with (security_invoker=true) as

@@ -449,20 +449,24 @@ describe('the platform-admin flag', () => {
     expect(res.body).toMatchObject({ id: w.platformAdmin.id, is_admin: true });
   });
 
-  test("GraphQL's User has no such field; a colleague's allUsers shows no flag of any kind", async () => {
+  test("GraphQL's User has no such field; a colleague's allUsers and allColleagues show no flag of any kind", async () => {
     const type = await data('{ __type(name: "User") { fields { name type { kind name ofType { kind name } } } } }');
     const fields: { name: string; type: { kind: string; name: string | null; ofType: { kind: string; name: string } | null } }[] =
       type.__type.fields;
     expect(fields.map((f) => f.name)).not.toContain('isAdmin');
     const refused = await gql('{ allUsers { nodes { rowId isAdmin } } }', { session: w.memberA.session });
     expect(refused.body.errors?.[0]?.message).toMatch(/Cannot query field "isAdmin" on type "User"/);
-    // every scalar field of User, asked by a colleague of the platform admin: no boolean anywhere
+    // every scalar field of User and of Colleague, asked by a colleague of the platform admin: no boolean anywhere
     const scalars = fields.filter((f) => (f.type.ofType ?? f.type).kind === 'SCALAR').map((f) => f.name);
     expect(scalars).toContain('email');
-    const got = await data(`{ allUsers { nodes { ${scalars.join(' ')} } } }`, { session: w.memberA.session });
-    const nodes: Record<string, unknown>[] = got.allUsers.nodes;
-    expect(nodes.map((n) => n.rowId).sort()).toEqual(sorted([w.adminA.id, w.memberA.id, w.platformAdmin.id]));
-    for (const node of nodes) expect(Object.values(node).filter((v) => typeof v === 'boolean')).toEqual([]);
+    const got = await data(`{ allUsers { nodes { ${scalars.join(' ')} } } allColleagues { nodes { rowId email name } } }`, {
+      session: w.memberA.session,
+    });
+    expect(got.allUsers.nodes.map((n: { rowId: string }) => n.rowId)).toEqual([w.memberA.id]);
+    const colleagues: Record<string, unknown>[] = got.allColleagues.nodes;
+    expect(colleagues.map((n) => n.rowId).sort()).toEqual(sorted([w.adminA.id, w.memberA.id, w.platformAdmin.id]));
+    for (const node of [...got.allUsers.nodes, ...colleagues])
+      expect(Object.values(node).filter((v) => typeof v === 'boolean')).toEqual([]);
   });
 
   test("REST never shows a colleague's flag: the members list names users without it", async () => {
@@ -538,8 +542,11 @@ describe('analysts: select * from rowgate.users works and shows no flag', () => 
     try {
       const result = await client.query('select * from rowgate.users');
       expect(result.fields.map((f) => f.name)).toEqual(USER_COLUMNS);
-      expect(result.rows.map((r) => r.id).sort()).toEqual(sorted([w.adminA.id, w.memberA.id, w.platformAdmin.id]));
+      expect(result.rows.map((r) => r.id)).toEqual([w[who].id]);
       expect(result.rows.every((r) => r.deleted_at === null)).toBe(true);
+      const colleagues = await client.query('select * from rowgate.colleagues');
+      expect(colleagues.fields.map((f) => f.name)).toEqual(['id', 'email', 'name']);
+      expect(colleagues.rows.map((r) => r.id).sort()).toEqual(sorted([w.adminA.id, w.memberA.id, w.platformAdmin.id]));
       expect(await failure(client.query('select is_admin from rowgate.users'))).toMatchObject({ code: '42703' });
       expect(await failure(client.query('select * from rowgate_private.platform_admins'))).toMatchObject({ code: '42501' });
       expect(await failure(client.query('select rowgate_hidden.current_user_is_platform_admin()'))).toMatchObject({ code: '42501' });

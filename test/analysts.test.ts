@@ -386,7 +386,7 @@ describe('the analyst reads exactly what the API shows the user with read scopes
     const api = (await Promise.all([org.A, org.B, org.E].map((id) => listAll(`/v1/organizations/${id}/members`, readToken)))).flat();
     const rows = await sql(
       `select m.user_id, m.organization_id, m.role, u.email, u.name, m.created_at, m.updated_at
-       from rowgate.memberships m join rowgate.users u on u.id = m.user_id`,
+       from rowgate.memberships m join rowgate.colleagues u on u.id = m.user_id`,
     );
     expect(asApi(rows, api).sort(byKey('organization_id', 'user_id'))).toEqual(api.sort(byKey('organization_id', 'user_id')));
     expect(api.length).toBe(5); // A: ann; B: bob, ann; E: bob, ann
@@ -751,6 +751,7 @@ describe('bypass attempts fail', () => {
     expect(grants).toEqual({
       readable: [
         'rowgate.accounts',
+        'rowgate.colleagues',
         'rowgate.customer_members',
         'rowgate.customers',
         'rowgate.events',

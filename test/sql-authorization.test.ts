@@ -174,8 +174,9 @@ describe('what a subject reaches (RLS)', () => {
     test(`${who} reaches no organization`, async () => {
       await as(user(who), async (c) => {
         expect(await one(c, 'select rowgate_hidden.current_organization_ids() as ids')).toEqual({ ids: [] });
-        // the users table shows itself only: no colleagues
+        // the users table shows itself only, and it has no colleagues
         expect(await ids(c, 'select id from rowgate.users')).toEqual([u[who].id]);
+        expect(await ids(c, 'select id from rowgate.colleagues')).toEqual([]);
       });
     });
   }
@@ -184,7 +185,9 @@ describe('what a subject reaches (RLS)', () => {
     await as(user('memberA'), async (c) => {
       const rows = await c.query<{ user_id: string }>('select user_id from rowgate.memberships where organization_id = $1', [A]);
       expect(rows.rows.map((r) => r.user_id).sort()).toEqual(sorted([u.adminA.id, u.memberA.id, u.financeA.id]));
-      expect(await ids(c, 'select id from rowgate.users')).toEqual(sorted([u.adminA.id, u.memberA.id, u.financeA.id]));
+      expect(await ids(c, 'select id from rowgate.colleagues')).toEqual(sorted([u.adminA.id, u.memberA.id, u.financeA.id]));
+      // the users table shows the member itself only: colleagues are names and e-mails (rowgate.colleagues)
+      expect(await ids(c, 'select id from rowgate.users')).toEqual([u.memberA.id]);
     });
   });
 

@@ -32,7 +32,7 @@ const MembershipUpdate = z.strictObject({ role }).meta({ id: 'MembershipUpdate',
 const organizationParams = z.object({ id: uuid('The organization id.') });
 const memberParams = z.object({ id: uuid('The organization id.'), user_id: uuid("The member's user id.") });
 
-const from = 'rowgate.memberships m join rowgate.users u on u.id = m.user_id';
+const from = 'rowgate.memberships m join rowgate.colleagues u on u.id = m.user_id';
 const columns = 'm.user_id, m.organization_id, m.role, u.email, u.name, m.created_at, m.updated_at';
 
 async function readMembership(tx: Tx, organizationId: string, userId: string) {

@@ -443,7 +443,10 @@ export function roleDenial(m: Model, s: Subject, org: number, permission: string
 export interface Visible {
   organizations: string[];
   memberships: string[]; // `${user_id}/${organization_id}`
+  /** the subject's own user row (rowgate.users) */
   users: string[];
+  /** the users who share an organization with the subject (rowgate.colleagues: id, name, e-mail) */
+  colleagues: string[];
   products: string[];
   customers: string[];
   /** member seats (SPEC §18) */
@@ -465,14 +468,16 @@ export function transactionsOf(o: MOrder): ('payment' | 'refund')[] {
  * The scopes that let a credential read each collection: any of them (SPEC §3;
  * the credential's scopes are expanded, a write scope implying its read scope).
  * Where the contract leaves it open (users, payout accounts), the choice of
- * the select policies is modelled: a user row is read with `user:read` (oneself)
- * or `members_read` (colleagues); payout accounts with `payouts:read`, and a web
+ * the select policies is modelled: a user's whole row is read with `user:read`
+ * by the user itself only, a colleague's name and e-mail (rowgate.colleagues)
+ * with `members_read`; payout accounts with `payouts:read`, and a web
  * session only (SPEC §4; the policy checks the credential's kind, issue 12).
  */
 export const COLLECTION_SCOPES: Record<keyof Visible, readonly string[]> = {
   organizations: ['organizations_read'],
   memberships: ['members_read'],
-  users: ['user:read', 'members_read'],
+  users: ['user:read'],
+  colleagues: ['members_read'],
   products: ['products_read'],
   customers: ['customers_read', 'customer_portal_read'],
   customer_members: ['customers_read', 'customer_portal_read'],
@@ -494,11 +499,11 @@ export function visible(m: Model, s: Subject | null, scoped = true): Visible {
   const has = (scope: string) => !scoped || (s?.scopes.has(scope) ?? false);
   const inReach = (o: number) => orgs.has(o);
   const financeVisible = (o: number) => s !== null && inReach(o) && financeDenial(m, s, o, false) === null;
-  const users = new Set<number>();
+  const colleagues = new Set<number>();
   if (has('members_read')) {
-    for (const x of m.memberships) if (!x.removed && inReach(x.org) && live(m.users[x.user])) users.add(x.user);
+    for (const x of m.memberships) if (!x.removed && inReach(x.org) && live(m.users[x.user])) colleagues.add(x.user);
   }
-  if (s?.kind === 'user' && has('user:read')) users.add(s.user);
+  const self = s?.kind === 'user' && has('user:read') ? [s.user] : [];
   const ownCustomer = s?.kind === 'customer' || s?.kind === 'member' ? s.customer : null;
   const own = has('customer_portal_read') ? ownCustomer : null;
   const organizationData = (scope: string) => (o: number) => has(scope) && inReach(o);
@@ -508,7 +513,8 @@ export function visible(m: Model, s: Subject | null, scoped = true): Visible {
     memberships: m.memberships
       .filter((x) => !x.removed && organizationData('members_read')(x.org))
       .map((x) => `${m.users[x.user]!.id}/${m.orgs[x.org]!.id}`),
-    users: [...users].map((u) => m.users[u]!.id),
+    users: self.map((u) => m.users[u]!.id),
+    colleagues: [...colleagues].map((u) => m.users[u]!.id),
     products: m.products.filter((p) => !p.deleted && organizationData('products_read')(p.org)).map((p) => p.id),
     customers: m.customers.filter((c, i) => !c.deleted && (organizationData('customers_read')(c.org) || i === own)).map((c) => c.id),
     // a seat goes with its customer; a member session reads its own seat
@@ -679,7 +685,7 @@ export function expect(
       const denied = gate(ORG_DATA, ['members_read', 'members_write']);
       if (denied) return { credential, request, expected: denied };
       if (!orgs.has(o)) return { credential, request, expected: { status: 404 } };
-      // the members list joins the users the subject sees: a deleted user's membership is not listed
+      // the members list joins the colleagues the subject sees: a deleted user's membership is not listed
       const ids = m.memberships.filter((x) => x.org === o && !x.removed && !m.users[x.user]!.deleted).map((x) => m.users[x.user]!.id);
       return { credential, request, expected: list(ids) };
     }
