@@ -12,7 +12,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -366,6 +366,12 @@ async function main() {
     // issue 12's target: a GraphQL page of 50 orders with totalCount against REST's page, same user, same run (in turns)
     graphql_vs_rest: ratio(find(`${main}/graphql_orders_small_user`), find(`${main}/rest_orders_small_user`)),
     graphql_vs_rest_paired: paired(find(`${main}/graphql_orders_small_user`), find(`${main}/rest_orders_small_user`)),
+    // the same pages on a server with one worker per core (ROWGATE_WORKERS=auto; none on a single core)
+    graphql_vs_rest_workers: ratio(find(`${main}/graphql_orders_small_user_workers`), find(`${main}/rest_orders_small_user_workers`)),
+    graphql_vs_rest_workers_paired: paired(
+      find(`${main}/graphql_orders_small_user_workers`),
+      find(`${main}/rest_orders_small_user_workers`),
+    ),
     me_vs_bare: ratio(find(`${main}/rest_users_me`), find('bare_express')),
     // the database alone, on GET /v1/users/me's transaction, against the same HTTP ceiling
     me_sql_vs_bare: ratio(find(`${main}/sql_users_me`), find('bare_express')),
@@ -488,6 +494,7 @@ async function benchScale(
   if (runs('writes')) await benchWrites(ctx);
   await stopProcess(server);
   if (runs('reads')) await benchUncachedAndBare(ctx, startServer, children);
+  if (runs('reads')) await benchWorkers(ctx, startServer);
   if (runs('standby')) await benchStandby(ctx, db, startServer);
 }
 
@@ -510,14 +517,17 @@ type StartServer = (env?: Record<string, string>) => Promise<{ child: ChildProce
 /** The web session's hash, as pgbench sends it to the authentication statement. */
 const sessionHash = (ctx: ScaleContext, who: keyof BenchUsers) => `\\x${hashToken(ctx.secret, ctx.sessions[who]).toString('hex')}`;
 
+/** GraphQL's page of the small user's 50 newest orders with their total, the request body */
+const GRAPHQL_PAGE = JSON.stringify({
+  query: `{ allOrders(first: 50, orderBy: [CREATED_AT_DESC, PRIMARY_KEY_DESC]) { totalCount nodes { id organizationId customerId productId amount currency status createdAt updatedAt } } }`,
+});
+
 async function benchReads(ctx: ScaleContext, server: ChildProcess, p50ByScale: Record<string, number>) {
   const { scale, sessions, authenticatorUrl, base } = ctx;
   // the database ceiling: the API's own statements for GET /v1/orders/?limit=50, and the straightforward ones
   const page = listStatement(orderListSpec, { page: 1, limit: 50 }, new Where());
   // GraphQL's page (issue 12), asked once to see that it answers what the bench measures
-  const graphqlQuery = JSON.stringify({
-    query: `{ allOrders(first: 50, orderBy: [CREATED_AT_DESC, PRIMARY_KEY_DESC]) { totalCount nodes { id organizationId customerId productId amount currency status createdAt updatedAt } } }`,
-  });
+  const graphqlQuery = GRAPHQL_PAGE;
   const probe = await fetch(`${base}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', cookie: `rowgate_session=${sessions.small}` },
@@ -592,6 +602,35 @@ async function benchUncachedAndBare(ctx: ScaleContext, startServer: StartServer,
     await waitFor(`http://127.0.0.1:${barePort}/bare`);
     await http('bare_express', { url: `http://127.0.0.1:${barePort}/bare` });
     await stopProcess(bare);
+  }
+}
+
+/**
+ * The small user's REST and GraphQL pages again, in turns, on a server with one
+ * worker per core (ROWGATE_WORKERS=auto, src/http/cluster.ts): the GraphQL page
+ * is bound by its server's thread, the REST page by the database, so a second
+ * process serves GraphQL what the first left of the machine.
+ */
+async function benchWorkers(ctx: ScaleContext, startServer: StartServer) {
+  if (availableParallelism() < 2) return;
+  const served = await startServer({ ROWGATE_WORKERS: 'auto' });
+  try {
+    const cookie = `rowgate_session=${ctx.sessions.small}`;
+    await interleaved([
+      {
+        runner: wrkRunner(`${ctx.scale}/rest_orders_small_user_workers`, { url: `${served.url}/v1/orders/?limit=50`, headers: { cookie } }),
+      },
+      {
+        runner: wrkRunner(`${ctx.scale}/graphql_orders_small_user_workers`, {
+          url: `${served.url}/graphql`,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', cookie },
+          body: GRAPHQL_PAGE,
+        }),
+      },
+    ]);
+  } finally {
+    await stopProcess(served.child);
   }
 }
 

@@ -37,6 +37,12 @@ const schema = z.object({
     .min(1)
     .max(200)
     .default(Math.max(4, 2 * availableParallelism())),
+  // server processes sharing the port (node:cluster, src/http/cluster.ts), the pool shared out
+  // among them; `auto`: one per core. Each is an instance: its own rate limits and caches (docs/operations.md)
+  ROWGATE_WORKERS: z
+    .union([z.literal('auto'), z.coerce.number().int().min(1).max(64)], { error: 'must be a number of processes (1 to 64) or auto' })
+    .default(1)
+    .transform((v) => (v === 'auto' ? availableParallelism() : v)),
   // hot standbys for reads (SPEC §19, src/db/read-replicas.ts): authenticator URLs, comma-separated
   ROWGATE_READ_DATABASE_URLS: z
     .string()

@@ -1,7 +1,11 @@
 // `npm start`: serve the API; Ctrl-C / SIGTERM stops the HTTP server, then the database.
 // Everything the server says is a JSON line on stdout (pino; human-readable in development).
+// With ROWGATE_WORKERS > 1 this process is the primary of that many server
+// processes (src/http/cluster.ts), and each of them runs this file as a worker.
+import cluster from 'node:cluster';
 import { ConfigError, loadConfig } from './config.ts';
 import { startServer } from './http/server.ts';
+import { startPrimary, startWorker } from './http/cluster.ts';
 import { createLogger, flushLog, type Logger } from './operating/logger.ts';
 
 let logger: Logger | undefined;
@@ -9,16 +13,29 @@ const exit = (code: number) => (logger ? flushLog(logger) : Promise.resolve()).f
 
 try {
   const config = loadConfig();
-  logger = createLogger({ level: config.LOG_LEVEL, pretty: config.NODE_ENV === 'development' });
+  const worker = cluster.isWorker;
+  logger = createLogger({ level: config.LOG_LEVEL, pretty: config.NODE_ENV === 'development', sharedOutput: worker });
   const log = logger;
-  const running = await startServer(config, log);
-  log.info(
-    { url: running.url, metrics: running.metricsUrl ?? null },
-    `rowgate listening on ${running.url} (API reference: ${running.url}/docs)`,
-  );
+  const running = worker
+    ? await startWorker(config, log)
+    : config.ROWGATE_WORKERS > 1
+      ? await startPrimary(config, log)
+      : await startServer(config, log);
+  // a worker is announced by its primary, which says it once for all of them
+  if (!worker) {
+    const workers = 'workers' in running ? running.workers : 1;
+    log.info(
+      { url: running.url, metrics: running.metricsUrl ?? null, workers },
+      `rowgate listening on ${running.url} (API reference: ${running.url}/docs)${workers > 1 ? ` with ${workers} workers` : ''}`,
+    );
+  }
   await flushLog(log);
+  let stopping = false;
   const shutdown = (signal: string) => {
-    log.info(`rowgate: ${signal} received, shutting down`);
+    // Ctrl-C reaches a cluster's every process, and the primary then sends its workers SIGTERM too
+    if (stopping) return;
+    stopping = true;
+    if (!worker) log.info(`rowgate: ${signal} received, shutting down`);
     const force = setTimeout(() => {
       log.error('rowgate: shutdown took longer than 20 s, exiting');
       void exit(1);
@@ -26,7 +43,7 @@ try {
     force.unref();
     running.stop().then(
       () => {
-        log.info('rowgate: stopped');
+        if (!worker) log.info('rowgate: stopped');
         void exit(0);
       },
       (error) => {

@@ -11,13 +11,13 @@ import type { Config } from '../config.ts';
 import { createPool } from '../db/pool.ts';
 import { Consistency } from '../db/consistency.ts';
 import { ReadReplicas } from '../db/read-replicas.ts';
-import { connect } from '../db/connect.ts';
+import { type Connection, connect } from '../db/connect.ts';
 import { watchAnalysts } from '../db/analyst-limits.ts';
 import { keepEvents } from '../db/event-retention.ts';
 import { trustedProxies } from '../operating/client-address.ts';
 import { type AccessLine, accessLog } from '../operating/access-log.ts';
 import { createLogger, lineLogger, type Logger } from '../operating/logger.ts';
-import { createMetricsServer, Metrics } from '../operating/metrics.ts';
+import { collectForPrimary, createMetricsServer, Metrics } from '../operating/metrics.ts';
 import { RateLimits } from '../operating/rate-limit.ts';
 import { createGraphql, type Graphql } from '../graphql/server.ts';
 import { allRoutes } from './routes.ts';
@@ -116,9 +116,16 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-export async function startServer(config: Config, logger: Logger = createLogger()): Promise<Running> {
+export interface StartOptions {
+  /** the database another process made ready (a cluster's primary, src/http/cluster.ts): no start, no migrations, not stopped here */
+  connection?: Connection;
+  /** metrics are collected for the cluster's primary, which serves them (ROWGATE_METRICS_PORT is its port, not this process's) */
+  metricsForPrimary?: boolean;
+}
+
+export async function startServer(config: Config, logger: Logger = createLogger(), options: StartOptions = {}): Promise<Running> {
   const log = lineLogger(logger);
-  const connection = await connect(config, { exclusive: true, log });
+  const connection = options.connection ?? (await connect(config, { exclusive: true, log }));
   const pool = createPool({
     connectionString: connection.authenticatorUrl,
     max: config.ROWGATE_POOL_SIZE,
@@ -184,7 +191,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       corsOrigins: config.ROWGATE_CORS_ORIGINS,
       operating,
     });
-    if (metrics && config.ROWGATE_METRICS_PORT !== undefined) {
+    if (metrics && options.metricsForPrimary) collectForPrimary(metrics);
+    else if (metrics && config.ROWGATE_METRICS_PORT !== undefined) {
       metricsServer = await listen(createMetricsServer(metrics), config.ROWGATE_METRICS_PORT, config.HOST);
     }
     const listening = await listen(

@@ -9,7 +9,7 @@
 // must be added there too.
 import { createRequire } from 'node:module';
 import pino, { type DestinationStream, type Logger } from 'pino';
-import { ChunkedDestination } from './log-chunks.ts';
+import { ChunkedDestination, SHARED_OUTPUT_CHUNK_UNITS } from './log-chunks.ts';
 
 export type { Logger };
 
@@ -19,6 +19,8 @@ export interface LoggerOptions {
   pretty?: boolean;
   /** where lines go (the tests collect them); default: stdout, written asynchronously in 15 KiB chunks */
   destination?: DestinationStream;
+  /** other processes write to the same stdout (node:cluster workers): every write whole lines within PIPE_BUF */
+  sharedOutput?: boolean;
 }
 
 function prettyStream(): DestinationStream | undefined {
@@ -38,7 +40,12 @@ const CHUNK = 15 * 1024;
 export function createLogger(options: LoggerOptions = {}): Logger {
   const chosen = options.destination ?? (options.pretty ? prettyStream() : undefined);
   // buffered: a line costs an array push, not a write(2); written at least every FLUSH_MS, and on exit (flushLog)
-  const destination = chosen ?? new ChunkedDestination(pino.destination({ dest: 1, sync: false, minLength: CHUNK }), CHUNK);
+  const destination =
+    chosen ??
+    (options.sharedOutput
+      ? // each chunk written as it is released, sonic-boom joining only whole chunks within PIPE_BUF
+        new ChunkedDestination(pino.destination({ dest: 1, sync: false, maxWrite: 4096 }), SHARED_OUTPUT_CHUNK_UNITS, { bounded: true })
+      : new ChunkedDestination(pino.destination({ dest: 1, sync: false, minLength: CHUNK }), CHUNK));
   const logger = pino(
     {
       level: options.level ?? 'info',

@@ -7,7 +7,7 @@
 // webhook delivery attempts this process made, by outcome (SPEC §17).
 import { createServer, type Server } from 'node:http';
 import type pg from 'pg';
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { StandbyStatus } from '../db/read-replicas.ts';
 import type { AttemptResult } from '../webhooks/post.ts';
 
@@ -108,15 +108,39 @@ export class Metrics {
   }
 }
 
+/** A cluster worker's metrics, answered to its primary's scrape (prom-client's AggregatorRegistry) instead of served. */
+export function collectForPrimary(metrics: Metrics) {
+  AggregatorRegistry.setRegistries([metrics.registry]);
+  // prom-client answers the primary's requests once an aggregator exists in the worker too
+  new AggregatorRegistry();
+}
+
+/** What GET /metrics answers: the text and its content type */
+type Exposition = () => Promise<{ text: string; contentType: string }>;
+
 /** The metrics server: GET /metrics, nothing else. */
 export function createMetricsServer(metrics: Metrics): Server {
+  return metricsServer(async () => ({ text: await metrics.registry.metrics(), contentType: metrics.registry.contentType }));
+}
+
+/**
+ * The metrics server of a cluster's primary (src/http/cluster.ts): every
+ * worker's metrics, asked over IPC at each scrape and summed (counters and
+ * histograms add up; the pool's gauges too, the pools being the workers').
+ */
+export function createClusterMetricsServer(): Server {
+  const aggregator = new AggregatorRegistry();
+  return metricsServer(async () => ({ text: await aggregator.clusterMetrics(), contentType: aggregator.contentType }));
+}
+
+function metricsServer(exposition: Exposition): Server {
   return createServer((req, res) => {
     if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
       res.writeHead(404, { 'Content-Type': 'text/plain' }).end('Not found: GET /metrics\n');
       return;
     }
-    metrics.registry.metrics().then(
-      (text) => res.writeHead(200, { 'Content-Type': metrics.registry.contentType }).end(text),
+    exposition().then(
+      ({ text, contentType }) => res.writeHead(200, { 'Content-Type': contentType }).end(text),
       (error: Error) => res.writeHead(500, { 'Content-Type': 'text/plain' }).end(`${error.message}\n`),
     );
   });

@@ -1,0 +1,134 @@
+// Several server processes on one port (ROWGATE_WORKERS > 1, node:cluster).
+// One Node process runs JavaScript on one core: a GraphQL page costs the
+// server more than the database (docs/performance.md), so one process left a
+// core idle. The primary makes the database ready once (the embedded one
+// started, the migrations applied), forks the workers and hands each the
+// connection over IPC (the secret in no environment), serves the metrics of
+// them all, starts another when one dies, and on SIGTERM stops them (each
+// drains its requests as a single server does) before it stops the database.
+// Each worker is an instance of SPEC §19: its own rate limits and caches
+// (docs/decisions.md, "Workers").
+import cluster, { type Worker } from 'node:cluster';
+import type { Server } from 'node:http';
+import type { Config } from '../config.ts';
+import { type Connection, connect } from '../db/connect.ts';
+import { lineLogger, type Logger } from '../operating/logger.ts';
+import { createClusterMetricsServer } from '../operating/metrics.ts';
+import { listen, type Running, startServer } from './server.ts';
+
+/** What the primary sends a worker it forked */
+interface Setup {
+  type: 'rowgate:setup';
+  connection: Omit<Connection, 'embedded'>;
+  poolSize: number;
+}
+
+/** What a worker tells its primary once it listens */
+interface Listening {
+  type: 'rowgate:listening';
+  url: string;
+}
+
+export interface RunningCluster {
+  url: string;
+  metricsUrl?: string;
+  workers: number;
+  stop(): Promise<void>;
+}
+
+/** How long after a worker's death its replacement is forked (a worker that dies at once does not spin) */
+const RESTART_DELAY_MS = 1_000;
+
+/** The pool each worker opens: ROWGATE_POOL_SIZE shared out among them, at least 2 each */
+export const workerPoolSize = (config: Config) => Math.max(2, Math.ceil(config.ROWGATE_POOL_SIZE / config.ROWGATE_WORKERS));
+
+const exitOf = (worker: Worker) => new Promise<void>((resolve) => (worker.isDead() ? resolve() : worker.once('exit', () => resolve())));
+
+export async function startPrimary(config: Config, logger: Logger): Promise<RunningCluster> {
+  const log = lineLogger(logger);
+  const connection = await connect(config, { exclusive: true, log });
+  const { ownerUrl, authenticatorUrl, secret } = connection;
+  const setup: Setup = { type: 'rowgate:setup', connection: { ownerUrl, authenticatorUrl, secret }, poolSize: workerPoolSize(config) };
+  const live = new Set<Worker>();
+  let stopping = false;
+
+  const fork = () =>
+    new Promise<{ url: string; pid?: number }>((resolve, reject) => {
+      const worker = cluster.fork();
+      live.add(worker);
+      let listening = false;
+      worker.on('message', (message: Listening) => {
+        if (message?.type !== 'rowgate:listening') return;
+        listening = true;
+        resolve({ url: message.url, pid: worker.process.pid });
+      });
+      worker.once('exit', (code, signal) => {
+        live.delete(worker);
+        if (!listening) {
+          reject(new Error(`a worker exited (${signal ?? code}) before it listened`));
+          return;
+        }
+        if (stopping) return;
+        logger.error({ pid: worker.process.pid, code, signal }, 'rowgate: a worker exited; starting another');
+        setTimeout(() => {
+          if (stopping) return;
+          fork().then(
+            ({ pid }) => logger.info({ pid }, 'rowgate: the replacement worker listens'),
+            (error: unknown) => logger.error({ err: error }, 'rowgate: the replacement worker did not start'),
+          );
+        }, RESTART_DELAY_MS).unref();
+      });
+      worker.send(setup);
+    });
+
+  const stopWorkers = async () => {
+    stopping = true;
+    const exits = [...live].map(exitOf);
+    for (const worker of live) worker.process.kill('SIGTERM');
+    await Promise.all(exits);
+  };
+
+  let metricsServer: Server | undefined;
+  try {
+    const urls = (await Promise.all(Array.from({ length: config.ROWGATE_WORKERS }, fork))).map((w) => w.url);
+    if (config.ROWGATE_METRICS_PORT !== undefined) {
+      metricsServer = await listen(createClusterMetricsServer(), config.ROWGATE_METRICS_PORT, config.HOST);
+    }
+    let stopped: Promise<void> | undefined;
+    return {
+      url: urls[0]!,
+      metricsUrl: metricsServer ? `http://${config.HOST}:${(metricsServer.address() as { port: number }).port}/metrics` : undefined,
+      workers: urls.length,
+      stop: () =>
+        (stopped ??= (async () => {
+          metricsServer?.closeAllConnections();
+          metricsServer?.close();
+          await stopWorkers();
+          await connection.embedded?.stop();
+        })()),
+    };
+  } catch (error) {
+    metricsServer?.close();
+    await stopWorkers();
+    await connection.embedded?.stop();
+    throw error;
+  }
+}
+
+/** A worker's server: the primary's connection and its share of the pool; the primary is told once it listens. */
+export async function startWorker(config: Config, logger: Logger): Promise<Running> {
+  const setup = await new Promise<Setup>((resolve) => {
+    const receive = (message: Setup) => {
+      if (message?.type !== 'rowgate:setup') return;
+      process.off('message', receive);
+      resolve(message);
+    };
+    process.on('message', receive);
+  });
+  const running = await startServer({ ...config, ROWGATE_POOL_SIZE: setup.poolSize }, logger, {
+    connection: setup.connection,
+    metricsForPrimary: config.ROWGATE_METRICS_PORT !== undefined,
+  });
+  process.send?.({ type: 'rowgate:listening', url: running.url } satisfies Listening);
+  return running;
+}

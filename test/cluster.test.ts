@@ -1,0 +1,149 @@
+// Several server processes on one port (ROWGATE_WORKERS, src/http/cluster.ts),
+// as `node src/main.ts` runs them on its own embedded database: both workers
+// serve, the log stays one whole JSON line per request while they write at once,
+// the metrics port sums them, a worker that dies is replaced, and SIGTERM under
+// load drains every worker before the database stops (the single server's
+// scenario, test/faults).
+import { readdirSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { freePort } from '../src/db/embedded.ts';
+import { sigtermUnderLoad } from './faults/scenarios.ts';
+import { seed, startServerProcess, type Seeded, type ServerProcess } from './faults/server-process.ts';
+
+/** The server process's cluster workers: its descendants whose environment names a cluster worker (NODE_UNIQUE_ID) */
+function workerPids(root: number): number[] {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // pid (comm) state ppid …: comm may hold spaces, so read after its closing parenthesis
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // the process ended while it was read
+    }
+  }
+  const descends = (pid: number): boolean => {
+    for (let p = parents.get(pid); p !== undefined && p > 1; p = parents.get(p)) if (p === root) return true;
+    return false;
+  };
+  return [...parents.keys()]
+    .filter((pid) => {
+      if (!descends(pid)) return false;
+      try {
+        return readFileSync(`/proc/${pid}/environ`, 'latin1')
+          .split('\0')
+          .some((v) => v.startsWith('NODE_UNIQUE_ID='));
+      } catch {
+        return false;
+      }
+    })
+    .sort();
+}
+
+/** `count` GETs over `connections` keep-alive connections; the statuses and request ids */
+async function burst(url: string, count: number, connections: number, token?: string) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const answers: { status: number; id: string }[] = [];
+  let next = 0;
+  const one = () =>
+    new Promise<{ status: number; id: string }>((resolve) => {
+      const req = http.get(url, { agent, headers: token ? { authorization: `Bearer ${token}` } : {} }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, id: String(res.headers['x-request-id']) }));
+      });
+      req.on('error', () => resolve({ status: 0, id: '' }));
+    });
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (next++ < count) answers.push(await one());
+    }),
+  );
+  agent.destroy();
+  return answers;
+}
+
+const waitFor = async (check: () => boolean, timeoutMs: number) => {
+  for (const until = Date.now() + timeoutMs; !check(); ) {
+    if (Date.now() > until) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return true;
+};
+
+describe('two workers on one port', () => {
+  let server: ServerProcess;
+  let data: Seeded;
+  let metricsPort: number;
+  beforeAll(async () => {
+    metricsPort = await freePort();
+    server = await startServerProcess({
+      ROWGATE_WORKERS: '2',
+      ROWGATE_POOL_SIZE: '4',
+      ROWGATE_METRICS_PORT: String(metricsPort),
+    });
+    data = await seed(server, { products: 200, customers: 20, orders: 200 });
+  }, 180_000);
+  afterAll(() => server?.stop());
+
+  test('the primary says so once; two workers, each with half the pool', async () => {
+    const announced = server.lines.filter((l) => l.line.includes('rowgate listening on'));
+    expect(announced).toHaveLength(1);
+    expect(JSON.parse(announced[0]!.line)).toMatchObject({ workers: 2, msg: expect.stringMatching(/with 2 workers$/) });
+    expect(workerPids(server.child.pid!)).toHaveLength(2);
+    await burst(`${server.url}/v1/products/?limit=10`, 200, 16, data.token);
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const pool = (state: string) => Number(new RegExp(`^rowgate_pool_connections\\{state="${state}"\\} (\\d+)`, 'm').exec(metrics)?.[1]);
+    // two pools of 2, summed by the primary's exposition
+    expect(pool('in_use') + pool('idle')).toBeGreaterThan(0);
+    expect(pool('in_use') + pool('idle')).toBeLessThanOrEqual(4);
+  });
+
+  test('while both write at once, the log is one whole JSON line per request; the metrics count every request', async () => {
+    const before = server.lines.length;
+    const countOf = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      return Number(/^rowgate_http_requests_total\{method="GET",route="\/healthz",status="200"\} (\d+)/m.exec(text)?.[1] ?? 0);
+    };
+    const counted = await countOf();
+    const answers = await burst(`${server.url}/healthz`, 3_000, 32);
+    expect(answers.filter((a) => a.status !== 200)).toEqual([]);
+    const ids = new Set(answers.map((a) => a.id));
+    expect(ids.size).toBe(3_000);
+    // the workers' lines reach stdout within their flush interval
+    const logged = new Set<string>();
+    const collect = () => {
+      for (const { line } of server.lines.slice(before)) {
+        const parsed = JSON.parse(line) as { request_id?: string };
+        if (parsed.request_id && ids.has(parsed.request_id)) logged.add(parsed.request_id);
+      }
+      return logged.size === ids.size;
+    };
+    expect(await waitFor(collect, 5_000), `${logged.size} of ${ids.size} ids logged`).toBe(true);
+    expect((await countOf()) - counted).toBe(3_000);
+  });
+
+  test('a worker that dies is replaced, and the other serves meanwhile', async () => {
+    const [victim, survivor] = workerPids(server.child.pid!);
+    process.kill(victim!, 'SIGKILL');
+    // once the primary knows (a connection it was handing to the worker as it died is lost: Node's cluster)
+    const exited = () => server.lines.some((l) => l.line.includes('a worker exited; starting another'));
+    expect(await waitFor(exited, 5_000)).toBe(true);
+    const meanwhile = await burst(`${server.url}/healthz`, 50, 4);
+    expect(meanwhile.filter((a) => a.status !== 200)).toEqual([]);
+    expect(await waitFor(() => workerPids(server.child.pid!).length === 2, 15_000)).toBe(true);
+    const now = workerPids(server.child.pid!);
+    expect(now).toContain(survivor);
+    expect(now).not.toContain(victim);
+    const listens = () => server.lines.some((l) => l.line.includes('the replacement worker listens'));
+    expect(await waitFor(listens, 15_000)).toBe(true);
+    expect((await burst(`${server.url}/healthz`, 200, 8)).every((a) => a.status === 200)).toBe(true);
+  }, 30_000);
+
+  test('SIGTERM under load: no new connections, in-flight requests complete, the database closes last', async () => {
+    const workers = workerPids(server.child.pid!);
+    await sigtermUnderLoad(server, data, { clients: 16, loadMs: 1_500 });
+    expect(workers.filter((pid) => readdirSync('/proc').includes(String(pid)))).toEqual([]);
+  }, 60_000);
+});
