@@ -133,6 +133,8 @@ export interface GraphqlOptions {
   consistency?: Consistency;
   /** hot standbys: a query (no mutation) reads on one that will do, as a REST GET does (SPEC §19) */
   reads?: ReadReplicas;
+  /** the credentials this server has seen authenticate, shared with the rate limits (default: GraphQL's own) */
+  recentCredentials?: RecentCredentials;
 }
 
 export interface Graphql {
@@ -291,7 +293,7 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
     next(issues.length ? validationError(issues) : undefined);
   };
 
-  const recentCredentials = new RecentCredentials();
+  const recentCredentials = options.recentCredentials ?? new RecentCredentials();
   // a deferred refusal is written in place of the held answer, once (the error handler's way, not through next)
   const answerError = errorAnswers(options.log, poolStatements(options.pool).statementTimeoutMs);
   const authenticateRequest = async (req: Request, res: Response, next: NextFunction) => {

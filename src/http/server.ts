@@ -5,6 +5,7 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type pg from 'pg';
 import { AnswerCache } from '../auth/answer-cache.ts';
+import { RecentCredentials } from '../auth/recent-credentials.ts';
 import { createApp } from './app.ts';
 import { setPublicUrl } from './public-url.ts';
 import type { Config } from '../config.ts';
@@ -164,7 +165,10 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     await answerCache?.start();
     await reads?.start();
     const consistency = new Consistency({ primary: pool, holdMs: config.ROWGATE_READ_MAX_LAG_MS });
+    // one memory of the credentials seen to authenticate, whichever of REST and GraphQL saw them
+    const recentCredentials = new RecentCredentials();
     graphql = await createGraphql({
+      recentCredentials,
       pool,
       secret: connection.secret,
       development: config.NODE_ENV === 'development',
@@ -178,6 +182,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       metrics,
       rateLimits: new RateLimits({ perCredential: config.ROWGATE_RATE_LIMIT, perAddress: config.ROWGATE_ANONYMOUS_RATE_LIMIT }),
       trustedProxies: trustedProxies(config.ROWGATE_TRUST_PROXY),
+      recentCredentials,
     };
     const app = createApp({
       pool,

@@ -42,6 +42,8 @@ export interface OperatingOptions {
   rateLimits?: RateLimits;
   /** ROWGATE_TRUST_PROXY */
   trustedProxies?: BlockList | null;
+  /** the credentials this server has seen authenticate, shared with GraphQL (default: the limits' own) */
+  recentCredentials?: RecentCredentials;
 }
 
 /** The route template of a request no route matched (metrics' labels stay few) */
@@ -62,7 +64,7 @@ export function operatingMiddleware(options: OperatingOptions) {
   const addressRefused = new Refusals();
   const codesRefused = new Refusals();
   /** the keys of credentials this server has lately seen authenticate (src/auth/credentials.ts: credentialKey) */
-  const authenticated = new RecentCredentials();
+  const authenticated = options.recentCredentials ?? new RecentCredentials();
 
   const tooMany = (decision: RateLimitDecision, detail: string) => new ApiError(429, 'TooManyRequests', detail, rateLimitHeaders(decision));
   /** the route template of what the limits refused: before any route was matched */
