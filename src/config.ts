@@ -40,9 +40,10 @@ const schema = z.object({
   // server processes sharing the port (node:cluster, src/http/cluster.ts), the pool shared out
   // among them; `auto`: one per core. Each is an instance: its own rate limits and caches (docs/operations.md)
   ROWGATE_WORKERS: z
-    .union([z.literal('auto'), z.coerce.number().int().min(1).max(64)], { error: 'must be a number of processes (1 to 64) or auto' })
-    .default(1)
-    .transform((v) => (v === 'auto' ? availableParallelism() : v)),
+    .string()
+    .regex(/^(?:auto|[1-9]|[1-5][0-9]|6[0-4])$/, 'must be a number of processes (1 to 64) or auto')
+    .default('1')
+    .transform((v) => (v === 'auto' ? availableParallelism() : Number(v))),
   // hot standbys for reads (SPEC §19, src/db/read-replicas.ts): authenticator URLs, comma-separated
   ROWGATE_READ_DATABASE_URLS: z
     .string()
@@ -133,6 +134,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`rowgate: invalid configuration:\n${lines.join('\n')}`);
   }
   const config = parsed.data;
+  if (config.ROWGATE_WORKERS > config.ROWGATE_POOL_SIZE) {
+    throw new ConfigError(
+      `rowgate: invalid configuration:\n  ROWGATE_WORKERS: ${config.ROWGATE_WORKERS} workers share ROWGATE_POOL_SIZE (${config.ROWGATE_POOL_SIZE}) connections: at most one worker per connection`,
+    );
+  }
   if (config.DATABASE_URL && (!config.AUTH_DATABASE_URL || !config.ROWGATE_SECRET)) {
     throw new ConfigError(
       'rowgate: invalid configuration:\n  with DATABASE_URL set, AUTH_DATABASE_URL (the authenticator) and ROWGATE_SECRET are required too',

@@ -11,6 +11,20 @@ import { createLogger, flushLog, type Logger } from './operating/logger.ts';
 let logger: Logger | undefined;
 const exit = (code: number) => (logger ? flushLog(logger) : Promise.resolve()).finally(() => process.exit(code));
 
+/** The signal that asked for a stop, from the first on: one during the start is acted on once started */
+let signalled: string | undefined;
+let stopOnSignal: ((signal: string) => void) | undefined;
+// Handlers from the first moment, for every signal after the first too: a
+// second Ctrl-C or SIGTERM while stopping must not kill the process before its
+// workers have drained and its database has stopped (the 20 s bound below holds)
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (signalled) return;
+    signalled = signal;
+    stopOnSignal?.(signal);
+  });
+}
+
 try {
   const config = loadConfig();
   const worker = cluster.isWorker;
@@ -30,11 +44,7 @@ try {
     );
   }
   await flushLog(log);
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    // Ctrl-C reaches a cluster's every process, and the primary then sends its workers SIGTERM too
-    if (stopping) return;
-    stopping = true;
+  stopOnSignal = (signal: string) => {
     if (!worker) log.info(`rowgate: ${signal} received, shutting down`);
     const force = setTimeout(() => {
       log.error('rowgate: shutdown took longer than 20 s, exiting');
@@ -52,8 +62,7 @@ try {
       },
     );
   };
-  process.once('SIGINT', () => shutdown('SIGINT'));
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  if (signalled) stopOnSignal(signalled);
 } catch (error) {
   // a configuration error (or a start that failed) is said plainly, on stderr
   console.error(error instanceof ConfigError ? error.message : error instanceof Error ? error.message : error);

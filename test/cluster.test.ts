@@ -9,7 +9,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort } from '../src/db/embedded.ts';
 import { sigtermUnderLoad } from './faults/scenarios.ts';
-import { seed, startServerProcess, type Seeded, type ServerProcess } from './faults/server-process.ts';
+import { databaseRunning, seed, startServerProcess, type Seeded, type ServerProcess } from './faults/server-process.ts';
 
 /** The server process's cluster workers: its descendants whose environment names a cluster worker (NODE_UNIQUE_ID) */
 function workerPids(root: number): number[] {
@@ -124,20 +124,65 @@ describe('two workers on one port', () => {
     expect((await countOf()) - counted).toBe(3_000);
   });
 
+  test("a dead worker's counters stay in the sum: the metrics never go down", async () => {
+    const healthz = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      return Number(/^rowgate_http_requests_total\{method="GET",route="\/healthz",status="200"\} (\d+)/m.exec(text)?.[1] ?? 0);
+    };
+    await burst(`${server.url}/healthz`, 400, 8);
+    const before = await healthz();
+    expect(before).toBeGreaterThanOrEqual(400);
+    const [victim] = workerPids(server.child.pid!);
+    const exits = server.lines.filter((l) => l.line.includes('a worker exited; starting another')).length;
+    process.kill(victim!, 'SIGKILL');
+    expect(
+      await waitFor(() => server.lines.filter((l) => l.line.includes('a worker exited; starting another')).length > exits, 5_000),
+    ).toBe(true);
+    // scraped while the replacement starts: bounded, and not lower
+    const started = Date.now();
+    expect(await healthz()).toBeGreaterThanOrEqual(before);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    await waitFor(() => workerPids(server.child.pid!).length === 2, 15_000);
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(await healthz()).toBeGreaterThanOrEqual(before);
+  }, 30_000);
+
+  test('a replacement killed while it starts is tried again until one listens', async () => {
+    const count = (text: string) => server.lines.filter((l) => l.line.includes(text)).length;
+    const workerPidsBefore = new Set(workerPids(server.child.pid!));
+    const [victim] = workerPidsBefore;
+    const failedBefore = count('did not start; trying again');
+    const listensBefore = count('the replacement worker listens');
+    process.kill(victim!, 'SIGKILL');
+    // the replacement, killed as soon as it exists (before it can listen)
+    let replacement: number | undefined;
+    await waitFor(() => {
+      replacement = workerPids(server.child.pid!).find((pid) => !workerPidsBefore.has(pid));
+      return replacement !== undefined;
+    }, 10_000);
+    expect(replacement).toBeDefined();
+    process.kill(replacement!, 'SIGKILL');
+    expect(await waitFor(() => count('did not start; trying again') > failedBefore, 10_000)).toBe(true);
+    expect(await waitFor(() => count('the replacement worker listens') > listensBefore, 20_000)).toBe(true);
+    expect(workerPids(server.child.pid!)).toHaveLength(2);
+    expect((await burst(`${server.url}/healthz`, 100, 4)).every((a) => a.status === 200)).toBe(true);
+  }, 45_000);
+
   test('a worker that dies is replaced, and the other serves meanwhile', async () => {
+    const count = (text: string) => server.lines.filter((l) => l.line.includes(text)).length;
+    const exitsBefore = count('a worker exited; starting another');
+    const listensBefore = count('the replacement worker listens');
     const [victim, survivor] = workerPids(server.child.pid!);
     process.kill(victim!, 'SIGKILL');
     // once the primary knows (a connection it was handing to the worker as it died is lost: Node's cluster)
-    const exited = () => server.lines.some((l) => l.line.includes('a worker exited; starting another'));
-    expect(await waitFor(exited, 5_000)).toBe(true);
+    expect(await waitFor(() => count('a worker exited; starting another') > exitsBefore, 5_000)).toBe(true);
     const meanwhile = await burst(`${server.url}/healthz`, 50, 4);
     expect(meanwhile.filter((a) => a.status !== 200)).toEqual([]);
-    expect(await waitFor(() => workerPids(server.child.pid!).length === 2, 15_000)).toBe(true);
+    expect(await waitFor(() => count('the replacement worker listens') > listensBefore, 15_000)).toBe(true);
     const now = workerPids(server.child.pid!);
+    expect(now).toHaveLength(2);
     expect(now).toContain(survivor);
     expect(now).not.toContain(victim);
-    const listens = () => server.lines.some((l) => l.line.includes('the replacement worker listens'));
-    expect(await waitFor(listens, 15_000)).toBe(true);
     expect((await burst(`${server.url}/healthz`, 200, 8)).every((a) => a.status === 200)).toBe(true);
   }, 30_000);
 
@@ -145,5 +190,28 @@ describe('two workers on one port', () => {
     const workers = workerPids(server.child.pid!);
     await sigtermUnderLoad(server, data, { clients: 16, loadMs: 1_500 });
     expect(workers.filter((pid) => readdirSync('/proc').includes(String(pid)))).toEqual([]);
+  }, 60_000);
+});
+
+describe('signals', () => {
+  test('a second SIGTERM while stopping does not cut the drain: every worker drains, the database stops, exit 0', async () => {
+    const server = await startServerProcess({ ROWGATE_WORKERS: '2', ROWGATE_POOL_SIZE: '4' });
+    try {
+      const load = burst(`${server.url}/healthz`, 4_000, 16);
+      await new Promise((r) => setTimeout(r, 300));
+      server.child.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 50));
+      server.child.kill('SIGTERM');
+      server.child.kill('SIGINT');
+      const exit = await server.exited;
+      await load;
+      expect(exit).toMatchObject({ code: 0, signal: null });
+      const said = server.lines.map((l) => l.line);
+      expect(said.filter((l) => l.includes('received, shutting down'))).toHaveLength(1);
+      expect(said.some((l) => l.includes('rowgate: stopped'))).toBe(true);
+      expect(await databaseRunning(server.home)).toBe(false);
+    } finally {
+      await server.stop();
+    }
   }, 60_000);
 });

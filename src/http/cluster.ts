@@ -13,7 +13,7 @@ import type { Server } from 'node:http';
 import type { Config } from '../config.ts';
 import { type Connection, connect } from '../db/connect.ts';
 import { lineLogger, type Logger } from '../operating/logger.ts';
-import { createClusterMetricsServer } from '../operating/metrics.ts';
+import { ClusterMetrics, createClusterMetricsServer } from '../operating/metrics.ts';
 import { listen, type Running, startServer } from './server.ts';
 
 /** What the primary sends a worker it forked */
@@ -21,6 +21,8 @@ interface Setup {
   type: 'rowgate:setup';
   connection: Omit<Connection, 'embedded'>;
   poolSize: number;
+  /** the port the first workers listen on (PORT=0: the one they were given), so a replacement takes the same */
+  port?: number;
 }
 
 /** What a worker tells its primary once it listens */
@@ -36,11 +38,12 @@ export interface RunningCluster {
   stop(): Promise<void>;
 }
 
-/** How long after a worker's death its replacement is forked (a worker that dies at once does not spin) */
+/** How long after a worker's death its replacement is forked; doubled while replacements fail to start, up to the most */
 const RESTART_DELAY_MS = 1_000;
+const RESTART_DELAY_MAX_MS = 30_000;
 
-/** The pool each worker opens: ROWGATE_POOL_SIZE shared out among them, at least 2 each */
-export const workerPoolSize = (config: Config) => Math.max(2, Math.ceil(config.ROWGATE_POOL_SIZE / config.ROWGATE_WORKERS));
+/** The pool each worker opens: ROWGATE_POOL_SIZE shared out among them (the configuration keeps it at least 1 each) */
+export const workerPoolSize = (config: Config) => Math.max(1, Math.floor(config.ROWGATE_POOL_SIZE / config.ROWGATE_WORKERS));
 
 const exitOf = (worker: Worker) => new Promise<void>((resolve) => (worker.isDead() ? resolve() : worker.once('exit', () => resolve())));
 
@@ -50,36 +53,47 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
   const { ownerUrl, authenticatorUrl, secret } = connection;
   const setup: Setup = { type: 'rowgate:setup', connection: { ownerUrl, authenticatorUrl, secret }, poolSize: workerPoolSize(config) };
   const live = new Set<Worker>();
+  const listening = new Set<Worker>();
+  const metrics = new ClusterMetrics(() => [...listening]);
   let stopping = false;
 
   const fork = () =>
     new Promise<{ url: string; pid?: number }>((resolve, reject) => {
       const worker = cluster.fork();
       live.add(worker);
-      let listening = false;
       worker.on('message', (message: Listening) => {
         if (message?.type !== 'rowgate:listening') return;
-        listening = true;
+        listening.add(worker);
         resolve({ url: message.url, pid: worker.process.pid });
       });
       worker.once('exit', (code, signal) => {
         live.delete(worker);
-        if (!listening) {
+        metrics.retire(worker.id);
+        if (!listening.delete(worker)) {
           reject(new Error(`a worker exited (${signal ?? code}) before it listened`));
           return;
         }
         if (stopping) return;
         logger.error({ pid: worker.process.pid, code, signal }, 'rowgate: a worker exited; starting another');
-        setTimeout(() => {
-          if (stopping) return;
-          fork().then(
-            ({ pid }) => logger.info({ pid }, 'rowgate: the replacement worker listens'),
-            (error: unknown) => logger.error({ err: error }, 'rowgate: the replacement worker did not start'),
-          );
-        }, RESTART_DELAY_MS).unref();
+        replace(RESTART_DELAY_MS);
       });
       worker.send(setup);
     });
+
+  /** A replacement, after `delay`; one that fails to start (the database full, a kill while it starts) is tried again, later */
+  const replace = (delay: number) => {
+    setTimeout(() => {
+      if (stopping) return;
+      fork().then(
+        ({ pid }) => logger.info({ pid }, 'rowgate: the replacement worker listens'),
+        (error: unknown) => {
+          const next = Math.min(2 * delay, RESTART_DELAY_MAX_MS);
+          logger.error({ err: error, retry_ms: next }, 'rowgate: the replacement worker did not start; trying again');
+          replace(next);
+        },
+      );
+    }, delay).unref();
+  };
 
   const stopWorkers = async () => {
     stopping = true;
@@ -91,8 +105,9 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
   let metricsServer: Server | undefined;
   try {
     const urls = (await Promise.all(Array.from({ length: config.ROWGATE_WORKERS }, fork))).map((w) => w.url);
+    setup.port = Number(new URL(urls[0]!).port);
     if (config.ROWGATE_METRICS_PORT !== undefined) {
-      metricsServer = await listen(createClusterMetricsServer(), config.ROWGATE_METRICS_PORT, config.HOST);
+      metricsServer = await listen(createClusterMetricsServer(metrics), config.ROWGATE_METRICS_PORT, config.HOST);
     }
     let stopped: Promise<void> | undefined;
     return {
@@ -125,7 +140,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     };
     process.on('message', receive);
   });
-  const running = await startServer({ ...config, ROWGATE_POOL_SIZE: setup.poolSize }, logger, {
+  const running = await startServer({ ...config, ROWGATE_POOL_SIZE: setup.poolSize, PORT: setup.port ?? config.PORT }, logger, {
     connection: setup.connection,
     metricsForPrimary: config.ROWGATE_METRICS_PORT !== undefined,
   });

@@ -7,6 +7,7 @@
 // webhook delivery attempts this process made, by outcome (SPEC §17).
 import { createServer, type Server } from 'node:http';
 import type pg from 'pg';
+import type { Worker } from 'node:cluster';
 import { AggregatorRegistry, Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { StandbyStatus } from '../db/read-replicas.ts';
 import type { AttemptResult } from '../webhooks/post.ts';
@@ -72,6 +73,8 @@ export class Metrics {
     if (standbys) {
       new Gauge({
         name: 'rowgate_standby_replay_lag_seconds',
+        // workers probe each standby on their own: a cluster shows the worst
+        aggregator: 'max',
         help: "How far each hot standby's replay is behind the primary (absent while unknown: unreachable, or not yet probed)",
         labelNames: ['standby'] as const,
         registers: [this.registry],
@@ -82,6 +85,8 @@ export class Metrics {
       });
       new Gauge({
         name: 'rowgate_standby_available',
+        // available only if every worker reads from it
+        aggregator: 'min',
         help: 'Whether reads go to each hot standby now (1) or to the primary (0: lag past ROWGATE_READ_MAX_LAG_MS, or unreachable)',
         labelNames: ['standby'] as const,
         registers: [this.registry],
@@ -108,30 +113,111 @@ export class Metrics {
   }
 }
 
-/** A cluster worker's metrics, answered to its primary's scrape (prom-client's AggregatorRegistry) instead of served. */
+/** What a cluster's primary asks a worker at a scrape, and the answer */
+interface MetricsRequest {
+  type: 'rowgate:metrics?';
+  id: number;
+}
+interface MetricsAnswer {
+  type: 'rowgate:metrics';
+  id: number;
+  metrics: MetricJson;
+}
+type MetricJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
+
+/** A cluster worker's metrics, sent to its primary at each scrape (src/http/cluster.ts) instead of served. */
 export function collectForPrimary(metrics: Metrics) {
-  AggregatorRegistry.setRegistries([metrics.registry]);
-  // prom-client answers the primary's requests once an aggregator exists in the worker too
-  new AggregatorRegistry();
+  process.on('message', (message: MetricsRequest) => {
+    if (message?.type !== 'rowgate:metrics?') return;
+    metrics.registry.getMetricsAsJSON().then(
+      (json) => process.send?.({ type: 'rowgate:metrics', id: message.id, metrics: json } satisfies MetricsAnswer),
+      () => {}, // no answer: the primary uses what this worker said last
+    );
+  });
 }
 
-/** What GET /metrics answers: the text and its content type */
-type Exposition = () => Promise<{ text: string; contentType: string }>;
+/** How long a scrape waits for a worker (one starting or stuck is shown as it last answered) */
+const WORKER_ANSWER_MS = 1_000;
+
+/**
+ * The metrics of a cluster's workers, summed as one server's: what each worker
+ * answers at the scrape, or what it answered last if it does not in time (a
+ * worker starting, or stuck). A worker's counters and histograms outlive it, so
+ * a sum never goes down when one dies (Prometheus would read a reset and count
+ * the survivors' totals again); its gauges go with it. The requests a worker
+ * answered after the last scrape before its death are not counted.
+ */
+export class ClusterMetrics {
+  private readonly last = new Map<number, MetricJson>();
+  /** the counters and histograms of workers that died, summed */
+  private retired: MetricJson = [];
+  private nextRequest = 0;
+
+  private readonly workers: () => Worker[];
+
+  /** `workers`: the live ones that listen */
+  constructor(workers: () => Worker[]) {
+    this.workers = workers;
+  }
+
+  /** the retired sum, as it is being brought up to date */
+  private retiring: Promise<void> = Promise.resolve();
+
+  /** A worker died: its last counters and histograms are kept in the sum. */
+  retire(id: number) {
+    const last = this.last.get(id);
+    this.last.delete(id);
+    if (!last) return;
+    const kept = last.filter((metric) => ['counter', 'histogram'].includes(String(metric.type)));
+    this.retiring = this.retiring.then(async () => {
+      this.retired = await AggregatorRegistry.aggregate([this.retired, kept]).getMetricsAsJSON();
+    });
+  }
+
+  async exposition(): Promise<string> {
+    await this.retiring;
+    const workers = this.workers();
+    await Promise.all(workers.map((worker) => this.ask(worker)));
+    const live = workers.map((w) => this.last.get(w.id)).filter((m): m is MetricJson => m !== undefined);
+    return AggregatorRegistry.aggregate([...live, this.retired]).metrics();
+  }
+
+  private ask(worker: Worker): Promise<void> {
+    const id = ++this.nextRequest;
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        worker.off('message', receive);
+        resolve();
+      };
+      const receive = (message: MetricsAnswer) => {
+        if (message?.type !== 'rowgate:metrics' || message.id !== id) return;
+        this.last.set(worker.id, message.metrics);
+        done();
+      };
+      const timer = setTimeout(done, WORKER_ANSWER_MS);
+      worker.on('message', receive);
+      try {
+        worker.send({ type: 'rowgate:metrics?', id });
+      } catch {
+        done(); // its channel closed: it is dying
+      }
+    });
+  }
+}
 
 /** The metrics server: GET /metrics, nothing else. */
 export function createMetricsServer(metrics: Metrics): Server {
   return metricsServer(async () => ({ text: await metrics.registry.metrics(), contentType: metrics.registry.contentType }));
 }
 
-/**
- * The metrics server of a cluster's primary (src/http/cluster.ts): every
- * worker's metrics, asked over IPC at each scrape and summed (counters and
- * histograms add up; the pool's gauges too, the pools being the workers').
- */
-export function createClusterMetricsServer(): Server {
-  const aggregator = new AggregatorRegistry();
-  return metricsServer(async () => ({ text: await aggregator.clusterMetrics(), contentType: aggregator.contentType }));
+/** The metrics server of a cluster's primary (src/http/cluster.ts): its workers' metrics, summed. */
+export function createClusterMetricsServer(metrics: ClusterMetrics): Server {
+  return metricsServer(async () => ({ text: await metrics.exposition(), contentType: Registry.PROMETHEUS_CONTENT_TYPE }));
 }
+
+/** What GET /metrics answers: the text and its content type */
+type Exposition = () => Promise<{ text: string; contentType: string }>;
 
 function metricsServer(exposition: Exposition): Server {
   return createServer((req, res) => {
