@@ -6,8 +6,11 @@
 // scenario, test/faults).
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
+import { availableParallelism } from 'node:os';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { loadConfig } from '../src/config.ts';
 import { freePort } from '../src/db/embedded.ts';
+import { workerPoolSize } from '../src/http/cluster.ts';
 import { sigtermUnderLoad } from './faults/scenarios.ts';
 import { databaseRunning, seed, startServerProcess, type Seeded, type ServerProcess } from './faults/server-process.ts';
 
@@ -214,4 +217,17 @@ describe('signals', () => {
       await server.stop();
     }
   }, 60_000);
+});
+
+describe('ROWGATE_WORKERS', () => {
+  test('a number of processes from 1 to 64, or auto; never more than the pool has connections', () => {
+    expect(loadConfig({}).ROWGATE_WORKERS).toBe(1);
+    expect(loadConfig({ ROWGATE_WORKERS: 'auto' }).ROWGATE_WORKERS).toBe(availableParallelism());
+    expect(loadConfig({ ROWGATE_WORKERS: '3', ROWGATE_POOL_SIZE: '7' }).ROWGATE_WORKERS).toBe(3);
+    expect(workerPoolSize(loadConfig({ ROWGATE_WORKERS: '3', ROWGATE_POOL_SIZE: '7' }))).toBe(2);
+    for (const bad of ['0', '65', 'x', '0x2', '1e1', ' 2 ', '2.5', '-1', '']) {
+      expect(() => loadConfig({ ROWGATE_WORKERS: bad }), JSON.stringify(bad)).toThrow(/ROWGATE_WORKERS: must be a number of processes/);
+    }
+    expect(() => loadConfig({ ROWGATE_WORKERS: '8', ROWGATE_POOL_SIZE: '4' })).toThrow(/at most one worker per connection/);
+  });
 });
