@@ -561,6 +561,7 @@ create policy select_self on rowgate.users as permissive for select to rowgate_u
 create policy update_self_web_session on rowgate.users as permissive for update to rowgate_user
   using (((id = ( SELECT rowgate_hidden.current_user_id() AS current_user_id)) AND (deleted_at IS NULL) AND (( SELECT rowgate_hidden.current_credential_kind() AS current_credential_kind) = 'web_session'::text) AND ( SELECT rowgate_hidden.has_scope('user:write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.users FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _300_leave_organizations AFTER UPDATE OF deleted_at ON rowgate.users FOR EACH ROW WHEN (((old.deleted_at IS NULL) AND (new.deleted_at IS NOT NULL))) EXECUTE FUNCTION rowgate_private.tg_users__leave_organizations();
 CREATE TRIGGER _900_announce_delete AFTER DELETE ON rowgate.users REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
 CREATE TRIGGER _900_announce_truncate AFTER TRUNCATE ON rowgate.users FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
 CREATE TRIGGER _900_announce_update AFTER UPDATE ON rowgate.users REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
@@ -3300,7 +3301,8 @@ begin
   if old.role = 'admin' and (new.role <> 'admin' or new.deleted_at is not null)
     and not exists (select 1 from rowgate.memberships m where m.organization_id = old.organization_id
       and m.role = 'admin' and m.deleted_at is null and m.id <> old.id)
-    and exists (select 1 from rowgate.organizations o where o.id = old.organization_id and o.deleted_at is null) then
+    and exists (select 1 from rowgate.organizations o where o.id = old.organization_id and o.deleted_at is null)
+    and exists (select 1 from rowgate.users u where u.id = old.user_id and u.deleted_at is null) then
     raise exception 'An organization needs at least one admin' using errcode = 'RG422', detail = 'path.user_id';
   end if;
   return new;
@@ -3379,6 +3381,20 @@ begin
   return null;
 end;
 $function$;
+
+-- Function rowgate_private.tg_users__leave_organizations()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_users__leave_organizations()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  update rowgate.memberships set deleted_at = new.deleted_at where user_id = new.id and deleted_at is null;
+  return null;
+end;
+$function$;
+comment on function rowgate_private.tg_users__leave_organizations() is 'A deleted user is no longer a member of any organization.';
 
 -- Function rowgate_private.tg_webhook_endpoints__check_types()
 CREATE OR REPLACE FUNCTION rowgate_private.tg_webhook_endpoints__check_types()

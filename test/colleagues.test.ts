@@ -225,6 +225,61 @@ describe('what each interface shows of other users: what REST names, no more', (
   });
 });
 
+describe('a deleted account leaves its organizations (migration 000028)', () => {
+  /** the user ids of A's memberships, as REST, GraphQL and an analyst see them */
+  async function membersOfA(viewer: TestUser) {
+    const rest = await app.get(`/v1/organizations/${w.A}/members?limit=100`, { session: viewer.session });
+    const graphqlAnswer = await graphql(`{ allMemberships(condition: { organizationId: "${w.A}" }) { totalCount nodes { userId } } }`, {
+      session: viewer.session,
+    });
+    const analyst = await asAnalyst(viewer, async (client) =>
+      (await client.query('select user_id from rowgate.memberships where organization_id = $1', [w.A])).rows.map((r) => r.user_id),
+    );
+    return {
+      rest: rest.body.items.map((m: { user_id: string }) => m.user_id).sort(),
+      restTotal: rest.body.pagination.total_count,
+      graphql: graphqlAnswer.allMemberships.nodes.map((n: { userId: string }) => n.userId).sort(),
+      graphqlTotal: graphqlAnswer.allMemberships.totalCount,
+      analyst: analyst.sort(),
+    };
+  }
+
+  test('REST, GraphQL and analysts list the same members, the deleted one in none; its removal is an event', async () => {
+    const leaving = await app.user({ name: 'Leaving' });
+    await app.membership(w.A, leaving.id, 'member');
+    expect((await membersOfA(w.adminA)).graphql).toContain(leaving.id);
+    expect((await app.delete('/v1/users/me', { session: leaving.session })).status).toBe(204);
+    const seen = await membersOfA(w.adminA);
+    expect(seen.rest).not.toContain(leaving.id);
+    expect(seen.graphql).toEqual(seen.rest);
+    expect(seen.analyst).toEqual(seen.rest);
+    expect(seen.graphqlTotal).toBe(seen.restTotal);
+    const events = await app.sql<{ type: string }>('select type from rowgate.events where organization_id = $1 and resource_id = $2', [
+      w.A,
+      leaving.id,
+    ]);
+    expect(events.map((e) => e.type)).toContain('membership.deleted');
+  });
+
+  test("an organization's last admin may still delete their account", async () => {
+    const alone = await app.user({ name: 'Alone' });
+    const organization = (await app.organization(alone.id)).id;
+    expect((await app.delete('/v1/users/me', { session: alone.session })).status).toBe(204);
+    const [left] = await app.sql<{ live: number }>(
+      'select count(*)::int as live from rowgate.memberships where organization_id = $1 and deleted_at is null',
+      [organization],
+    );
+    expect(left).toEqual({ live: 0 });
+  });
+
+  test('a live last admin still cannot be removed or demoted', async () => {
+    const admin = await app.user({ name: 'Only admin' });
+    const organization = (await app.organization(admin.id)).id;
+    const res = await app.delete(`/v1/organizations/${organization}/members/${admin.id}`, { session: admin.session });
+    expect(res.status, JSON.stringify(res.body)).toBe(422);
+  });
+});
+
 describe('side channels of the whole row', () => {
   test("giving or taking a colleague's platform-admin flag changes nothing a colleague reads", async () => {
     const read = () => asAnalyst(w.memberA, async (client) => (await client.query('select * from rowgate.colleagues order by id')).rows);
