@@ -561,7 +561,7 @@ create policy select_self on rowgate.users as permissive for select to rowgate_u
 create policy update_self_web_session on rowgate.users as permissive for update to rowgate_user
   using (((id = ( SELECT rowgate_hidden.current_user_id() AS current_user_id)) AND (deleted_at IS NULL) AND (( SELECT rowgate_hidden.current_credential_kind() AS current_credential_kind) = 'web_session'::text) AND ( SELECT rowgate_hidden.has_scope('user:write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.users FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
-CREATE TRIGGER _300_leave_organizations AFTER UPDATE OF deleted_at ON rowgate.users FOR EACH ROW WHEN (((old.deleted_at IS NULL) AND (new.deleted_at IS NOT NULL))) EXECUTE FUNCTION rowgate_private.tg_users__leave_organizations();
+CREATE TRIGGER _500_leave_organizations AFTER UPDATE OF deleted_at ON rowgate.users FOR EACH ROW WHEN (((old.deleted_at IS NULL) AND (new.deleted_at IS NOT NULL))) EXECUTE FUNCTION rowgate_private.tg_users__leave_organizations();
 CREATE TRIGGER _900_announce_delete AFTER DELETE ON rowgate.users REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
 CREATE TRIGGER _900_announce_truncate AFTER TRUNCATE ON rowgate.users FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
 CREATE TRIGGER _900_announce_update AFTER UPDATE ON rowgate.users REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();

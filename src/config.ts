@@ -43,7 +43,7 @@ const schema = z.object({
     .string()
     .regex(/^(?:auto|[1-9]|[1-5][0-9]|6[0-4])$/, 'must be a number of processes (1 to 64) or auto')
     .default('1')
-    .transform((v) => (v === 'auto' ? availableParallelism() : Number(v))),
+    .transform((v) => (v === 'auto' ? Math.min(availableParallelism(), 64) : Number(v))),
   // hot standbys for reads (SPEC §19, src/db/read-replicas.ts): authenticator URLs, comma-separated
   ROWGATE_READ_DATABASE_URLS: z
     .string()

@@ -11,16 +11,24 @@ import { createLogger, flushLog, type Logger } from './operating/logger.ts';
 let logger: Logger | undefined;
 const exit = (code: number) => (logger ? flushLog(logger) : Promise.resolve()).finally(() => process.exit(code));
 
+/** How long a stop may take, from the first signal (a start that hangs included) */
+const STOP_BOUND_MS = 20_000;
+
 /** The signal that asked for a stop, from the first on: one during the start is acted on once started */
 let signalled: string | undefined;
 let stopOnSignal: ((signal: string) => void) | undefined;
 // Handlers from the first moment, for every signal after the first too: a
 // second Ctrl-C or SIGTERM while stopping must not kill the process before its
-// workers have drained and its database has stopped (the 20 s bound below holds)
+// workers have drained and its database has stopped; the bound holds instead
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     if (signalled) return;
     signalled = signal;
+    const force = setTimeout(() => {
+      logger?.error(`rowgate: the stop took longer than ${STOP_BOUND_MS / 1000} s, exiting`);
+      void exit(1);
+    }, STOP_BOUND_MS);
+    force.unref();
     stopOnSignal?.(signal);
   });
 }
@@ -28,7 +36,12 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 try {
   const config = loadConfig();
   const worker = cluster.isWorker;
-  logger = createLogger({ level: config.LOG_LEVEL, pretty: config.NODE_ENV === 'development', sharedOutput: worker });
+  // with workers, every process of the cluster writes to the same stdout
+  logger = createLogger({
+    level: config.LOG_LEVEL,
+    pretty: config.NODE_ENV === 'development',
+    sharedOutput: worker || config.ROWGATE_WORKERS > 1,
+  });
   const log = logger;
   const running = worker
     ? await startWorker(config, log)
@@ -46,11 +59,6 @@ try {
   await flushLog(log);
   stopOnSignal = (signal: string) => {
     if (!worker) log.info(`rowgate: ${signal} received, shutting down`);
-    const force = setTimeout(() => {
-      log.error('rowgate: shutdown took longer than 20 s, exiting');
-      void exit(1);
-    }, 20_000);
-    force.unref();
     running.stop().then(
       () => {
         if (!worker) log.info('rowgate: stopped');

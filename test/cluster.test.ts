@@ -136,6 +136,26 @@ describe('two workers on one port', () => {
     expect((await countOf()) - counted).toBe(3_000);
   });
 
+  test('scrapes the moment a worker dies leave the primary standing', async () => {
+    expect(await settled()).toBe(true);
+    const scrape = () =>
+      fetch(`http://127.0.0.1:${metricsPort}/metrics`).then(
+        (res) => res.status,
+        () => 0,
+      );
+    const [victim] = workerPids(server.child.pid!);
+    const scrapes = Array.from({ length: 20 }, scrape);
+    process.kill(victim!, 'SIGKILL');
+    scrapes.push(...Array.from({ length: 20 }, scrape));
+    for (let i = 0; i < 20; i++) {
+      scrapes.push(scrape());
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect((await Promise.all(scrapes)).every((status) => status === 200)).toBe(true);
+    expect(server.alive()).toBe(true);
+    expect(await settled()).toBe(true);
+  }, 60_000);
+
   test("a dead worker's counters stay in the sum: the metrics never go down", async () => {
     const healthz = async () => {
       const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
@@ -227,6 +247,28 @@ describe('signals', () => {
       await server.stop();
     }
   }, 60_000);
+});
+
+describe('PORT=0', () => {
+  test('the workers and their replacements share one port the primary chose', async () => {
+    const server = await startServerProcess({ ROWGATE_WORKERS: '2', ROWGATE_POOL_SIZE: '4', PORT: '0' });
+    try {
+      const announced = JSON.parse(server.lines.find((l) => l.line.includes('rowgate listening on'))!.line) as { url: string };
+      const url = announced.url;
+      expect(new URL(url).port).not.toBe('0');
+      const listens = () => server.lines.filter((l) => l.line.includes('the replacement worker listens')).length;
+      // both first workers replaced, one after the other: the port is then the replacements' alone
+      for (const round of [1, 2]) {
+        const [victim] = workerPids(server.child.pid!);
+        process.kill(victim!, 'SIGKILL');
+        expect(await waitFor(() => listens() === round, 30_000)).toBe(true);
+      }
+      const answers = await burst(`${url}/healthz`, 50, 4);
+      expect(answers.filter((a) => a.status !== 200)).toEqual([]);
+    } finally {
+      await server.stop();
+    }
+  }, 90_000);
 });
 
 describe('ROWGATE_WORKERS', () => {

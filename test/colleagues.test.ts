@@ -275,8 +275,25 @@ describe('a deleted account leaves its organizations (migration 000028)', () => 
   test('a live last admin still cannot be removed or demoted', async () => {
     const admin = await app.user({ name: 'Only admin' });
     const organization = (await app.organization(admin.id)).id;
-    const res = await app.delete(`/v1/organizations/${organization}/members/${admin.id}`, { session: admin.session });
-    expect(res.status, JSON.stringify(res.body)).toBe(422);
+    const removed = await app.delete(`/v1/organizations/${organization}/members/${admin.id}`, { session: admin.session });
+    expect(removed.status, JSON.stringify(removed.body)).toBe(422);
+    const demoted = await app.patch(
+      `/v1/organizations/${organization}/members/${admin.id}`,
+      { role: 'member' },
+      { session: admin.session },
+    );
+    expect(demoted.status, JSON.stringify(demoted.body)).toBe(422);
+  });
+
+  test('an operator deleting the last admin in SQL ends its membership too', async () => {
+    const admin = await app.user({ name: 'Deleted by an operator' });
+    const organization = (await app.organization(admin.id)).id;
+    await app.sql('update rowgate.users set deleted_at = now() where id = $1', [admin.id]);
+    const [left] = await app.sql<{ live: number }>(
+      'select count(*)::int as live from rowgate.memberships where organization_id = $1 and deleted_at is null',
+      [organization],
+    );
+    expect(left).toEqual({ live: 0 });
   });
 });
 

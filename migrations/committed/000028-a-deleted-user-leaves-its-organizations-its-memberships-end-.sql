@@ -1,5 +1,5 @@
 --! Previous: sha1:0ac9a621c90171e440e3f9d33f71273434890f54
---! Hash: sha1:98afa98ebed631ecea4bc3a40e211ebaa0eec8e4
+--! Hash: sha1:4398d83373d63ee45be361eaf6db1b99afe7ea52
 --! Message: A deleted user leaves its organizations: its memberships end with it, however it is deleted
 
 --! split: 001-a-deleted-account-leaves-its-organizations.sql
@@ -11,13 +11,15 @@
 -- does (membership.deleted events included), however it is deleted (DELETE
 -- /v1/users/me, or an operator in SQL): a trigger on the users table, not a
 -- step of one function. The memberships of users deleted before this
--- migration are ended the same way.
+-- migration are ended the same way, without events. Restoring a user
+-- (deleted_at back to null) does not restore its memberships: an operator
+-- adds them again.
 --
 -- The last admin of an organization may still be deleted, as before (the
 -- organization is then left without an admin either way): the rule that keeps
 -- an admin applies to memberships of live users only.
 create or replace function rowgate_private.tg_memberships__keep_an_admin() returns trigger
-language plpgsql security definer set search_path = pg_catalog, pg_temp as $$
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp as $$
 begin
   if old.role = 'admin' and (new.role <> 'admin' or new.deleted_at is not null)
     and not exists (select 1 from rowgate.memberships m where m.organization_id = old.organization_id
@@ -39,10 +41,14 @@ end;
 $$;
 comment on function rowgate_private.tg_users__leave_organizations() is 'A deleted user is no longer a member of any organization.';
 
-create trigger _300_leave_organizations after update of deleted_at on rowgate.users
+create trigger _500_leave_organizations after update of deleted_at on rowgate.users
   for each row when (old.deleted_at is null and new.deleted_at is not null)
   execute function rowgate_private.tg_users__leave_organizations();
 
+-- Those deletions are old news: ending their memberships now sends no
+-- membership.deleted events (and so no webhooks) for users deleted long ago.
+alter table rowgate.memberships disable trigger _400_events;
 update rowgate.memberships m set deleted_at = u.deleted_at
 from rowgate.users u
 where u.id = m.user_id and u.deleted_at is not null and m.deleted_at is null;
+alter table rowgate.memberships enable trigger _400_events;

@@ -12,17 +12,23 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Server } from 'node:http';
 import type { Config } from '../config.ts';
 import { type Connection, connect } from '../db/connect.ts';
+import { freePort } from '../db/embedded.ts';
 import { lineLogger, type Logger } from '../operating/logger.ts';
 import { ClusterMetrics, createClusterMetricsServer } from '../operating/metrics.ts';
 import { listen, type Running, startServer } from './server.ts';
 
-/** What the primary sends a worker it forked */
+/** A worker is ready for its setup (it listens for messages: one sent before would be lost) */
+interface Ready {
+  type: 'rowgate:ready';
+}
+
+/** What the primary sends a worker once it is ready */
 interface Setup {
   type: 'rowgate:setup';
   connection: Omit<Connection, 'embedded'>;
   poolSize: number;
-  /** the port the first workers listen on (PORT=0: the one they were given), so a replacement takes the same */
-  port?: number;
+  /** the port every worker listens on: PORT, or for PORT=0 one the primary chose, so that replacements take it too */
+  port: number;
 }
 
 /** What a worker tells its primary once it listens */
@@ -41,6 +47,8 @@ export interface RunningCluster {
 /** How long after a worker's death its replacement is forked; doubled while replacements fail to start, up to the most */
 const RESTART_DELAY_MS = 1_000;
 const RESTART_DELAY_MAX_MS = 30_000;
+/** A worker that neither listens nor exits by then is stopped (and, once the cluster runs, replaced) */
+const WORKER_START_MS = 60_000;
 
 /** The pool each worker opens: ROWGATE_POOL_SIZE shared out among them (the configuration keeps it at least 1 each) */
 export const workerPoolSize = (config: Config) => Math.max(1, Math.floor(config.ROWGATE_POOL_SIZE / config.ROWGATE_WORKERS));
@@ -51,25 +59,44 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
   const log = lineLogger(logger);
   const connection = await connect(config, { exclusive: true, log });
   const { ownerUrl, authenticatorUrl, secret } = connection;
-  const setup: Setup = { type: 'rowgate:setup', connection: { ownerUrl, authenticatorUrl, secret }, poolSize: workerPoolSize(config) };
+  const setup: Setup = {
+    type: 'rowgate:setup',
+    connection: { ownerUrl, authenticatorUrl, secret },
+    poolSize: workerPoolSize(config),
+    port: config.PORT === 0 ? await freePort() : config.PORT,
+  };
   const live = new Set<Worker>();
+  /** the workers that listen and are connected: those a scrape asks */
   const listening = new Set<Worker>();
-  const metrics = new ClusterMetrics(() => [...listening]);
+  const metrics = new ClusterMetrics(() => [...listening].filter((worker) => worker.isConnected()));
   let stopping = false;
 
   const fork = () =>
     new Promise<{ url: string; pid?: number }>((resolve, reject) => {
       const worker = cluster.fork();
       live.add(worker);
-      worker.on('message', (message: Listening) => {
+      let started = false;
+      const timer = setTimeout(() => {
+        logger.error({ pid: worker.process.pid }, `rowgate: a worker did not listen within ${WORKER_START_MS / 1000} s; stopping it`);
+        worker.process.kill('SIGKILL');
+      }, WORKER_START_MS);
+      // a message to a worker whose channel has just closed is an 'error' on it, not an exception where it was sent
+      worker.on('error', () => {});
+      worker.on('disconnect', () => listening.delete(worker));
+      worker.on('message', (message: Ready | Listening) => {
+        if (message?.type === 'rowgate:ready') worker.send(setup, () => {});
         if (message?.type !== 'rowgate:listening') return;
+        started = true;
+        clearTimeout(timer);
         listening.add(worker);
         resolve({ url: message.url, pid: worker.process.pid });
       });
       worker.once('exit', (code, signal) => {
+        clearTimeout(timer);
         live.delete(worker);
+        listening.delete(worker);
         metrics.retire(worker.id);
-        if (!listening.delete(worker)) {
+        if (!started) {
           reject(new Error(`a worker exited (${signal ?? code}) before it listened`));
           return;
         }
@@ -77,7 +104,6 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
         logger.error({ pid: worker.process.pid, code, signal }, 'rowgate: a worker exited; starting another');
         replace(RESTART_DELAY_MS);
       });
-      worker.send(setup);
     });
 
   /** A replacement, after `delay`; one that fails to start (the database full, a kill while it starts) is tried again, later */
@@ -87,6 +113,7 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
       fork().then(
         ({ pid }) => logger.info({ pid }, 'rowgate: the replacement worker listens'),
         (error: unknown) => {
+          if (stopping) return;
           const next = Math.min(2 * delay, RESTART_DELAY_MAX_MS);
           logger.error({ err: error, retry_ms: next }, 'rowgate: the replacement worker did not start; trying again');
           replace(next);
@@ -105,7 +132,6 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
   let metricsServer: Server | undefined;
   try {
     const urls = (await Promise.all(Array.from({ length: config.ROWGATE_WORKERS }, fork))).map((w) => w.url);
-    setup.port = Number(new URL(urls[0]!).port);
     if (config.ROWGATE_METRICS_PORT !== undefined) {
       metricsServer = await listen(createClusterMetricsServer(metrics), config.ROWGATE_METRICS_PORT, config.HOST);
     }
@@ -139,11 +165,12 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
       resolve(message);
     };
     process.on('message', receive);
+    process.send?.({ type: 'rowgate:ready' } satisfies Ready, undefined, {}, () => {});
   });
-  const running = await startServer({ ...config, ROWGATE_POOL_SIZE: setup.poolSize, PORT: setup.port ?? config.PORT }, logger, {
+  const running = await startServer({ ...config, ROWGATE_POOL_SIZE: setup.poolSize, PORT: setup.port }, logger, {
     connection: setup.connection,
     metricsForPrimary: config.ROWGATE_METRICS_PORT !== undefined,
   });
-  process.send?.({ type: 'rowgate:listening', url: running.url } satisfies Listening);
+  process.send?.({ type: 'rowgate:listening', url: running.url } satisfies Listening, undefined, {}, () => {});
   return running;
 }

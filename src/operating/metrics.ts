@@ -8,6 +8,7 @@
 import { createServer, type Server } from 'node:http';
 import type pg from 'pg';
 import type { Worker } from 'node:cluster';
+import { answer, request } from '../http/cluster-ipc.ts';
 import { AggregatorRegistry, Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { StandbyStatus } from '../db/read-replicas.ts';
 import type { AttemptResult } from '../webhooks/post.ts';
@@ -113,28 +114,15 @@ export class Metrics {
   }
 }
 
-/** What a cluster's primary asks a worker at a scrape, and the answer */
-interface MetricsRequest {
-  type: 'rowgate:metrics?';
-  id: number;
-}
-interface MetricsAnswer {
-  type: 'rowgate:metrics';
-  id: number;
-  metrics: MetricJson;
-}
 type MetricJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
 
 /** A cluster worker's metrics, sent to its primary at each scrape (src/http/cluster.ts) instead of served. */
 export function collectForPrimary(metrics: Metrics) {
-  process.on('message', (message: MetricsRequest) => {
-    if (message?.type !== 'rowgate:metrics?') return;
-    metrics.registry.getMetricsAsJSON().then(
-      (json) => process.send?.({ type: 'rowgate:metrics', id: message.id, metrics: json } satisfies MetricsAnswer),
-      () => {}, // no answer: the primary uses what this worker said last
-    );
-  });
+  answer(process, METRICS_REQUEST, () => metrics.registry.getMetricsAsJSON());
 }
+
+/** The request a cluster's primary sends its workers at a scrape */
+const METRICS_REQUEST = 'rowgate:metrics';
 
 /** How long a scrape waits for a worker (one starting or stuck is shown as it last answered) */
 const WORKER_ANSWER_MS = 1_000;
@@ -151,7 +139,6 @@ export class ClusterMetrics {
   private readonly last = new Map<number, MetricJson>();
   /** the counters and histograms of workers that died, summed */
   private retired: MetricJson = [];
-  private nextRequest = 0;
 
   private readonly workers: () => Worker[];
 
@@ -163,46 +150,29 @@ export class ClusterMetrics {
   /** the retired sum, as it is being brought up to date */
   private retiring: Promise<void> = Promise.resolve();
 
-  /** A worker died: its last counters and histograms are kept in the sum. */
+  /** A worker died: its last counters and histograms are kept in the sum (it is called from the worker's 'exit'). */
   retire(id: number) {
     const last = this.last.get(id);
     this.last.delete(id);
     if (!last) return;
     const kept = last.filter((metric) => ['counter', 'histogram'].includes(String(metric.type)));
-    this.retiring = this.retiring.then(async () => {
-      this.retired = await AggregatorRegistry.aggregate([this.retired, kept]).getMetricsAsJSON();
-    });
+    this.retiring = this.retiring
+      .then(async () => {
+        this.retired = await AggregatorRegistry.aggregate([this.retired, kept]).getMetricsAsJSON();
+      })
+      .catch(() => {}); // one that failed to sum is left out; the next ones still are
   }
 
   async exposition(): Promise<string> {
+    await Promise.all(this.workers().map((worker) => this.ask(worker)));
+    // a worker that died while it was asked has moved to the retired sum by now, not dropped from both
     await this.retiring;
-    const workers = this.workers();
-    await Promise.all(workers.map((worker) => this.ask(worker)));
-    const live = workers.map((w) => this.last.get(w.id)).filter((m): m is MetricJson => m !== undefined);
-    return AggregatorRegistry.aggregate([...live, this.retired]).metrics();
+    return AggregatorRegistry.aggregate([...this.last.values(), this.retired]).metrics();
   }
 
-  private ask(worker: Worker): Promise<void> {
-    const id = ++this.nextRequest;
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        worker.off('message', receive);
-        resolve();
-      };
-      const receive = (message: MetricsAnswer) => {
-        if (message?.type !== 'rowgate:metrics' || message.id !== id) return;
-        this.last.set(worker.id, message.metrics);
-        done();
-      };
-      const timer = setTimeout(done, WORKER_ANSWER_MS);
-      worker.on('message', receive);
-      try {
-        worker.send({ type: 'rowgate:metrics?', id });
-      } catch {
-        done(); // its channel closed: it is dying
-      }
-    });
+  private async ask(worker: Worker): Promise<void> {
+    const metrics = (await request(worker, METRICS_REQUEST, {}, WORKER_ANSWER_MS)) as MetricJson | undefined;
+    if (metrics) this.last.set(worker.id, metrics);
   }
 }
 

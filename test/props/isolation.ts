@@ -124,7 +124,7 @@ const GRAPHQL_FIELDS: Record<keyof Visible, string> = {
   products: 'allProducts(includeArchived: YES) { nodes { rowId } }',
   customers: 'allCustomers { nodes { rowId } }',
   customer_members: 'allCustomerMembers { nodes { rowId } }',
-  // no inner aliases: every key of this map is one, next to SPEC §13's limit of 20;
+  // no inner aliases: every key of this map is one, and SPEC §13 allows 20;
   // the orders' field takes each of ORDERS_FIELDS in turn
   orders: 'allOrders { nodes { rowId } }',
   transactions: 'allTransactions { nodes { orderId type } }',
