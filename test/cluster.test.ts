@@ -7,9 +7,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { availableParallelism } from 'node:os';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { generateToken, hashToken } from '../src/auth/tokens.ts';
 import { loadConfig } from '../src/config.ts';
-import { freePort } from '../src/db/embedded.ts';
+import { DATABASE_NAME, embeddedUrl, freePort } from '../src/db/embedded.ts';
 import { workerPoolSize } from '../src/http/cluster.ts';
 import { sigtermUnderLoad } from './faults/scenarios.ts';
 import { databaseRunning, seed, startServerProcess, type Seeded, type ServerProcess } from './faults/server-process.ts';
@@ -217,6 +219,63 @@ describe('two workers on one port', () => {
     expect(now).not.toContain(victim);
     expect((await burst(`${server.url}/healthz`, 200, 8)).every((a) => a.status === 200)).toBe(true);
   }, 90_000);
+
+  test("a user's change is read back through any worker at once, even before PostgreSQL's announcement arrives", async () => {
+    expect(await settled()).toBe(true);
+    const superuser = new pg.Client({ connectionString: embeddedUrl(server.state, 'superuser', DATABASE_NAME) });
+    await superuser.connect();
+    // the user's two sessions (two devices): one changes the user, the other reads it
+    const [token, other] = [generateToken('web_session'), generateToken('web_session')];
+    const stopped: number[] = [];
+    try {
+      const [user] = (
+        await superuser.query<{ id: string }>(
+          `insert into rowgate.users (email) values ('rw-' || gen_random_uuid() || '@example.com') returning id`,
+        )
+      ).rows;
+      for (const session of [token, other]) {
+        await superuser.query(`select rowgate_private.issue_user_session($1, $2, '1 day'::interval, null)`, [
+          user!.id,
+          hashToken(server.state.secret, session),
+        ]);
+      }
+      // each request on a connection of its own: the primary deals them to both workers in turn
+      const call = (method: string, body?: unknown, session = token) =>
+        new Promise<{ name: string | null }>((resolve, reject) => {
+          const text = body === undefined ? undefined : JSON.stringify(body);
+          const headers = {
+            cookie: `rowgate_session=${session}`,
+            ...(text ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) } : {}),
+          };
+          const req = http.request(`${server.url}/v1/users/me`, { agent: false, method, headers }, (res) => {
+            let data = '';
+            res.on('data', (chunk) => (data += chunk));
+            res.on('end', () => resolve(JSON.parse(data)));
+          });
+          req.on('error', reject);
+          req.end(text);
+        });
+      // both workers keep the other session's answer
+      for (let i = 0; i < 4; i++) expect((await call('GET', undefined, other)).name).toBeNull();
+      // the answer caches' listening sessions held still: PostgreSQL's announcement of the change reaches no worker
+      // (the changing session's own reads would wait for it: its worker remembers its write's position)
+      const listeners = await superuser.query<{ pid: number }>(
+        `select pid from pg_stat_activity where application_name = 'rowgate listener'`,
+      );
+      expect(listeners.rows).toHaveLength(2);
+      for (const { pid } of listeners.rows) {
+        process.kill(pid, 'SIGSTOP');
+        stopped.push(pid);
+      }
+      expect((await call('PATCH', { name: 'changed' })).name).toBe('changed');
+      const reads = [];
+      for (let i = 0; i < 6; i++) reads.push((await call('GET', undefined, other)).name);
+      expect(reads).toEqual(Array(6).fill('changed'));
+    } finally {
+      for (const pid of stopped) process.kill(pid, 'SIGCONT');
+      await superuser.end();
+    }
+  }, 60_000);
 
   test('SIGTERM under load: no new connections, in-flight requests complete, the database closes last', async () => {
     expect(await settled()).toBe(true);

@@ -30,6 +30,8 @@ export interface AppOptions {
   mailer?: Mailer;
   /** answers of `cache: 'credential'` routes kept between requests (src/auth/answer-cache.ts); none: always asked */
   answerCache?: AnswerCache;
+  /** the answer caches of this server's other workers forget what a write changed, before it is answered (src/http/cluster.ts) */
+  forgetElsewhere?: (users: string) => Promise<void>;
   /** read-your-writes across instances and standbys (src/db/consistency.ts); none: no Rowgate-Consistency */
   consistency?: Consistency;
   /** hot standbys for GET routes (src/db/read-replicas.ts); none: every read on the primary */
@@ -68,6 +70,7 @@ export function createApp(options: AppOptions) {
     secret: options.secret,
     mailer: options.mailer ?? environmentMailer(options.log ?? console.log),
     answerCache: options.answerCache,
+    forgetElsewhere: options.forgetElsewhere,
     consistency: options.consistency,
     reads: options.reads,
     validateResponses: options.validateResponses ?? false,

@@ -15,6 +15,7 @@ import { type Connection, connect } from '../db/connect.ts';
 import { freePort } from '../db/embedded.ts';
 import { lineLogger, type Logger } from '../operating/logger.ts';
 import { ClusterMetrics, createClusterMetricsServer } from '../operating/metrics.ts';
+import { answer, request } from './cluster-ipc.ts';
 import { listen, type Running, startServer } from './server.ts';
 
 /** A worker is ready for its setup (it listens for messages: one sent before would be lost) */
@@ -43,6 +44,32 @@ export interface RunningCluster {
   workers: number;
   stop(): Promise<void>;
 }
+
+/**
+ * A worker's answer cache (users/me) learns of a change made through another
+ * worker when PostgreSQL's announcement reaches it, which a client's next
+ * request on another connection can beat (a busy machine delays the
+ * announcement: a hostile review saw 3 to 15 of 150-200 immediate re-reads
+ * stale). So a write that changed users is answered once every other worker
+ * has forgotten their answers, through the primary; each gets FORGET_WAIT_MS
+ * (one starting or stuck holds no write for longer).
+ */
+export interface Peers {
+  /** the other workers forget these users' answers; resolves once they have (or the wait is over) */
+  forget(users: string): Promise<void>;
+  /** what this worker does when another asks it to forget */
+  whenAsked(forget: (users: string) => void): void;
+}
+const FORGET_EVERYWHERE = 'rowgate:forget-everywhere';
+const FORGET = 'rowgate:forget';
+const FORGET_WAIT_MS = 250;
+
+const workerPeers: Peers = {
+  forget: async (users) => {
+    await request(process, FORGET_EVERYWHERE, { users }, 2 * FORGET_WAIT_MS);
+  },
+  whenAsked: (forget) => answer(process, FORGET, (message: { users: string }) => forget(message.users)),
+};
 
 /** How long after a worker's death its replacement is forked; doubled while replacements fail to start, up to the most */
 const RESTART_DELAY_MS = 1_000;
@@ -83,6 +110,14 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
       // a message to a worker whose channel has just closed is an 'error' on it, not an exception where it was sent
       worker.on('error', () => {});
       worker.on('disconnect', () => listening.delete(worker));
+      // a worker's write: the others forget what it changed before it answers
+      answer(worker, FORGET_EVERYWHERE, (message: { users: string }) =>
+        Promise.all(
+          [...listening]
+            .filter((other) => other !== worker && other.isConnected())
+            .map((other) => request(other, FORGET, { users: message.users }, FORGET_WAIT_MS)),
+        ),
+      );
       worker.on('message', (message: Ready | Listening) => {
         if (message?.type === 'rowgate:ready') worker.send(setup, () => {});
         if (message?.type !== 'rowgate:listening') return;
@@ -170,6 +205,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   const running = await startServer({ ...config, ROWGATE_POOL_SIZE: setup.poolSize, PORT: setup.port }, logger, {
     connection: setup.connection,
     metricsForPrimary: config.ROWGATE_METRICS_PORT !== undefined,
+    peers: workerPeers,
   });
   process.send?.({ type: 'rowgate:listening', url: running.url } satisfies Listening, undefined, {}, () => {});
   return running;

@@ -81,6 +81,8 @@ export interface PipelineOptions {
   secret: string;
   mailer: Mailer;
   answerCache?: AnswerCache;
+  /** the other workers' answer caches forget what a write changed (src/http/cluster.ts) */
+  forgetElsewhere?: (users: string) => Promise<void>;
   /** read-your-writes across instances and standbys (Rowgate-Consistency) */
   consistency?: Consistency;
   /** hot standbys: a GET runs on one that will do (src/db/read-replicas.ts) */
@@ -167,8 +169,9 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
       }
       throw error;
     }
-    // committed: what it changed is forgotten before anybody is answered
+    // committed: what it changed is forgotten before anybody is answered, by every worker of this server
     options.answerCache?.forget(changedUsers);
+    if (changedUsers && options.forgetElsewhere) await options.forgetElsewhere(changedUsers);
     if (route.method !== 'get' && options.consistency) {
       const token = await options.consistency.written(key);
       if (token) res.setHeader(CONSISTENCY_HEADER, token);

@@ -7,6 +7,7 @@ import type pg from 'pg';
 import { AnswerCache } from '../auth/answer-cache.ts';
 import { RecentCredentials } from '../auth/recent-credentials.ts';
 import { createApp } from './app.ts';
+import type { Peers } from './cluster.ts';
 import { setPublicUrl } from './public-url.ts';
 import type { Config } from '../config.ts';
 import { createPool } from '../db/pool.ts';
@@ -122,6 +123,8 @@ export interface StartOptions {
   connection?: Connection;
   /** metrics are collected for the cluster's primary, which serves them (ROWGATE_METRICS_PORT is its port, not this process's) */
   metricsForPrimary?: boolean;
+  /** the cluster's other workers, whose answer caches forget what this one's writes change */
+  peers?: Peers;
 }
 
 export async function startServer(config: Config, logger: Logger = createLogger(), options: StartOptions = {}): Promise<Running> {
@@ -184,7 +187,9 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       trustedProxies: trustedProxies(config.ROWGATE_TRUST_PROXY),
       recentCredentials,
     };
+    if (answerCache && options.peers) options.peers.whenAsked((users) => answerCache.forget(users));
     const app = createApp({
+      forgetElsewhere: answerCache && options.peers ? options.peers.forget : undefined,
       pool,
       secret: connection.secret,
       routes: allRoutes(pool, reads),
