@@ -181,6 +181,8 @@ describe('what each interface shows of other users: what REST names, no more', (
     // through relations: the members of the memberships and the account's admin it reads, each a colleague
     const related = await graphqlRelated(auth);
     for (const c of related) expect(expected, 'GraphQL relations').toContainEqual(c);
+    // and every colleague is one relation away (a membership names each)
+    expect(related, 'GraphQL relations').toEqual(expected);
     // the whole row (avatar, timestamps) of nobody but the subject itself
     expect(await graphqlWholeUsers(auth), 'GraphQL User').toEqual(self ? [w[self as 'adminA'].id] : []);
   });
