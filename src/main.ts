@@ -41,6 +41,7 @@ try {
     level: config.LOG_LEVEL,
     pretty: config.NODE_ENV === 'development',
     sharedOutput: worker || config.ROWGATE_WORKERS > 1,
+    worker: cluster.worker?.id,
   });
   const log = logger;
   const running = worker

@@ -285,6 +285,70 @@ describe('two workers on one port', () => {
   }, 60_000);
 });
 
+describe('rate limits: one allowance for the whole server, whichever worker a request reaches', () => {
+  const QUOTA = 50;
+  let server: ServerProcess;
+  let data: Seeded;
+  beforeAll(async () => {
+    server = await startServerProcess({ ROWGATE_WORKERS: '2', ROWGATE_POOL_SIZE: '4', ROWGATE_RATE_LIMIT: String(QUOTA) });
+    data = await seed(server, { products: 2, customers: 2, orders: 2 });
+  }, 180_000);
+  afterAll(() => server?.stop());
+
+  /** the workers whose access lines carry these request ids */
+  const workersOf = (ids: string[]) => {
+    const wanted = new Set(ids);
+    const workers = new Set<number>();
+    for (const { line } of server.lines) {
+      const entry = JSON.parse(line) as { request_id?: string; worker?: number };
+      if (entry.request_id && wanted.has(entry.request_id) && entry.worker !== undefined) workers.add(entry.worker);
+    }
+    return workers;
+  };
+  const logged = (ids: string[]) => waitFor(() => workersOf(ids).size === 2, 5_000);
+
+  test('a PAT sending over 16 connections gets one allowance, not one per worker; another PAT is served meanwhile', async () => {
+    const started = performance.now();
+    const answers = await burst(`${server.url}/v1/products/?limit=1`, 600, 16, data.token);
+    const seconds = (performance.now() - started) / 1000;
+    const served = answers.filter((a) => a.status === 200);
+    // the window (QUOTA a second) and the burst allowance (QUOTA), and what the workers let through while
+    // their counts were on their way to the primary: a quarter of the quota each, and what was in flight.
+    // Counted per worker, both would have served twice the allowance
+    expect(served.length).toBeGreaterThanOrEqual(QUOTA);
+    expect(served.length).toBeLessThanOrEqual(QUOTA * (Math.ceil(seconds) + 1) + 2 * Math.floor(QUOTA / 4) + 16);
+    expect(answers.filter((a) => a.status === 429).length).toBeGreaterThan(0);
+    expect(await logged(served.map((a) => a.id))).toBe(true);
+    const other = await burst(`${server.url}/v1/products/?limit=1`, 20, 4, data.otherToken);
+    expect(other.map((a) => a.status)).toEqual(Array(20).fill(200));
+  });
+
+  test('wrong sign-in codes: ten for an address in all, though they reach both workers', async () => {
+    const guess = (i: number) =>
+      new Promise<{ status: number; id: string }>((resolve, reject) => {
+        // a connection of its own each: the primary deals them to the workers in turn
+        const req = http.request(
+          `${server.url}/v1/login-code/authenticate`,
+          { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, id: String(res.headers['x-request-id']) }));
+          },
+        );
+        req.on('error', reject);
+        req.end(JSON.stringify({ email: 'nobody@example.com', code: `ZZZZ-ZZZ${(i % 8) + 2}` }));
+      });
+    const answers = [];
+    for (let i = 0; i < 20; i++) {
+      answers.push(await guess(i));
+      // time for the worker to tell the primary (every 50 ms)
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    expect(answers.map((a) => a.status)).toEqual([...Array(10).fill(401), ...Array(10).fill(429)]);
+    expect(await logged(answers.slice(0, 10).map((a) => a.id))).toBe(true);
+  });
+});
+
 describe('signals', () => {
   test('a second SIGTERM while stopping does not cut the drain: every worker drains, the database stops, exit 0', async () => {
     const server = await startServerProcess({ ROWGATE_WORKERS: '2', ROWGATE_POOL_SIZE: '4' });

@@ -376,6 +376,18 @@ describe('the access log and the metrics', () => {
     expect(quiet.map((l) => JSON.parse(l).status)).toEqual([500]);
   });
 
+  test("a cluster's worker names itself on its access lines as on pino's, in pino's place", () => {
+    const written: string[] = [];
+    const logger = createLogger({ destination: { write: (line: string) => void written.push(line) }, worker: 3 });
+    const fields = { request_id: 'r', method: 'GET', route: '/v1/x', status: 200, duration_ms: 1, subject_kind: null, credential_id: null };
+    accessLog(logger)({ ...fields, aborted: false });
+    logger.info(fields, 'request');
+    const [ours, pinos] = written.map((l) => JSON.parse(l));
+    expect(ours.worker).toBe(3);
+    expect(Object.keys(ours)).toEqual(Object.keys(pinos));
+    expect({ ...ours, time: 0 }).toEqual({ ...pinos, time: 0 });
+  });
+
   test('the log of this file holds every request id it sent, and none of its secrets', async () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     const log = logLines.join('\n');

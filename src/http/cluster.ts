@@ -6,8 +6,8 @@
 // connection over IPC (the secret in no environment), serves the metrics of
 // them all, starts another when one dies, and on SIGTERM stops them (each
 // drains its requests as a single server does) before it stops the database.
-// Each worker is an instance of SPEC §19: its own rate limits and caches
-// (docs/decisions.md, "Workers").
+// The rate limits are counted once for all workers (src/operating/shared-counts.ts);
+// each worker's caches are its own (docs/decisions.md, "Workers").
 import cluster, { type Worker } from 'node:cluster';
 import type { Server } from 'node:http';
 import type { Config } from '../config.ts';
@@ -15,6 +15,8 @@ import { type Connection, connect } from '../db/connect.ts';
 import { freePort } from '../db/embedded.ts';
 import { lineLogger, type Logger } from '../operating/logger.ts';
 import { ClusterMetrics, createClusterMetricsServer } from '../operating/metrics.ts';
+import { RateLimits } from '../operating/rate-limit.ts';
+import { countSpending, SharedCounts, type Spent, type Standing } from '../operating/shared-counts.ts';
 import { answer, request } from './cluster-ipc.ts';
 import { listen, type Running, startServer } from './server.ts';
 
@@ -64,6 +66,13 @@ const FORGET_EVERYWHERE = 'rowgate:forget-everywhere';
 const FORGET = 'rowgate:forget';
 const FORGET_WAIT_MS = 250;
 
+/** A worker's rate-limit spending since its last sync, answered with where those keys stand (src/operating/shared-counts.ts) */
+const RATE_COUNTS = 'rowgate:rate-counts';
+/** A sync the primary does not answer by then is dropped: its spending is not counted */
+const RATE_COUNTS_WAIT_MS = 1_000;
+/** The keys one worker's spending took past their allowance, told to the others */
+const RATE_REFUSED = 'rowgate:rate-refused';
+
 const workerPeers: Peers = {
   forget: async (users) => {
     await request(process, FORGET_EVERYWHERE, { users }, 2 * FORGET_WAIT_MS);
@@ -92,6 +101,10 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
     poolSize: workerPoolSize(config),
     port: config.PORT === 0 ? await freePort() : config.PORT,
   };
+  // the workers' rate limits, counted once for the whole server
+  const countSpent = countSpending(
+    new RateLimits({ perCredential: config.ROWGATE_RATE_LIMIT, perAddress: config.ROWGATE_ANONYMOUS_RATE_LIMIT }).counts(),
+  );
   const live = new Set<Worker>();
   /** the workers that listen and are connected: those a scrape asks */
   const listening = new Set<Worker>();
@@ -118,6 +131,15 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
             .map((other) => request(other, FORGET, { users: message.users }, FORGET_WAIT_MS)),
         ),
       );
+      answer(worker, RATE_COUNTS, async (message: { spent: Spent[] }) => {
+        const standings = await countSpent(message.spent);
+        // a key this worker's spending took past its allowance: the others refuse it too from now on
+        const refused = standings.filter(([, , , refusedForMs]) => refusedForMs > 0);
+        if (refused.length) {
+          for (const other of listening) if (other !== worker && other.isConnected()) other.send({ type: RATE_REFUSED, refused }, () => {});
+        }
+        return standings;
+      });
       worker.on('message', (message: Ready | Listening) => {
         if (message?.type === 'rowgate:ready') worker.send(setup, () => {});
         if (message?.type !== 'rowgate:listening') return;
@@ -202,10 +224,17 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     process.on('message', receive);
     process.send?.({ type: 'rowgate:ready' } satisfies Ready, undefined, {}, () => {});
   });
+  const sharedCounts = new SharedCounts(
+    (spent) => request(process, RATE_COUNTS, { spent }, RATE_COUNTS_WAIT_MS) as Promise<Standing[] | undefined>,
+  );
+  process.on('message', (message: { type?: string; refused?: Standing[] }) => {
+    if (message?.type === RATE_REFUSED && Array.isArray(message.refused)) sharedCounts.learn(message.refused);
+  });
   const running = await startServer({ ...config, ROWGATE_POOL_SIZE: setup.poolSize, PORT: setup.port }, logger, {
     connection: setup.connection,
     metricsForPrimary: config.ROWGATE_METRICS_PORT !== undefined,
     peers: workerPeers,
+    sharedCounts,
   });
   process.send?.({ type: 'rowgate:listening', url: running.url } satisfies Listening, undefined, {}, () => {});
   return running;

@@ -21,6 +21,7 @@ import { type AccessLine, accessLog } from '../operating/access-log.ts';
 import { createLogger, lineLogger, type Logger } from '../operating/logger.ts';
 import { collectForPrimary, createMetricsServer, Metrics } from '../operating/metrics.ts';
 import { RateLimits } from '../operating/rate-limit.ts';
+import type { SharedCounts } from '../operating/shared-counts.ts';
 import { createGraphql, type Graphql } from '../graphql/server.ts';
 import { allRoutes } from './routes.ts';
 import { WebhookWorker } from '../webhooks/worker.ts';
@@ -125,6 +126,8 @@ export interface StartOptions {
   metricsForPrimary?: boolean;
   /** the cluster's other workers, whose answer caches forget what this one's writes change */
   peers?: Peers;
+  /** a cluster's worker: the rate limits' counts are added up with the other workers' in the primary */
+  sharedCounts?: SharedCounts;
 }
 
 export async function startServer(config: Config, logger: Logger = createLogger(), options: StartOptions = {}): Promise<Running> {
@@ -183,7 +186,11 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     const operating = {
       logger,
       metrics,
-      rateLimits: new RateLimits({ perCredential: config.ROWGATE_RATE_LIMIT, perAddress: config.ROWGATE_ANONYMOUS_RATE_LIMIT }),
+      rateLimits: new RateLimits({
+        perCredential: config.ROWGATE_RATE_LIMIT,
+        perAddress: config.ROWGATE_ANONYMOUS_RATE_LIMIT,
+        shared: options.sharedCounts,
+      }),
       trustedProxies: trustedProxies(config.ROWGATE_TRUST_PROXY),
       recentCredentials,
     };

@@ -30,10 +30,10 @@ const text = (value: string | null) => (value === null ? 'null' : JSON.stringify
 const number = (value: number) => (Number.isFinite(value) ? String(value) : 'null');
 
 /** The line as pino would write it: 5xx answers at warn level ("request failed"), the others at info. */
-export function formatAccessLine(line: AccessLine, time = new Date()): string {
+export function formatAccessLine(line: AccessLine, time = new Date(), bindings = ''): string {
   const [level, msg] = line.status >= 500 ? ['warn', '"request failed"'] : ['info', '"request"'];
   return (
-    `{"level":"${level}","time":"${time.toISOString()}","request_id":${text(line.request_id)},"method":${text(line.method)}` +
+    `{"level":"${level}","time":"${time.toISOString()}"${bindings},"request_id":${text(line.request_id)},"method":${text(line.method)}` +
     `,"route":${text(line.route)},"status":${number(line.status)},"duration_ms":${number(line.duration_ms)}` +
     `,"subject_kind":${text(line.subject_kind)},"credential_id":${text(line.credential_id)}` +
     `${line.aborted ? ',"aborted":true' : ''},"msg":${msg}}\n`
@@ -43,7 +43,9 @@ export function formatAccessLine(line: AccessLine, time = new Date()): string {
 /** Writes access lines to the logger's destination, when its level lets them through. */
 export function accessLog(logger: Logger): (line: AccessLine) => void {
   const destination = (logger as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym]!;
+  // the logger's own fields (a cluster's worker names itself), serialised by pino as `,"key":value`
+  const bindings = (logger as unknown as Record<symbol, string | undefined>)[pino.symbols.chindingsSym] ?? '';
   return (line) => {
-    if (logger.isLevelEnabled(line.status >= 500 ? 'warn' : 'info')) destination.write(formatAccessLine(line));
+    if (logger.isLevelEnabled(line.status >= 500 ? 'warn' : 'info')) destination.write(formatAccessLine(line, new Date(), bindings));
   };
 }

@@ -21,6 +21,8 @@ export interface LoggerOptions {
   destination?: DestinationStream;
   /** other processes write to the same stdout (node:cluster workers): every write whole lines within PIPE_BUF */
   sharedOutput?: boolean;
+  /** a cluster's worker: its id (src/http/cluster.ts) on every line */
+  worker?: number;
 }
 
 function prettyStream(): DestinationStream | undefined {
@@ -49,7 +51,8 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const logger = pino(
     {
       level: options.level ?? 'info',
-      base: undefined, // no pid or hostname on every line: the process's supervisor knows them
+      // no pid or hostname on every line: the process's supervisor knows them; a cluster's worker says which it is
+      base: options.worker === undefined ? undefined : { worker: options.worker },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },

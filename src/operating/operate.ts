@@ -31,6 +31,7 @@ import {
   type RateLimits,
   rateLimitHeaders,
   remainingField,
+  WRONG_CODES_POLICY,
   WRONG_CODES_WINDOW_SECONDS,
 } from './rate-limit.ts';
 import { Refusals } from './refusals.ts';
@@ -86,14 +87,14 @@ export function operatingMiddleware(options: OperatingOptions) {
     const address = clientAddress(req, trusted);
     res.locals.clientAddress = address;
     if (isSignInCode(req.path)) {
-      const until = codesRefused.get(address);
+      const until = codesRefused.get(address) || rateLimits.shared?.refusedUntil(WRONG_CODES_POLICY, address);
       if (until) {
         const reset = Math.ceil((until - Date.now()) / 1000);
-        metrics?.rateLimitRefusals.inc({ policy: 'sign_in_codes' });
+        metrics?.rateLimitRefusals.inc({ policy: WRONG_CODES_POLICY });
         throw tooMany(
           {
             allowed: false,
-            policy: 'sign_in_codes',
+            policy: WRONG_CODES_POLICY,
             quota: rateLimits.wrongCodes.points,
             remaining: 0,
             reset,
@@ -160,7 +161,8 @@ export function operatingMiddleware(options: OperatingOptions) {
     const address = res.locals.clientAddress as string | undefined;
     if (!address) return;
     if (isSignInCode(req.path)) {
-      // the allowance spent: the next guess is refused
+      // the allowance spent: the next guess is refused (by every worker of a cluster, once they have synced)
+      rateLimits.shared?.spent(WRONG_CODES_POLICY, address, 1, rateLimits.wrongCodesSyncAt);
       rateLimits.wrongCodes.consume(address).then(
         (spent) => {
           if (spent.remainingPoints <= 0) codesRefused.set(address, Date.now() + spent.msBeforeNext);

@@ -5,6 +5,7 @@
 // seconds (rate-limiter-flexible's BurstyRateLimiter): a client may send twice
 // its rate in one second, and its rate (plus a tenth) for ever.
 import { BurstyRateLimiter, RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Count, SharedCounts } from './shared-counts.ts';
 
 export interface RateLimitOptions {
   /** requests per second per credential (ROWGATE_RATE_LIMIT) */
@@ -13,9 +14,12 @@ export interface RateLimitOptions {
   perAddress: number;
   /** wrong sign-in codes per client address per 15 minutes (10) */
   wrongCodesPerAddress?: number;
+  /** a cluster's worker: its counts are added up with the other workers' (src/operating/shared-counts.ts) */
+  shared?: SharedCounts;
 }
 
-/** The window of the wrong sign-in codes' allowance */
+/** The wrong sign-in codes' policy, and the window of its allowance */
+export const WRONG_CODES_POLICY = 'sign_in_codes';
 export const WRONG_CODES_WINDOW_SECONDS = 15 * 60;
 
 /** What a request is told: the IETF RateLimit fields, and whether it may go on. */
@@ -38,14 +42,21 @@ class Limiter {
   readonly quota: number;
   readonly name: string;
   private readonly limiter: BurstyRateLimiter;
+  private readonly window: RateLimiterMemory;
+  private readonly burst: RateLimiterMemory;
 
-  constructor(name: string, quota: number) {
+  private readonly shared?: SharedCounts;
+  /** a worker that let this much of a key's allowance through since its last sync tells the primary at once */
+  readonly syncAt: number;
+
+  constructor(name: string, quota: number, shared?: SharedCounts) {
     this.name = name;
     this.quota = quota;
-    this.limiter = new BurstyRateLimiter(
-      new RateLimiterMemory({ keyPrefix: `${name}:w`, points: quota, duration: 1 }),
-      new RateLimiterMemory({ keyPrefix: `${name}:b`, points: quota, duration: BURST_WINDOW_SECONDS }),
-    );
+    this.shared = shared;
+    this.syncAt = Math.max(1, Math.floor(quota / 4));
+    this.window = new RateLimiterMemory({ keyPrefix: `${name}:w`, points: quota, duration: 1 });
+    this.burst = new RateLimiterMemory({ keyPrefix: `${name}:b`, points: quota, duration: BURST_WINDOW_SECONDS });
+    this.limiter = new BurstyRateLimiter(this.window, this.burst);
   }
 
   private decision(allowed: boolean, res: RateLimiterRes): RateLimitDecision {
@@ -60,6 +71,15 @@ class Limiter {
 
   /** Spends `points` of the key's allowance: the decision (one promise, no await: this is on every request's path). */
   consume(key: string, points = 1): Promise<RateLimitDecision> {
+    const shared = this.shared;
+    if (shared) {
+      // the cluster's count: past the allowance in sum, whatever this worker counted
+      const until = shared.refusedUntil(this.name, key);
+      if (until) {
+        const reset = Math.max(1, Math.ceil((until - Date.now()) / 1000));
+        return Promise.resolve({ allowed: false, policy: this.name, quota: this.quota, remaining: 0, reset });
+      }
+    }
     // a promise whatever happens: its callers chain on it (src/operating/operate.ts)
     let spending: Promise<RateLimiterRes>;
     try {
@@ -68,14 +88,44 @@ class Limiter {
       return Promise.reject(error);
     }
     return spending.then(
-      (spent) => this.decision(true, spent),
+      (spent) => {
+        const decision = this.decision(true, spent);
+        if (!shared) return decision;
+        shared.spent(this.name, key, points, this.syncAt);
+        const left = shared.remaining(this.name, key);
+        if (left !== undefined && left < decision.remaining) decision.remaining = left;
+        return decision;
+      },
       (refusal: unknown) => {
         if (refusal instanceof RateLimiterRes) return this.decision(false, refusal);
         throw refusal;
       },
     );
   }
+
+  /**
+   * The primary's count of a cluster's workers (src/operating/shared-counts.ts):
+   * points the workers already let through, so spent as that many requests one
+   * by one would have been (the window's first, the rest from the burst
+   * allowance), where BurstyRateLimiter's consume of them at once would take
+   * them all from the burst allowance once the window cannot hold them all. The
+   * key is refused while neither has anything left.
+   */
+  readonly count: Count = async (key, points) => {
+    const windowed = await settled(this.window.consume(key, points));
+    const beyond = Math.min(points, windowed.consumedPoints - this.quota);
+    const burst = beyond > 0 ? await settled(this.burst.consume(key, beyond)) : await this.burst.get(key);
+    const refused = windowed.remainingPoints <= 0 && (burst?.remainingPoints ?? this.quota) <= 0;
+    return { remaining: Math.max(0, windowed.remainingPoints), refusedForMs: refused ? windowed.msBeforeNext : 0 };
+  };
 }
+
+/** A consume's answer, whether it was allowed or refused */
+const settled = (spending: Promise<RateLimiterRes>): Promise<RateLimiterRes> =>
+  spending.catch((refusal: unknown) => {
+    if (refusal instanceof RateLimiterRes) return refusal;
+    throw refusal;
+  });
 
 export class RateLimits {
   readonly credential: Limiter;
@@ -83,14 +133,33 @@ export class RateLimits {
   /** wrong sign-in codes per address: a fixed window, no burst */
   readonly wrongCodes: RateLimiterMemory;
 
+  /** a cluster's worker: what it spends is added up with the other workers' */
+  readonly shared?: SharedCounts;
+
+  /** a worker tells the primary of wrong codes at once past this many unsynced */
+  readonly wrongCodesSyncAt: number;
+
   constructor(options: RateLimitOptions) {
-    this.credential = new Limiter('default', options.perCredential);
-    this.address = new Limiter('anonymous', options.perAddress);
+    this.shared = options.shared;
+    this.wrongCodesSyncAt = Math.max(1, Math.floor((options.wrongCodesPerAddress ?? 10) / 4));
+    this.credential = new Limiter('default', options.perCredential, options.shared);
+    this.address = new Limiter('anonymous', options.perAddress, options.shared);
     this.wrongCodes = new RateLimiterMemory({
-      keyPrefix: 'sign_in_codes',
+      keyPrefix: WRONG_CODES_POLICY,
       points: options.wrongCodesPerAddress ?? 10,
       duration: WRONG_CODES_WINDOW_SECONDS,
     });
+  }
+
+  /** The counts a cluster's primary keeps for its workers, by policy */
+  counts(): Record<string, Count> {
+    // as one worker's: the guess that spends the allowance's last point was answered, the next is refused
+    const wrongCodes: Count = (key, points) =>
+      settled(this.wrongCodes.consume(key, points)).then((spent) => ({
+        remaining: spent.remainingPoints,
+        refusedForMs: spent.remainingPoints > 0 ? 0 : spent.msBeforeNext,
+      }));
+    return { [this.credential.name]: this.credential.count, [this.address.name]: this.address.count, [WRONG_CODES_POLICY]: wrongCodes };
   }
 }
 

@@ -1,0 +1,124 @@
+// Rate limits counted once for all of a cluster's workers (src/http/cluster.ts),
+// so that a server's limits are the same with one process or several.
+//
+// Asking the primary on every request (rate-limiter-flexible's
+// RateLimiterCluster) cost the cached users/me 38 % of its rate with two
+// workers, 22 µs of the primary's CPU a request (docs/performance.md). Instead
+// a worker decides alone, on its own counts, as a single server does, and every
+// SYNC_MS tells the primary what it let through. The primary adds every
+// worker's to one count per key (the same limiters, in its memory) and answers
+// with where each of those keys stands, and tells the other workers of the keys
+// its count refuses: a key past its allowance in sum is refused by every worker
+// until the primary's count resets. A worker that has
+// let a quarter of a key's allowance through since its last sync syncs at once,
+// so a client spread over the workers gets beyond its allowance at most what
+// they let through in a round trip to the primary, however fast it sends.
+
+/** How often a worker tells the primary what it let through */
+export const SYNC_MS = 50;
+
+/** What a worker let through since its last sync: a policy, a key, and points */
+export type Spent = [policy: string, key: string, points: number];
+/** What the primary's count says of a key: what is left, and for how long it is refused (0: it is not) */
+export type Standing = [policy: string, key: string, remaining: number, refusedForMs: number];
+
+/** The primary's count of one policy: spends points of a key, and says where the key stands */
+export type Count = (key: string, points: number) => Promise<{ remaining: number; refusedForMs: number }>;
+
+interface Known {
+  remaining: number;
+  /** refused until (ms since the epoch); 0 when not refused */
+  until: number;
+  /** when the primary said so */
+  at: number;
+}
+
+/** How long what the primary said of a key that is not refused is worth knowing (the limits' windows are 1 s) */
+const FRESH_MS = 1_000;
+
+/** A worker's side: what it spent since its last sync, and what the primary last said */
+export class SharedCounts {
+  private spentSince = new Map<string, Spent>();
+  private readonly known = new Map<string, Known>();
+  private syncing = false;
+  /** a sync is due as soon as the one in flight is answered, or on the next turn of the event loop */
+  private due = false;
+  private readonly timer: NodeJS.Timeout;
+  private readonly exchange: (spent: Spent[]) => Promise<Standing[] | undefined>;
+
+  /** `exchange` sends what was spent to the primary and resolves with its standings (undefined when it did not answer) */
+  constructor(exchange: (spent: Spent[]) => Promise<Standing[] | undefined>) {
+    this.exchange = exchange;
+    this.timer = setInterval(() => void this.sync(), SYNC_MS);
+    this.timer.unref();
+  }
+
+  /** Points of a key's allowance this worker let through; once `syncAt` of them are unsynced, the primary is told at once */
+  spent(policy: string, key: string, points: number, syncAt = Number.POSITIVE_INFINITY): void {
+    const id = `${policy}\n${key}`;
+    let entry = this.spentSince.get(id);
+    if (entry) entry[2] += points;
+    else this.spentSince.set(id, (entry = [policy, key, points]));
+    if (entry[2] >= syncAt && !this.due) {
+      this.due = true;
+      if (!this.syncing) setImmediate(() => void this.sync());
+    }
+  }
+
+  /** Until when the cluster refuses the key (ms since the epoch), or 0 */
+  refusedUntil(policy: string, key: string, now = Date.now()): number {
+    const known = this.known.get(`${policy}\n${key}`);
+    return known && known.until > now ? known.until : 0;
+  }
+
+  /** What the cluster leaves of the key's allowance, less what this worker spent since; undefined when the primary said nothing lately */
+  remaining(policy: string, key: string, now = Date.now()): number | undefined {
+    const id = `${policy}\n${key}`;
+    const known = this.known.get(id);
+    if (!known || now - known.at > FRESH_MS) return undefined;
+    return Math.max(0, known.remaining - (this.spentSince.get(id)?.[2] ?? 0));
+  }
+
+  /** Tells the primary what was spent, and learns where those keys stand; one sync at a time */
+  async sync(): Promise<void> {
+    if (this.syncing || this.spentSince.size === 0) return;
+    const spent = [...this.spentSince.values()];
+    this.spentSince = new Map();
+    this.syncing = true;
+    this.due = false;
+    try {
+      this.learn((await this.exchange(spent)) ?? []);
+    } finally {
+      this.syncing = false;
+      if (this.due) void this.sync();
+    }
+  }
+
+  /** What the primary says of keys: in answer to a sync, or of keys another worker's spending refused */
+  learn(standings: Standing[], now = Date.now()): void {
+    // what is no longer refused nor fresh is forgotten: memory follows the keys in use
+    for (const [id, known] of this.known) if (known.until <= now && now - known.at > FRESH_MS) this.known.delete(id);
+    for (const [policy, key, remaining, refusedForMs] of standings) {
+      this.known.set(`${policy}\n${key}`, { remaining, until: refusedForMs > 0 ? now + refusedForMs : 0, at: now });
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
+/** The primary's side: every worker's spending added to one count per policy and key */
+export function countSpending(counts: Record<string, Count>) {
+  return (spent: Spent[]): Promise<Standing[]> =>
+    Promise.all(
+      (Array.isArray(spent) ? spent : []).flatMap((entry) => {
+        const [policy, key, points] = Array.isArray(entry) ? entry : [];
+        const count = typeof policy === 'string' ? counts[policy] : undefined;
+        if (!count || typeof key !== 'string' || !Number.isInteger(points) || (points as number) < 1) return [];
+        return [
+          count(key, points as number).then(({ remaining, refusedForMs }): Standing => [policy as string, key, remaining, refusedForMs]),
+        ];
+      }),
+    );
+}
