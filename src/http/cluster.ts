@@ -11,6 +11,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Server } from 'node:http';
 import type { Config } from '../config.ts';
+import type { ConsistencyNews } from '../db/consistency.ts';
 import { type Connection, connect } from '../db/connect.ts';
 import { freePort } from '../db/embedded.ts';
 import { lineLogger, type Logger } from '../operating/logger.ts';
@@ -48,23 +49,35 @@ export interface RunningCluster {
 }
 
 /**
- * A worker's answer cache (users/me) learns of a change made through another
- * worker when PostgreSQL's announcement reaches it, which a client's next
- * request on another connection can beat (a busy machine delays the
- * announcement: a hostile review saw 3 to 15 of 150-200 immediate re-reads
- * stale). So a write that changed users is answered once every other worker
- * has forgotten their answers, through the primary; each gets FORGET_WAIT_MS
- * (one starting or stuck holds no write for longer).
+ * What one worker's write changed, told to the others before it is answered,
+ * through the primary: a client's next request may reach any of them.
+ * - The users it changed, whose users/me answers the others forget: they would
+ *   learn of it from PostgreSQL's announcement, which a client's next request
+ *   on another connection can beat (a busy machine delays it: a hostile review
+ *   saw 3 to 15 of 150-200 immediate re-reads stale).
+ * - With standbys, the credential's write position, or its GraphQL mutation's
+ *   hold: its next read through another worker waits for (or goes to) data
+ *   that recent, as through this one (src/db/consistency.ts).
+ * Each worker gets TELL_WAIT_MS (one starting or stuck holds no write for longer).
  */
+export type News = { forget: string } | ConsistencyNews;
+
 export interface Peers {
-  /** the other workers forget these users' answers; resolves once they have (or the wait is over) */
-  forget(users: string): Promise<void>;
-  /** what this worker does when another asks it to forget */
-  whenAsked(forget: (users: string) => void): void;
+  /** the other workers take the news in; resolves once they have (or the wait is over) */
+  tell(news: News): Promise<void>;
+  /** what this worker does with what another tells */
+  listen(take: (news: News) => void): void;
 }
-const FORGET_EVERYWHERE = 'rowgate:forget-everywhere';
-const FORGET = 'rowgate:forget';
-const FORGET_WAIT_MS = 250;
+const TELL_EVERYONE = 'rowgate:tell-everyone';
+const TELL = 'rowgate:tell';
+const TELL_WAIT_MS = 250;
+
+const workerPeers: Peers = {
+  tell: async (news) => {
+    await request(process, TELL_EVERYONE, { news }, 2 * TELL_WAIT_MS);
+  },
+  listen: (take) => answer(process, TELL, (message: { news: News }) => take(message.news)),
+};
 
 /** A worker's rate-limit spending since its last sync, answered with where those keys stand (src/operating/shared-counts.ts) */
 const RATE_COUNTS = 'rowgate:rate-counts';
@@ -72,13 +85,6 @@ const RATE_COUNTS = 'rowgate:rate-counts';
 const RATE_COUNTS_WAIT_MS = 1_000;
 /** The keys one worker's spending took past their allowance, told to the others */
 const RATE_REFUSED = 'rowgate:rate-refused';
-
-const workerPeers: Peers = {
-  forget: async (users) => {
-    await request(process, FORGET_EVERYWHERE, { users }, 2 * FORGET_WAIT_MS);
-  },
-  whenAsked: (forget) => answer(process, FORGET, (message: { users: string }) => forget(message.users)),
-};
 
 /** How long after a worker's death its replacement is forked; doubled while replacements fail to start, up to the most */
 const RESTART_DELAY_MS = 1_000;
@@ -123,12 +129,12 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
       // a message to a worker whose channel has just closed is an 'error' on it, not an exception where it was sent
       worker.on('error', () => {});
       worker.on('disconnect', () => listening.delete(worker));
-      // a worker's write: the others forget what it changed before it answers
-      answer(worker, FORGET_EVERYWHERE, (message: { users: string }) =>
+      // a worker's write: the others take in what it changed before it answers
+      answer(worker, TELL_EVERYONE, (message: { news: News }) =>
         Promise.all(
           [...listening]
             .filter((other) => other !== worker && other.isConnected())
-            .map((other) => request(other, FORGET, { users: message.users }, FORGET_WAIT_MS)),
+            .map((other) => request(other, TELL, { news: message.news }, TELL_WAIT_MS)),
         ),
       );
       answer(worker, RATE_COUNTS, async (message: { spent: Spent[] }) => {

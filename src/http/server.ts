@@ -170,7 +170,13 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const server = await (async () => {
     await answerCache?.start();
     await reads?.start();
-    const consistency = new Consistency({ primary: pool, holdMs: config.ROWGATE_READ_MAX_LAG_MS });
+    const peers = options.peers;
+    const consistency = new Consistency({
+      primary: pool,
+      holdMs: config.ROWGATE_READ_MAX_LAG_MS,
+      // with standbys, a cluster's workers share what each credential wrote (without, reads are all on the primary)
+      elsewhere: reads && peers ? peers.tell : undefined,
+    });
     // one memory of the credentials seen to authenticate, whichever of REST and GraphQL saw them
     const recentCredentials = new RecentCredentials();
     graphql = await createGraphql({
@@ -194,9 +200,12 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       trustedProxies: trustedProxies(config.ROWGATE_TRUST_PROXY),
       recentCredentials,
     };
-    if (answerCache && options.peers) options.peers.whenAsked((users) => answerCache.forget(users));
+    peers?.listen((news) => {
+      if ('forget' in news) answerCache?.forget(news.forget);
+      else consistency.learn(news);
+    });
     const app = createApp({
-      forgetElsewhere: answerCache && options.peers ? options.peers.forget : undefined,
+      forgetElsewhere: answerCache && peers ? (users) => peers.tell({ forget: users }) : undefined,
       pool,
       secret: connection.secret,
       routes: allRoutes(pool, reads),
