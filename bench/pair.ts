@@ -20,6 +20,7 @@ import { parseArgs } from 'node:util';
 import { embeddedUrl, openEmbeddedDatabase } from '../src/db/embedded.ts';
 import { projectRoot } from '../src/db/setup.ts';
 import { benchUsers, ensureOrderCounts, issueSessions } from './data.ts';
+import { processTree, readProc } from './process-tree.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -91,10 +92,16 @@ async function start(tree: string, port: number, extra: string) {
   throw new Error(`${tree}: not ready on port ${port}`);
 }
 
-/** utime and stime, in clock ticks (1/100 s) */
+/** utime and stime of the server and its workers, in clock ticks (1/100 s) */
 const cpuTicks = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return { user: Number(fields[11]), system: Number(fields[12]) };
+  let user = 0;
+  let system = 0;
+  for (const each of processTree(pid)) {
+    const fields = readProc(each, 'stat').split(') ')[1]?.split(' ') ?? [];
+    user += Number(fields[11] ?? 0);
+    system += Number(fields[12] ?? 0);
+  }
+  return { user, system };
 };
 
 function wrk(port: number, seconds: number) {

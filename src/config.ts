@@ -16,6 +16,15 @@ function isOrigin(value: string): boolean {
   }
 }
 
+/**
+ * The most workers `auto` starts. The REST pages are bound by the database, not
+ * by the server's thread, so more processes add memory (~220 MB each) and
+ * database sessions (4 each) more than throughput (docs/performance.md); and in
+ * a container Node counts the host's cores, not the container's CPU quota, so
+ * one per core alone could start dozens on a machine allowed one.
+ */
+export const AUTO_WORKERS = 4;
+
 const schema = z.object({
   PORT: port.default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -37,13 +46,14 @@ const schema = z.object({
     .min(1)
     .max(200)
     .default(Math.max(4, 2 * availableParallelism())),
-  // server processes sharing the port (node:cluster, src/http/cluster.ts), the pool shared out
-  // among them; `auto`: one per core. Each is an instance: its own rate limits and caches (docs/operations.md)
+  // server processes sharing the port (node:cluster, src/http/cluster.ts), the pool shared out among
+  // them; `auto` (the default): one per core, at most AUTO_WORKERS and never more than the pool has
+  // connections. One server however many: one port, one allowance per client (docs/decisions.md, "Workers")
   ROWGATE_WORKERS: z
     .string()
     .regex(/^(?:auto|[1-9]|[1-5][0-9]|6[0-4])$/, 'must be a number of processes (1 to 64) or auto')
-    .default('1')
-    .transform((v) => (v === 'auto' ? Math.min(availableParallelism(), 64) : Number(v))),
+    .default('auto')
+    .transform((v) => (v === 'auto' ? Math.min(availableParallelism(), AUTO_WORKERS) : Number(v))),
   // hot standbys for reads (SPEC §19, src/db/read-replicas.ts): authenticator URLs, comma-separated
   ROWGATE_READ_DATABASE_URLS: z
     .string()
@@ -134,6 +144,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`rowgate: invalid configuration:\n${lines.join('\n')}`);
   }
   const config = parsed.data;
+  // auto fits the pool; a number of workers the operator chose is checked against it
+  if ((env.ROWGATE_WORKERS ?? 'auto') === 'auto') config.ROWGATE_WORKERS = Math.min(config.ROWGATE_WORKERS, config.ROWGATE_POOL_SIZE);
   if (config.ROWGATE_WORKERS > config.ROWGATE_POOL_SIZE) {
     throw new ConfigError(
       `rowgate: invalid configuration:\n  ROWGATE_WORKERS: ${config.ROWGATE_WORKERS} workers share ROWGATE_POOL_SIZE (${config.ROWGATE_POOL_SIZE}) connections: at most one worker per connection`,

@@ -10,7 +10,7 @@ import { availableParallelism } from 'node:os';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { generateToken, hashToken } from '../src/auth/tokens.ts';
-import { loadConfig } from '../src/config.ts';
+import { AUTO_WORKERS, loadConfig } from '../src/config.ts';
 import { DATABASE_NAME, embeddedUrl, freePort } from '../src/db/embedded.ts';
 import { workerPoolSize } from '../src/http/cluster.ts';
 import { sigtermUnderLoad } from './faults/scenarios.ts';
@@ -395,9 +395,16 @@ describe('PORT=0', () => {
 });
 
 describe('ROWGATE_WORKERS', () => {
-  test('a number of processes from 1 to 64, or auto; never more than the pool has connections', () => {
-    expect(loadConfig({}).ROWGATE_WORKERS).toBe(1);
-    expect(loadConfig({ ROWGATE_WORKERS: 'auto' }).ROWGATE_WORKERS).toBe(availableParallelism());
+  test('a number of processes from 1 to 64, or auto (the default); never more than the pool has connections', () => {
+    // auto: one per core, at most four
+    const auto = Math.min(availableParallelism(), AUTO_WORKERS);
+    expect(AUTO_WORKERS).toBe(4);
+    expect(loadConfig({}).ROWGATE_WORKERS).toBe(auto);
+    expect(loadConfig({ ROWGATE_WORKERS: 'auto' }).ROWGATE_WORKERS).toBe(auto);
+    // auto fits a small pool; a number chosen does not
+    expect(loadConfig({ ROWGATE_POOL_SIZE: '1' }).ROWGATE_WORKERS).toBe(1);
+    expect(loadConfig({ ROWGATE_WORKERS: 'auto', ROWGATE_POOL_SIZE: '1' }).ROWGATE_WORKERS).toBe(1);
+    expect(loadConfig({ ROWGATE_WORKERS: '1' }).ROWGATE_WORKERS).toBe(1);
     expect(loadConfig({ ROWGATE_WORKERS: '3', ROWGATE_POOL_SIZE: '7' }).ROWGATE_WORKERS).toBe(3);
     expect(workerPoolSize(loadConfig({ ROWGATE_WORKERS: '3', ROWGATE_POOL_SIZE: '7' }))).toBe(2);
     for (const bad of ['0', '65', 'x', '0x2', '1e1', ' 2 ', '2.5', '-1', '']) {
