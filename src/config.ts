@@ -1,6 +1,6 @@
 // Configuration from the environment, validated once at start with one clear
 // message per bad value (SPEC §1).
-import { availableParallelism } from 'node:os';
+import { availableParallelism, totalmem } from 'node:os';
 import { z } from 'zod';
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -18,12 +18,24 @@ function isOrigin(value: string): boolean {
 
 /**
  * The most workers `auto` starts. The REST pages are bound by the database, not
- * by the server's thread, so more processes add memory (~220 MB each) and
- * database sessions (4 each) more than throughput (docs/performance.md); and in
- * a container Node counts the host's cores, not the container's CPU quota, so
- * one per core alone could start dozens on a machine allowed one.
+ * by the server's thread, so beyond a few processes each adds memory (~200 MB
+ * under load) and database sessions (4) more than throughput
+ * (docs/performance.md, "Workers by default").
  */
 export const AUTO_WORKERS = 4;
+/** The memory `auto` counts per worker: the V8 heap npm start allows one (512 MB), so that a small machine or container runs fewer */
+const MEMORY_PER_WORKER = 512 * 1024 * 1024;
+
+/**
+ * `auto`: one worker per core (the container's CPU quota counted: libuv reads
+ * cgroup's cpu.max), at most AUTO_WORKERS, one per MEMORY_PER_WORKER of the
+ * memory the process may use, and each with at least two of the pool's
+ * connections (one slow query must not hold a worker's every request).
+ */
+export function autoWorkers(poolSize: number): number {
+  const memory = Math.min(totalmem(), process.constrainedMemory() || Number.POSITIVE_INFINITY);
+  return Math.max(1, Math.min(availableParallelism(), AUTO_WORKERS, Math.floor(memory / MEMORY_PER_WORKER), Math.floor(poolSize / 2)));
+}
 
 const schema = z.object({
   PORT: port.default(8080),
@@ -47,13 +59,14 @@ const schema = z.object({
     .max(200)
     .default(Math.max(4, 2 * availableParallelism())),
   // server processes sharing the port (node:cluster, src/http/cluster.ts), the pool shared out among
-  // them; `auto` (the default): one per core, at most AUTO_WORKERS and never more than the pool has
-  // connections. One server however many: one port, one allowance per client (docs/decisions.md, "Workers")
+  // them; `auto` (the default): autoWorkers below. One server however many: one port, one allowance
+  // per client, read-your-writes (docs/decisions.md, "Workers")
   ROWGATE_WORKERS: z
     .string()
     .regex(/^(?:auto|[1-9]|[1-5][0-9]|6[0-4])$/, 'must be a number of processes (1 to 64) or auto')
     .default('auto')
-    .transform((v) => (v === 'auto' ? Math.min(availableParallelism(), AUTO_WORKERS) : Number(v))),
+    // auto is settled once the pool's size is known (loadConfig)
+    .transform((v) => (v === 'auto' ? 0 : Number(v))),
   // hot standbys for reads (SPEC §19, src/db/read-replicas.ts): authenticator URLs, comma-separated
   ROWGATE_READ_DATABASE_URLS: z
     .string()
@@ -144,8 +157,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`rowgate: invalid configuration:\n${lines.join('\n')}`);
   }
   const config = parsed.data;
-  // auto fits the pool; a number of workers the operator chose is checked against it
-  if ((env.ROWGATE_WORKERS ?? 'auto') === 'auto') config.ROWGATE_WORKERS = Math.min(config.ROWGATE_WORKERS, config.ROWGATE_POOL_SIZE);
+  // auto fits the machine and the pool; a number of workers the operator chose is checked against the pool
+  if (config.ROWGATE_WORKERS === 0) config.ROWGATE_WORKERS = autoWorkers(config.ROWGATE_POOL_SIZE);
   if (config.ROWGATE_WORKERS > config.ROWGATE_POOL_SIZE) {
     throw new ConfigError(
       `rowgate: invalid configuration:\n  ROWGATE_WORKERS: ${config.ROWGATE_WORKERS} workers share ROWGATE_POOL_SIZE (${config.ROWGATE_POOL_SIZE}) connections: at most one worker per connection`,

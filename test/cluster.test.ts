@@ -6,11 +6,11 @@
 // scenario, test/faults).
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, totalmem } from 'node:os';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { generateToken, hashToken } from '../src/auth/tokens.ts';
-import { AUTO_WORKERS, loadConfig } from '../src/config.ts';
+import { AUTO_WORKERS, autoWorkers, loadConfig } from '../src/config.ts';
 import { DATABASE_NAME, embeddedUrl, freePort } from '../src/db/embedded.ts';
 import { workerPoolSize } from '../src/http/cluster.ts';
 import { sigtermUnderLoad } from './faults/scenarios.ts';
@@ -396,14 +396,24 @@ describe('PORT=0', () => {
 
 describe('ROWGATE_WORKERS', () => {
   test('a number of processes from 1 to 64, or auto (the default); never more than the pool has connections', () => {
-    // auto: one per core, at most four
-    const auto = Math.min(availableParallelism(), AUTO_WORKERS);
+    // auto: one per core, at most four, one per 512 MB of memory, two connections of the pool each at least
+    const memory = Math.min(totalmem(), process.constrainedMemory() || Number.POSITIVE_INFINITY);
+    const auto = Math.max(1, Math.min(availableParallelism(), 4, Math.floor(memory / 2 ** 29)));
     expect(AUTO_WORKERS).toBe(4);
     expect(loadConfig({}).ROWGATE_WORKERS).toBe(auto);
     expect(loadConfig({ ROWGATE_WORKERS: 'auto' }).ROWGATE_WORKERS).toBe(auto);
+    expect(autoWorkers(200)).toBe(auto);
     // auto fits a small pool; a number chosen does not
-    expect(loadConfig({ ROWGATE_POOL_SIZE: '1' }).ROWGATE_WORKERS).toBe(1);
-    expect(loadConfig({ ROWGATE_WORKERS: 'auto', ROWGATE_POOL_SIZE: '1' }).ROWGATE_WORKERS).toBe(1);
+    for (const [pool, workers] of [
+      [1, 1],
+      [2, 1],
+      [3, 1],
+      [4, Math.min(auto, 2)],
+      [7, Math.min(auto, 3)],
+    ]) {
+      expect(loadConfig({ ROWGATE_POOL_SIZE: String(pool) }).ROWGATE_WORKERS, `pool ${pool}`).toBe(workers);
+      expect(loadConfig({ ROWGATE_WORKERS: 'auto', ROWGATE_POOL_SIZE: String(pool) }).ROWGATE_WORKERS).toBe(workers);
+    }
     expect(loadConfig({ ROWGATE_WORKERS: '1' }).ROWGATE_WORKERS).toBe(1);
     expect(loadConfig({ ROWGATE_WORKERS: '3', ROWGATE_POOL_SIZE: '7' }).ROWGATE_WORKERS).toBe(3);
     expect(workerPoolSize(loadConfig({ ROWGATE_WORKERS: '3', ROWGATE_POOL_SIZE: '7' }))).toBe(2);

@@ -3,7 +3,7 @@
 // count in this process, the same limiters (rate-limiter-flexible, in memory).
 import { afterEach, describe, expect, test } from 'vitest';
 import { RateLimits, WRONG_CODES_POLICY } from '../src/operating/rate-limit.ts';
-import { countSpending, SharedCounts, type Spent, type Standing } from '../src/operating/shared-counts.ts';
+import { countSpending, MAX_REPORT, SharedCounts, type Spent, type Standing } from '../src/operating/shared-counts.ts';
 
 const QUOTA = 8;
 
@@ -79,6 +79,15 @@ describe('shared counts', () => {
     expect((await a.limits.credential.consume('k')).remaining).toBe(QUOTA - 7);
   });
 
+  test('a report carries at most MAX_REPORT keys; the rest go in the next, at once', async () => {
+    const { a, exchanged, workers } = cluster();
+    running = workers;
+    for (let i = 0; i < MAX_REPORT + 500; i++) a.shared.spent('anonymous', `192.0.2.${i}`, 1);
+    await a.shared.sync();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(exchanged.map((report) => report.length)).toEqual([MAX_REPORT, 500]);
+  });
+
   test('wrong sign-in codes: the address refused by every worker once their sum reaches the allowance', async () => {
     const { a, b, workers } = cluster();
     running = workers;
@@ -104,7 +113,9 @@ describe('shared counts', () => {
     ] as unknown as Spent[];
     expect(await primary(odd)).toEqual([]);
     expect(await primary('x' as unknown as Spent[])).toEqual([]);
-    expect(await primary([['default', 'k', 2]])).toEqual([['default', 'k', QUOTA - 2, 0]] satisfies Standing[]);
+    // a key with room is not named; one past half its window is, with what is left
+    expect(await primary([['default', 'k', 2]])).toEqual([]);
+    expect(await primary([['default', 'k', 3]])).toEqual([['default', 'k', QUOTA - 5, 0]] satisfies Standing[]);
   });
 
   test('a primary that does not answer loses that count and refuses nobody; what it says of keys is forgotten once stale', async () => {
@@ -114,6 +125,7 @@ describe('shared counts', () => {
     await silent.sync();
     expect(silent.refusedUntil('default', 'k')).toBe(0);
     silent.learn([['default', 'k', 3, 0]], Date.now());
+    expect(silent.refusedUntil('default', 'k')).toBe(0);
     expect(silent.remaining('default', 'k')).toBe(3);
     expect(silent.remaining('default', 'k', Date.now() + 1_500)).toBeUndefined();
   });

@@ -10,7 +10,6 @@ type MessageListener = (message: any) => void;
 export interface Channel {
   send?(message: unknown, sendHandle: undefined, options: object, callback: (error: Error | null) => void): unknown;
   on(event: 'message', listener: MessageListener): unknown;
-  off(event: 'message', listener: MessageListener): unknown;
 }
 
 interface Request {
@@ -24,21 +23,34 @@ interface Answer {
 }
 
 let nextRequest = 0;
+/** The requests awaiting an answer on each channel, and the one listener that settles them */
+const awaiting = new WeakMap<Channel, Map<number, (value?: unknown) => void>>();
+
+function pendingOn(channel: Channel): Map<number, (value?: unknown) => void> {
+  let pending = awaiting.get(channel);
+  if (!pending) {
+    const requests = new Map<number, (value?: unknown) => void>();
+    pending = requests;
+    awaiting.set(channel, requests);
+    channel.on('message', (message: Answer) => {
+      if (message?.type === 'rowgate:answer') requests.get(message.answerTo)?.(message.value);
+    });
+  }
+  return pending;
+}
 
 /** Sends a request of `type` with `fields`; resolves with the answer's value, or `undefined` after `timeoutMs` */
 export function request(channel: Channel, type: string, fields: Record<string, unknown>, timeoutMs: number): Promise<unknown> {
   const requestId = ++nextRequest;
+  const pending = pendingOn(channel);
   return new Promise((resolve) => {
     const done = (value?: unknown) => {
       clearTimeout(timer);
-      channel.off('message', receive);
+      pending.delete(requestId);
       resolve(value);
     };
-    const receive = (message: Answer) => {
-      if (message?.type === 'rowgate:answer' && message.answerTo === requestId) done(message.value);
-    };
     const timer = setTimeout(done, timeoutMs);
-    channel.on('message', receive);
+    pending.set(requestId, done);
     // a closed channel (the other side is gone) is reported here, not thrown
     const sent = channel.send?.({ ...fields, type, requestId } satisfies Request, undefined, {}, (error) => error && done());
     if (sent === undefined) done();

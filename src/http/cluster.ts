@@ -81,7 +81,7 @@ const workerPeers: Peers = {
 
 /** A worker's rate-limit spending since its last sync, answered with where those keys stand (src/operating/shared-counts.ts) */
 const RATE_COUNTS = 'rowgate:rate-counts';
-/** A sync the primary does not answer by then is dropped: its spending is not counted */
+/** A worker waits that long for the primary's answer to a report (the primary counts it whenever it comes) */
 const RATE_COUNTS_WAIT_MS = 1_000;
 /** The keys one worker's spending took past their allowance, told to the others */
 const RATE_REFUSED = 'rowgate:rate-refused';
@@ -139,10 +139,11 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
       );
       answer(worker, RATE_COUNTS, async (message: { spent: Spent[] }) => {
         const standings = await countSpent(message.spent);
-        // a key this worker's spending took past its allowance: the others refuse it too from now on
-        const refused = standings.filter(([, , , refusedForMs]) => refusedForMs > 0);
+        // a key this worker's spending took past its allowance: every worker refuses it from now on (this one
+        // too: its answer may come after its request's deadline)
+        const refused = standings.filter(([, , , refusedUntil]) => refusedUntil > 0);
         if (refused.length) {
-          for (const other of listening) if (other !== worker && other.isConnected()) other.send({ type: RATE_REFUSED, refused }, () => {});
+          for (const each of listening) if (each.isConnected()) each.send({ type: RATE_REFUSED, refused }, () => {});
         }
         return standings;
       });

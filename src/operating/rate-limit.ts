@@ -115,8 +115,13 @@ class Limiter {
     const windowed = await settled(this.window.consume(key, points));
     const beyond = Math.min(points, windowed.consumedPoints - this.quota);
     const burst = beyond > 0 ? await settled(this.burst.consume(key, beyond)) : await this.burst.get(key);
-    const refused = windowed.remainingPoints <= 0 && (burst?.remainingPoints ?? this.quota) <= 0;
-    return { remaining: Math.max(0, windowed.remainingPoints), refusedForMs: refused ? windowed.msBeforeNext : 0 };
+    const refused = windowed.remainingPoints <= 0 && burst !== null && burst.remainingPoints <= 0;
+    return {
+      remaining: Math.max(0, windowed.remainingPoints),
+      // until the window or the burst allowance comes back, whichever first (as BurstyRateLimiter says)
+      refusedUntil: refused ? Date.now() + Math.min(windowed.msBeforeNext, burst.msBeforeNext) : 0,
+      nearly: windowed.consumedPoints * 2 > this.quota,
+    };
   };
 }
 
@@ -157,7 +162,8 @@ export class RateLimits {
     const wrongCodes: Count = (key, points) =>
       settled(this.wrongCodes.consume(key, points)).then((spent) => ({
         remaining: spent.remainingPoints,
-        refusedForMs: spent.remainingPoints > 0 ? 0 : spent.msBeforeNext,
+        refusedUntil: spent.remainingPoints > 0 ? 0 : Date.now() + spent.msBeforeNext,
+        nearly: spent.consumedPoints * 2 > this.wrongCodes.points,
       }));
     return { [this.credential.name]: this.credential.count, [this.address.name]: this.address.count, [WRONG_CODES_POLICY]: wrongCodes };
   }

@@ -3,27 +3,30 @@
 //
 // Asking the primary on every request (rate-limiter-flexible's
 // RateLimiterCluster) cost the cached users/me 38 % of its rate with two
-// workers, 22 µs of the primary's CPU a request (docs/performance.md). Instead
+// workers, 22 µs of the primary's CPU a request (docs/decisions.md). Instead
 // a worker decides alone, on its own counts, as a single server does, and every
 // SYNC_MS tells the primary what it let through. The primary adds every
-// worker's to one count per key (the same limiters, in its memory) and answers
-// with where each of those keys stands, and tells the other workers of the keys
-// its count refuses: a key past its allowance in sum is refused by every worker
-// until the primary's count resets. A worker that has
-// let a quarter of a key's allowance through since its last sync syncs at once,
-// so a client spread over the workers gets beyond its allowance at most what
-// they let through in a round trip to the primary, however fast it sends.
+// worker's to one count per key (the same limiters, in its memory), answers
+// with the keys of the report that are refused or past half their window, and
+// tells every worker of the keys its count refuses: a key past its allowance
+// in sum is refused by every worker until the primary's count lets it through
+// again. A worker that has let a quarter of a key's allowance through since its
+// last sync syncs at once, so a client spread over the workers gets beyond its
+// allowance at most what they let through in a round trip to the primary,
+// however fast it sends.
 
 /** How often a worker tells the primary what it let through */
 export const SYNC_MS = 50;
+/** The most keys one report carries (the rest wait for the next): a flood of new keys costs the primary in slices */
+export const MAX_REPORT = 2_000;
 
 /** What a worker let through since its last sync: a policy, a key, and points */
 export type Spent = [policy: string, key: string, points: number];
-/** What the primary's count says of a key: what is left, and for how long it is refused (0: it is not) */
-export type Standing = [policy: string, key: string, remaining: number, refusedForMs: number];
+/** What the primary's count says of a key: what is left, and until when it is refused (ms since the epoch; 0: it is not) */
+export type Standing = [policy: string, key: string, remaining: number, refusedUntil: number];
 
 /** The primary's count of one policy: spends points of a key, and says where the key stands */
-export type Count = (key: string, points: number) => Promise<{ remaining: number; refusedForMs: number }>;
+export type Count = (key: string, points: number) => Promise<{ remaining: number; refusedUntil: number; nearly: boolean }>;
 
 interface Known {
   remaining: number;
@@ -43,6 +46,7 @@ export class SharedCounts {
   private syncing = false;
   /** a sync is due as soon as the one in flight is answered, or on the next turn of the event loop */
   private due = false;
+  private prunedAt = Date.now();
   private readonly timer: NodeJS.Timeout;
   private readonly exchange: (spent: Spent[]) => Promise<Standing[] | undefined>;
 
@@ -82,10 +86,17 @@ export class SharedCounts {
   /** Tells the primary what was spent, and learns where those keys stand; one sync at a time */
   async sync(): Promise<void> {
     if (this.syncing || this.spentSince.size === 0) return;
-    const spent = [...this.spentSince.values()];
-    this.spentSince = new Map();
+    const spent: Spent[] = [];
+    for (const [id, entry] of this.spentSince) {
+      if (spent.length === MAX_REPORT) break;
+      spent.push(entry);
+      this.spentSince.delete(id);
+      // the primary answers for a key only when it is refused or nearly: no answer is news too
+      const known = this.known.get(id);
+      if (known && known.until <= Date.now()) this.known.delete(id);
+    }
     this.syncing = true;
-    this.due = false;
+    this.due = this.spentSince.size > 0;
     try {
       this.learn((await this.exchange(spent)) ?? []);
     } finally {
@@ -94,12 +105,15 @@ export class SharedCounts {
     }
   }
 
-  /** What the primary says of keys: in answer to a sync, or of keys another worker's spending refused */
+  /** What the primary says of keys: in answer to a sync, or of keys a worker's spending refused */
   learn(standings: Standing[], now = Date.now()): void {
-    // what is no longer refused nor fresh is forgotten: memory follows the keys in use
-    for (const [id, known] of this.known) if (known.until <= now && now - known.at > FRESH_MS) this.known.delete(id);
-    for (const [policy, key, remaining, refusedForMs] of standings) {
-      this.known.set(`${policy}\n${key}`, { remaining, until: refusedForMs > 0 ? now + refusedForMs : 0, at: now });
+    // what is no longer refused nor fresh is forgotten (once a while: memory follows the keys in use)
+    if (now - this.prunedAt > FRESH_MS) {
+      this.prunedAt = now;
+      for (const [id, known] of this.known) if (known.until <= now && now - known.at > FRESH_MS) this.known.delete(id);
+    }
+    for (const [policy, key, remaining, until] of standings) {
+      this.known.set(`${policy}\n${key}`, { remaining, until: until > now ? until : 0, at: now });
     }
   }
 
@@ -108,17 +122,21 @@ export class SharedCounts {
   }
 }
 
-/** The primary's side: every worker's spending added to one count per policy and key */
+/**
+ * The primary's side: every worker's spending added to one count per policy
+ * and key. The answer names the keys refused or past half their window (what a
+ * worker's RateLimit field and refusals need); the others have room.
+ */
 export function countSpending(counts: Record<string, Count>) {
-  return (spent: Spent[]): Promise<Standing[]> =>
-    Promise.all(
-      (Array.isArray(spent) ? spent : []).flatMap((entry) => {
-        const [policy, key, points] = Array.isArray(entry) ? entry : [];
-        const count = typeof policy === 'string' ? counts[policy] : undefined;
-        if (!count || typeof key !== 'string' || !Number.isInteger(points) || (points as number) < 1) return [];
-        return [
-          count(key, points as number).then(({ remaining, refusedForMs }): Standing => [policy as string, key, remaining, refusedForMs]),
-        ];
-      }),
-    );
+  return async (spent: Spent[]): Promise<Standing[]> => {
+    const standings: Standing[] = [];
+    for (const entry of (Array.isArray(spent) ? spent : []).slice(0, MAX_REPORT)) {
+      const [policy, key, points] = Array.isArray(entry) ? entry : [];
+      const count = typeof policy === 'string' ? counts[policy] : undefined;
+      if (!count || typeof key !== 'string' || !Number.isInteger(points) || (points as number) < 1) continue;
+      const { remaining, refusedUntil, nearly } = await count(key, points as number);
+      if (refusedUntil > 0 || nearly) standings.push([policy as string, key, remaining, refusedUntil]);
+    }
+    return standings;
+  };
 }
