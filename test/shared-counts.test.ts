@@ -50,7 +50,8 @@ describe('shared counts', () => {
     await a.shared.sync();
     // a worker's batch is counted as its requests one by one: the window's, then the burst's, so not refused yet
     expect(a.shared.refusedUntil('default', 'k')).toBe(0);
-    expect(await spend(b.limits, 'k', each)).toEqual(Array(each).fill(true));
+    // the other worker's requests wait for the primary's count once it is a tenth ahead: past the allowance, refused
+    expect(await spend(b.limits, 'k', each)).toEqual([...Array(2 * QUOTA - each).fill(true), ...Array(2 * each - 2 * QUOTA).fill(false)]);
     await b.shared.sync();
     const refusedA = await a.limits.credential.consume('k');
     const refusedB = await b.limits.credential.consume('k');
@@ -59,13 +60,16 @@ describe('shared counts', () => {
     expect((await a.limits.credential.consume('other')).allowed).toBe(true);
   });
 
-  test('a worker that spent a quarter of a key since its last sync syncs at once, not at the next tick of the clock', async () => {
+  test('a worker lets no more than a tenth of a key through before the primary has counted it: its next request waits', async () => {
     const { a, exchanged, workers } = cluster();
     running = workers;
-    await spend(a.limits, 'k', Math.floor(QUOTA / 4));
-    await new Promise((resolve) => setImmediate(resolve));
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(exchanged).toEqual([[['default', 'k', Math.floor(QUOTA / 4)]]]);
+    // QUOTA / 10 rounds down to one: every request is counted before the next is decided
+    await spend(a.limits, 'k', 3);
+    expect(exchanged).toEqual([[['default', 'k', 1]], [['default', 'k', 1]]]);
+    // requests decided at once, before any answer: one goes, the others wait for its count
+    const decided = await Promise.all(Array.from({ length: 4 }, () => a.limits.credential.consume('k')));
+    expect(decided.every((d) => d.allowed)).toBe(true);
+    expect(exchanged.slice(2).every((report) => report.length === 1 && report[0]![2] === 1)).toBe(true);
   });
 
   test("the RateLimit field's remaining is the server's, less what this worker spent since", async () => {

@@ -16,7 +16,6 @@
 // address's owner keep working (migration 000007).
 import type { BlockList } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
-import { RateLimiterRes } from 'rate-limiter-flexible';
 import { credentialKey, readCredential } from '../auth/credentials.ts';
 import { RecentCredentials } from '../auth/recent-credentials.ts';
 import { ApiError } from '../http/errors.ts';
@@ -86,23 +85,10 @@ export function operatingMiddleware(options: OperatingOptions) {
   function spend(req: Request, res: Response, rateLimits: RateLimits): Promise<void> {
     const address = clientAddress(req, trusted);
     res.locals.clientAddress = address;
-    if (isSignInCode(req.path)) {
-      const until = codesRefused.get(address) || rateLimits.shared?.refusedUntil(WRONG_CODES_POLICY, address);
-      if (until) {
-        const reset = Math.ceil((until - Date.now()) / 1000);
-        metrics?.rateLimitRefusals.inc({ policy: WRONG_CODES_POLICY });
-        throw tooMany(
-          {
-            allowed: false,
-            policy: WRONG_CODES_POLICY,
-            quota: rateLimits.wrongCodes.points,
-            remaining: 0,
-            reset,
-            window: WRONG_CODES_WINDOW_SECONDS,
-          },
-          'Too many wrong sign-in codes from this address; try again later',
-        );
-      }
+    const signInCode = isSignInCode(req.path);
+    if (signInCode) {
+      const until = codesRefused.get(address);
+      if (until) throw codesTooMany(rateLimits, until);
     }
     const credential = readCredential(req);
     let decided: Promise<RateLimitDecision>;
@@ -127,7 +113,7 @@ export function operatingMiddleware(options: OperatingOptions) {
     } else {
       decided = spendAddress(rateLimits, address);
     }
-    return decided.then((decision) => {
+    const allowed = decided.then((decision) => {
       if (!decision.allowed) {
         metrics?.rateLimitRefusals.inc({ policy: decision.policy });
         throw tooMany(decision, `More than ${decision.quota} requests per second; try again in ${decision.reset} s`);
@@ -135,6 +121,33 @@ export function operatingMiddleware(options: OperatingOptions) {
       res.setHeader('RateLimit-Policy', policyField(decision));
       res.setHeader('RateLimit', remainingField(decision));
     });
+    if (!signInCode) return allowed;
+    // the attempt reserves a wrong code's point before the code is tried (charge() gives it back unless wrong)
+    return allowed
+      .then(() => rateLimits.reserveCode(address))
+      .then((until) => {
+        if (!until) {
+          res.locals.codeReserved = true;
+          return;
+        }
+        codesRefused.set(address, until);
+        throw codesTooMany(rateLimits, until);
+      });
+  }
+
+  function codesTooMany(rateLimits: RateLimits, until: number) {
+    metrics?.rateLimitRefusals.inc({ policy: WRONG_CODES_POLICY });
+    return tooMany(
+      {
+        allowed: false,
+        policy: WRONG_CODES_POLICY,
+        quota: rateLimits.wrongCodes.points,
+        remaining: 0,
+        reset: Math.max(1, Math.ceil((until - Date.now()) / 1000)),
+        window: WRONG_CODES_WINDOW_SECONDS,
+      },
+      'Too many wrong sign-in codes from this address; try again later',
+    );
   }
 
   function spendAddress(rateLimits: RateLimits, address: string): Promise<RateLimitDecision> {
@@ -147,9 +160,9 @@ export function operatingMiddleware(options: OperatingOptions) {
   /**
    * After the answer: a credential that authenticated is remembered (its next
    * requests spend only its own allowance), one that did not is forgotten, and
-   * a wrong code costs the guesser's address.
+   * a sign-in code's attempt keeps its reserved point only if the code was wrong.
    */
-  function charge(req: Request, res: Response, status: number, settings: Record<string, string> | undefined) {
+  function charge(res: Response, status: number, settings: Record<string, string> | undefined) {
     if (!rateLimits) return;
     const key = res.locals.credentialKey as string | undefined;
     if (key !== undefined) {
@@ -157,21 +170,9 @@ export function operatingMiddleware(options: OperatingOptions) {
       if (settings?.['rowgate.credential_id']) authenticated.add(key);
       else if (status === 401) authenticated.delete(key);
     }
-    if (status !== 401) return;
+    // a sign-in code's attempt reserved a point (spend): a wrong code keeps it, anything else gives it back
     const address = res.locals.clientAddress as string | undefined;
-    if (!address) return;
-    if (isSignInCode(req.path)) {
-      // the allowance spent: the next guess is refused (by every worker of a cluster, once they have synced)
-      rateLimits.shared?.spent(WRONG_CODES_POLICY, address, 1, rateLimits.wrongCodesSyncAt);
-      rateLimits.wrongCodes.consume(address).then(
-        (spent) => {
-          if (spent.remainingPoints <= 0) codesRefused.set(address, Date.now() + spent.msBeforeNext);
-        },
-        (refusal: unknown) => {
-          if (refusal instanceof RateLimiterRes) codesRefused.set(address, Date.now() + refusal.msBeforeNext);
-        },
-      );
-    }
+    if (address && res.locals.codeReserved && status !== 401) rateLimits.refundCode(address);
   }
 
   /** First of all: the request's id, and at its end its access line and metrics (CORS preflights included). */
@@ -185,7 +186,7 @@ export function operatingMiddleware(options: OperatingOptions) {
       const route = state?.route.path ?? (res.locals.route as string | undefined) ?? UNMATCHED;
       metrics?.observe(req.method, route, status, seconds);
       const settings = state?.subject?.settings ?? (res.locals.subjectSettings as Record<string, string> | undefined);
-      charge(req, res, status, settings);
+      charge(res, status, settings);
       if (!writeAccessLine) return;
       writeAccessLine({
         request_id: id,

@@ -46,14 +46,14 @@ class Limiter {
   private readonly burst: RateLimiterMemory;
 
   private readonly shared?: SharedCounts;
-  /** a worker that let this much of a key's allowance through since its last sync tells the primary at once */
+  /** a worker lets this much of a key's allowance through before the primary has counted it, no more */
   readonly syncAt: number;
 
   constructor(name: string, quota: number, shared?: SharedCounts) {
     this.name = name;
     this.quota = quota;
     this.shared = shared;
-    this.syncAt = Math.max(1, Math.floor(quota / 4));
+    this.syncAt = Math.max(1, Math.floor(quota / 10));
     this.window = new RateLimiterMemory({ keyPrefix: `${name}:w`, points: quota, duration: 1 });
     this.burst = new RateLimiterMemory({ keyPrefix: `${name}:b`, points: quota, duration: BURST_WINDOW_SECONDS });
     this.limiter = new BurstyRateLimiter(this.window, this.burst);
@@ -72,6 +72,8 @@ class Limiter {
   /** Spends `points` of the key's allowance: the decision (one promise, no await: this is on every request's path). */
   consume(key: string, points = 1): Promise<RateLimitDecision> {
     const shared = this.shared;
+    // this worker is as far ahead of the primary's count as it may be: decided once the primary has counted
+    if (shared && shared.ahead(this.name, key) >= this.syncAt) return shared.counted().then(() => this.consume(key, points));
     if (shared) {
       // the cluster's count: past the allowance in sum, whatever this worker counted
       const until = shared.refusedUntil(this.name, key);
@@ -80,23 +82,26 @@ class Limiter {
         return Promise.resolve({ allowed: false, policy: this.name, quota: this.quota, remaining: 0, reset });
       }
     }
+    // counted as spent now, before the limiter answers: the requests decided meanwhile see it (ahead)
+    shared?.spent(this.name, key, points, this.syncAt);
     // a promise whatever happens: its callers chain on it (src/operating/operate.ts)
     let spending: Promise<RateLimiterRes>;
     try {
       spending = this.limiter.consume(key, points);
     } catch (error) {
+      shared?.spent(this.name, key, -points);
       return Promise.reject(error);
     }
     return spending.then(
       (spent) => {
         const decision = this.decision(true, spent);
-        if (!shared) return decision;
-        shared.spent(this.name, key, points, this.syncAt);
-        const left = shared.remaining(this.name, key);
+        const left = shared?.remaining(this.name, key);
         if (left !== undefined && left < decision.remaining) decision.remaining = left;
         return decision;
       },
       (refusal: unknown) => {
+        // refused here: not spent after all (given back before any report: the limiter answers in microtasks)
+        shared?.spent(this.name, key, -points);
         if (refusal instanceof RateLimiterRes) return this.decision(false, refusal);
         throw refusal;
       },
@@ -112,6 +117,7 @@ class Limiter {
    * key is refused while neither has anything left.
    */
   readonly count: Count = async (key, points) => {
+    if (points < 1) return { remaining: this.quota, refusedUntil: 0, nearly: false };
     const windowed = await settled(this.window.consume(key, points));
     const beyond = Math.min(points, windowed.consumedPoints - this.quota);
     const burst = beyond > 0 ? await settled(this.burst.consume(key, beyond)) : await this.burst.get(key);
@@ -141,12 +147,12 @@ export class RateLimits {
   /** a cluster's worker: what it spends is added up with the other workers' */
   readonly shared?: SharedCounts;
 
-  /** a worker tells the primary of wrong codes at once past this many unsynced */
+  /** a worker tries no more sign-in codes than this before the primary has counted them */
   readonly wrongCodesSyncAt: number;
 
   constructor(options: RateLimitOptions) {
     this.shared = options.shared;
-    this.wrongCodesSyncAt = Math.max(1, Math.floor((options.wrongCodesPerAddress ?? 10) / 4));
+    this.wrongCodesSyncAt = Math.max(1, Math.floor((options.wrongCodesPerAddress ?? 10) / 10));
     this.credential = new Limiter('default', options.perCredential, options.shared);
     this.address = new Limiter('anonymous', options.perAddress, options.shared);
     this.wrongCodes = new RateLimiterMemory({
@@ -156,15 +162,51 @@ export class RateLimits {
     });
   }
 
+  /**
+   * A sign-in code's attempt reserves a point of its address's wrong codes
+   * before it is tried, so that guesses sent at once are not all tried; the
+   * answer gives it back unless the code was wrong (refundCode). Resolves with
+   * until when the address is refused (ms since the epoch), or 0: reserved.
+   */
+  async reserveCode(address: string): Promise<number> {
+    const shared = this.shared;
+    // a cluster's worker tries no code the primary has not counted the address's earlier attempts for
+    while (shared && shared.ahead(WRONG_CODES_POLICY, address) >= this.wrongCodesSyncAt) await shared.counted();
+    const refusedByAll = shared?.refusedUntil(WRONG_CODES_POLICY, address);
+    if (refusedByAll) return refusedByAll;
+    // counted as spent now: the attempts decided meanwhile see it
+    shared?.spent(WRONG_CODES_POLICY, address, 1, this.wrongCodesSyncAt);
+    const spent = await settled(this.wrongCodes.consume(address));
+    if (spent.consumedPoints > this.wrongCodes.points) {
+      // refused attempts are not tried, so they cost nothing
+      shared?.spent(WRONG_CODES_POLICY, address, -1);
+      await this.wrongCodes.reward(address, 1);
+      return Date.now() + spent.msBeforeNext;
+    }
+    return 0;
+  }
+
+  /** The attempt's point back: its code was right, or it was not tried (a malformed request) */
+  refundCode(address: string): void {
+    void this.wrongCodes.reward(address, 1);
+    this.shared?.spent(WRONG_CODES_POLICY, address, -1);
+  }
+
   /** The counts a cluster's primary keeps for its workers, by policy */
   counts(): Record<string, Count> {
-    // as one worker's: the guess that spends the allowance's last point was answered, the next is refused
-    const wrongCodes: Count = (key, points) =>
-      settled(this.wrongCodes.consume(key, points)).then((spent) => ({
+    // as one worker's: the attempt that reserves the allowance's last point was tried, the next is refused;
+    // an attempt given back is negative points
+    const wrongCodes: Count = async (key, points) => {
+      if (points < 0) {
+        const left = await this.wrongCodes.reward(key, -points);
+        return { remaining: left.remainingPoints, refusedUntil: 0, nearly: false };
+      }
+      return settled(this.wrongCodes.consume(key, points)).then((spent) => ({
         remaining: spent.remainingPoints,
         refusedUntil: spent.remainingPoints > 0 ? 0 : Date.now() + spent.msBeforeNext,
         nearly: spent.consumedPoints * 2 > this.wrongCodes.points,
       }));
+    };
     return { [this.credential.name]: this.credential.count, [this.address.name]: this.address.count, [WRONG_CODES_POLICY]: wrongCodes };
   }
 }

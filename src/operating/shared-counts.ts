@@ -10,10 +10,11 @@
 // with the keys of the report that are refused or past half their window, and
 // tells every worker of the keys its count refuses: a key past its allowance
 // in sum is refused by every worker until the primary's count lets it through
-// again. A worker that has let a quarter of a key's allowance through since its
-// last sync syncs at once, so a client spread over the workers gets beyond its
-// allowance at most what they let through in a round trip to the primary,
-// however fast it sends.
+// again. A worker lets no more than a tenth of a key's allowance through before
+// the primary has counted it: past that, the key's requests wait for the
+// primary's answer (a round trip, a millisecond or so) and are decided on it.
+// So a client spread over N workers gets beyond its allowance at most N tenths
+// of it, however fast it sends; a client within its rate never waits.
 
 /** How often a worker tells the primary what it let through */
 export const SYNC_MS = 50;
@@ -46,6 +47,10 @@ export class SharedCounts {
   private syncing = false;
   /** a sync is due as soon as the one in flight is answered, or on the next turn of the event loop */
   private due = false;
+  /** what the sync in flight reported, by key: spent, but not yet counted by the primary */
+  private reported = new Map<string, number>();
+  /** the requests waiting for the primary's answer */
+  private waiting: (() => void)[] = [];
   private prunedAt = Date.now();
   private readonly timer: NodeJS.Timeout;
   private readonly exchange: (spent: Spent[]) => Promise<Standing[] | undefined>;
@@ -57,13 +62,30 @@ export class SharedCounts {
     this.timer.unref();
   }
 
+  /** Points of the key this worker let through that the primary has not counted yet */
+  ahead(policy: string, key: string): number {
+    const id = `${policy}\n${key}`;
+    return (this.spentSince.get(id)?.[2] ?? 0) + (this.reported.get(id) ?? 0);
+  }
+
+  /** Resolves once the primary has answered a report of what was spent until now (or did not answer in time) */
+  counted(): Promise<void> {
+    return new Promise((resolve) => {
+      this.waiting.push(resolve);
+      if (!this.syncing && !this.due) {
+        this.due = true;
+        setImmediate(() => void this.sync());
+      }
+    });
+  }
+
   /** Points of a key's allowance this worker let through; once `syncAt` of them are unsynced, the primary is told at once */
   spent(policy: string, key: string, points: number, syncAt = Number.POSITIVE_INFINITY): void {
     const id = `${policy}\n${key}`;
     let entry = this.spentSince.get(id);
     if (entry) entry[2] += points;
     else this.spentSince.set(id, (entry = [policy, key, points]));
-    if (entry[2] >= syncAt && !this.due) {
+    if (points > 0 && entry[2] >= syncAt && !this.due) {
       this.due = true;
       if (!this.syncing) setImmediate(() => void this.sync());
     }
@@ -85,12 +107,19 @@ export class SharedCounts {
 
   /** Tells the primary what was spent, and learns where those keys stand; one sync at a time */
   async sync(): Promise<void> {
-    if (this.syncing || this.spentSince.size === 0) return;
+    if (this.syncing) return;
+    if (this.spentSince.size === 0) {
+      this.due = false;
+      for (const resolve of this.waiting.splice(0)) resolve();
+      return;
+    }
     const spent: Spent[] = [];
+    const waiting = this.waiting.splice(0);
     for (const [id, entry] of this.spentSince) {
       if (spent.length === MAX_REPORT) break;
-      spent.push(entry);
+      if (entry[2] !== 0) spent.push(entry);
       this.spentSince.delete(id);
+      this.reported.set(id, entry[2]);
       // the primary answers for a key only when it is refused or nearly: no answer is news too
       const known = this.known.get(id);
       if (known && known.until <= Date.now()) this.known.delete(id);
@@ -100,8 +129,10 @@ export class SharedCounts {
     try {
       this.learn((await this.exchange(spent)) ?? []);
     } finally {
+      this.reported.clear();
       this.syncing = false;
-      if (this.due) void this.sync();
+      for (const resolve of waiting) resolve();
+      if (this.due || this.waiting.length) void this.sync();
     }
   }
 
@@ -133,7 +164,8 @@ export function countSpending(counts: Record<string, Count>) {
     for (const entry of (Array.isArray(spent) ? spent : []).slice(0, MAX_REPORT)) {
       const [policy, key, points] = Array.isArray(entry) ? entry : [];
       const count = typeof policy === 'string' ? counts[policy] : undefined;
-      if (!count || typeof key !== 'string' || !Number.isInteger(points) || (points as number) < 1) continue;
+      // negative points: an attempt given back (a sign-in code that was right)
+      if (!count || typeof key !== 'string' || !Number.isInteger(points) || points === 0) continue;
       const { remaining, refusedUntil, nearly } = await count(key, points as number);
       if (refusedUntil > 0 || nearly) standings.push([policy as string, key, remaining, refusedUntil]);
     }
