@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createApp } from '../src/http/app.ts';
 import { access, route } from '../src/http/route.ts';
 import { listen, createHttpServer } from '../src/http/server.ts';
-import { trustedProxies } from '../src/operating/client-address.ts';
+import { perClient, trustedProxies } from '../src/operating/client-address.ts';
 import { accessLog } from '../src/operating/access-log.ts';
 import { createLogger } from '../src/operating/logger.ts';
 import { createMetricsServer, Metrics } from '../src/operating/metrics.ts';
@@ -223,6 +223,32 @@ describe('rate limits', () => {
     expect(guesses.slice(0, 2 * RATE)).toEqual(Array(2 * RATE).fill(401));
     expect(guesses.at(-1)).toBe(429);
     expect((await send('GET', '/v1/users/me', { session: ann.session, address: newAddress() })).status).toBe(200);
+  });
+
+  test('an IPv6 client is its /64, however it spells its address; an IPv4 client its address', async () => {
+    for (const [address, key] of [
+      ['2001:db8::a', '2001:db8:0:0::/64'],
+      ['2001:DB8::A', '2001:db8:0:0::/64'],
+      ['2001:0db8:0000:0000:0000:0000:0000:000a', '2001:db8:0:0::/64'],
+      ['2001:db8::b', '2001:db8:0:0::/64'],
+      ['2001:db8:0:0:ffff::1', '2001:db8:0:0::/64'],
+      ['2001:db8:0:1::1', '2001:db8:0:1::/64'],
+      ['2001:db8:1:2:3:4:5:6', '2001:db8:1:2::/64'],
+      ['fe80::1%eth0', 'fe80:0:0:0::/64'],
+      ['::1', '0:0:0:0::/64'],
+      ['64:ff9b::192.0.2.1', '64:ff9b:0:0::/64'],
+      ['192.0.2.1', '192.0.2.1'],
+    ]) {
+      expect(perClient(address!), address).toBe(key);
+    }
+    // through the server: the wrong codes of one /64 add up whatever its addresses
+    const guesses = [];
+    for (const [i, address] of ['2001:db8:77::a', '2001:DB8:77::A', '2001:db8:77:0:1:2:3:4', '2001:db8:77::b'].entries()) {
+      guesses.push(
+        (await send('POST', '/v1/login-code/authenticate', { body: { email: `v6-${i}@example.com`, code: 'ZZZZ-ZZZ2' }, address })).status,
+      );
+    }
+    expect(guesses).toEqual([401, 401, 401, 429]);
   });
 
   test("a wrong sign-in code costs the guesser's address, never locks the owner out", async () => {

@@ -3,6 +3,9 @@
 // ROWGATE_TRUST_PROXY, the address its X-Forwarded-For names: read from the
 // right, the first address that is not itself a trusted proxy (a client can put
 // anything at the left of the header; only what the proxies appended counts).
+// An IPv6 client is its /64: one host, or one customer of an ISP, is given a
+// whole /64, so counting each address apart would give it 2^64 allowances
+// (and each spelling of one address another).
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 
@@ -28,7 +31,31 @@ const isTrusted = (trusted: BlockList, address: string) => {
   return type !== null && trusted.check(address, type);
 };
 
+/** An IPv6 address's /64, one spelling for every spelling (`2001:DB8:0::A` → `2001:db8:0:0::/64`); anything else as it is */
+export function perClient(address: string): string {
+  if (!isIPv6(address)) return address;
+  const bare = address.split('%')[0]!.toLowerCase();
+  const [head = '', tail] = bare.split('::');
+  const left = head ? head.split(':') : [];
+  let groups = left;
+  if (tail !== undefined) {
+    const right = tail ? tail.split(':') : [];
+    // an IPv4 tail (`::ffff:1.2.3.4`) is two groups
+    const width = right.reduce((n, group) => n + (group.includes('.') ? 2 : 1), 0);
+    groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - width)).fill('0'), ...right];
+  }
+  return `${groups
+    .slice(0, 4)
+    .map((group) => (Number.parseInt(group, 16) || 0).toString(16))
+    .join(':')}::/64`;
+}
+
+/** The client as the per-address limits count it: its address, or its /64 (IPv6) */
 export function clientAddress(req: IncomingMessage, trusted: BlockList | null): string {
+  return perClient(connectingAddress(req, trusted));
+}
+
+function connectingAddress(req: IncomingMessage, trusted: BlockList | null): string {
   const peer = plain(req.socket.remoteAddress ?? 'unknown');
   if (!trusted || !isTrusted(trusted, peer)) return peer;
   const forwarded = req.headers['x-forwarded-for'];
