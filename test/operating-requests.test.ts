@@ -217,11 +217,14 @@ describe('rate limits', () => {
     expect((await send('GET', '/v1/users/me', { address: y })).status).toBe(401); // served: its own 401
     // unknown tokens from z: 401s, each charged to z, until z is refused whatever it presents
     const z_ = newAddress();
-    const guesses = [];
+    const answers = [];
     for (let i = 0; i < 2 * RATE + 2; i++)
-      guesses.push((await send('GET', '/v1/users/me', { token: `rg_pat_${'x'.repeat(40)}${i}`, address: z_ })).status);
+      answers.push(await send('GET', '/v1/users/me', { token: `rg_pat_${'x'.repeat(40)}${i}`, address: z_ }));
+    const guesses = answers.map((a) => a.status);
     expect(guesses.slice(0, 2 * RATE)).toEqual(Array(2 * RATE).fill(401));
     expect(guesses.at(-1)).toBe(429);
+    // each new token has its whole allowance, the address less: the fields name the address's, which refuses next
+    expect(headersOf(answers[2]!).policy).toBe(`"anonymous";q=${RATE};w=1`);
     expect((await send('GET', '/v1/users/me', { session: ann.session, address: newAddress() })).status).toBe(200);
   });
 

@@ -109,7 +109,19 @@ export function operatingMiddleware(options: OperatingOptions) {
           'Too many requests from this address without a valid credential; try again later',
         );
       }
-      decided = spendAddress(rateLimits, address).then((decision) => (decision.allowed ? rateLimits.credential.consume(key) : decision));
+      // the fields name whichever of the two allowances has less left (a hostile review read "default" on the
+      // way to an "anonymous" refusal)
+      decided = spendAddress(rateLimits, address).then((byAddress) =>
+        byAddress.allowed
+          ? rateLimits.credential
+              .consume(key)
+              .then((byCredential) =>
+                byCredential.allowed && byAddress.remaining / byAddress.quota < byCredential.remaining / byCredential.quota
+                  ? byAddress
+                  : byCredential,
+              )
+          : byAddress,
+      );
     } else {
       decided = spendAddress(rateLimits, address);
     }
