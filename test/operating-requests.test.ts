@@ -1,12 +1,14 @@
 // Request ids, the access log, rate limits and metrics (SPEC §14, issue 13), on
 // an app whose log this file reads and whose limits it sets.
+import type { IncomingMessage } from 'node:http';
 import { Writable } from 'node:stream';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createApp } from '../src/http/app.ts';
 import { access, route } from '../src/http/route.ts';
 import { listen, createHttpServer } from '../src/http/server.ts';
-import { perClient, trustedProxies } from '../src/operating/client-address.ts';
+import { clientAddress, perClient, trustedProxies } from '../src/operating/client-address.ts';
+import { codeChecked } from '../src/operating/code-attempts.ts';
 import { accessLog } from '../src/operating/access-log.ts';
 import { createLogger } from '../src/operating/logger.ts';
 import { createMetricsServer, Metrics } from '../src/operating/metrics.ts';
@@ -228,6 +230,66 @@ describe('rate limits', () => {
     expect((await send('GET', '/v1/users/me', { session: ann.session, address: newAddress() })).status).toBe(200);
   });
 
+  test("a right code gives its attempt's point back; a wrong one keeps it", async () => {
+    const email = `right-${Math.random().toString(36).slice(2)}@example.com`;
+    const guesser = newAddress();
+    const attempt = (code: string) => send('POST', '/v1/login-code/authenticate', { body: { email, code }, address: guesser });
+    expect((await send('POST', '/v1/login-code/request', { body: { email }, address: newAddress() })).status).toBe(202);
+    const [mail] = await app.outbox(email);
+    const code = /([A-Z0-9]{4}-[A-Z0-9]{4})/.exec(mail!.subject)![1]!;
+    expect((await attempt('ZZZZ-ZZZ2')).status).toBe(401);
+    expect((await attempt('ZZZZ-ZZZ3')).status).toBe(401);
+    expect((await attempt(code)).status).toBe(200);
+    // two of three spent: one more wrong code, then refused
+    expect((await attempt('ZZZZ-ZZZ4')).status).toBe(401);
+    expect((await attempt('ZZZZ-ZZZ5')).status).toBe(429);
+  });
+
+  test('an attempt whose client leaves before the answer keeps its point: its code is still tried', async () => {
+    const limits = new RateLimits({ perCredential: 1000, perAddress: 1000, wrongCodesPerAddress: 3 });
+    const slowCode = route({
+      method: 'post',
+      path: '/v1/login-code/authenticate',
+      operationId: 'slow-code',
+      summary: 'slow code',
+      description: 'a code checked after its client has gone',
+      tag: 'test',
+      access: access.anonymous,
+      status: 200,
+      response: z.object({}),
+      handler: async ({ res }) => {
+        await new Promise((resolve) => setTimeout(resolve, 150));
+        codeChecked(res, false);
+        return {};
+      },
+    });
+    const server = await listen(
+      createHttpServer(createApp({ pool: app.pool, secret: app.secret, routes: [slowCode], operating: { rateLimits: limits } }), {
+        statementTimeoutMs: 10_000,
+      }),
+      0,
+      '127.0.0.1',
+    );
+    try {
+      const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1/login-code/authenticate`;
+      // three attempts, each given up by its client after 30 ms
+      for (let i = 0; i < 3; i++) {
+        const gone = new AbortController();
+        setTimeout(() => gone.abort(), 30);
+        await fetch(url, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' }, signal: gone.signal }).catch(
+          () => {},
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // their codes were tried: the address has nothing left (a hostile review had 90 tried this way)
+      const next = await fetch(url, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+      expect(next.status).toBe(429);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
   test('an IPv6 client is its /64, however it spells its address; an IPv4 client its address', async () => {
     for (const [address, key] of [
       ['2001:db8::a', '2001:db8:0:0::/64'],
@@ -243,6 +305,16 @@ describe('rate limits', () => {
       ['192.0.2.1', '192.0.2.1'],
     ]) {
       expect(perClient(address!), address).toBe(key);
+    }
+    // an IPv4 address written as IPv6 is that IPv4 address, however written
+    for (const [address, key] of [
+      ['::ffff:192.0.2.1', '192.0.2.1'],
+      ['::FFFF:192.0.2.1', '192.0.2.1'],
+      ['::ffff:c000:0201', '192.0.2.1'],
+      ['::192.0.2.1', '192.0.2.1'],
+    ]) {
+      const req = { socket: { remoteAddress: address }, headers: {} } as unknown as IncomingMessage;
+      expect(clientAddress(req, null), address).toBe(key);
     }
     // through the server: the wrong codes of one /64 add up whatever its addresses
     const guesses = [];

@@ -17,12 +17,12 @@ function cluster() {
       exchanged.push(structuredClone(spent));
       const standings = await primary(spent);
       // as the primary does (src/http/cluster.ts): the others learn of the keys this spending refused
-      const refused = standings.filter(([, , , ms]) => ms > 0);
+      const refused = standings.filter(([policy, , , until]) => until > 0 || policy === WRONG_CODES_POLICY);
       for (const other of workers) if (other !== shared && refused.length) other.learn(refused);
       return standings;
     });
     workers.push(shared);
-    return { shared, limits: new RateLimits({ perCredential: QUOTA, perAddress: QUOTA, shared }) };
+    return { shared, limits: new RateLimits({ perCredential: QUOTA, perAddress: QUOTA, wrongCodesPerAddress: 4, shared }) };
   };
   return { a: worker(), b: worker(), exchanged, workers };
 }
@@ -102,6 +102,38 @@ describe('shared counts', () => {
     expect(a.shared.refusedUntil(WRONG_CODES_POLICY, '192.0.2.1')).toBeGreaterThan(Date.now() + 14 * 60_000);
     expect(b.shared.refusedUntil(WRONG_CODES_POLICY, '192.0.2.1')).toBeGreaterThan(Date.now() + 14 * 60_000);
     expect(a.shared.refusedUntil(WRONG_CODES_POLICY, '192.0.2.2')).toBe(0);
+  });
+
+  test("a right code's point back lifts the address's refusal on every worker", async () => {
+    const { a, b, workers } = cluster();
+    running = workers;
+    for (let i = 0; i < 4; i++) expect(await a.limits.reserveCode('192.0.2.9')).toBe(0);
+    await a.shared.sync();
+    expect(b.shared.refusedUntil(WRONG_CODES_POLICY, '192.0.2.9')).toBeGreaterThan(Date.now());
+    expect(await b.limits.reserveCode('192.0.2.9')).toBeGreaterThan(Date.now());
+    // the fourth attempt's code was right
+    a.limits.refundCode('192.0.2.9');
+    await a.shared.sync();
+    expect(b.shared.refusedUntil(WRONG_CODES_POLICY, '192.0.2.9')).toBe(0);
+    expect(await b.limits.reserveCode('192.0.2.9')).toBe(0);
+    // that point taken again, once counted: refused everywhere
+    await b.shared.sync();
+    expect(await a.limits.reserveCode('192.0.2.9')).toBeGreaterThan(Date.now());
+  });
+
+  test('a primary that does not answer a report: the worker decides alone until it answers one, and waits no more', async () => {
+    let reports = 0;
+    const silent = new SharedCounts(async () => {
+      reports++;
+      return undefined;
+    });
+    running = [silent];
+    const limits = new RateLimits({ perCredential: QUOTA, perAddress: QUOTA, shared: silent });
+    const decided = [];
+    for (let i = 0; i < 2 * QUOTA; i++) decided.push((await limits.credential.consume('k')).allowed);
+    // the local allowance (window and burst), decided without a report a request
+    expect(decided).toEqual(Array(2 * QUOTA).fill(true));
+    expect(reports).toBeLessThanOrEqual(2);
   });
 
   test('the primary ignores what is not a count (unknown policies, odd points, not an array)', async () => {

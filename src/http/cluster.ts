@@ -16,7 +16,7 @@ import { connect } from '../db/connect.ts';
 import { freePort } from '../db/embedded.ts';
 import { lineLogger, type Logger } from '../operating/logger.ts';
 import { ClusterMetrics, createClusterMetricsServer } from '../operating/metrics.ts';
-import { RateLimits } from '../operating/rate-limit.ts';
+import { RateLimits, WRONG_CODES_POLICY } from '../operating/rate-limit.ts';
 import { countSpending, type Spent } from '../operating/shared-counts.ts';
 import { answer, request } from './cluster-ipc.ts';
 import {
@@ -94,7 +94,8 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
         const standings = await countSpent(message.spent);
         // a key this worker's spending took past its allowance: every worker refuses it from now on (this one
         // too: its answer may come after its request's deadline)
-        const refused = standings.filter(([, , , refusedUntil]) => refusedUntil > 0);
+        // and the wrong codes' standings whatever they say: a right code's point back lifts a refusal
+        const refused = standings.filter(([policy, , , refusedUntil]) => refusedUntil > 0 || policy === WRONG_CODES_POLICY);
         if (refused.length) {
           for (const each of listening) if (each.isConnected()) each.send({ type: RATE_REFUSED, refused }, () => {});
         }

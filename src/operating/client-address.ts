@@ -9,8 +9,16 @@
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 
-/** `::ffff:10.0.0.1` is 10.0.0.1 */
-const plain = (address: string) => (address.startsWith('::ffff:') && isIPv4(address.slice(7)) ? address.slice(7) : address);
+/** An IPv4 address written as IPv6 is that IPv4 address: `::ffff:10.0.0.1`, `::FFFF:0a00:0001`, `::10.0.0.1` */
+function plain(address: string): string {
+  const mapped = /^::(?:ffff:)?(.+)$/i.exec(address)?.[1];
+  if (mapped === undefined) return address;
+  if (isIPv4(mapped)) return mapped;
+  const hex = /^([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(mapped);
+  if (!hex || !/^::ffff:/i.test(address)) return address;
+  const [high, low] = [Number.parseInt(hex[1]!, 16), Number.parseInt(hex[2]!, 16)];
+  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+}
 
 /** The trusted proxies of a comma-separated list of addresses and CIDRs (the configuration is validated). */
 export function trustedProxies(list: string | undefined): BlockList | null {

@@ -34,6 +34,7 @@ import {
   WRONG_CODES_WINDOW_SECONDS,
 } from './rate-limit.ts';
 import { Refusals } from './refusals.ts';
+import { whenCodeChecked } from './code-attempts.ts';
 import { assignRequestId } from './request-id.ts';
 
 export interface OperatingOptions {
@@ -60,9 +61,8 @@ export function operatingMiddleware(options: OperatingOptions) {
   const { logger, metrics, rateLimits } = options;
   const writeAccessLine = logger ? accessLog(logger) : undefined;
   const trusted = options.trustedProxies ?? null;
-  /** addresses refused until a time (ms): past their allowance, or past their wrong codes */
+  /** addresses refused until a time (ms): past their allowance */
   const addressRefused = new Refusals();
-  const codesRefused = new Refusals();
   /** the keys of credentials this server has lately seen authenticate (src/auth/credentials.ts: credentialKey) */
   const authenticated = options.recentCredentials ?? new RecentCredentials();
 
@@ -86,10 +86,6 @@ export function operatingMiddleware(options: OperatingOptions) {
     const address = clientAddress(req, trusted);
     res.locals.clientAddress = address;
     const signInCode = isSignInCode(req.path);
-    if (signInCode) {
-      const until = codesRefused.get(address);
-      if (until) throw codesTooMany(rateLimits, until);
-    }
     const credential = readCredential(req);
     let decided: Promise<RateLimitDecision>;
     const key = credential && credential !== 'malformed' ? credentialKey(credential) : undefined;
@@ -115,11 +111,7 @@ export function operatingMiddleware(options: OperatingOptions) {
         byAddress.allowed
           ? rateLimits.credential
               .consume(key)
-              .then((byCredential) =>
-                byCredential.allowed && byAddress.remaining / byAddress.quota < byCredential.remaining / byCredential.quota
-                  ? byAddress
-                  : byCredential,
-              )
+              .then((byCredential) => (byCredential.allowed && byAddress.remaining < byCredential.remaining ? byAddress : byCredential))
           : byAddress,
       );
     } else {
@@ -138,12 +130,13 @@ export function operatingMiddleware(options: OperatingOptions) {
     return allowed
       .then(() => rateLimits.reserveCode(address))
       .then((until) => {
-        if (!until) {
-          res.locals.codeReserved = true;
-          return;
-        }
-        codesRefused.set(address, until);
-        throw codesTooMany(rateLimits, until);
+        if (until) throw codesTooMany(rateLimits, until);
+        res.locals.codeReserved = true;
+        // a right code gives the point back, whenever the database says so (the client may be gone by then)
+        whenCodeChecked(res, (right) => {
+          res.locals.codeReserved = false;
+          if (right) rateLimits.refundCode(address);
+        });
       });
   }
 
@@ -182,9 +175,14 @@ export function operatingMiddleware(options: OperatingOptions) {
       if (settings?.['rowgate.credential_id']) authenticated.add(key);
       else if (status === 401) authenticated.delete(key);
     }
-    // a sign-in code's attempt reserved a point (spend): a wrong code keeps it, anything else gives it back
+    // a sign-in code's attempt reserved a point (spend) and was answered without its code being tried (a
+    // malformed request): the point back. One whose client left before the answer keeps it: its code may
+    // still be tried
     const address = res.locals.clientAddress as string | undefined;
-    if (address && res.locals.codeReserved && status !== 401) rateLimits.refundCode(address);
+    if (address && res.locals.codeReserved && res.writableFinished && status !== 401) {
+      res.locals.codeReserved = false;
+      rateLimits.refundCode(address);
+    }
   }
 
   /** First of all: the request's id, and at its end its access line and metrics (CORS preflights included). */

@@ -131,6 +131,18 @@ class Limiter {
   };
 }
 
+/**
+ * Points given back to a key within its window; none once the window is over
+ * (a reward then would start the next window below zero: extra attempts).
+ * Resolves with what the key has left.
+ */
+async function giveBack(limiter: RateLimiterMemory, key: string, points = 1): Promise<number> {
+  const now = await limiter.get(key);
+  if (!now || now.consumedPoints <= 0) return limiter.points;
+  const back = await limiter.reward(key, Math.min(points, now.consumedPoints));
+  return back.remainingPoints;
+}
+
 /** A consume's answer, whether it was allowed or refused */
 const settled = (spending: Promise<RateLimiterRes>): Promise<RateLimiterRes> =>
   spending.catch((refusal: unknown) => {
@@ -188,8 +200,8 @@ export class RateLimits {
 
   /** The attempt's point back: its code was right, or it was not tried (a malformed request) */
   refundCode(address: string): void {
-    void this.wrongCodes.reward(address, 1);
     this.shared?.spent(WRONG_CODES_POLICY, address, -1);
+    void giveBack(this.wrongCodes, address);
   }
 
   /** The counts a cluster's primary keeps for its workers, by policy */
@@ -198,8 +210,9 @@ export class RateLimits {
     // an attempt given back is negative points
     const wrongCodes: Count = async (key, points) => {
       if (points < 0) {
-        const left = await this.wrongCodes.reward(key, -points);
-        return { remaining: left.remainingPoints, refusedUntil: 0, nearly: false };
+        // a right code's point back: the address may try again, which every worker is told (cluster.ts)
+        const left = await giveBack(this.wrongCodes, key, -points);
+        return { remaining: left, refusedUntil: 0, nearly: true };
       }
       return settled(this.wrongCodes.consume(key, points)).then((spent) => ({
         remaining: spent.remainingPoints,

@@ -62,8 +62,12 @@ export class SharedCounts {
     this.timer.unref();
   }
 
-  /** Points of the key this worker let through that the primary has not counted yet */
+  /** the primary did not answer the last report in time: decide alone until it answers one */
+  private unanswered = false;
+
+  /** Points of the key this worker let through that the primary has not counted yet (0 while it does not answer) */
   ahead(policy: string, key: string): number {
+    if (this.unanswered) return 0;
     const id = `${policy}\n${key}`;
     return (this.spentSince.get(id)?.[2] ?? 0) + (this.reported.get(id) ?? 0);
   }
@@ -127,7 +131,9 @@ export class SharedCounts {
     this.syncing = true;
     this.due = this.spentSince.size > 0;
     try {
-      this.learn((await this.exchange(spent)) ?? []);
+      const standings = await this.exchange(spent);
+      this.unanswered = standings === undefined;
+      this.learn(standings ?? []);
     } finally {
       this.reported.clear();
       this.syncing = false;

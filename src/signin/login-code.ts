@@ -10,6 +10,7 @@ import { doc } from '../resources/fields.ts';
 import { clearSessionCookie, setSessionCookie } from './session-cookie.ts';
 import { generateToken, hashToken, randomCharacters } from '../auth/tokens.ts';
 import { UserRead } from '../resources/users.ts';
+import { codeChecked } from '../operating/code-attempts.ts';
 
 /** 32 letters and digits without the look-alikes I, O, 0 and 1: 8 of them are 40 bits */
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
@@ -114,6 +115,8 @@ export const loginCodeRoutes = [
         `select status, ${userColumns.join(', ')}, session_expires_at from rowgate.authenticate_login_code($1, $2, $3)`,
         [address, loginCodeHash(secret, address, body.code), hashToken(secret, token)],
       );
+      // the attempt's wrong-code point stays spent only if the code was wrong (the rate limits reserved it)
+      codeChecked(res, row?.status === 'ok');
       // returned, not thrown: the failed attempt is counted and committed
       if (row?.status !== 'ok') return unauthorized('The code is wrong, used or expired', false);
       setSessionCookie(res, token, row.session_expires_at);
