@@ -14,7 +14,10 @@
 // the primary has counted it: past that, the key's requests wait for the
 // primary's answer (a round trip, a millisecond or so) and are decided on it.
 // So a client spread over N workers gets beyond its allowance at most N tenths
-// of it, however fast it sends; a client within its rate never waits.
+// of it, however fast it sends; a client within its rate waits a round trip at
+// most, and only when it sends more than a tenth of its allowance at once. A
+// primary that does not answer a report in time leaves the worker deciding
+// alone until it answers one.
 
 /** How often a worker tells the primary what it let through */
 export const SYNC_MS = 50;
