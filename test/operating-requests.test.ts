@@ -301,7 +301,6 @@ describe('rate limits', () => {
       ['2001:db8:1:2:3:4:5:6', '2001:db8:1:2::/64'],
       ['fe80::1%eth0', 'fe80:0:0:0::/64'],
       ['::1', '0:0:0:0::/64'],
-      ['64:ff9b::192.0.2.1', '64:ff9b:0:0::/64'],
       ['192.0.2.1', '192.0.2.1'],
     ]) {
       expect(perClient(address!), address).toBe(key);
@@ -312,6 +311,11 @@ describe('rate limits', () => {
       ['::FFFF:192.0.2.1', '192.0.2.1'],
       ['::ffff:c000:0201', '192.0.2.1'],
       ['::192.0.2.1', '192.0.2.1'],
+      ['0:0:0:0:0:ffff:192.0.2.1', '192.0.2.1'],
+      ['0:0:0:0:0:FFFF:c000:0201', '192.0.2.1'],
+      ['::ffff:0:192.0.2.1', '192.0.2.1'],
+      ['64:ff9b::192.0.2.1', '192.0.2.1'],
+      ['::1', '0:0:0:0::/64'],
     ]) {
       const req = { socket: { remoteAddress: address }, headers: {} } as unknown as IncomingMessage;
       expect(clientAddress(req, null), address).toBe(key);

@@ -121,11 +121,12 @@ describe('shared counts', () => {
     expect(await a.limits.reserveCode('192.0.2.9')).toBeGreaterThan(Date.now());
   });
 
-  test('a primary that does not answer a report: the worker decides alone until it answers one, and waits no more', async () => {
-    let reports = 0;
-    const silent = new SharedCounts(async () => {
-      reports++;
-      return undefined;
+  test('a primary that does not answer a report: the worker decides alone, reporting nothing, until it answers again', async () => {
+    const reports: Spent[][] = [];
+    let answering = false;
+    const silent = new SharedCounts(async (spent) => {
+      reports.push(structuredClone(spent));
+      return answering ? [] : undefined;
     });
     running = [silent];
     const limits = new RateLimits({ perCredential: QUOTA, perAddress: QUOTA, shared: silent });
@@ -133,7 +134,15 @@ describe('shared counts', () => {
     for (let i = 0; i < 2 * QUOTA; i++) decided.push((await limits.credential.consume('k')).allowed);
     // the local allowance (window and burst), decided without a report a request
     expect(decided).toEqual(Array(2 * QUOTA).fill(true));
-    expect(reports).toBeLessThanOrEqual(2);
+    expect(reports.length).toBeLessThanOrEqual(2);
+    // what it spent while the primary was silent is never reported: the next report only asks whether it is back
+    await silent.sync();
+    expect(reports.at(-1)).toEqual([]);
+    answering = true;
+    await silent.sync();
+    await limits.address.consume('a');
+    await silent.sync();
+    expect(reports.at(-1)).toEqual([['anonymous', 'a', 1]]);
   });
 
   test('the primary ignores what is not a count (unknown policies, odd points, not an array)', async () => {

@@ -9,15 +9,40 @@
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 
-/** An IPv4 address written as IPv6 is that IPv4 address: `::ffff:10.0.0.1`, `::FFFF:0a00:0001`, `::10.0.0.1` */
+/** An IPv6 address's eight 16-bit groups (zone id dropped), or null when it is not one */
+function groupsOf(address: string): number[] | null {
+  const bare = address.split('%')[0]!;
+  if (!isIPv6(bare)) return null;
+  const [head = '', tail] = bare.split('::');
+  const parse = (part: string) =>
+    part
+      ? part.split(':').flatMap((group) => {
+          if (!group.includes('.')) return [Number.parseInt(group, 16)];
+          // a dotted IPv4 tail is the last two groups
+          const [a = 0, b = 0, c = 0, d = 0] = group.split('.').map(Number);
+          return [(a << 8) | b, (c << 8) | d];
+        })
+      : [];
+  const left = parse(head);
+  const right = tail === undefined ? [] : parse(tail);
+  return [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right];
+}
+
+/**
+ * An IPv4 address written as IPv6 is that IPv4 address, however written:
+ * mapped (`::ffff:10.0.0.1`, `0:0:0:0:0:FFFF:0a00:0001`), translated
+ * (`::ffff:0:10.0.0.1`), compatible (`::10.0.0.1`) and NAT64's `64:ff9b::10.0.0.1`.
+ */
 function plain(address: string): string {
-  const mapped = /^::(?:ffff:)?(.+)$/i.exec(address)?.[1];
-  if (mapped === undefined) return address;
-  if (isIPv4(mapped)) return mapped;
-  const hex = /^([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(mapped);
-  if (!hex || !/^::ffff:/i.test(address)) return address;
-  const [high, low] = [Number.parseInt(hex[1]!, 16), Number.parseInt(hex[2]!, 16)];
-  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+  const g = groupsOf(address);
+  if (!g) return address;
+  const zeros = (from: number, to: number) => g.slice(from, to).every((group) => group === 0);
+  const embedded =
+    (zeros(0, 5) && g[5] === 0xffff) ||
+    (zeros(0, 4) && g[4] === 0xffff && g[5] === 0) ||
+    (zeros(0, 6) && address.includes('.')) ||
+    (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6));
+  return embedded ? `${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}` : address;
 }
 
 /** The trusted proxies of a comma-separated list of addresses and CIDRs (the configuration is validated). */
@@ -41,20 +66,11 @@ const isTrusted = (trusted: BlockList, address: string) => {
 
 /** An IPv6 address's /64, one spelling for every spelling (`2001:DB8:0::A` → `2001:db8:0:0::/64`); anything else as it is */
 export function perClient(address: string): string {
-  if (!isIPv6(address)) return address;
-  const bare = address.split('%')[0]!.toLowerCase();
-  const [head = '', tail] = bare.split('::');
-  const left = head ? head.split(':') : [];
-  let groups = left;
-  if (tail !== undefined) {
-    const right = tail ? tail.split(':') : [];
-    // an IPv4 tail (`::ffff:1.2.3.4`) is two groups
-    const width = right.reduce((n, group) => n + (group.includes('.') ? 2 : 1), 0);
-    groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - width)).fill('0'), ...right];
-  }
+  const groups = groupsOf(address);
+  if (!groups) return address;
   return `${groups
     .slice(0, 4)
-    .map((group) => (Number.parseInt(group, 16) || 0).toString(16))
+    .map((group) => group.toString(16))
     .join(':')}::/64`;
 }
 

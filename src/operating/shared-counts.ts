@@ -17,7 +17,7 @@
 // of it, however fast it sends; a client within its rate waits a round trip at
 // most, and only when it sends more than a tenth of its allowance at once. A
 // primary that does not answer a report in time leaves the worker deciding
-// alone until it answers one.
+// alone, reporting nothing, until it answers again.
 
 /** How often a worker tells the primary what it let through */
 export const SYNC_MS = 50;
@@ -115,13 +115,17 @@ export class SharedCounts {
   /** Tells the primary what was spent, and learns where those keys stand; one sync at a time */
   async sync(): Promise<void> {
     if (this.syncing) return;
-    if (this.spentSince.size === 0) {
+    if (this.spentSince.size === 0 && !this.unanswered) {
       this.due = false;
       for (const resolve of this.waiting.splice(0)) resolve();
       return;
     }
     const spent: Spent[] = [];
     const waiting = this.waiting.splice(0);
+    // the primary silent: this worker decides alone, as one server would, and asks only whether it is back.
+    // What it spends meanwhile is not reported: counted late and at once, it would refuse clients within
+    // their rate once the primary answers (a hostile review saw 13 such refusals after a 6 s stall)
+    if (this.unanswered) this.spentSince.clear();
     for (const [id, entry] of this.spentSince) {
       if (spent.length === MAX_REPORT) break;
       if (entry[2] !== 0) spent.push(entry);
@@ -140,7 +144,8 @@ export class SharedCounts {
     } finally {
       this.reported.clear();
       this.syncing = false;
-      for (const resolve of waiting) resolve();
+      // silent: nobody waits for it any more (ahead() is 0 until it answers)
+      for (const resolve of this.unanswered ? [...waiting, ...this.waiting.splice(0)] : waiting) resolve();
       if (this.due || this.waiting.length) void this.sync();
     }
   }
