@@ -4,7 +4,7 @@
 // the metrics port sums them, a worker that dies is replaced, and SIGTERM under
 // load drains every worker before the database stops (the single server's
 // scenario, test/faults).
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import http from 'node:http';
 import { availableParallelism, totalmem } from 'node:os';
 import pg from 'pg';
@@ -13,39 +13,21 @@ import { generateToken, hashToken } from '../src/auth/tokens.ts';
 import { AUTO_WORKERS, autoWorkers, loadConfig } from '../src/config.ts';
 import { DATABASE_NAME, embeddedUrl, freePort } from '../src/db/embedded.ts';
 import { workerPoolSize } from '../src/http/cluster.ts';
+import { processTree, readProc } from '../bench/process-tree.ts';
 import { sigtermUnderLoad } from './faults/scenarios.ts';
 import { databaseRunning, seed, startServerProcess, type Seeded, type ServerProcess } from './faults/server-process.ts';
 
 /** The server process's cluster workers: its descendants whose environment names a cluster worker (NODE_UNIQUE_ID) */
-function workerPids(root: number): number[] {
-  const parents = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // pid (comm) state ppid …: comm may hold spaces, so read after its closing parenthesis
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // the process ended while it was read
-    }
-  }
-  const descends = (pid: number): boolean => {
-    for (let p = parents.get(pid); p !== undefined && p > 1; p = parents.get(p)) if (p === root) return true;
-    return false;
-  };
-  return [...parents.keys()]
-    .filter((pid) => {
-      if (!descends(pid)) return false;
-      try {
-        return readFileSync(`/proc/${pid}/environ`, 'latin1')
+const workerPids = (root: number): number[] =>
+  processTree(root)
+    .filter(
+      (pid) =>
+        pid !== root &&
+        readProc(pid, 'environ')
           .split('\0')
-          .some((v) => v.startsWith('NODE_UNIQUE_ID='));
-      } catch {
-        return false;
-      }
-    })
+          .some((v) => v.startsWith('NODE_UNIQUE_ID=')),
+    )
     .sort();
-}
 
 /** `count` GETs over `connections` keep-alive connections; the statuses and request ids */
 async function burst(url: string, count: number, connections: number, token?: string) {

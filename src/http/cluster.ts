@@ -92,12 +92,12 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
       );
       answer(worker, RATE_COUNTS, async (message: { spent: Spent[] }) => {
         const standings = await countSpent(message.spent);
-        // a key this worker's spending took past its allowance: every worker refuses it from now on (this one
-        // too: its answer may come after its request's deadline)
-        // and the wrong codes' standings whatever they say: a right code's point back lifts a refusal
-        const refused = standings.filter(([policy, , , refusedUntil]) => refusedUntil > 0 || policy === WRONG_CODES_POLICY);
-        if (refused.length) {
-          for (const each of listening) if (each.isConnected()) each.send({ type: RATE_REFUSED, refused }, () => {});
+        // told to every worker (this one too: its answer may come after its request's deadline): a key this
+        // spending took past its allowance, refused from now on, and the wrong codes' standings whatever they
+        // say (a right code's point back lifts a refusal)
+        const told = standings.filter(([policy, , , refusedUntil]) => refusedUntil > 0 || policy === WRONG_CODES_POLICY);
+        if (told.length) {
+          for (const each of listening) if (each.isConnected()) each.send({ type: RATE_REFUSED, refused: told }, () => {});
         }
         return standings;
       });
