@@ -9,7 +9,8 @@ import { access, route } from '../src/http/route.ts';
 import { listen, createHttpServer } from '../src/http/server.ts';
 import { clientAddress, perClient, trustedProxies } from '../src/operating/client-address.ts';
 import { codeChecked } from '../src/operating/code-attempts.ts';
-import { accessLog } from '../src/operating/access-log.ts';
+import fc from 'fast-check';
+import { accessLog, formatAccessLine } from '../src/operating/access-log.ts';
 import { createLogger } from '../src/operating/logger.ts';
 import { createMetricsServer, Metrics } from '../src/operating/metrics.ts';
 import { RateLimits } from '../src/operating/rate-limit.ts';
@@ -479,6 +480,44 @@ describe('the access log and the metrics', () => {
     warnOnly({ ...fields, status: 200, aborted: false });
     warnOnly({ ...fields, status: 500, aborted: false });
     expect(quiet.map((l) => JSON.parse(l).status)).toEqual([500]);
+  });
+
+  test('an access line is one line of JSON holding exactly its fields, whatever their characters', () => {
+    // mostly the characters written as they are, with some that JSON must escape, and anything at all
+    const characters = fc.constantFrom(...'aZ0_.:-/{}() "\\\n\u0001\u007f\u2028é'.split(''));
+    const value = fc.oneof(fc.string({ unit: characters, maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 40 }));
+    const nullable = fc.option(value, { nil: null });
+    fc.assert(
+      fc.property(value, value, nullable, nullable, (route, request_id, subject_kind, credential_id) => {
+        const fields = { request_id, method: 'GET', route, status: 200, duration_ms: 1, subject_kind, credential_id };
+        const line = formatAccessLine({ ...fields, aborted: false });
+        expect(line.indexOf('\n')).toBe(line.length - 1);
+        const parsed = JSON.parse(line);
+        expect({ ...parsed, level: undefined, time: undefined, msg: undefined }).toEqual({
+          ...fields,
+          level: undefined,
+          time: undefined,
+          msg: undefined,
+        });
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  test('each access line carries the time it was written, to the millisecond', async () => {
+    const written: string[] = [];
+    const write = accessLog(createLogger({ destination: { write: (line: string) => void written.push(line) } }));
+    const fields = { request_id: 'r', method: 'GET', route: '/v1/x', status: 200, duration_ms: 1, subject_kind: null, credential_id: null };
+    for (let i = 0; i < 5; i++) {
+      const before = Date.now();
+      write({ ...fields, aborted: false });
+      const after = Date.now();
+      const time = Date.parse(JSON.parse(written.at(-1)!).time);
+      expect(time).toBeGreaterThanOrEqual(before);
+      expect(time).toBeLessThanOrEqual(after);
+      await new Promise((resolve) => setTimeout(resolve, 3));
+    }
+    expect(new Set(written.map((l) => JSON.parse(l).time)).size).toBe(5);
   });
 
   test("a cluster's worker names itself on its access lines as on pino's, in pino's place", () => {

@@ -15,6 +15,7 @@ import { mountRoutes } from './router.ts';
 import { corsMiddleware } from './cors.ts';
 import { takesIdempotencyKeys, withIdempotency } from './idempotency.ts';
 import { apiSecurityHeaders } from './security-headers.ts';
+import { inOrder } from './in-order.ts';
 import { type OperatingOptions, operatingMiddleware } from '../operating/operate.ts';
 
 export interface AppOptions {
@@ -63,7 +64,7 @@ export function createApp(options: AppOptions) {
     apiSecurityHeaders,
     operating.rateLimit,
   ];
-  for (const middleware of requestMiddleware) app.use(middleware);
+  app.use(inOrder(requestMiddleware));
 
   const pipeline = {
     pool: options.pool,

@@ -11,6 +11,8 @@ import type { IncomingMessage } from 'node:http';
 
 /** An IPv6 address's eight 16-bit groups (zone id dropped), or null when it is not one */
 function groupsOf(address: string): number[] | null {
+  // IPv4 (most peers): no IPv6 address is without a colon, and Node's test is a long regular expression
+  if (!address.includes(':')) return null;
   const bare = address.split('%')[0]!;
   if (!isIPv6(bare)) return null;
   const [head = '', tail] = bare.split('::');

@@ -71,73 +71,50 @@ export function operatingMiddleware(options: OperatingOptions) {
   const RATE_LIMITED = '(rate limited)';
 
   /**
-   * The request's rate limit: the allowance it spends, then its headers or the
-   * 429 (a promise, and no more of them than that: this is every request's path).
+   * The allowance a request spends: its decision, a promise (and no more of
+   * them than that: this is every request's path). Throws the 429 of an address
+   * already refused.
    */
-  function limit(req: Request, res: Response, rateLimits: RateLimits): Promise<void> {
-    try {
-      return spend(req, res, rateLimits);
-    } catch (refusal) {
-      return Promise.reject(refusal);
+  function decide(req: Request, res: Response, rateLimits: RateLimits, address: string): Promise<RateLimitDecision> {
+    const credential = readCredential(req);
+    const key = credential && credential !== 'malformed' ? credentialKey(credential) : undefined;
+    if (key === undefined) return spendAddress(rateLimits, address);
+    res.locals.credentialKey = key;
+    // a credential this server has seen authenticate: its own allowance only, whatever its address's neighbours do
+    if (authenticated.has(key)) return rateLimits.credential.consume(key);
+    // one it has not: it spends its address's allowance too, before the database is asked (inventing tokens
+    // gets no more than the address's rate, however many are in flight)
+    const until = addressRefused.get(address);
+    if (until) {
+      const reset = Math.ceil((until - Date.now()) / 1000);
+      metrics?.rateLimitRefusals.inc({ policy: rateLimits.address.name });
+      throw tooMany(
+        { allowed: false, policy: rateLimits.address.name, quota: rateLimits.address.quota, remaining: 0, reset },
+        'Too many requests from this address without a valid credential; try again later',
+      );
     }
+    // the fields name whichever of the two allowances has less left (a hostile review read "default" on the
+    // way to an "anonymous" refusal)
+    return spendAddress(rateLimits, address).then((byAddress) =>
+      byAddress.allowed
+        ? rateLimits.credential
+            .consume(key)
+            .then((byCredential) => (byCredential.allowed && byAddress.remaining < byCredential.remaining ? byAddress : byCredential))
+        : byAddress,
+    );
   }
 
-  function spend(req: Request, res: Response, rateLimits: RateLimits): Promise<void> {
-    const address = clientAddress(req, trusted);
-    res.locals.clientAddress = address;
-    const signInCode = isSignInCode(req.path);
-    const credential = readCredential(req);
-    let decided: Promise<RateLimitDecision>;
-    const key = credential && credential !== 'malformed' ? credentialKey(credential) : undefined;
-    if (key !== undefined) res.locals.credentialKey = key;
-    if (key !== undefined && authenticated.has(key)) {
-      // a credential this server has seen authenticate: its own allowance only, whatever its address's neighbours do
-      decided = rateLimits.credential.consume(key);
-    } else if (key !== undefined) {
-      // one it has not: it spends its address's allowance too, before the database is asked (inventing tokens
-      // gets no more than the address's rate, however many are in flight)
-      const until = addressRefused.get(address);
-      if (until) {
-        const reset = Math.ceil((until - Date.now()) / 1000);
-        metrics?.rateLimitRefusals.inc({ policy: rateLimits.address.name });
-        throw tooMany(
-          { allowed: false, policy: rateLimits.address.name, quota: rateLimits.address.quota, remaining: 0, reset },
-          'Too many requests from this address without a valid credential; try again later',
-        );
-      }
-      // the fields name whichever of the two allowances has less left (a hostile review read "default" on the
-      // way to an "anonymous" refusal)
-      decided = spendAddress(rateLimits, address).then((byAddress) =>
-        byAddress.allowed
-          ? rateLimits.credential
-              .consume(key)
-              .then((byCredential) => (byCredential.allowed && byAddress.remaining < byCredential.remaining ? byAddress : byCredential))
-          : byAddress,
-      );
-    } else {
-      decided = spendAddress(rateLimits, address);
-    }
-    const allowed = decided.then((decision) => {
-      if (!decision.allowed) {
-        metrics?.rateLimitRefusals.inc({ policy: decision.policy });
-        throw tooMany(decision, `More than ${decision.quota} requests per second; try again in ${decision.reset} s`);
-      }
-      res.setHeader('RateLimit-Policy', policyField(decision));
-      res.setHeader('RateLimit', remainingField(decision));
-    });
-    if (!signInCode) return allowed;
-    // the attempt reserves a wrong code's point before the code is tried (charge() gives it back unless wrong)
-    return allowed
-      .then(() => rateLimits.reserveCode(address))
-      .then((until) => {
-        if (until) throw codesTooMany(rateLimits, until);
-        res.locals.codeReserved = true;
-        // a right code gives the point back, whenever the database says so (the client may be gone by then)
-        whenCodeChecked(res, (right) => {
-          res.locals.codeReserved = false;
-          if (right) rateLimits.refundCode(address);
-        });
+  /** A sign-in code's attempt reserves a wrong code's point before the code is tried (charge() gives it back unless wrong). */
+  function reserveCode(res: Response, rateLimits: RateLimits, address: string): Promise<void> {
+    return rateLimits.reserveCode(address).then((until) => {
+      if (until) throw codesTooMany(rateLimits, until);
+      res.locals.codeReserved = true;
+      // a right code gives the point back, whenever the database says so (the client may be gone by then)
+      whenCodeChecked(res, (right) => {
+        res.locals.codeReserved = false;
+        if (right) rateLimits.refundCode(address);
       });
+    });
   }
 
   function codesTooMany(rateLimits: RateLimits, until: number) {
@@ -189,7 +166,8 @@ export function operatingMiddleware(options: OperatingOptions) {
   function identify(req: Request, res: Response, next: NextFunction) {
     const started = performance.now();
     const id = assignRequestId(req, res);
-    res.once('close', () => {
+    // 'close' comes once (answered or abandoned): `on`, without once's wrapper
+    res.on('close', () => {
       const status = res.statusCode;
       const seconds = (performance.now() - started) / 1000;
       const state = res.locals.pipeline as RequestState | undefined;
@@ -215,13 +193,29 @@ export function operatingMiddleware(options: OperatingOptions) {
   /** After CORS and the security headers (a refusal carries both): the rate limit. */
   function rateLimit(req: Request, res: Response, next: NextFunction) {
     if (!rateLimits || !limited(req.path)) return next();
-    limit(req, res, rateLimits).then(
-      () => next(),
-      (error: unknown) => {
-        res.locals.route = RATE_LIMITED;
-        next(error);
-      },
-    );
+    const refused = (error: unknown) => {
+      res.locals.route = RATE_LIMITED;
+      next(error);
+    };
+    const address = clientAddress(req, trusted);
+    res.locals.clientAddress = address;
+    let decided: Promise<RateLimitDecision>;
+    try {
+      decided = decide(req, res, rateLimits, address);
+    } catch (refusal) {
+      return refused(refusal);
+    }
+    // one `then` from the decision to the route (each costs every request a microtask)
+    decided.then((decision) => {
+      if (!decision.allowed) {
+        metrics?.rateLimitRefusals.inc({ policy: decision.policy });
+        return refused(tooMany(decision, `More than ${decision.quota} requests per second; try again in ${decision.reset} s`));
+      }
+      res.setHeader('RateLimit-Policy', policyField(decision));
+      res.setHeader('RateLimit', remainingField(decision));
+      if (!isSignInCode(req.path)) return next();
+      reserveCode(res, rateLimits, address).then(() => next(), refused);
+    }, refused);
   }
 
   return { identify, rateLimit };

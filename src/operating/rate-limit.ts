@@ -2,9 +2,10 @@
 // in PostgreSQL, and what N instances mean): per credential, and per client
 // address for requests that carry no valid credential. Each is a window of one
 // second holding `rate` requests, and a burst allowance of `rate` more per ten
-// seconds (rate-limiter-flexible's BurstyRateLimiter): a client may send twice
-// its rate in one second, and its rate (plus a tenth) for ever.
-import { BurstyRateLimiter, RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+// seconds (two of rate-limiter-flexible's in-memory limiters, composed as its
+// BurstyRateLimiter composes them): a client may send twice its rate in one
+// second, and its rate (plus a tenth) for ever.
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Count, SharedCounts } from './shared-counts.ts';
 
 export interface RateLimitOptions {
@@ -41,7 +42,6 @@ const BURST_WINDOW_SECONDS = 10;
 class Limiter {
   readonly quota: number;
   readonly name: string;
-  private readonly limiter: BurstyRateLimiter;
   private readonly window: RateLimiterMemory;
   private readonly burst: RateLimiterMemory;
 
@@ -56,7 +56,6 @@ class Limiter {
     this.syncAt = Math.max(1, Math.floor(quota / 10));
     this.window = new RateLimiterMemory({ keyPrefix: `${name}:w`, points: quota, duration: 1 });
     this.burst = new RateLimiterMemory({ keyPrefix: `${name}:b`, points: quota, duration: BURST_WINDOW_SECONDS });
-    this.limiter = new BurstyRateLimiter(this.window, this.burst);
   }
 
   private decision(allowed: boolean, res: RateLimiterRes): RateLimitDecision {
@@ -84,28 +83,41 @@ class Limiter {
     }
     // counted as spent now, before the limiter answers: the requests decided meanwhile see it (ahead)
     shared?.spent(this.name, key, points, this.syncAt);
-    // a promise whatever happens: its callers chain on it (src/operating/operate.ts)
-    let spending: Promise<RateLimiterRes>;
-    try {
-      spending = this.limiter.consume(key, points);
-    } catch (error) {
+    // not spent after all (given back before any report: the limiter answers in microtasks)
+    const notSpent = (error: unknown) => {
       shared?.spent(this.name, key, -points);
       return Promise.reject(error);
+    };
+    // BurstyRateLimiter's composition, with its `catch` folded into this `then` (a promise fewer a request):
+    // the window first, and only past it the burst allowance
+    let spending: Promise<RateLimiterRes>;
+    try {
+      spending = this.window.consume(key, points);
+    } catch (error) {
+      return notSpent(error);
     }
     return spending.then(
-      (spent) => {
-        const decision = this.decision(true, spent);
-        const left = shared?.remaining(this.name, key);
-        if (left !== undefined && left < decision.remaining) decision.remaining = left;
-        return decision;
-      },
-      (refusal: unknown) => {
-        // refused here: not spent after all (given back before any report: the limiter answers in microtasks)
-        shared?.spent(this.name, key, -points);
-        if (refusal instanceof RateLimiterRes) return this.decision(false, refusal);
-        throw refusal;
+      (spent) => this.allowed(key, spent),
+      (overWindow: unknown) => {
+        if (!(overWindow instanceof RateLimiterRes)) return notSpent(overWindow);
+        return this.burst.consume(key, points).then(
+          (burst) => this.allowed(key, beyondWindow(overWindow, burst)),
+          (overBurst: unknown) => {
+            shared?.spent(this.name, key, -points);
+            if (overBurst instanceof RateLimiterRes) return this.decision(false, beyondWindow(overWindow, overBurst));
+            throw overBurst;
+          },
+        );
       },
     );
+  }
+
+  /** An allowed request's decision: what is left here, or in the cluster's count when that is less */
+  private allowed(key: string, spent: RateLimiterRes): RateLimitDecision {
+    const decision = this.decision(true, spent);
+    const left = this.shared?.remaining(this.name, key);
+    if (left !== undefined && left < decision.remaining) decision.remaining = left;
+    return decision;
   }
 
   /**
@@ -142,6 +154,18 @@ async function giveBack(limiter: RateLimiterMemory, key: string, points = 1): Pr
   const back = await limiter.reward(key, Math.min(points, now.consumedPoints));
   return back.remainingPoints;
 }
+
+/**
+ * A request past its window: what BurstyRateLimiter answers then, the window's
+ * points (none left) and the sooner of the two resets.
+ */
+const beyondWindow = (window: RateLimiterRes, burst: RateLimiterRes): RateLimiterRes =>
+  new RateLimiterRes(
+    window.remainingPoints,
+    Math.min(window.msBeforeNext, burst.msBeforeNext),
+    window.consumedPoints,
+    window.isFirstInDuration,
+  );
 
 /** A consume's answer, whether it was allowed or refused */
 const settled = (spending: Promise<RateLimiterRes>): Promise<RateLimiterRes> =>
