@@ -1,21 +1,41 @@
 // The credentials (their keys: src/auth/credentials.ts) this server has lately
-// seen authenticate somebody, most recent last, a bounded number of them. GraphQL
-// lets only theirs wait for a query's first transaction (a credential seen for
-// the first time is asked before its document is planned, so a client inventing
-// tokens gets each one's 401 before anything of it is planned); the rate limits
-// let only theirs go past a refused address (src/operating/operate.ts).
+// seen authenticate somebody, a bounded number of them. GraphQL lets only
+// theirs wait for a query's first transaction (a credential seen for the first
+// time is asked before its document is planned, so a client inventing tokens
+// gets each one's 401 before anything of it is planned); the rate limits let
+// only theirs go past a refused address (src/operating/operate.ts).
+//
+// Two generations instead of an exact LRU order: every authenticated request
+// adds its key, and moving a key to the end of one Map costs a delete and a set
+// each time, where a key already in the current generation costs one lookup.
+// A key seen at least once while half the bound of others arrive is never
+// dropped; the oldest generation goes whole.
 export class RecentCredentials {
-  private readonly keys = new Map<string, true>();
+  private current = new Map<string, true>();
+  private previous = new Map<string, true>();
+  private readonly generationSize: number;
+
+  constructor(kept = RECENT_CREDENTIALS_KEPT) {
+    this.generationSize = Math.max(1, Math.floor(kept / 2));
+  }
+
   has(key: string): boolean {
-    return this.keys.has(key);
+    return this.current.has(key) || this.previous.has(key);
   }
+
   add(key: string): void {
-    this.keys.delete(key);
-    this.keys.set(key, true);
-    if (this.keys.size > RECENT_CREDENTIALS_KEPT) this.keys.delete(this.keys.keys().next().value!);
+    if (this.current.has(key)) return;
+    this.previous.delete(key);
+    this.current.set(key, true);
+    if (this.current.size >= this.generationSize) {
+      this.previous = this.current;
+      this.current = new Map();
+    }
   }
+
   delete(key: string): void {
-    this.keys.delete(key);
+    this.current.delete(key);
+    this.previous.delete(key);
   }
 }
 

@@ -8,7 +8,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 
-const API_HEADERS = new Map([
+const API_HEADERS: readonly (readonly [string, string])[] = [
   // nothing may load from, or frame, an API answer
   ['Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'"],
   ['Strict-Transport-Security', 'max-age=31536000; includeSubDomains'],
@@ -17,18 +17,19 @@ const API_HEADERS = new Map([
   // no other site may embed an answer (a no-cors request from another origin)
   ['Cross-Origin-Resource-Policy', 'same-origin'],
   ['Referrer-Policy', 'no-referrer'],
-]);
+];
 
 /**
  * What no cache (a browser's, a proxy's) may keep: every /v1 answer (tokens,
  * client secrets, personal data, errors included: SPEC §14) and GraphQL's.
  */
-const STORED_NOWHERE = new Map([...API_HEADERS, ['Cache-Control', 'no-store']]);
+const STORED_NOWHERE: typeof API_HEADERS = [...API_HEADERS, ['Cache-Control', 'no-store']];
 const storedNowhere = (path: string) => path.startsWith('/v1/') || path === '/v1' || path.startsWith('/graphql');
 
 export function apiSecurityHeaders(req: Request, res: Response, next: NextFunction) {
   // the path as the router matches it (an absolute-form request target included)
-  res.setHeaders(storedNowhere(req.path) ? STORED_NOWHERE : API_HEADERS);
+  // one setHeader each (res.setHeaders takes a Map, whose iteration makes an entry array a header)
+  for (const [name, value] of storedNowhere(req.path) ? STORED_NOWHERE : API_HEADERS) res.setHeader(name, value);
   next();
 }
 
