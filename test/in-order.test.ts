@@ -18,6 +18,8 @@ beforeAll(async () => {
     if (req.query.reject === name) return Promise.reject(new Error(`rejected by ${name}`));
     if (req.query.pass === name) return next(new Error(`passed on by ${name}`));
     if (req.query.later === name) return void setTimeout(next, 1);
+    if (req.query.null === name) return next(null);
+    if (req.query.route === name) return next('route');
     next();
   };
   app.use(inOrder([step('a'), step('b'), step('c')]));
@@ -39,6 +41,9 @@ const get = async (query: string) => {
 test('every step runs, in order, then the route (a step may go on later)', async () => {
   expect(await get('')).toEqual({ status: 200, body: { ran: ['a', 'b', 'c'] } });
   expect(await get('later=b')).toEqual({ status: 200, body: { ran: ['a', 'b', 'c'] } });
+  // what the cors package passes on for an origin it does not allow, and what goes on to the next layer in Express
+  expect(await get('null=b')).toEqual({ status: 200, body: { ran: ['a', 'b', 'c'] } });
+  expect(await get('route=b')).toEqual({ status: 200, body: { ran: ['a', 'b', 'c'] } });
 });
 
 test.each([
@@ -47,4 +52,6 @@ test.each([
   ['pass', 'passed on by b'],
 ])('a step that fails (%s) skips the rest, to the error handler', async (how, error) => {
   expect(await get(`${how}=b`)).toEqual({ status: 500, body: { error, ran: ['a', 'b'] } });
+  // after a step that went on later: out of Express's own call, so only in-order.ts can catch it
+  expect(await get(`later=a&${how}=b`)).toEqual({ status: 500, body: { error, ran: ['a', 'b'] } });
 });

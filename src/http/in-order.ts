@@ -6,20 +6,22 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 /**
- * The handlers in order, as one handler. A step that fails (throws, rejects
- * the promise it returns, or passes an error on) skips the rest, to Express's
- * error handling; `next('route')` and `next('router')` are not for these steps.
+ * The handlers in order, as one handler, with the router's rules for what a
+ * step passes on: nothing, a falsy value or `'route'` goes on to the next step
+ * (as to the next layer); `'router'` leaves the router; anything else is an
+ * error, which skips the rest, to Express's error handling, as a step's throw
+ * or its rejected promise does.
  */
 export function inOrder(steps: readonly RequestHandler[]): RequestHandler {
   return (req: Request, res: Response, done: NextFunction) => {
     let index = 0;
     const next = (error?: unknown) => {
-      if (error !== undefined && error !== null) return done(error);
+      if (error && error !== 'route') return done(error);
       const step = steps[index++];
       if (!step) return done();
       try {
         const returned: unknown = step(req, res, next);
-        if (returned instanceof Promise) returned.catch((rejected: unknown) => done(rejected ?? new Error('Rejected promise')));
+        if (returned instanceof Promise) returned.catch((rejected: unknown) => done(rejected || new Error('Rejected promise')));
       } catch (thrown) {
         done(thrown);
       }

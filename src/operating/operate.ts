@@ -148,7 +148,7 @@ export function operatingMiddleware(options: OperatingOptions) {
     if (!rateLimits) return;
     const key = res.locals.credentialKey as string | undefined;
     if (key !== undefined) {
-      // most recently used last: a busy credential is never the one dropped
+      // a busy credential is never the one dropped (src/auth/recent-credentials.ts)
       if (settings?.['rowgate.credential_id']) authenticated.add(key);
       else if (status === 401) authenticated.delete(key);
     }
@@ -197,22 +197,27 @@ export function operatingMiddleware(options: OperatingOptions) {
       res.locals.route = RATE_LIMITED;
       next(error);
     };
-    const address = clientAddress(req, trusted);
-    res.locals.clientAddress = address;
+    let address: string;
     let decided: Promise<RateLimitDecision>;
     try {
+      address = clientAddress(req, trusted);
+      res.locals.clientAddress = address;
       decided = decide(req, res, rateLimits, address);
     } catch (refusal) {
       return refused(refusal);
     }
     // one `then` from the decision to the route (each costs every request a microtask)
     decided.then((decision) => {
-      if (!decision.allowed) {
-        metrics?.rateLimitRefusals.inc({ policy: decision.policy });
-        return refused(tooMany(decision, `More than ${decision.quota} requests per second; try again in ${decision.reset} s`));
+      try {
+        if (!decision.allowed) {
+          metrics?.rateLimitRefusals.inc({ policy: decision.policy });
+          throw tooMany(decision, `More than ${decision.quota} requests per second; try again in ${decision.reset} s`);
+        }
+        res.setHeader('RateLimit-Policy', policyField(decision));
+        res.setHeader('RateLimit', remainingField(decision));
+      } catch (error) {
+        return refused(error);
       }
-      res.setHeader('RateLimit-Policy', policyField(decision));
-      res.setHeader('RateLimit', remainingField(decision));
       if (!isSignInCode(req.path)) return next();
       reserveCode(res, rateLimits, address).then(() => next(), refused);
     }, refused);
