@@ -269,6 +269,8 @@ describe('two workers on one port', () => {
 
 describe('rate limits: one allowance for the whole server, whichever worker a request reaches', () => {
   const QUOTA = 50;
+  /** the addresses' (each test sends from its own, or many requests that authenticate) */
+  const ANONYMOUS_QUOTA = 30;
   let server: ServerProcess;
   let data: Seeded;
   beforeAll(async () => {
@@ -276,6 +278,7 @@ describe('rate limits: one allowance for the whole server, whichever worker a re
       ROWGATE_WORKERS: '2',
       ROWGATE_POOL_SIZE: '4',
       ROWGATE_RATE_LIMIT: String(QUOTA),
+      ROWGATE_ANONYMOUS_RATE_LIMIT: String(ANONYMOUS_QUOTA),
       ROWGATE_TRUST_PROXY: '127.0.0.1',
     });
     data = await seed(server, { products: 2, customers: 2, orders: 2 });
@@ -331,6 +334,42 @@ describe('rate limits: one allowance for the whole server, whichever worker a re
     // a hostile review saw 80 of 40 served this way when each worker decided until its first report
     expect(served).toBeGreaterThanOrEqual(QUOTA);
     expect(served).toBeLessThanOrEqual(QUOTA * (Math.ceil(seconds) + 1) + 2 * Math.floor(QUOTA / 10));
+  }, 30_000);
+
+  test("a credential seen to authenticate by one worker is known to the other: its address's refusal does not refuse it there", async () => {
+    const fresh = await seed(server, { products: 1, customers: 1, orders: 1 });
+    const address = '192.0.2.88';
+    // each on a connection of its own: the primary deals them to the workers in turn
+    const one = (token?: string) =>
+      new Promise<{ status: number; id: string }>((resolve) => {
+        const headers: Record<string, string> = { 'x-forwarded-for': address };
+        if (token) headers.authorization = `Bearer ${token}`;
+        const req = http.get(`${server.url}/v1/products/?limit=1`, { agent: false, headers }, (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, id: String(res.headers['x-request-id']) }));
+        });
+        req.on('error', () => resolve({ status: 0, id: '' }));
+      });
+    // the credential's first request: one worker sees it authenticate
+    const first = await one(fresh.token);
+    expect(first.status).toBe(200);
+    await new Promise((r) => setTimeout(r, 300));
+    // an anonymous flood from the same address, on both workers, while the credential goes on
+    let flooding = true;
+    const flood = (async () => {
+      const statuses: number[] = [];
+      while (flooding) statuses.push(...(await Promise.all(Array.from({ length: 8 }, () => one()))).map((a) => a.status));
+      return statuses;
+    })();
+    await new Promise((r) => setTimeout(r, 300));
+    const signedIn = [];
+    for (let i = 0; i < 16; i++) signedIn.push(await one(fresh.token));
+    flooding = false;
+    const anonymous = await flood;
+    expect(anonymous.filter((s) => s === 429).length).toBeGreaterThan(0);
+    // without the workers telling each other, about half of these were 429: the other worker had never seen it
+    expect(signedIn.map((a) => a.status)).toEqual(Array(16).fill(200));
+    expect(await logged(signedIn.map((a) => a.id))).toBe(true);
   }, 30_000);
 
   test('wrong sign-in codes sent at once: about ten tried, the rest refused before they are', async () => {

@@ -8,15 +8,23 @@
 // Two generations instead of an exact LRU order: every authenticated request
 // adds its key, and moving a key to the end of one Map costs a delete and a set
 // each time, where a key already in the current generation costs one lookup.
-// A key seen at least once while half the bound of others arrive is never
-// dropped; the oldest generation goes whole.
+// A key seen at least once while `kept` others arrive is never dropped (as with
+// an exact order); the older generation goes whole once the current one holds
+// `kept`, so at most twice that many are held.
+//
+// A cluster's workers tell each other the keys they see for the first time
+// (src/http/server.ts): a client's next connection may reach another worker,
+// which would otherwise take its credential for one never seen, and refuse it
+// while its address is refused.
 export class RecentCredentials {
   private current = new Map<string, true>();
   private previous = new Map<string, true>();
   private readonly generationSize: number;
+  /** told of each key added that was not held (the other workers learn it) */
+  onNew?: (key: string) => void;
 
   constructor(kept = RECENT_CREDENTIALS_KEPT) {
-    this.generationSize = Math.max(1, Math.floor(kept / 2));
+    this.generationSize = Math.max(1, kept);
   }
 
   has(key: string): boolean {
@@ -25,7 +33,17 @@ export class RecentCredentials {
 
   add(key: string): void {
     if (this.current.has(key)) return;
-    this.previous.delete(key);
+    const known = this.previous.delete(key);
+    this.keep(key);
+    if (!known) this.onNew?.(key);
+  }
+
+  /** Keys another worker saw authenticate: held as if seen here, and not told again */
+  learn(keys: readonly string[]): void {
+    for (const key of keys) if (!this.current.has(key)) this.previous.delete(key), this.keep(key);
+  }
+
+  private keep(key: string): void {
     this.current.set(key, true);
     if (this.current.size >= this.generationSize) {
       this.previous = this.current;

@@ -33,9 +33,11 @@ export interface Listening {
  * - With standbys, the credential's write position, or its GraphQL mutation's
  *   hold: its next read through another worker waits for (or goes to) data
  *   that recent, as through this one (src/db/consistency.ts).
+ * - The keys of credentials it saw authenticate for the first time
+ *   (src/auth/recent-credentials.ts): told in batches, nothing waits for them.
  * Each worker gets TELL_WAIT_MS (one starting or stuck holds no write for longer).
  */
-export type News = { forget: string } | ConsistencyNews;
+export type News = { forget: string } | { authenticated: string[] } | ConsistencyNews;
 
 export interface Peers {
   /** the other workers take the news in; resolves once they have (or the wait is over) */
@@ -53,3 +55,28 @@ export const RATE_COUNTS = 'rowgate:rate-counts';
 export const RATE_COUNTS_WAIT_MS = 1_000;
 /** The keys one worker's spending took past their allowance, told to the others */
 export const RATE_REFUSED = 'rowgate:rate-refused';
+
+/** How long keys seen for the first time gather before they are told, and the most one telling carries */
+export const AUTHENTICATED_BATCH_MS = 20;
+export const AUTHENTICATED_BATCH_KEYS = 1_000;
+
+/**
+ * One key at a time in, told in batches every AUTHENTICATED_BATCH_MS: a burst of
+ * new credentials costs the primary one message a batch, not one a key. What
+ * the others do not learn (a batch past its bound, a telling that fails) costs
+ * only what a key never seen costs: its next request there spends its address's
+ * allowance too.
+ */
+export function tellInBatches(tell: (keys: string[]) => Promise<void>): (key: string) => void {
+  let pending: string[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  return (key) => {
+    if (pending.length < AUTHENTICATED_BATCH_KEYS) pending.push(key);
+    timer ??= setTimeout(() => {
+      timer = undefined;
+      const keys = pending;
+      pending = [];
+      tell(keys).catch(() => {});
+    }, AUTHENTICATED_BATCH_MS).unref();
+  };
+}

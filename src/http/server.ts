@@ -7,7 +7,7 @@ import type pg from 'pg';
 import { AnswerCache } from '../auth/answer-cache.ts';
 import { RecentCredentials } from '../auth/recent-credentials.ts';
 import { createApp } from './app.ts';
-import type { Peers } from './cluster-messages.ts';
+import { type Peers, tellInBatches } from './cluster-messages.ts';
 import { listen } from './listen.ts';
 
 export { listen };
@@ -193,8 +193,10 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       trustedProxies: trustedProxies(config.ROWGATE_TRUST_PROXY),
       recentCredentials,
     };
+    if (peers) recentCredentials.onNew = tellInBatches((keys) => peers.tell({ authenticated: keys }));
     peers?.listen((news) => {
       if ('forget' in news) answerCache?.forget(news.forget);
+      else if ('authenticated' in news) recentCredentials.learn(Array.isArray(news.authenticated) ? news.authenticated : []);
       else consistency.learn(news);
     });
     const app = createApp({
