@@ -1598,8 +1598,8 @@ $function$;
 comment on function rowgate.delete_webhook_endpoint(uuid) is '@behavior -*';
 grant execute on function rowgate.delete_webhook_endpoint(uuid) to rowgate_organization, rowgate_user;
 
--- Function rowgate.exchange_oauth2_authorization_code(text,bytea,bytea,text,text,bytea,bytea,bytea)
-CREATE OR REPLACE FUNCTION rowgate.exchange_oauth2_authorization_code(p_client_id text, p_client_secret_hash bytea, p_code_hash bytea, p_redirect_uri text, p_code_challenge text, p_user_token_hash bytea, p_organization_token_hash bytea, p_refresh_token_hash bytea)
+-- Function rowgate.exchange_oauth2_authorization_code(text,bytea,text,bytea,text,text,bytea,bytea,bytea)
+CREATE OR REPLACE FUNCTION rowgate.exchange_oauth2_authorization_code(p_client_id text, p_client_secret_hash bytea, p_client_auth_method text, p_code_hash bytea, p_redirect_uri text, p_code_challenge text, p_user_token_hash bytea, p_organization_token_hash bytea, p_refresh_token_hash bytea)
  RETURNS TABLE(status text, description text, token_kind text, scopes text[], expires_at timestamp with time zone)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -1607,7 +1607,7 @@ CREATE OR REPLACE FUNCTION rowgate.exchange_oauth2_authorization_code(p_client_i
 AS $function$
 #variable_conflict use_column
 declare
-  v_client rowgate.oauth2_clients := rowgate_private.authenticate_oauth2_client(p_client_id, p_client_secret_hash);
+  v_client rowgate.oauth2_clients := rowgate_private.authenticate_oauth2_client(p_client_id, p_client_secret_hash, p_client_auth_method);
   v_code rowgate_private.oauth2_authorization_codes;
   v_family rowgate_private.oauth2_token_families;
   v_failure text;
@@ -1658,12 +1658,12 @@ begin
       p_refresh_token_hash);
 end;
 $function$;
-comment on function rowgate.exchange_oauth2_authorization_code(text,bytea,bytea,text,text,bytea,bytea,bytea) is '@behavior -*
+comment on function rowgate.exchange_oauth2_authorization_code(text,bytea,text,bytea,text,text,bytea,bytea,bytea) is '@behavior -*
 The authorization_code grant of the token endpoint.';
-grant execute on function rowgate.exchange_oauth2_authorization_code(text,bytea,bytea,text,text,bytea,bytea,bytea) to rowgate_anonymous;
+grant execute on function rowgate.exchange_oauth2_authorization_code(text,bytea,text,bytea,text,text,bytea,bytea,bytea) to rowgate_anonymous;
 
--- Function rowgate.introspect_oauth2_token(text,bytea,bytea)
-CREATE OR REPLACE FUNCTION rowgate.introspect_oauth2_token(p_client_id text, p_client_secret_hash bytea, p_token_hash bytea)
+-- Function rowgate.introspect_oauth2_token(text,bytea,text,bytea)
+CREATE OR REPLACE FUNCTION rowgate.introspect_oauth2_token(p_client_id text, p_client_secret_hash bytea, p_client_auth_method text, p_token_hash bytea)
  RETURNS TABLE(status text, active boolean, token_type text, scopes text[], user_id uuid, username text, organization_id uuid, expires_at timestamp with time zone, issued_at timestamp with time zone)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -1671,7 +1671,7 @@ CREATE OR REPLACE FUNCTION rowgate.introspect_oauth2_token(p_client_id text, p_c
 AS $function$
 #variable_conflict use_column
 declare
-  v_client rowgate.oauth2_clients := rowgate_private.authenticate_oauth2_client(p_client_id, p_client_secret_hash);
+  v_client rowgate.oauth2_clients := rowgate_private.authenticate_oauth2_client(p_client_id, p_client_secret_hash, p_client_auth_method);
 begin
   if v_client.client_id is null then
     return query select 'invalid_client'::text, false, null::text, null::text[], null::uuid, null::text, null::uuid,
@@ -1697,9 +1697,9 @@ begin
   end if;
 end;
 $function$;
-comment on function rowgate.introspect_oauth2_token(text,bytea,bytea) is '@behavior -*
+comment on function rowgate.introspect_oauth2_token(text,bytea,text,bytea) is '@behavior -*
 RFC 7662 token introspection.';
-grant execute on function rowgate.introspect_oauth2_token(text,bytea,bytea) to rowgate_anonymous;
+grant execute on function rowgate.introspect_oauth2_token(text,bytea,text,bytea) to rowgate_anonymous;
 
 -- Function rowgate.oauth2_scopes_supported()
 CREATE OR REPLACE FUNCTION rowgate.oauth2_scopes_supported()
@@ -1753,8 +1753,8 @@ $function$;
 comment on function rowgate.redeliver_webhook_event(uuid,uuid) is '@behavior -*';
 grant execute on function rowgate.redeliver_webhook_event(uuid,uuid) to rowgate_organization, rowgate_user;
 
--- Function rowgate.refresh_oauth2_token(text,bytea,bytea,text[],bytea,bytea,bytea)
-CREATE OR REPLACE FUNCTION rowgate.refresh_oauth2_token(p_client_id text, p_client_secret_hash bytea, p_refresh_token_hash bytea, p_scopes text[], p_user_token_hash bytea, p_organization_token_hash bytea, p_new_refresh_token_hash bytea)
+-- Function rowgate.refresh_oauth2_token(text,bytea,text,bytea,text[],bytea,bytea,bytea)
+CREATE OR REPLACE FUNCTION rowgate.refresh_oauth2_token(p_client_id text, p_client_secret_hash bytea, p_client_auth_method text, p_refresh_token_hash bytea, p_scopes text[], p_user_token_hash bytea, p_organization_token_hash bytea, p_new_refresh_token_hash bytea)
  RETURNS TABLE(status text, description text, token_kind text, scopes text[], expires_at timestamp with time zone)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -1762,7 +1762,7 @@ CREATE OR REPLACE FUNCTION rowgate.refresh_oauth2_token(p_client_id text, p_clie
 AS $function$
 #variable_conflict use_column
 declare
-  v_client rowgate.oauth2_clients := rowgate_private.authenticate_oauth2_client(p_client_id, p_client_secret_hash);
+  v_client rowgate.oauth2_clients := rowgate_private.authenticate_oauth2_client(p_client_id, p_client_secret_hash, p_client_auth_method);
   v_token rowgate_private.oauth2_refresh_tokens;
   v_family rowgate_private.oauth2_token_families;
   v_scopes text[];
@@ -1814,9 +1814,9 @@ begin
       p_new_refresh_token_hash);
 end;
 $function$;
-comment on function rowgate.refresh_oauth2_token(text,bytea,bytea,text[],bytea,bytea,bytea) is '@behavior -*
+comment on function rowgate.refresh_oauth2_token(text,bytea,text,bytea,text[],bytea,bytea,bytea) is '@behavior -*
 The refresh_token grant of the token endpoint, with rotation and reuse detection.';
-grant execute on function rowgate.refresh_oauth2_token(text,bytea,bytea,text[],bytea,bytea,bytea) to rowgate_anonymous;
+grant execute on function rowgate.refresh_oauth2_token(text,bytea,text,bytea,text[],bytea,bytea,bytea) to rowgate_anonymous;
 
 -- Function rowgate.register_oauth2_client(text,text,text[],text[],text,bytea)
 CREATE OR REPLACE FUNCTION rowgate.register_oauth2_client(p_client_id text, p_client_name text, p_redirect_uris text[], p_scopes text[], p_token_endpoint_auth_method text, p_secret_hash bytea)
@@ -1908,15 +1908,15 @@ comment on function rowgate.revoke_current_session() is '@behavior -*
 Signs out: revokes the web session of this request.';
 grant execute on function rowgate.revoke_current_session() to rowgate_user;
 
--- Function rowgate.revoke_oauth2_token(text,bytea,bytea)
-CREATE OR REPLACE FUNCTION rowgate.revoke_oauth2_token(p_client_id text, p_client_secret_hash bytea, p_token_hash bytea)
+-- Function rowgate.revoke_oauth2_token(text,bytea,text,bytea)
+CREATE OR REPLACE FUNCTION rowgate.revoke_oauth2_token(p_client_id text, p_client_secret_hash bytea, p_client_auth_method text, p_token_hash bytea)
  RETURNS text
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
 declare
-  v_client rowgate.oauth2_clients := rowgate_private.authenticate_oauth2_client(p_client_id, p_client_secret_hash);
+  v_client rowgate.oauth2_clients := rowgate_private.authenticate_oauth2_client(p_client_id, p_client_secret_hash, p_client_auth_method);
 begin
   if v_client.client_id is null then
     return 'invalid_client';
@@ -1929,9 +1929,9 @@ begin
   return 'ok';
 end;
 $function$;
-comment on function rowgate.revoke_oauth2_token(text,bytea,bytea) is '@behavior -*
+comment on function rowgate.revoke_oauth2_token(text,bytea,text,bytea) is '@behavior -*
 RFC 7009 token revocation.';
-grant execute on function rowgate.revoke_oauth2_token(text,bytea,bytea) to rowgate_anonymous;
+grant execute on function rowgate.revoke_oauth2_token(text,bytea,text,bytea) to rowgate_anonymous;
 
 -- Function rowgate.revoke_personal_access_token(uuid)
 CREATE OR REPLACE FUNCTION rowgate.revoke_personal_access_token(p_id uuid)
@@ -2702,8 +2702,8 @@ end;
 $function$;
 grant execute on function rowgate_private.authenticate(text,bytea) to rowgate_authenticator;
 
--- Function rowgate_private.authenticate_oauth2_client(text,bytea)
-CREATE OR REPLACE FUNCTION rowgate_private.authenticate_oauth2_client(p_client_id text, p_secret_hash bytea)
+-- Function rowgate_private.authenticate_oauth2_client(text,bytea,text)
+CREATE OR REPLACE FUNCTION rowgate_private.authenticate_oauth2_client(p_client_id text, p_secret_hash bytea, p_method text)
  RETURNS rowgate.oauth2_clients
  LANGUAGE plpgsql
  STABLE
@@ -2714,7 +2714,7 @@ declare
 begin
   select c.* into v_client from rowgate.oauth2_clients c join rowgate.users u on u.id = c.user_id
     where c.client_id = p_client_id and c.deleted_at is null and u.deleted_at is null;
-  if v_client.client_id is null then
+  if v_client.client_id is null or v_client.token_endpoint_auth_method is distinct from p_method then
     return null;
   elsif v_client.token_endpoint_auth_method = 'none' then
     return case when p_secret_hash is null then v_client end;

@@ -802,6 +802,59 @@ describe('the token endpoint: client authentication and malformed requests', () 
   });
 });
 
+describe('a client authenticates the way it registered (token_endpoint_auth_method), at every endpoint that authenticates it', () => {
+  const METHODS = ['client_secret_basic', 'client_secret_post', 'none'] as const;
+  type Method = (typeof METHODS)[number];
+  /** POST a form as the client, authenticated by `method` (with its secret, or one it does not have) */
+  function as(method: Method, client: Client, path: string, params: Record<string, string | undefined>) {
+    const headers: Record<string, string> = { ...FORM };
+    const body = { ...params };
+    if (method === 'client_secret_basic') headers.authorization = basic(client.client_id, client.client_secret ?? '');
+    else if (method === 'client_secret_post')
+      Object.assign(body, { client_id: client.client_id, client_secret: client.client_secret ?? 'rg_cs_none' });
+    else body.client_id = client.client_id;
+    return app.request('POST', path, { rawBody: form(body), headers });
+  }
+  let user: TestUser;
+  beforeAll(async () => {
+    user = await app.user();
+  });
+
+  describe.each(METHODS)('registered with %s', (registered) => {
+    let client: Client;
+    let issued: { access_token: string; refresh_token: string };
+    beforeAll(async () => {
+      client = registered === 'none' ? await publicClient(user) : await register(user, { token_endpoint_auth_method: registered });
+      const g = await grant(user, client);
+      const res = await as(registered, client, '/v1/oauth2/token', {
+        grant_type: 'authorization_code',
+        code: g.code,
+        redirect_uri: g.redirect,
+        code_verifier: g.verifier,
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      issued = res.body;
+    });
+
+    test.each(METHODS.filter((m) => m !== registered))('%s is refused like a wrong secret; the code is not spent', async (used) => {
+      const g = await grant(user, client);
+      const code = { grant_type: 'authorization_code', code: g.code, redirect_uri: g.redirect, code_verifier: g.verifier };
+      expectOAuth2Error(await as(used, client, '/v1/oauth2/token', code), 401, 'invalid_client');
+      expectOAuth2Error(
+        await as(used, client, '/v1/oauth2/token', { grant_type: 'refresh_token', refresh_token: issued.refresh_token }),
+        401,
+        'invalid_client',
+      );
+      expectOAuth2Error(await as(used, client, '/v1/oauth2/introspect', { token: issued.access_token }), 401, 'invalid_client');
+      expectOAuth2Error(await as(used, client, '/v1/oauth2/revoke', { token: issued.access_token }), 401, 'invalid_client');
+      // the registered way still works: nothing was spent or revoked by the refused attempts
+      expect((await as(registered, client, '/v1/oauth2/token', code)).status).toBe(200);
+      const introspected = await as(registered, client, '/v1/oauth2/introspect', { token: issued.access_token });
+      expect(introspected.body.active).toBe(true);
+    });
+  });
+});
+
 describe('refresh tokens: rotation and reuse detection', () => {
   let user: TestUser;
   let client: Client;

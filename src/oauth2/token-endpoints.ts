@@ -7,7 +7,7 @@ import { type CredentialKind, generateToken, hashToken, randomToken } from '../a
 import { OAuth2Error, oauth2InvalidClient, oauth2InvalidRequest } from '../http/errors.ts';
 import { anonymousRoute } from '../http/route.ts';
 import { issuer, scopeList } from './authorize-request.ts';
-import { clientCredentials, clientHashes } from './client-auth.ts';
+import { clientArguments, clientCredentials } from './client-auth.ts';
 import { Introspection, Revoked, TokenByValue, TokenRequest, TokenResponse } from './schemas.ts';
 
 /** RFC 7636 §4.2: BASE64URL(SHA256(ASCII(code_verifier))) */
@@ -46,7 +46,7 @@ export const tokenRoutes = [
     operationId: 'oauth2:token',
     summary: 'Exchange a code or a refresh token for tokens',
     description:
-      'The token endpoint (RFC 6749 §4.1.3 and §6; form-encoded, JSON accepted too). The client authenticates with HTTP Basic (`client_secret_basic`), `client_id` + `client_secret` in the body (`client_secret_post`), or, public clients, `client_id` alone. `authorization_code` needs `code`, `redirect_uri` and the PKCE `code_verifier`; `refresh_token` rotates the refresh token: a used one presented again revokes every token of its grant.',
+      'The token endpoint (RFC 6749 §4.1.3 and §6; form-encoded, JSON accepted too). The client authenticates the way it registered (its `token_endpoint_auth_method`): HTTP Basic (`client_secret_basic`), `client_id` + `client_secret` in the body (`client_secret_post`), or, public clients, `client_id` alone; another way is 401 `invalid_client`. `authorization_code` needs `code`, `redirect_uri` and the PKCE `code_verifier`; `refresh_token` rotates the refresh token: a used one presented again revokes every token of its grant.',
     body: TokenRequest,
     status: 200,
     response: TokenResponse,
@@ -70,9 +70,9 @@ export const tokenRoutes = [
           throw oauth2InvalidRequest('code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~');
         }
         const row = await tx.one<GrantRow>(
-          'select status, description, token_kind, scopes, expires_at from rowgate.exchange_oauth2_authorization_code($1, $2, $3, $4, $5, $6, $7, $8)',
+          'select status, description, token_kind, scopes, expires_at from rowgate.exchange_oauth2_authorization_code($1, $2, $3, $4, $5, $6, $7, $8, $9)',
           [
-            ...clientHashes(secret, client),
+            ...clientArguments(secret, client),
             hashToken(secret, body.code),
             body.redirect_uri,
             body.code_verifier ? s256(body.code_verifier) : null,
@@ -84,8 +84,8 @@ export const tokenRoutes = [
       if (body.grant_type === 'refresh_token') {
         if (!body.refresh_token) throw oauth2InvalidRequest('refresh_token is required');
         const row = await tx.one<GrantRow>(
-          'select status, description, token_kind, scopes, expires_at from rowgate.refresh_oauth2_token($1, $2, $3, $4, $5, $6, $7)',
-          [...clientHashes(secret, client), hashToken(secret, body.refresh_token), scopeList(body.scope), ...grantHashes],
+          'select status, description, token_kind, scopes, expires_at from rowgate.refresh_oauth2_token($1, $2, $3, $4, $5, $6, $7, $8)',
+          [...clientArguments(secret, client), hashToken(secret, body.refresh_token), scopeList(body.scope), ...grantHashes],
         );
         return tokenAnswer(res, row, tokens, refreshToken);
       }
@@ -106,8 +106,8 @@ export const tokenRoutes = [
     errors: [401],
     handler: async ({ tx, body, secret, req }) => {
       const client = clientCredentials(req, body);
-      const row = await tx.one<{ status: string }>('select rowgate.revoke_oauth2_token($1, $2, $3) as status', [
-        ...clientHashes(secret, client),
+      const row = await tx.one<{ status: string }>('select rowgate.revoke_oauth2_token($1, $2, $3, $4) as status', [
+        ...clientArguments(secret, client),
         hashToken(secret, body.token),
       ]);
       if (row?.status !== 'ok') return oauth2InvalidClient();
@@ -139,8 +139,8 @@ export const tokenRoutes = [
         expires_at: string | null;
         issued_at: string | null;
       }>(
-        'select status, active, token_type, scopes, user_id, username, organization_id, expires_at, issued_at from rowgate.introspect_oauth2_token($1, $2, $3)',
-        [...clientHashes(secret, client), hashToken(secret, body.token)],
+        'select status, active, token_type, scopes, user_id, username, organization_id, expires_at, issued_at from rowgate.introspect_oauth2_token($1, $2, $3, $4)',
+        [...clientArguments(secret, client), hashToken(secret, body.token)],
       );
       if (row?.status !== 'ok') return oauth2InvalidClient();
       res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' });
