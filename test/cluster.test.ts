@@ -336,40 +336,77 @@ describe('rate limits: one allowance for the whole server, whichever worker a re
     expect(served).toBeLessThanOrEqual(QUOTA * (Math.ceil(seconds) + 1) + 2 * Math.floor(QUOTA / 10));
   }, 30_000);
 
-  test("a credential seen to authenticate by one worker is known to the other: its address's refusal does not refuse it there", async () => {
-    const fresh = await seed(server, { products: 1, customers: 1, orders: 1 });
-    const address = '192.0.2.88';
-    // each on a connection of its own: the primary deals them to the workers in turn
-    const one = (token?: string) =>
-      new Promise<{ status: number; id: string }>((resolve) => {
-        const headers: Record<string, string> = { 'x-forwarded-for': address };
-        if (token) headers.authorization = `Bearer ${token}`;
-        const req = http.get(`${server.url}/v1/products/?limit=1`, { agent: false, headers }, (res) => {
-          res.resume();
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, id: String(res.headers['x-request-id']) }));
-        });
-        req.on('error', () => resolve({ status: 0, id: '' }));
+  /** a GET from `address`, on a connection of its own (the primary deals them to the workers in turn) */
+  const from = (address: string, token?: string) =>
+    new Promise<{ status: number; id: string; policy: string }>((resolve) => {
+      const headers: Record<string, string> = { 'x-forwarded-for': address };
+      if (token) headers.authorization = `Bearer ${token}`;
+      const req = http.get(`${server.url}/v1/products/?limit=1`, { agent: false, headers }, (res) => {
+        res.resume();
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            id: String(res.headers['x-request-id']),
+            policy: String(res.headers['ratelimit-policy']),
+          }),
+        );
       });
-    // the credential's first request: one worker sees it authenticate
-    const first = await one(fresh.token);
-    expect(first.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 300));
-    // an anonymous flood from the same address, on both workers, while the credential goes on
+      req.on('error', () => resolve({ status: 0, id: '', policy: '' }));
+    });
+  /** `during` runs while the address is flooded with anonymous requests on both workers; the flood's statuses */
+  async function whileFlooded<T>(address: string, during: () => Promise<T>): Promise<{ result: T; flood: number[] }> {
     let flooding = true;
     const flood = (async () => {
       const statuses: number[] = [];
-      while (flooding) statuses.push(...(await Promise.all(Array.from({ length: 8 }, () => one()))).map((a) => a.status));
+      while (flooding) statuses.push(...(await Promise.all(Array.from({ length: 8 }, () => from(address)))).map((a) => a.status));
       return statuses;
     })();
     await new Promise((r) => setTimeout(r, 300));
-    const signedIn = [];
-    for (let i = 0; i < 16; i++) signedIn.push(await one(fresh.token));
-    flooding = false;
-    const anonymous = await flood;
-    expect(anonymous.filter((s) => s === 429).length).toBeGreaterThan(0);
+    try {
+      return { result: await during(), flood: await ((flooding = false), flood) };
+    } finally {
+      flooding = false;
+    }
+  }
+
+  test("a credential seen to authenticate by one worker is known to the other: its address's refusal does not refuse it there", async () => {
+    const fresh = await seed(server, { products: 1, customers: 1, orders: 1 });
+    const address = '192.0.2.88';
+    // the credential's first request: one worker sees it authenticate
+    expect((await from(address, fresh.token)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 300));
+    const { result: signedIn, flood } = await whileFlooded(address, async () => {
+      const answers = [];
+      for (let i = 0; i < 16; i++) answers.push(await from(address, fresh.token));
+      return answers;
+    });
+    expect(flood.filter((s) => s === 429).length).toBeGreaterThan(0);
     // without the workers telling each other, about half of these were 429: the other worker had never seen it
     expect(signedIn.map((a) => a.status)).toEqual(Array(16).fill(200));
     expect(await logged(signedIn.map((a) => a.id))).toBe(true);
+  }, 30_000);
+
+  test("a credential one worker saw refused (401) is forgotten by the other: its address's refusal reaches it there too", async () => {
+    const fresh = await seed(server, { products: 1, customers: 1, orders: 1 });
+    const address = '192.0.2.89';
+    // both workers see it authenticate, then it is revoked
+    for (let i = 0; i < 4; i++) expect((await from(address, fresh.token)).status).toBe(200);
+    const owner = new pg.Client({ connectionString: server.ownerUrl });
+    await owner.connect();
+    await owner.query('delete from rowgate_private.access_token_hashes where token_hash = $1', [
+      hashToken(server.state.secret, fresh.token),
+    ]);
+    await owner.end();
+    // one worker sees its 401, and tells the other
+    expect((await from(address, fresh.token)).status).toBe(401);
+    await new Promise((r) => setTimeout(r, 300));
+    const { result: revoked } = await whileFlooded(address, async () => {
+      const answers = [];
+      for (let i = 0; i < 12; i++) answers.push(await from(address, fresh.token));
+      return answers;
+    });
+    // without the telling, the worker that had not seen the 401 still spared the address: 401s from the database
+    expect(revoked.map((a) => [a.status, a.policy])).toEqual(Array(12).fill([429, '"anonymous";q=30;w=1']));
   }, 30_000);
 
   test('wrong sign-in codes sent at once: about ten tried, the rest refused before they are', async () => {

@@ -12,16 +12,25 @@
 // an exact order); the older generation goes whole once the current one holds
 // `kept`, so at most twice that many are held.
 //
-// A cluster's workers tell each other the keys they see for the first time
-// (src/http/server.ts): a client's next connection may reach another worker,
-// which would otherwise take its credential for one never seen, and refuse it
-// while its address is refused.
+// A cluster's workers tell each other what they learn (src/http/server.ts): a
+// client's next connection may reach another worker, which would otherwise
+// take its credential for one never seen, and refuse it while its address is
+// refused. A key is told when it enters the current generation (first seen, or
+// seen again after a generation went by: a worker that dropped it learns it
+// back), and when a 401 ends it (the others stop sparing its address). News
+// crosses news: a worker's "seen" told just before another's 401 may arrive
+// after it, so a key a 401 ended is not learned back from others for a second
+// (its own worker's next authentication would bring it back at once).
 export class RecentCredentials {
   private current = new Map<string, true>();
   private previous = new Map<string, true>();
   private readonly generationSize: number;
-  /** told of each key added that was not held (the other workers learn it) */
-  onNew?: (key: string) => void;
+  /** told of a key entering the current generation */
+  onRemembered?: (key: string) => void;
+  /** told of a held key a 401 ended */
+  onForgotten?: (key: string) => void;
+  /** held keys a 401 ended lately, and when (ms): what others said of them before they knew is stale */
+  private readonly ended = new Map<string, number>();
 
   constructor(kept = RECENT_CREDENTIALS_KEPT) {
     this.generationSize = Math.max(1, kept);
@@ -31,16 +40,30 @@ export class RecentCredentials {
     return this.current.has(key) || this.previous.has(key);
   }
 
+  /** A credential that authenticated */
   add(key: string): void {
     if (this.current.has(key)) return;
-    const known = this.previous.delete(key);
+    if (this.ended.size) this.ended.delete(key);
+    this.previous.delete(key);
     this.keep(key);
-    if (!known) this.onNew?.(key);
+    this.onRemembered?.(key);
   }
 
-  /** Keys another worker saw authenticate: held as if seen here, and not told again */
-  learn(keys: readonly string[]): void {
-    for (const key of keys) if (!this.current.has(key)) this.previous.delete(key), this.keep(key);
+  /** A credential that did not (a 401) */
+  delete(key: string): void {
+    if (this.forget(key)) this.onForgotten?.(key);
+  }
+
+  /** What another worker told: held or dropped as if seen here, and not told again */
+  learn(remembered: readonly string[], forgotten: readonly string[] = [], now = Date.now()): void {
+    for (const key of remembered) {
+      if (this.current.has(key)) continue;
+      const ended = this.ended.get(key);
+      if (ended !== undefined && now - ended < STALE_NEWS_MS) continue;
+      this.previous.delete(key);
+      this.keep(key);
+    }
+    for (const key of forgotten) this.forget(key, now);
   }
 
   private keep(key: string): void {
@@ -51,11 +74,20 @@ export class RecentCredentials {
     }
   }
 
-  delete(key: string): void {
-    this.current.delete(key);
-    this.previous.delete(key);
+  private forget(key: string, now = Date.now()): boolean {
+    const held = this.previous.delete(key) || this.current.delete(key);
+    if (!held) return false;
+    if (this.ended.size >= this.generationSize) {
+      for (const [other, at] of this.ended) if (now - at >= STALE_NEWS_MS) this.ended.delete(other);
+      if (this.ended.size >= this.generationSize) this.ended.clear();
+    }
+    this.ended.set(key, now);
+    return true;
   }
 }
+
+/** How long news from other workers of a key a 401 ended is taken for stale: theirs is told within tens of milliseconds */
+const STALE_NEWS_MS = 1_000;
 
 /** a key is a SHA-256 in base64 (44 characters) */
 const RECENT_CREDENTIALS_KEPT = 10_000;

@@ -33,11 +33,11 @@ export interface Listening {
  * - With standbys, the credential's write position, or its GraphQL mutation's
  *   hold: its next read through another worker waits for (or goes to) data
  *   that recent, as through this one (src/db/consistency.ts).
- * - The keys of credentials it saw authenticate for the first time
+ * - The keys of credentials it saw authenticate, or saw refused with a 401
  *   (src/auth/recent-credentials.ts): told in batches, nothing waits for them.
  * Each worker gets TELL_WAIT_MS (one starting or stuck holds no write for longer).
  */
-export type News = { forget: string } | { authenticated: string[] } | ConsistencyNews;
+export type News = { forget: string } | { credentials: { remembered: string[]; forgotten: string[] } } | ConsistencyNews;
 
 export interface Peers {
   /** the other workers take the news in; resolves once they have (or the wait is over) */
@@ -56,27 +56,29 @@ export const RATE_COUNTS_WAIT_MS = 1_000;
 /** The keys one worker's spending took past their allowance, told to the others */
 export const RATE_REFUSED = 'rowgate:rate-refused';
 
-/** How long keys seen for the first time gather before they are told, and the most one telling carries */
-export const AUTHENTICATED_BATCH_MS = 20;
-export const AUTHENTICATED_BATCH_KEYS = 1_000;
+/** How long credentials' keys gather before they are told, and the most one telling carries of each kind */
+export const CREDENTIALS_BATCH_MS = 20;
+export const CREDENTIALS_BATCH_KEYS = 1_000;
 
 /**
- * One key at a time in, told in batches every AUTHENTICATED_BATCH_MS: a burst of
- * new credentials costs the primary one message a batch, not one a key. What
- * the others do not learn (a batch past its bound, a telling that fails) costs
- * only what a key never seen costs: its next request there spends its address's
- * allowance too.
+ * Keys in one at a time, told in batches every CREDENTIALS_BATCH_MS: a burst
+ * of them costs the primary one message a batch, not one a key. What the
+ * others do not learn (a batch past its bound, a telling that fails) costs
+ * what a key never seen costs: its next request there spends its address's
+ * allowance too (or, for a key a 401 ended, its credential's allowance until
+ * that worker sees its own 401).
  */
-export function tellInBatches(tell: (keys: string[]) => Promise<void>): (key: string) => void {
-  let pending: string[] = [];
+export function tellInBatches(tell: (news: { remembered: string[]; forgotten: string[] }) => Promise<void>) {
+  let batch = { remembered: [] as string[], forgotten: [] as string[] };
   let timer: NodeJS.Timeout | undefined;
-  return (key) => {
-    if (pending.length < AUTHENTICATED_BATCH_KEYS) pending.push(key);
+  const add = (list: 'remembered' | 'forgotten') => (key: string) => {
+    if (batch[list].length < CREDENTIALS_BATCH_KEYS) batch[list].push(key);
     timer ??= setTimeout(() => {
       timer = undefined;
-      const keys = pending;
-      pending = [];
-      tell(keys).catch(() => {});
-    }, AUTHENTICATED_BATCH_MS).unref();
+      const told = batch;
+      batch = { remembered: [], forgotten: [] };
+      tell(told).catch(() => {});
+    }, CREDENTIALS_BATCH_MS).unref();
   };
+  return { remembered: add('remembered'), forgotten: add('forgotten') };
 }

@@ -193,10 +193,14 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       trustedProxies: trustedProxies(config.ROWGATE_TRUST_PROXY),
       recentCredentials,
     };
-    if (peers) recentCredentials.onNew = tellInBatches((keys) => peers.tell({ authenticated: keys }));
+    if (peers) {
+      const told = tellInBatches((credentials) => peers.tell({ credentials }));
+      recentCredentials.onRemembered = told.remembered;
+      recentCredentials.onForgotten = told.forgotten;
+    }
     peers?.listen((news) => {
       if ('forget' in news) answerCache?.forget(news.forget);
-      else if ('authenticated' in news) recentCredentials.learn(Array.isArray(news.authenticated) ? news.authenticated : []);
+      else if ('credentials' in news) recentCredentials.learn(news.credentials.remembered ?? [], news.credentials.forgotten ?? []);
       else consistency.learn(news);
     });
     const app = createApp({
