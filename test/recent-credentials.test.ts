@@ -79,4 +79,8 @@ test("another worker's news that a key was seen, crossing this worker's 401 of i
   recent.delete('b');
   recent.learn(['b']);
   expect(recent.has('b')).toBe(true);
+  // another worker's 401 of a key not held here marks it too: a third worker's stale "seen" may follow
+  recent.learn([], ['c']);
+  recent.learn(['c']);
+  expect(recent.has('c')).toBe(false);
 });

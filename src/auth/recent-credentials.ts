@@ -63,7 +63,8 @@ export class RecentCredentials {
       this.previous.delete(key);
       this.keep(key);
     }
-    for (const key of forgotten) this.forget(key, now);
+    // marked even when not held here: another worker's stale "seen" may still be on its way
+    for (const key of forgotten) if (!this.forget(key, now)) this.markEnded(key, now);
   }
 
   private keep(key: string): void {
@@ -76,13 +77,19 @@ export class RecentCredentials {
 
   private forget(key: string, now = Date.now()): boolean {
     const held = this.previous.delete(key) || this.current.delete(key);
-    if (!held) return false;
-    if (this.ended.size >= this.generationSize) {
-      for (const [other, at] of this.ended) if (now - at >= STALE_NEWS_MS) this.ended.delete(other);
-      if (this.ended.size >= this.generationSize) this.ended.clear();
+    if (held) this.markEnded(key, now);
+    return held;
+  }
+
+  /** Remembers when a 401 ended the key, oldest first (Map order), at most a generation of them */
+  private markEnded(key: string, now: number): void {
+    this.ended.delete(key);
+    // the oldest go first: the stale ones, then, if a flood keeps the map full, the oldest of the fresh
+    for (const [other, at] of this.ended) {
+      if (this.ended.size < this.generationSize && now - at < STALE_NEWS_MS) break;
+      this.ended.delete(other);
     }
     this.ended.set(key, now);
-    return true;
   }
 }
 

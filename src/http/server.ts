@@ -200,8 +200,10 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     }
     peers?.listen((news) => {
       if ('forget' in news) answerCache?.forget(news.forget);
-      else if ('credentials' in news) recentCredentials.learn(news.credentials.remembered ?? [], news.credentials.forgotten ?? []);
-      else consistency.learn(news);
+      else if ('credentials' in news) {
+        const { remembered, forgotten } = news.credentials ?? {};
+        recentCredentials.learn(Array.isArray(remembered) ? remembered : [], Array.isArray(forgotten) ? forgotten : []);
+      } else consistency.learn(news);
     });
     const app = createApp({
       forgetElsewhere: answerCache && peers ? (users) => peers.tell({ forget: users }) : undefined,
