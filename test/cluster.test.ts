@@ -269,6 +269,8 @@ describe('two workers on one port', () => {
 
 describe('rate limits: one allowance for the whole server, whichever worker a request reaches', () => {
   const QUOTA = 50;
+  /** the most one credential may be served in `seconds` by the two workers together */
+  const upperBound = (seconds: number) => QUOTA + Math.ceil(seconds) * (QUOTA + 2 * Math.floor(QUOTA / 10));
   /** the addresses' (each test sends from its own, or many requests that authenticate) */
   const ANONYMOUS_QUOTA = 30;
   let server: ServerProcess;
@@ -302,10 +304,12 @@ describe('rate limits: one allowance for the whole server, whichever worker a re
     const answers = await burst(`${server.url}/v1/products/?limit=1`, 600, 16, data.token);
     const seconds = (performance.now() - started) / 1000;
     const served = answers.filter((a) => a.status === 200);
-    // the window (QUOTA a second) and the burst allowance (QUOTA), and what the workers may let through before
-    // the primary has counted it: a tenth of the quota each. Counted per worker, both would have served twice
+    // the burst allowance (QUOTA), and each second's window (QUOTA) with what the workers may let through before
+    // the primary has counted it, a tenth of the quota each, once a window (a burst stretched past one second by
+    // a loaded machine served 167 of the 160 a bound counting that lead once allowed). Counted per worker, both
+    // would have served twice
     expect(served.length).toBeGreaterThanOrEqual(QUOTA);
-    expect(served.length).toBeLessThanOrEqual(QUOTA * (Math.ceil(seconds) + 1) + 2 * Math.floor(QUOTA / 10));
+    expect(served.length).toBeLessThanOrEqual(upperBound(seconds));
     expect(answers.filter((a) => a.status === 429).length).toBeGreaterThan(0);
     expect(await logged(served.map((a) => a.id))).toBe(true);
     const other = await burst(`${server.url}/v1/products/?limit=1`, 20, 4, data.otherToken);
@@ -333,7 +337,7 @@ describe('rate limits: one allowance for the whole server, whichever worker a re
     const served = statuses.filter((s) => s === 200).length;
     // a hostile review saw 80 of 40 served this way when each worker decided until its first report
     expect(served).toBeGreaterThanOrEqual(QUOTA);
-    expect(served).toBeLessThanOrEqual(QUOTA * (Math.ceil(seconds) + 1) + 2 * Math.floor(QUOTA / 10));
+    expect(served).toBeLessThanOrEqual(upperBound(seconds));
   }, 30_000);
 
   /** a GET from `address`, on a connection of its own (the primary deals them to the workers in turn) */

@@ -63,7 +63,7 @@ export const OAuth2ClientRead = z
     scope: doc(z.string(), 'The scopes the client may ask for, space-separated.', 'user:read products_read'),
     token_endpoint_auth_method: doc(
       z.enum(AUTH_METHODS),
-      'How the client authenticates at the token endpoint: `client_secret_basic`, `client_secret_post`, or `none` (a public client, which must use PKCE).',
+      'How the client authenticates at the token, revocation and introspection endpoints, and the only way it may: `client_secret_basic` (HTTP Basic), `client_secret_post` (the secret in the body), or `none` (a public client, `client_id` alone, which must use PKCE).',
       'client_secret_basic',
     ),
     grant_types: doc(z.array(z.enum(GRANT_TYPES)), 'The grants the client uses.', ['authorization_code', 'refresh_token']),
@@ -93,7 +93,7 @@ export const OAuth2ClientRegistration = z
     ).optional(),
     token_endpoint_auth_method: doc(
       z.enum(AUTH_METHODS).default('client_secret_basic'),
-      '`client_secret_basic` (default) or `client_secret_post`: a confidential client, given a secret; `none`: a public client (a native or browser app), which must use PKCE.',
+      '`client_secret_basic` (default: HTTP Basic) or `client_secret_post` (the secret in the body): a confidential client, given a secret; `none`: a public client (a native or browser app, `client_id` alone), which must use PKCE. The client then authenticates this way only: another is 401 `invalid_client`.',
       'client_secret_basic',
     ),
     grant_types: doc(z.array(z.enum(GRANT_TYPES)).min(1).optional(), 'The grants the client will use; both are always available.', [
