@@ -1155,7 +1155,8 @@ describe('the OpenAPI document describes the OAuth2 endpoints as they answer', (
     const doc = (await app.get('/v1/openapi.json')).body;
     const op = doc.paths['/v1/oauth2/token'].post;
     expect(Object.keys(op.requestBody.content)).toEqual(['application/x-www-form-urlencoded', 'application/json']);
-    expect(op.security).toEqual([]);
+    // the client's own credentials: HTTP Basic, or in the body (no header)
+    expect(op.security).toEqual([{ oauth2Client: [] }, {}]);
     expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '413', '415', '503']);
     expect(op.responses['400'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/OAuth2Error' });
     expect(doc.components.schemas.OAuth2Error.properties).toHaveProperty('error_description');

@@ -199,7 +199,7 @@ describe('GET /v1/openapi.json', () => {
     expect(document.info).toMatchObject({ title: expect.any(String), version: expect.any(String) });
     expect(Object.keys(document.paths).length).toBeGreaterThan(0);
     expect(Object.keys(document.components.schemas).length).toBeGreaterThan(0);
-    expect(Object.keys(document.components.securitySchemes).sort()).toEqual(['bearer', 'oauth2', 'session']);
+    expect(Object.keys(document.components.securitySchemes).sort()).toEqual(['bearer', 'oauth2', 'oauth2Client', 'session']);
   });
 
   test('every schema, property and parameter has a description and an example', () => {
@@ -266,6 +266,18 @@ describe('GET /v1/openapi.json', () => {
     expect(query.filter((p) => /\[0-9\]/.test(p.schema?.pattern ?? '')).map((p) => p.name)).toEqual([]);
   });
 
+  test("the OAuth2 client's own credentials: HTTP Basic offered at the three endpoints that authenticate it, and only there", () => {
+    expect(document.components.securitySchemes.oauth2Client).toMatchObject({ type: 'http', scheme: 'basic' });
+    const offering = Object.entries(document.paths as Record<string, Json>).flatMap(([path, item]) =>
+      METHODS.filter((m) => (item[m]?.security ?? []).some((r: Json) => 'oauth2Client' in r)).map((m) => `${m} ${path}`),
+    );
+    expect(offering.sort()).toEqual(['post /v1/oauth2/introspect', 'post /v1/oauth2/revoke', 'post /v1/oauth2/token']);
+    for (const path of ['/v1/oauth2/token', '/v1/oauth2/revoke', '/v1/oauth2/introspect']) {
+      expect(document.paths[path].post.security).toEqual([{ oauth2Client: [] }, {}]);
+      expect(document.paths[path].post.description).toContain('only the way it registered');
+    }
+  });
+
   test('the health endpoints are documented, without credentials', () => {
     expect(document.paths['/healthz'].get).toMatchObject({ security: [], responses: { 200: expect.any(Object) } });
     expect(document.paths['/readyz'].get).toMatchObject({ security: [], responses: { 200: expect.any(Object), 503: expect.any(Object) } });
@@ -325,11 +337,14 @@ describe('GET /v1/openapi.json', () => {
       const { credentials, scopes } = route.access;
       // any one of the scopes will do: one OAuth2 requirement per scope (one listing them all would ask for all)
       const oauth2 = credentials.some((k) => k.startsWith('oauth2_'));
-      const expected = [
-        ...(oauth2 ? scopes.map((s) => ({ oauth2: [s] })) : []),
-        ...(credentials.some((k) => k !== 'web_session') ? [{ bearer: [] }] : []),
-        ...(credentials.includes('web_session') ? [{ session: [] }] : []),
-      ];
+      const expected = route.clientAuthentication
+        ? // the OAuth2 client's own: HTTP Basic, or nothing in a header (the body carries it)
+          [{ oauth2Client: [] }, {}]
+        : [
+            ...(oauth2 ? scopes.map((s) => ({ oauth2: [s] })) : []),
+            ...(credentials.some((k) => k !== 'web_session') ? [{ bearer: [] }] : []),
+            ...(credentials.includes('web_session') ? [{ session: [] }] : []),
+          ];
       expect(op.security).toEqual(expected);
       for (const scope of scopes) expect(op.description).toContain(`\`${scope}\``);
     });

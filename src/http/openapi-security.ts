@@ -45,6 +45,7 @@ export function securitySchemes(routes: readonly Route[]) {
   const scopes = grantableScopes(routes);
   const known = new Set(scopes);
   return {
+    ...(routes.some((r) => r.clientAuthentication) ? { oauth2Client: OAUTH2_CLIENT_SCHEME } : {}),
     bearer: {
       type: 'http',
       scheme: 'bearer',
@@ -72,6 +73,21 @@ export function securitySchemes(routes: readonly Route[]) {
     },
   };
 }
+
+/** An OAuth2 client's own credentials at the token, revocation and introspection endpoints */
+const OAUTH2_CLIENT_SCHEME = {
+  type: 'http',
+  scheme: 'basic',
+  description:
+    "An OAuth2 client's `client_id` and `client_secret` (`client_secret_basic`, the default). A client registered with `client_secret_post` sends them in the body instead, and a public client (`none`) its `client_id` alone: each only the way it registered.",
+};
+
+/** An endpoint where the OAuth2 client authenticates: HTTP Basic, or nothing in a header (the body carries it) */
+export const clientAuthenticationRequirements = (): Record<string, string[]>[] => [{ oauth2Client: [] }, {}];
+
+/** The sentence of the reference saying how the OAuth2 client authenticates */
+export const CLIENT_AUTHENTICATION_SENTENCE =
+  "**Credentials:** the OAuth2 client's own, only the way it registered: HTTP Basic (`client_secret_basic`), `client_id` and `client_secret` in the body (`client_secret_post`), or `client_id` alone (`none`, a public client); another way is 401 `invalid_client`.";
 
 /** One OAuth2 requirement per accepted scope (any of them will do), a bearer token, a session. */
 export function securityRequirements(access: Access): Record<string, string[]>[] {

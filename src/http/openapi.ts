@@ -8,7 +8,12 @@ import { credentialNames } from '../auth/credentials.ts';
 import { mediaTypes } from './input.ts';
 import { isAnonymous, type Route } from './route.ts';
 import { doc } from '../resources/fields.ts';
-import { securityRequirements, securitySchemes } from './openapi-security.ts';
+import {
+  CLIENT_AUTHENTICATION_SENTENCE,
+  clientAuthenticationRequirements,
+  securityRequirements,
+  securitySchemes,
+} from './openapi-security.ts';
 
 const ValidationIssue = z
   .object({
@@ -182,12 +187,14 @@ export function openApiDocument(routes: readonly Route[]) {
         route.description,
         credentialed
           ? `**Credentials:** ${accepts}. **Scopes (any of):** ${route.access.scopes.map((s) => `\`${s}\``).join(', ')}.`
-          : '**Credentials:** none.',
+          : route.clientAuthentication
+            ? CLIENT_AUTHENTICATION_SENTENCE
+            : '**Credentials:** none.',
         route.authorize ? authorizationSentence(route.authorize) : undefined,
       ]
         .filter(Boolean)
         .join('\n\n');
-      operation.security = securityRequirements(route.access);
+      operation.security = route.clientAuthentication ? clientAuthenticationRequirements() : securityRequirements(route.access);
       const requestParams: Record<string, unknown> = {};
       if (route.params) requestParams.path = route.params;
       if (route.query) requestParams.query = route.query;

@@ -96,6 +96,12 @@ interface RouteBase {
    * SPEC §7's `{error, detail}`.
    */
   errorFormat?: 'oauth2' | 'oauth2-registration';
+  /**
+   * The OAuth2 client authenticates itself (RFC 6749 §2.3.1) the way it
+   * registered (src/oauth2/client-auth.ts): the OpenAPI document offers HTTP
+   * Basic, or none (the id and secret in the body, or a public client's id alone).
+   */
+  clientAuthentication?: true;
 }
 
 export type BodyType = 'json' | 'form';

@@ -14,7 +14,7 @@ import { Introspection, Revoked, TokenByValue, TokenRequest, TokenResponse } fro
 const s256 = (verifier: string) => createHash('sha256').update(verifier, 'ascii').digest('base64url');
 
 /** Tag, error shape and body types of the protocol endpoints. */
-const oauth2Endpoint = { tag: 'oauth2', errorFormat: 'oauth2', bodyTypes: ['form', 'json'] } as const;
+const oauth2Endpoint = { tag: 'oauth2', errorFormat: 'oauth2', bodyTypes: ['form', 'json'], clientAuthentication: true } as const;
 
 interface GrantRow {
   status: string;
