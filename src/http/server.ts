@@ -9,8 +9,6 @@ import { RecentCredentials } from '../auth/recent-credentials.ts';
 import { createApp } from './app.ts';
 import { type Peers, tellInBatches } from './cluster-messages.ts';
 import { listen } from './listen.ts';
-
-export { listen };
 import { setPublicUrl } from './public-url.ts';
 import type { Config } from '../config.ts';
 import { createPool } from '../db/pool.ts';
@@ -102,7 +100,6 @@ export function createHttpServer(
   return server;
 }
 
-/** Listens on the port and host; resolves once listening. */
 export interface Running {
   server: Server;
   pool: pg.Pool;

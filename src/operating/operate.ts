@@ -152,7 +152,7 @@ export function operatingMiddleware(options: OperatingOptions) {
       if (settings?.['rowgate.credential_id']) authenticated.add(key);
       else if (status === 401) authenticated.delete(key);
     }
-    // a sign-in code's attempt reserved a point (spend) and was answered without its code being tried (a
+    // a sign-in code's attempt reserved a point (reserveCode) and was answered without its code being tried (a
     // malformed request): the point back. One whose client left before the answer keeps it: its code may
     // still be tried
     const address = res.locals.clientAddress as string | undefined;

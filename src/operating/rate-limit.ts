@@ -36,6 +36,9 @@ export interface RateLimitDecision {
   window?: number;
 }
 
+/** How far a cluster's worker may let a key's allowance go before the primary has counted it: a tenth, at least one */
+const aheadAllowed = (quota: number) => Math.max(1, Math.floor(quota / 10));
+
 /** How long the burst allowance takes to come back */
 const BURST_WINDOW_SECONDS = 10;
 
@@ -53,7 +56,7 @@ class Limiter {
     this.name = name;
     this.quota = quota;
     this.shared = shared;
-    this.syncAt = Math.max(1, Math.floor(quota / 10));
+    this.syncAt = aheadAllowed(quota);
     this.window = new RateLimiterMemory({ keyPrefix: `${name}:w`, points: quota, duration: 1 });
     this.burst = new RateLimiterMemory({ keyPrefix: `${name}:b`, points: quota, duration: BURST_WINDOW_SECONDS });
   }
@@ -84,26 +87,21 @@ class Limiter {
     // counted as spent now, before the limiter answers: the requests decided meanwhile see it (ahead)
     shared?.spent(this.name, key, points, this.syncAt);
     // not spent after all (given back before any report: the limiter answers in microtasks)
-    const notSpent = (error: unknown) => {
-      shared?.spent(this.name, key, -points);
-      return Promise.reject(error);
-    };
+    const notSpent = () => shared?.spent(this.name, key, -points);
     // BurstyRateLimiter's composition, with its `catch` folded into this `then` (a promise fewer a request):
-    // the window first, and only past it the burst allowance
-    let spending: Promise<RateLimiterRes>;
-    try {
-      spending = this.window.consume(key, points);
-    } catch (error) {
-      return notSpent(error);
-    }
-    return spending.then(
+    // the window first, and only past it the burst allowance. RateLimiterMemory answers through its promise,
+    // never by throwing
+    return this.window.consume(key, points).then(
       (spent) => this.allowed(key, spent),
       (overWindow: unknown) => {
-        if (!(overWindow instanceof RateLimiterRes)) return notSpent(overWindow);
+        if (!(overWindow instanceof RateLimiterRes)) {
+          notSpent();
+          throw overWindow;
+        }
         return this.burst.consume(key, points).then(
           (burst) => this.allowed(key, beyondWindow(overWindow, burst)),
           (overBurst: unknown) => {
-            shared?.spent(this.name, key, -points);
+            notSpent();
             if (overBurst instanceof RateLimiterRes) return this.decision(false, beyondWindow(overWindow, overBurst));
             throw overBurst;
           },
@@ -188,12 +186,13 @@ export class RateLimits {
 
   constructor(options: RateLimitOptions) {
     this.shared = options.shared;
-    this.wrongCodesSyncAt = Math.max(1, Math.floor((options.wrongCodesPerAddress ?? 10) / 10));
+    const wrongCodes = options.wrongCodesPerAddress ?? 10;
+    this.wrongCodesSyncAt = aheadAllowed(wrongCodes);
     this.credential = new Limiter('default', options.perCredential, options.shared);
     this.address = new Limiter('anonymous', options.perAddress, options.shared);
     this.wrongCodes = new RateLimiterMemory({
       keyPrefix: WRONG_CODES_POLICY,
-      points: options.wrongCodesPerAddress ?? 10,
+      points: wrongCodes,
       duration: WRONG_CODES_WINDOW_SECONDS,
     });
   }
