@@ -86,10 +86,9 @@ export function operatingMiddleware(options: OperatingOptions) {
     // gets no more than the address's rate, however many are in flight)
     const until = addressRefused.get(address);
     if (until) {
-      const reset = Math.ceil((until - Date.now()) / 1000);
-      metrics?.rateLimitRefusals.inc({ policy: rateLimits.address.name });
-      throw tooMany(
-        { allowed: false, policy: rateLimits.address.name, quota: rateLimits.address.quota, remaining: 0, reset },
+      throw refusedUntil(
+        { policy: rateLimits.address.name, quota: rateLimits.address.quota },
+        until,
         'Too many requests from this address without a valid credential; try again later',
       );
     }
@@ -118,18 +117,18 @@ export function operatingMiddleware(options: OperatingOptions) {
   }
 
   function codesTooMany(rateLimits: RateLimits, until: number) {
-    metrics?.rateLimitRefusals.inc({ policy: WRONG_CODES_POLICY });
-    return tooMany(
-      {
-        allowed: false,
-        policy: WRONG_CODES_POLICY,
-        quota: rateLimits.wrongCodes.points,
-        remaining: 0,
-        reset: Math.max(1, Math.ceil((until - Date.now()) / 1000)),
-        window: WRONG_CODES_WINDOW_SECONDS,
-      },
+    return refusedUntil(
+      { policy: WRONG_CODES_POLICY, quota: rateLimits.wrongCodes.points, window: WRONG_CODES_WINDOW_SECONDS },
+      until,
       'Too many wrong sign-in codes from this address; try again later',
     );
+  }
+
+  /** The 429 of a policy that refuses a key until a time (ms since the epoch), counted as a refusal. */
+  function refusedUntil(policy: Pick<RateLimitDecision, 'policy' | 'quota' | 'window'>, until: number, detail: string) {
+    metrics?.rateLimitRefusals.inc({ policy: policy.policy });
+    const reset = Math.max(1, Math.ceil((until - Date.now()) / 1000));
+    return tooMany({ ...policy, allowed: false, remaining: 0, reset }, detail);
   }
 
   function spendAddress(rateLimits: RateLimits, address: string): Promise<RateLimitDecision> {
