@@ -32,9 +32,16 @@ const MEMORY_PER_WORKER = 512 * 1024 * 1024;
  * memory the process may use, and each with at least two of the pool's
  * connections (one slow query must not hold a worker's every request).
  */
-export function autoWorkers(poolSize: number): number {
-  const memory = Math.min(totalmem(), process.constrainedMemory() || Number.POSITIVE_INFINITY);
-  return Math.max(1, Math.min(availableParallelism(), AUTO_WORKERS, Math.floor(memory / MEMORY_PER_WORKER), Math.floor(poolSize / 2)));
+export function autoWorkers(poolSize: number, machine: { cores: number; memory: number } = thisMachine()): number {
+  return Math.max(1, Math.min(machine.cores, AUTO_WORKERS, Math.floor(machine.memory / MEMORY_PER_WORKER), Math.floor(poolSize / 2)));
+}
+
+/** The cores and the memory (bytes) this process may use */
+function thisMachine() {
+  return {
+    cores: availableParallelism(),
+    memory: Math.min(totalmem(), process.constrainedMemory() || Number.POSITIVE_INFINITY),
+  };
 }
 
 const schema = z.object({

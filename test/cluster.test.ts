@@ -6,7 +6,6 @@
 // scenario, test/faults).
 import { readdirSync } from 'node:fs';
 import http from 'node:http';
-import { availableParallelism, totalmem } from 'node:os';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { generateToken, hashToken } from '../src/auth/tokens.ts';
@@ -512,22 +511,33 @@ describe('PORT=0', () => {
 });
 
 describe('ROWGATE_WORKERS', () => {
-  test('a number of processes from 1 to 64, or auto (the default); never more than the pool has connections', () => {
-    // auto: one per core, at most four, one per 512 MB of memory, two connections of the pool each at least
-    const memory = Math.min(totalmem(), process.constrainedMemory() || Number.POSITIVE_INFINITY);
-    const auto = Math.max(1, Math.min(availableParallelism(), 4, Math.floor(memory / 2 ** 29)));
+  test('auto: one worker per core, at most four, one per 512 MB of memory, two connections of the pool each at least', () => {
+    const GiB = 2 ** 30;
+    for (const [cores, memory, pool, workers] of [
+      [2, 8 * GiB, 200, 2],
+      [8, 32 * GiB, 200, 4],
+      [1, 8 * GiB, 200, 1],
+      [8, 1.2 * GiB, 200, 2], // a container's memory limit
+      [8, 0.4 * GiB, 200, 1],
+      [8, 32 * GiB, 7, 3],
+      [8, 32 * GiB, 4, 2],
+      [8, 32 * GiB, 3, 1],
+      [8, 32 * GiB, 1, 1],
+    ]) {
+      expect(autoWorkers(pool!, { cores: cores!, memory: memory! }), `${cores} cores, ${memory! / GiB} GiB, pool ${pool}`).toBe(workers);
+    }
     expect(AUTO_WORKERS).toBe(4);
+  });
+
+  test('a number of processes from 1 to 64, or auto (the default); never more than the pool has connections', () => {
+    // auto is this machine's: the formula is checked above with machines of its own
+    const auto = autoWorkers(loadConfig({}).ROWGATE_POOL_SIZE);
     expect(loadConfig({}).ROWGATE_WORKERS).toBe(auto);
     expect(loadConfig({ ROWGATE_WORKERS: 'auto' }).ROWGATE_WORKERS).toBe(auto);
-    expect(autoWorkers(200)).toBe(auto);
     // auto fits a small pool; a number chosen does not
-    for (const [pool, workers] of [
-      [1, 1],
-      [2, 1],
-      [3, 1],
-      [4, Math.min(auto, 2)],
-      [7, Math.min(auto, 3)],
-    ]) {
+    for (const pool of [1, 2, 3, 4, 7]) {
+      const workers = autoWorkers(pool);
+      expect(workers).toBeLessThanOrEqual(Math.max(1, Math.floor(pool / 2)));
       expect(loadConfig({ ROWGATE_POOL_SIZE: String(pool) }).ROWGATE_WORKERS, `pool ${pool}`).toBe(workers);
       expect(loadConfig({ ROWGATE_WORKERS: 'auto', ROWGATE_POOL_SIZE: String(pool) }).ROWGATE_WORKERS).toBe(workers);
     }
