@@ -2,8 +2,10 @@
 // cannot be read, validation errors and their locations, list parameters.
 // One declared case per row; the tests are generated from the tables.
 import { randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { ECHOED_CHARACTERS } from '../src/http/errors.ts';
 import { allRoutes, apiRoutes } from '../src/http/routes.ts';
 import { expectError, expectUnauthorized, expectValidationError, type Issue } from './expect-api.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
@@ -140,6 +142,32 @@ describe('request bodies that cannot be read', () => {
     expect({ status: response.status, body }).toEqual({ status: 415, body: { error: 'UnsupportedMediaType', detail: expect.any(String) } });
   });
 
+  // a Content-Encoding the body is not in: zlib's or brotli's error was a 400 `BadRequest` outside SPEC §7's table
+  test.each(['gzip', 'deflate', 'br'])(
+    'a body that is not the %s its Content-Encoding says → 422 at body, nothing written',
+    async (encoding) => {
+      const response = await fetch(app.url + PAT, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-encoding': encoding, cookie: `rowgate_session=${user.session}` },
+        body: valid,
+      });
+      const body = (await response.json()) as { detail: Issue[] };
+      const issues = expectValidationError({ status: response.status, headers: response.headers, body });
+      expect(issues).toEqual([{ type: 'body_encoding', loc: ['body'], msg: expect.stringContaining('Content-Encoding') }]);
+      expect(await app.sql('select 1 from rowgate.personal_access_tokens where user_id = $1', [user.id])).toEqual([]);
+    },
+  );
+
+  test('a body in the Content-Encoding it says is read', async () => {
+    const response = await fetch(app.url + PAT, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', cookie: `rowgate_session=${user.session}` },
+      body: gzipSync(valid),
+    });
+    expect(response.status).toBe(201);
+    await app.sql('delete from rowgate.personal_access_tokens where user_id = $1', [user.id]);
+  });
+
   const MiB = 1024 * 1024;
   const bodyOfSize = (bytes: number) => {
     const head = '{"scopes":["user:read"],"comment":"';
@@ -159,6 +187,27 @@ describe('request bodies that cannot be read', () => {
     expect(Buffer.byteLength(rawBody)).toBe(MiB);
     const res = await app.request('POST', PAT, { session: user.session, rawBody, headers: { 'content-type': 'application/json' } });
     expect(expectValidationError(res).map((i) => [i.type, i.loc])).toEqual([['too_big', ['body', 'comment']]]);
+  });
+});
+
+// The router decodes a path's parameters before any route runs: one that is not
+// percent-encoded UTF-8 was a 400 `BadRequest` echoing the whole segment (a
+// 12,000-character one, whole). It is a bad path, answered so whoever asks (the
+// route's credential is not read: nothing is known of the path to keep back).
+describe('a path parameter that is not percent-encoded UTF-8 → 422 at path, echoed bounded', () => {
+  const long = `${'A'.repeat(12_000)}%ff`;
+  const cases: [path: string, input: string][] = [
+    ['/v1/products/%ff', '%ff'],
+    ['/v1/customers/external/%E0%A4%A', '%E0%A4%A'],
+    ['/v1/personal-access-tokens/%C0%80', '%C0%80'],
+    [`/v1/products/${long}`, `${long.slice(0, ECHOED_CHARACTERS - 1)}…`],
+  ];
+  test.each(cases.map(([path, input]) => ({ path: path.slice(0, 40), full: path, input })))('$path', async ({ full, input }) => {
+    for (const session of [user.session, undefined]) {
+      const res = await app.get(full, { session });
+      expect(expectValidationError(res)).toEqual([{ type: 'path_encoding', loc: ['path'], msg: expect.any(String), input }]);
+      expect(JSON.stringify(res.body).length).toBeLessThan(500);
+    }
   });
 });
 

@@ -240,8 +240,36 @@ export function toApiError(error: unknown, statementTimeoutMs?: number): ApiErro
   if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
     return new ApiError(415, 'UnsupportedMediaType', e.message ?? 'Unsupported encoding');
   }
+  if (e?.status === 400 && error instanceof URIError) return undecodablePath(e.message ?? '');
+  if (e?.status === 400 && !e.type && typeof (error as { errno?: unknown }).errno === 'number') {
+    // zlib's or brotli's error, reading a body whose Content-Encoding it does not match: a malformed body
+    return validationError([
+      {
+        type: 'body_encoding',
+        loc: ['body'],
+        msg: `The body does not decode as its Content-Encoding says: ${boundedText(e.message ?? '')}`,
+      },
+    ]);
+  }
   if (e?.status && e.status >= 400 && e.status < 500) {
-    return new ApiError(e.status, 'BadRequest', e.message ?? 'Bad request');
+    return new ApiError(e.status, 'BadRequest', boundedText(e.message ?? 'Bad request'));
   }
   return fromDatabaseError(error, statementTimeoutMs) ?? new ApiError(500, 'InternalServerError', 'An unexpected error occurred');
+}
+
+/**
+ * A path parameter whose percent-encoding is not UTF-8 (`%ff`): the router
+ * (its decodeParam) refuses it before any route runs, with a 400 naming the
+ * whole segment. It is a bad path: SPEC §7's 422, the segment echoed bounded.
+ */
+function undecodablePath(message: string): ApiError {
+  const quoted = /^Failed to decode param '([\s\S]*)'$/.exec(message);
+  return validationError([
+    {
+      type: 'path_encoding',
+      loc: ['path'],
+      msg: 'The path is not percent-encoded UTF-8',
+      ...(quoted ? { input: quoted[1] } : {}),
+    },
+  ]);
 }

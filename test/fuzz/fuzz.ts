@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import fc from 'fast-check';
 import { generateToken, hashToken } from '../../src/auth/tokens.ts';
+import { ECHOED_CHARACTERS } from '../../src/http/errors.ts';
 import type { TestApp } from '../harness.ts';
 
 type Schema = Record<string, any>;
@@ -626,7 +627,12 @@ export function judge(op: FuzzOperation, sent: Sent, answer: Answer): string | n
   }
   if (keys !== 'detail,error') return `an error body with the keys ${keys} (SPEC §7: error, detail)`;
   if (typeof body.error !== 'string' || !body.error) return 'an error without a name';
-  if (typeof body.detail === 'string') return body.detail ? null : 'an empty detail';
+  // SPEC §7's table has no 400: a bad path, query or body is a 422 (a library's 400 passed through was one)
+  if (answer.status === 400) return `a 400 ${body.error} in SPEC §7's shape: ${answer.text.slice(0, 200)}`;
+  if (typeof body.detail === 'string') {
+    if (body.detail.length > 2 * ECHOED_CHARACTERS) return `a detail of ${body.detail.length} characters (an input echoed whole?)`;
+    return body.detail ? null : 'an empty detail';
+  }
   if (!Array.isArray(body.detail) || !body.detail.length) return 'a detail that is neither a sentence nor a list';
   for (const issue of body.detail) {
     const extra = Object.keys(issue).filter((k) => !['type', 'loc', 'msg', 'input'].includes(k));
@@ -634,6 +640,9 @@ export function judge(op: FuzzOperation, sent: Sent, answer: Answer): string | n
       return `a validation issue of the wrong shape: ${JSON.stringify(issue).slice(0, 200)}`;
     }
     if (!['body', 'query', 'path'].includes(issue.loc[0])) return `a validation issue located at ${JSON.stringify(issue.loc)}`;
+    // SPEC §14: at most 200 characters of any input echoed
+    if (typeof issue.input === 'string' && issue.input.length > ECHOED_CHARACTERS)
+      return `an input echoed with ${issue.input.length} characters`;
   }
   return null;
 }
