@@ -166,6 +166,14 @@ describe('URL rules (SPEC §17)', () => {
     ['https://[2002:a9fe:a9fe::]/x', false, 'not public'],
     ['https://[64:ff9b:1::a9fe:a9fe]/x', false, 'not public'],
     ['https://hooks.example.com./x', false, null],
+    // found by a hostile audit: site-local IPv6 (deprecated, never public) was accepted; IPv6 outside 2000::/3 is all reserved
+    ['https://[fec0::1]/x', false, 'not public'],
+    ['https://[fec0::a:1]/hook', false, 'not public'],
+    ['https://[feff::1]/x', false, 'not public'],
+    ['https://[4000::1]/x', false, 'not public'],
+    ['https://[e000::1]/x', false, 'not public'],
+    ['https://[3fff::1]/x', false, 'not public'],
+    ['https://[2a00:1450:4001::200e]/x', false, null],
   ] as const)('%s (loopback allowed: %s)', (url, allowLoopback, denial) => {
     const got = urlDenial(url, allowLoopback);
     if (denial === null) expect(got).toBeNull();

@@ -48,6 +48,13 @@ for (const [network, prefix] of [
 ] as const)
   special.addSubnet(network, prefix, 'ipv6');
 
+// IPv6 outside 2000::/3, the global unicast space, is all reserved by the IETF (site-local fec0::/10,
+// which the list above lacked, found by a hostile audit; unallocated space alike): only 2000::/3 may be
+// public, and 3fff::/20 within it is for documentation (RFC 9637)
+const globalUnicast = new BlockList();
+globalUnicast.addSubnet('2000::', 3, 'ipv6');
+special.addSubnet('3fff::', 20, 'ipv6');
+
 /** `::ffff:10.0.0.1` or `::ffff:a00:1` → `10.0.0.1` */
 function mappedIPv4(address: string): string | undefined {
   const m = /^(?:0{0,4}:){0,5}:?ffff:(.+)$/i.exec(address);
@@ -68,7 +75,9 @@ export function addressDenial(address: string, allowLoopback: boolean): string |
   const mapped = family === 'ipv6' ? mappedIPv4(address) : undefined;
   if (mapped) return addressDenial(mapped, allowLoopback);
   if (allowLoopback && loopback.check(address, family)) return null;
-  if (special.check(address, family)) return 'The address is loopback, private, link-local or otherwise not public';
+  if (special.check(address, family) || (family === 'ipv6' && !globalUnicast.check(address, family))) {
+    return 'The address is loopback, private, link-local or otherwise not public';
+  }
   return null;
 }
 
