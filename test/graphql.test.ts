@@ -709,6 +709,39 @@ describe('mutations: scopes and policies bind in the database', () => {
     expect(rest.body.error).toBe('InsufficientScope');
   });
 
+  // An id that is not a Product's node id inhibits PostGraphile's update instead of failing it: the payload
+  // was null with no error, which a client could not tell from a success (found by a hostile audit)
+  test('an update by an id that is not a product node id is NotUpdated, by a credential that may write', async () => {
+    const BY_NODE_ID = `mutation ($id: ID!, $name: String!) {
+      updateProduct(input: { id: $id, productPatch: { name: $name } }) { product { rowId name } }
+    }`;
+    const nodeId = (...parts: unknown[]) => Buffer.from(JSON.stringify(parts)).toString('base64');
+    const target = w.productsA.live[0]!;
+    const before = await productName(target);
+    for (const id of ['garbage', '', nodeId('Order', target), nodeId('Product'), nodeId('Product', randomUUID())]) {
+      const result = await gql(BY_NODE_ID, { id, name: 'by-a-bad-id' }, { token: tokens.oatWrite });
+      expect(result.body.data?.updateProduct ?? null, id).toBeNull();
+      expect(
+        result.body.errors?.map((e) => e.extensions?.code),
+        `${id}: ${JSON.stringify(result.body)}`,
+      ).toEqual(['NotUpdated']);
+    }
+    // one whose key is not a uuid reaches the database, which says so: the client's input, not REST's body
+    const notUuid = await gql(BY_NODE_ID, { id: nodeId('Product', 'not-a-uuid'), name: 'by-a-bad-id' }, { token: tokens.oatWrite });
+    expect(notUuid.body.errors).toEqual([
+      expect.objectContaining({
+        message: expect.stringMatching(/^invalid input syntax for type uuid/),
+        extensions: { code: 'BAD_USER_INPUT' },
+      }),
+    ]);
+    expect(await productName(target)).toBe(before);
+    // the product's own node id updates it
+    const renamed = `renamed-${randomBytes(4).toString('hex')}`;
+    const updated = await data(BY_NODE_ID, { id: nodeId('Product', target), name: renamed }, { token: tokens.oatWrite });
+    expect(updated.updateProduct.product).toEqual({ rowId: target, name: renamed });
+    await app.sql('update rowgate.products set name = $2 where id = $1', [target, before]);
+  });
+
   const allowed: { name: string; auth: () => Auth }[] = [
     { name: 'an OAT with products_write', auth: () => ({ token: tokens.oatWrite }) },
     { name: 'an OAuth2 organization token with products_write', auth: () => ({ token: tokens.oauthOrgWrite }) },

@@ -60,15 +60,17 @@ export function makeMaskError(
       log(`timeout on POST /graphql at ${error.path?.join('.') ?? '(request)'}: ${message}`);
       return copy(message, 'TIMEOUT');
     }
+    // a data exception: a value of the input that is not of its column's type (a node id holding no uuid);
+    // REST's 422 would locate it in a body this request does not have
+    if (/^22/.test(original.code ?? '')) return copy(original.message, BAD_USER_INPUT);
     const apiError = fromDatabaseError(original);
     if (apiError && apiError.status !== 500) {
       const detail = apiError.detail;
       const message = typeof detail === 'string' ? detail : detail.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; ');
       return copy(message, apiError.error);
     }
-    // data exceptions and integrity violations come from the input: a NUL in a
-    // string, a null for a required column (found by the GraphQL fuzzer)
-    if (/^2[23]/.test(original.code ?? '')) return copy(original.message, BAD_USER_INPUT);
+    // integrity violations come from the input: a null for a required column (found by the GraphQL fuzzer)
+    if (/^23/.test(original.code ?? '')) return copy(original.message, BAD_USER_INPUT);
     // the message may repeat the client's input (a malformed node id): bounded, and the stack in development only
     const path = boundedText(error.path?.join('.') ?? '(request)');
     log(`graphql error at ${path}: ${options.development ? (original.stack ?? String(original)) : boundedText(String(original))}`);

@@ -106,7 +106,7 @@ export const RowgateGraphqlPlugin: GraphileConfig.Plugin = {
         const { isPgUpdateMutation, pgFieldResource } = context.scope;
         const plan = field.plan;
         if (!isPgUpdateMutation || !plan) return field;
-        const { lambda, object, SafeError } = build.grafast;
+        const { lambda, object, SafeError, trap, TRAP_INHIBITED } = build.grafast;
         const table = pgFieldResource?.name ?? 'the';
         const message = `No ${table} row was updated: it does not exist, or this credential may not change it`;
         return {
@@ -114,7 +114,9 @@ export const RowgateGraphqlPlugin: GraphileConfig.Plugin = {
           plan(...args: Parameters<typeof plan>) {
             const $payload = plan(...args) as ObjectStep<{ result: Step }>;
             const $result = $payload.getStepForKey('result');
-            const $updated = lambda($result, (row: unknown) => {
+            // an id that is not this table's node id (not one at all, or another type's) inhibits the update
+            // rather than failing it: the payload was null with no error (found by a hostile audit)
+            const $updated = lambda(trap($result, TRAP_INHIBITED, { valueForInhibited: 'NULL' }), (row: unknown) => {
               if (row == null) throw new SafeError(message, { code: 'NotUpdated' });
               return true;
             });
