@@ -201,6 +201,41 @@ describe('two workers on one port', () => {
     expect((await burst(`${server.url}/healthz`, 200, 8)).every((a) => a.status === 200)).toBe(true);
   }, 90_000);
 
+  test('a connection the primary was handing to a worker as it died is served by the other, or refused: none waits', async () => {
+    expect(await settled()).toBe(true);
+    const listensBefore = count('the replacement worker listens');
+    const [victim] = workerPids(server.child.pid!);
+    // a connection of its own per request (each one handed over by the primary), from 4 clients, for 2 s; the kill at 0.7 s
+    const ends: { ms: number; status: number }[] = [];
+    const one = () =>
+      new Promise<{ ms: number; status: number }>((resolve) => {
+        const start = Date.now();
+        const end = (status: number) => {
+          clearTimeout(timer);
+          resolve({ ms: Date.now() - start, status });
+        };
+        const req = http.get(`${server.url}/healthz`, { agent: false }, (res) => {
+          res.resume();
+          res.on('end', () => end(res.statusCode ?? 0));
+        });
+        req.on('error', () => end(0));
+        // before: such a connection stayed open in the primary, unread, until this gave up (one a kill, 7 of 7 kills)
+        const timer = setTimeout(() => req.destroy(), 5_000);
+      });
+    const until = Date.now() + 2_000;
+    const killer = setTimeout(() => process.kill(victim!, 'SIGKILL'), 700);
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (Date.now() < until) ends.push(await one());
+      }),
+    );
+    clearTimeout(killer);
+    // the requests the dying worker had taken are reset with it; none waits
+    expect(Math.max(...ends.map((e) => e.ms))).toBeLessThan(3_000);
+    expect(ends.filter((e) => e.status !== 200).length).toBeLessThanOrEqual(4);
+    expect(await waitFor(() => count('the replacement worker listens') > listensBefore, 30_000)).toBe(true);
+  }, 60_000);
+
   test("a user's change is read back through any worker at once, even before PostgreSQL's announcement arrives", async () => {
     expect(await settled()).toBe(true);
     const superuser = new pg.Client({ connectionString: embeddedUrl(server.state, 'superuser', DATABASE_NAME) });

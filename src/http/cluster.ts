@@ -18,6 +18,7 @@ import { lineLogger, type Logger } from '../operating/logger.ts';
 import { ClusterMetrics, createClusterMetricsServer } from '../operating/metrics.ts';
 import { RateLimits, WRONG_CODES_POLICY } from '../operating/rate-limit.ts';
 import { countSpending, type Spent } from '../operating/shared-counts.ts';
+import { followHandOffs } from './cluster-handoff.ts';
 import { answer, request } from './cluster-ipc.ts';
 import {
   type Listening,
@@ -69,11 +70,15 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
   const listening = new Set<Worker>();
   const metrics = new ClusterMetrics(() => [...listening].filter((worker) => worker.isConnected()));
   let stopping = false;
+  /** the workers whose server takes connections (node:cluster's round robin hands them one) */
+  const serving = new Set<Worker>();
 
   const fork = () =>
     new Promise<{ url: string; pid?: number }>((resolve, reject) => {
       const worker = cluster.fork();
       live.add(worker);
+      // a connection handed to a worker that dies, or handed back when none serves, is given to another or closed, never left waiting
+      followHandOffs(worker, serving, () => !stopping && [...serving].some((other) => other !== worker && other.isConnected()));
       let started = false;
       const timer = setTimeout(() => {
         logger.error({ pid: worker.process.pid }, `rowgate: a worker did not listen within ${WORKER_START_MS / 1000} s; stopping it`);
