@@ -2800,7 +2800,9 @@ AS $function$
 begin
   return query
     with sessions as (
-      select s.pid, s.state, s.query_start, s.state_change, a.statement_timeout_ms, a.idle_in_transaction_timeout_ms,
+      select s.pid, s.state, s.datname, s.query_start, s.state_change, s.xact_start,
+        make_interval(secs => a.statement_timeout_ms / 1000.0) as statement_limit,
+        make_interval(secs => a.idle_in_transaction_timeout_ms / 1000.0) as idle_limit,
         exists (select 1 from pg_locks l where l.pid = s.pid and l.locktype = 'advisory') as holds_advisory
       from pg_stat_activity s
         join rowgate_private.analysts a on a.login = s.usename
@@ -2809,12 +2811,15 @@ begin
     ended as (
       select pid from sessions
       where holds_advisory
-        or (state like 'idle in transaction%' and state_change < clock_timestamp() - make_interval(secs => idle_in_transaction_timeout_ms / 1000.0))
+        or datname in ('postgres', 'template0', 'template1')
+        or (state like 'idle in transaction%' and state_change < clock_timestamp() - idle_limit)
+        or (state = 'active' and query_start < clock_timestamp() - statement_limit - interval '5 seconds')
+        or xact_start < clock_timestamp() - statement_limit - idle_limit
     )
     select
       (select count(*) filter (where pg_cancel_backend(s.pid))::integer from sessions s
         where s.state = 'active' and s.pid not in (select pid from ended)
-          and s.query_start < clock_timestamp() - make_interval(secs => s.statement_timeout_ms / 1000.0)),
+          and s.query_start < clock_timestamp() - s.statement_limit),
       (select count(*) filter (where pg_terminate_backend(e.pid))::integer from ended e);
 end;
 $function$;

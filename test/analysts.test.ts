@@ -943,6 +943,76 @@ describe("an analyst's limits (SPEC §15)", () => {
     await locker.end().catch(() => {});
   });
 
+  // found by a hostile audit: a DO block that caught each cancel held its lock for 35 s, and a migration's ALTER TABLE
+  // (then the API's reads, 504) waited behind it
+  test('a statement that catches its cancel ends its session 5 s past its timeout', async () => {
+    const stubborn = await grant(ann.id, 'stubborn', ['--statement-timeout', '1']);
+    const client = await connect(stubborn.database_url);
+    try {
+      await client.query('set statement_timeout = 0');
+      const holding = client
+        .query(
+          `do $$ begin
+             perform count(*) from rowgate.products;
+             for i in 1..600 loop
+               begin perform pg_sleep(0.1); exception when query_canceled then null; end;
+             end loop;
+           end $$`,
+        )
+        .then(
+          () => null,
+          (e: { code?: string }) => e,
+        );
+      await stateFor(stubborn.login, 'active', 1000);
+      expect(await enforce()).toEqual({ cancelled: 1, terminated: 0 });
+      await stateFor(stubborn.login, 'active', 6000);
+      expect(await enforce()).toEqual({ cancelled: 0, terminated: 1 });
+      expect((await holding)?.code).toBe('57P01'); // admin_shutdown: the session ended
+    } finally {
+      await client.end().catch(() => {});
+    }
+  });
+
+  test('a transaction of short statements ends once it is longer than both timeouts together', async () => {
+    const busy = await grant(ann.id, 'busy', ['--statement-timeout', '1', '--idle-in-transaction-timeout', '1']);
+    const client = await connect(busy.database_url);
+    const started = Date.now();
+    let ended: { code?: string } | undefined;
+    try {
+      await client.query('begin');
+      await client.query('select count(*) from rowgate.products');
+      // never a statement nor a pause past its limit: the transaction's own length is what ends it
+      while (!ended && Date.now() - started < 10_000) {
+        ended = await client.query('select pg_sleep(0.3)').then(
+          () => undefined,
+          (e: { code?: string }) => e,
+        );
+        if (!ended) await enforce();
+      }
+      // ended in its statement (admin_shutdown) or between two (the connection gone)
+      expect(ended, 'the transaction was not ended').toBeDefined();
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2_000);
+      // its process exits after the signal
+      const gone = async () => (await superuser('select 1 from pg_stat_activity where usename = $1', [busy.login])).length === 0;
+      for (const until = Date.now() + 5_000; !(await gone()) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
+      expect(await gone()).toBe(true);
+    } finally {
+      await client.end().catch(() => {});
+    }
+  });
+
+  test('a session in a maintenance database (postgres, template1) ends: it held CREATE DATABASE and a role drop back', async () => {
+    for (const database of ['postgres', 'template1']) {
+      const url = new URL(analyst.database_url);
+      url.pathname = `/${database}`;
+      const client = await connect(url.toString());
+      const ended = new Promise((resolve) => client.on('error', resolve));
+      expect(await enforce(), database).toEqual({ cancelled: 0, terminated: 1 });
+      await ended;
+      await client.end().catch(() => {});
+    }
+  });
+
   test('LISTEN tells an analyst nothing of other tenants: the notifications name no user, organization or row', async () => {
     const listener = await connect(analyst.database_url);
     const payloads: string[] = [];
@@ -977,6 +1047,31 @@ describe('analysts revoke', () => {
         `select rolname::text from pg_roles where rolname in ('rowgate_user', 'rowgate_authenticator', 'postgres') order by 1`,
       ),
     ).toEqual([{ rolname: 'postgres' }, { rolname: 'rowgate_authenticator' }, { rolname: 'rowgate_user' }]);
+  });
+
+  // found by a hostile audit: a role whose drop failed (its session, reconnecting at once, kept a temporary table
+  // in the postgres database) was left unbound and still able to log in, with no limits any more
+  test('a role that cannot be dropped is left unable to log in, and still bound (still limited)', async () => {
+    const stuck = await grant(ann.id, 'stuck');
+    // something of its own in another database, which `drop owned` here cannot reach
+    const table = `analyst_owned_${randomBytes(4).toString('hex')}`;
+    await superuser(`create table ${table} (x int); alter table ${table} owner to ${pg.escapeIdentifier(stuck.login)}`, [], 'postgres');
+    try {
+      const run = await cli(['analysts', 'revoke', '--login', stuck.login]);
+      expect(run).toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(/can no longer log in and is still bound/) });
+      expect(await superuser('select rolcanlogin from pg_roles where rolname = $1', [stuck.login])).toEqual([{ rolcanlogin: false }]);
+      expect(await app.sql('select 1 as bound from rowgate_private.analysts where login = $1', [stuck.login])).toEqual([{ bound: 1 }]);
+      const error = await connect(stuck.database_url).then(
+        async (c) => (await c.end(), null),
+        (e: { code?: string }) => e,
+      );
+      expect(error?.code).toMatch(/^28/);
+    } finally {
+      await superuser(`drop table ${table}`, [], 'postgres');
+    }
+    // once what held it is gone, revoke finishes
+    expect(await cli(['analysts', 'revoke', '--login', stuck.login])).toMatchObject({ code: 0, stderr: '' });
+    expect(await superuser('select 1 from pg_roles where rolname = $1', [stuck.login])).toEqual([]);
   });
 
   test('unbinds and drops the role, ends its open session; the URL no longer logs in', async () => {

@@ -197,7 +197,9 @@ function onDatabaseOf(rootUrl: string, ownerUrl: string): string {
 /**
  * Unbinds the analyst `login` of the database of `ownerUrl` and drops its role.
  * Only a bound analyst: any other role, the API's roles included, is refused.
- * The binding goes first, so a session still open sees nothing from then on.
+ * The role can no longer log in first, then its sessions end, then it is
+ * dropped, and the binding goes last: until the role is gone, the binding holds
+ * it to its limits (rowgate_private.enforce_analyst_limits finds analysts by it).
  */
 export async function revokeAnalyst(options: { ownerUrl: string; rootUrl: string; login: string }): Promise<RevokeResult> {
   const login = checkLogin(options.login);
@@ -207,20 +209,15 @@ export async function revokeAnalyst(options: { ownerUrl: string; rootUrl: string
       if (facts.exists && (!facts.analyst || facts.superuser)) {
         throw new AnalystError(`role ${login} is not an analyst; only analysts' roles are revoked here`);
       }
-      const { rows } = await owner.query<{ user_id: string }>('delete from rowgate_private.analysts where login = $1 returning user_id', [
-        login,
-      ]);
+      const { rows } = await owner.query<{ user_id: string }>('select user_id from rowgate_private.analysts where login = $1', [login]);
       if (!rows[0]) throw new AnalystError(`${login} is not an analyst of this database`);
       let terminated = 0;
       if (facts.exists) {
-        // its open sessions end (best effort: needs pg_signal_backend or a superuser)
-        const killed = await root
-          .query<{ n: number }>(
-            'select count(*) filter (where pg_terminate_backend(pid))::int as n from pg_stat_activity where usename = $1',
-            [login],
-          )
-          .catch(() => ({ rows: [{ n: 0 }] }));
-        terminated = killed.rows[0]?.n ?? 0;
+        // first it can no longer log in, so that its sessions, ended next, cannot come back: a hostile audit's
+        // reconnected at once and kept a temporary table in another database, which made the role's drop fail
+        // after the binding was gone (a login with no limits left)
+        await root.query(`alter role ${pg.escapeIdentifier(login)} nologin`);
+        terminated = await endSessions(root, login);
         // whatever it came to own or be granted here goes with it (nothing, unless a DBA granted it more)
         await root.query('begin');
         try {
@@ -229,12 +226,35 @@ export async function revokeAnalyst(options: { ownerUrl: string; rootUrl: string
           await root.query('commit');
         } catch (error) {
           await root.query('rollback').catch(() => {});
-          throw error;
+          throw new AnalystError(
+            `${login} can no longer log in and is still bound, but its role could not be dropped: ${(error as Error).message}`,
+          );
         }
       }
+      await owner.query('delete from rowgate_private.analysts where login = $1', [login]);
       return { login, user_id: rows[0].user_id, role_dropped: facts.exists, sessions_terminated: terminated };
     }),
   );
+}
+
+/**
+ * Ends the login's sessions in every database and waits (5 s at most) until
+ * they are gone: a session's temporary tables go with its process, after the
+ * signal, and until then the role cannot be dropped. The number it signalled.
+ */
+async function endSessions(root: pg.Client, login: string): Promise<number> {
+  const signalled = await root
+    .query<{ n: number }>('select count(*) filter (where pg_terminate_backend(pid))::int as n from pg_stat_activity where usename = $1', [
+      login,
+    ])
+    .then((r) => r.rows[0]?.n ?? 0)
+    .catch(() => 0); // best effort: needs pg_signal_backend or a superuser
+  for (const until = Date.now() + 5_000; Date.now() < until; ) {
+    const { rows } = await root.query('select 1 from pg_stat_activity where usename = $1', [login]);
+    if (!rows.length) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return signalled;
 }
 
 export interface AnalystListing {
