@@ -314,6 +314,7 @@ comment on table rowgate.organization_access_tokens is '@behavior -*
 Organization access tokens (REST only).';
 alter table rowgate.organization_access_tokens enable row level security;
 grant select (id, organization_id, comment, scopes, expires_at, last_used_at, created_by, created_at, updated_at) on rowgate.organization_access_tokens to rowgate_user;
+grant select (id, organization_id, comment, scopes, expires_at, last_used_at, created_by, created_at, updated_at, deleted_at) on rowgate.organization_access_tokens to rowgate_analyst;
 CREATE INDEX organization_access_tokens_organization ON rowgate.organization_access_tokens USING btree (organization_id, created_at) WHERE (deleted_at IS NULL);
 create policy select_manage on rowgate.organization_access_tokens as permissive for select to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('access_tokens:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (rowgate_hidden.current_subject_kind() = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('organization_access_tokens_read'::text) AS has_scope)));
@@ -586,7 +587,7 @@ create table rowgate.webhook_attempts (
 comment on table rowgate.webhook_attempts is '@behavior -*
 Webhook delivery attempts (REST only).';
 alter table rowgate.webhook_attempts enable row level security;
-grant select (id, organization_id, endpoint_id, event_id, delivery_id, attempt, status, response_code, duration_ms, error, created_at) on rowgate.webhook_attempts to rowgate_organization, rowgate_user;
+grant select (id, organization_id, endpoint_id, event_id, delivery_id, attempt, status, response_code, duration_ms, error, created_at) on rowgate.webhook_attempts to rowgate_analyst, rowgate_organization, rowgate_user;
 CREATE INDEX webhook_attempts_endpoint ON rowgate.webhook_attempts USING btree (endpoint_id, created_at, id);
 CREATE INDEX webhook_attempts_event ON rowgate.webhook_attempts USING btree (event_id);
 create policy select_manage on rowgate.webhook_attempts as permissive for select to public
@@ -613,6 +614,7 @@ create table rowgate.webhook_endpoints (
 comment on table rowgate.webhook_endpoints is '@behavior -*
 Webhook endpoints (REST only: creating one makes a secret).';
 alter table rowgate.webhook_endpoints enable row level security;
+grant select (id, organization_id, url, event_types, description, enabled, consecutive_failures, created_at, updated_at, deleted_at) on rowgate.webhook_endpoints to rowgate_analyst;
 grant select (id, organization_id, url, event_types, description, enabled, created_at, updated_at) on rowgate.webhook_endpoints to rowgate_organization, rowgate_user;
 grant update (url, event_types, description, enabled) on rowgate.webhook_endpoints to rowgate_organization, rowgate_user;
 CREATE INDEX webhook_endpoints_id ON rowgate.webhook_endpoints USING btree (id);

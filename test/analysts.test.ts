@@ -363,6 +363,34 @@ describe('the analyst reads exactly what the API shows the user with read scopes
     }
   });
 
+  // found by a hostile audit: an admin's analyst was refused these three ("permission denied"), which the API lists
+  test('webhook endpoints, their attempts and organization access tokens: what the API lists, no more', async () => {
+    const endpoint = (organization_id: string, session: string) =>
+      app.post(
+        '/v1/webhook-endpoints/',
+        { organization_id, url: 'https://hooks.example.com/in', event_types: ['order.created'] },
+        { session },
+      );
+    const created = [await endpoint(org.A, ann.session), await endpoint(org.C, bob.session)];
+    expect(created.map((r) => r.status)).toEqual([201, 201]);
+    await app.oat(org.A, ['products_read']);
+    await app.oat(org.C, ['products_read']);
+    const [mine] = await sql('select id from rowgate.webhook_endpoints');
+    for (const [pathname, query] of [
+      ['/v1/webhook-endpoints/', 'select * from rowgate.webhook_endpoints'],
+      ['/v1/organization-access-tokens/', 'select * from rowgate.organization_access_tokens'],
+    ] as const) {
+      const api = await listAll(pathname, readToken);
+      const rows = await sql(query);
+      expect(asApi(rows, api).sort(byKey('id')), pathname).toEqual(api.sort(byKey('id')));
+      expect(api.length, pathname).toBeGreaterThan(0);
+      expect(new Set(api.map((r) => r.organization_id)), pathname).toEqual(new Set([org.A]));
+    }
+    expect(mine?.id).toBe(created[0]!.body.id);
+    // every column readable, and the attempts' relation answers under the same policy (none made here)
+    expect(await sql('select * from rowgate.webhook_attempts')).toEqual([]);
+  });
+
   test('payout accounts (the finance-read policy: the account admin only)', async () => {
     const api = await listAll('/v1/payout-accounts/', readSession);
     const rows = await sql('select * from rowgate.payout_accounts');
@@ -625,7 +653,7 @@ describe('bypass attempts fail', () => {
     });
   });
 
-  test('7. the secrets are out of reach: sessions, token hashes, OAuth2 tokens, the analysts table, token metadata', async () => {
+  test("7. the secrets are out of reach: sessions, token hashes, OAuth2 tokens, the analysts table, a web session's own tokens", async () => {
     await session(async (client) => {
       for (const table of [
         'rowgate_private.sessions',
@@ -636,8 +664,9 @@ describe('bypass attempts fail', () => {
       ]) {
         await expectDenied(client, `select * from ${table}`);
       }
+      // listed through a web session only (SPEC §4); organization access tokens' metadata is the API's to a
+      // user who manages them, and so the analyst's (test above), as their events always were
       await expectDenied(client, 'select * from rowgate.personal_access_tokens');
-      await expectDenied(client, 'select * from rowgate.organization_access_tokens');
     });
   });
 
@@ -758,6 +787,7 @@ describe('bypass attempts fail', () => {
         'rowgate.memberships',
         'rowgate.orders',
         'rowgate.orders_by_day',
+        'rowgate.organization_access_tokens',
         'rowgate.organizations',
         'rowgate.payout_accounts',
         'rowgate.permissions',
@@ -768,6 +798,8 @@ describe('bypass attempts fail', () => {
         'rowgate.roles',
         'rowgate.transactions',
         'rowgate.users',
+        'rowgate.webhook_attempts',
+        'rowgate.webhook_endpoints',
       ],
       writable: [],
       definers: [
