@@ -158,6 +158,24 @@ describe('request bodies that cannot be read', () => {
     },
   );
 
+  test('an unsupported Content-Encoding or charset is a 415 that quotes it bounded', async () => {
+    const cases: Record<string, string>[] = [
+      { 'content-type': 'application/json', 'content-encoding': 'x'.repeat(8_000) },
+      { 'content-type': `application/json; charset=${'q'.repeat(8_000)}` },
+    ];
+    for (const headers of cases) {
+      const response = await fetch(app.url + PAT, {
+        method: 'POST',
+        headers: { ...headers, cookie: `rowgate_session=${user.session}` },
+        body: valid,
+      });
+      const text = await response.text();
+      expect(response.status).toBe(415);
+      expect(JSON.parse(text)).toEqual({ error: 'UnsupportedMediaType', detail: expect.any(String) });
+      expect(text.length).toBeLessThan(500);
+    }
+  });
+
   test('a body in the Content-Encoding it says is read', async () => {
     const response = await fetch(app.url + PAT, {
       method: 'POST',

@@ -734,6 +734,14 @@ describe('mutations: scopes and policies bind in the database', () => {
         extensions: { code: 'BAD_USER_INPUT' },
       }),
     ]);
+    // the database's sentence quotes the value whole: bounded (SPEC §14; a review sent 100,000 characters)
+    const long = await gql(BY_NODE_ID, { id: nodeId('Product', 'x'.repeat(100_000)), name: 'by-a-bad-id' }, { token: tokens.oatWrite });
+    expect(long.body.errors?.map((e) => e.extensions?.code)).toEqual(['BAD_USER_INPUT']);
+    expect(JSON.stringify(long.body).length).toBeLessThan(2_000);
+    // and so is graphql-js's own sentence about a variable of the wrong type
+    const variable = await gql('query ($n: Int) { __typename }', { n: 'y'.repeat(50_000) }, { token: tokens.oatWrite });
+    expect(variable.body.errors?.map((e) => e.extensions?.code)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
+    expect(JSON.stringify(variable.body).length).toBeLessThan(2_000);
     expect(await productName(target)).toBe(before);
     // the product's own node id updates it
     const renamed = `renamed-${randomBytes(4).toString('hex')}`;

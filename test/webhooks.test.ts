@@ -174,6 +174,11 @@ describe('URL rules (SPEC §17)', () => {
     ['https://[e000::1]/x', false, 'not public'],
     ['https://[3fff::1]/x', false, 'not public'],
     ['https://[2a00:1450:4001::200e]/x', false, null],
+    // a review: only ::ffff:0:0/96 carries an IPv4 address; these are reserved ::/8, whatever they end with
+    ['https://[0:ffff:808:808::]/x', false, 'not public'],
+    ['https://[::ffff:808:808:0:0]/x', false, 'not public'],
+    ['https://[::ffff:808:808:1]/x', false, 'not public'],
+    ['https://[0:0:0:0:0:ffff:808:808]/x', false, null],
   ] as const)('%s (loopback allowed: %s)', (url, allowLoopback, denial) => {
     const got = urlDenial(url, allowLoopback);
     if (denial === null) expect(got).toBeNull();

@@ -2,7 +2,7 @@
 // not GraphQL over HTTP (SPEC §7's 422), and the errors of execution, where our
 // SQL's deliberate errors keep REST's words and everything else is masked.
 import type { GraphQLError } from 'postgraphile/graphql';
-import { boundedText, fromDatabaseError, timeoutDetail, type ValidationIssue } from '../http/errors.ts';
+import { boundedText, ECHOED_CHARACTERS, fromDatabaseError, timeoutDetail, type ValidationIssue } from '../http/errors.ts';
 import { BAD_USER_INPUT, VALIDATION_FAILED } from './limits.ts';
 
 /** GraphQL errors the client may read: our SQL's deliberate errors, as REST words them; the rest is masked. */
@@ -15,10 +15,11 @@ export function makeMaskError(
   const mask = (error: GraphQLError): GraphQLError => {
     const original = error.originalError as (Error & { code?: string; extensions?: Record<string, unknown> }) | undefined;
     if (!original || original instanceof GraphQLErrorClass) {
-      // graphql-js's own: a variable of the wrong type, an unknown operation name
-      if (error.extensions.code) return error;
-      const code = error.nodes?.length ? BAD_USER_INPUT : VALIDATION_FAILED;
-      return new GraphQLErrorClass(error.message, {
+      // graphql-js's own: a variable of the wrong type, an unknown operation name (its message quotes the
+      // value the client sent: bounded, SPEC §14)
+      if (error.extensions.code && error.message.length <= 2 * ECHOED_CHARACTERS) return error;
+      const code = (error.extensions.code as string | undefined) ?? (error.nodes?.length ? BAD_USER_INPUT : VALIDATION_FAILED);
+      return new GraphQLErrorClass(boundedText(error.message, 2 * ECHOED_CHARACTERS), {
         nodes: error.nodes,
         source: error.source,
         positions: error.positions,
@@ -62,7 +63,7 @@ export function makeMaskError(
     }
     // a data exception: a value of the input that is not of its column's type (a node id holding no uuid);
     // REST's 422 would locate it in a body this request does not have
-    if (/^22/.test(original.code ?? '')) return copy(original.message, BAD_USER_INPUT);
+    if (/^22/.test(original.code ?? '')) return copy(boundedText(original.message, 2 * ECHOED_CHARACTERS), BAD_USER_INPUT);
     const apiError = fromDatabaseError(original);
     if (apiError && apiError.status !== 500) {
       const detail = apiError.detail;
@@ -70,7 +71,7 @@ export function makeMaskError(
       return copy(message, apiError.error);
     }
     // integrity violations come from the input: a null for a required column (found by the GraphQL fuzzer)
-    if (/^23/.test(original.code ?? '')) return copy(original.message, BAD_USER_INPUT);
+    if (/^23/.test(original.code ?? '')) return copy(boundedText(original.message, 2 * ECHOED_CHARACTERS), BAD_USER_INPUT);
     // the message may repeat the client's input (a malformed node id): bounded, and the stack in development only
     const path = boundedText(error.path?.join('.') ?? '(request)');
     log(`graphql error at ${path}: ${options.development ? (original.stack ?? String(original)) : boundedText(String(original))}`);

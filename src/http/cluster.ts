@@ -78,7 +78,7 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
       const worker = cluster.fork();
       live.add(worker);
       // a connection handed to a worker that dies, or handed back when none serves, is given to another or closed, never left waiting
-      followHandOffs(worker, serving, () => !stopping && [...serving].some((other) => other !== worker && other.isConnected()));
+      followHandOffs(worker, serving, () => [...serving].some((other) => other !== worker && other.isConnected()));
       let started = false;
       const timer = setTimeout(() => {
         logger.error({ pid: worker.process.pid }, `rowgate: a worker did not listen within ${WORKER_START_MS / 1000} s; stopping it`);

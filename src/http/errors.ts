@@ -238,7 +238,8 @@ export function toApiError(error: unknown, statementTimeoutMs?: number): ApiErro
     return validationError([{ type: 'json_invalid', loc: ['body'], msg: `Invalid JSON: ${boundedText(e.message ?? '')}` }]);
   }
   if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
-    return new ApiError(415, 'UnsupportedMediaType', e.message ?? 'Unsupported encoding');
+    // its message names the header's value, whatever its length
+    return new ApiError(415, 'UnsupportedMediaType', boundedText(e.message ?? 'Unsupported encoding'));
   }
   if (e?.status === 400 && error instanceof URIError) return undecodablePath(e.message ?? '');
   if (e?.status === 400 && !e.type && typeof (error as { errno?: unknown }).errno === 'number') {

@@ -55,13 +55,21 @@ const globalUnicast = new BlockList();
 globalUnicast.addSubnet('2000::', 3, 'ipv6');
 special.addSubnet('3fff::', 20, 'ipv6');
 
-/** `::ffff:10.0.0.1` or `::ffff:a00:1` → `10.0.0.1` */
+/**
+ * `::ffff:10.0.0.1` or `::ffff:a00:1` → `10.0.0.1`: an address of
+ * ::ffff:0:0/96 only, in the URL standard's canonical form (the pattern before
+ * took `0:ffff:808:808::`, in reserved ::/8, for 8.8.8.8: a review found it).
+ */
 function mappedIPv4(address: string): string | undefined {
-  const m = /^(?:0{0,4}:){0,5}:?ffff:(.+)$/i.exec(address);
+  let canonical: string;
+  try {
+    canonical = new URL(`http://[${address}]/`).hostname;
+  } catch {
+    return undefined;
+  }
+  const m = /^\[::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})\]$/.exec(canonical);
   if (!m) return undefined;
-  if (m[1]!.includes('.')) return m[1];
-  const [high, low] = m[1]!.split(':').map((h) => Number.parseInt(h, 16));
-  if (high === undefined || low === undefined || Number.isNaN(high) || Number.isNaN(low)) return undefined;
+  const [high, low] = [Number.parseInt(m[1]!, 16), Number.parseInt(m[2]!, 16)];
   return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
 }
 
