@@ -128,6 +128,11 @@ describe('a statement past the statement timeout is 504 Timeout, naming the limi
     expect(fromDatabaseError({ code: '57014', message: 'canceling statement due to statement timeout' }, 2500)?.status).toBe(504);
     expect(fromDatabaseError({ code: '57014', message: 'canceling statement due to user request' }, 2500)?.status).toBe(503);
     expect(fromDatabaseError({ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED' }, 2500)?.status).toBe(503);
+    // PostgreSQL's words (async.c) when its NOTIFY queue is full: the database cannot take the write now
+    const full = fromDatabaseError({ code: '54000', message: 'too many notifications in the NOTIFY queue' }, 2500);
+    expect({ status: full?.status, headers: full?.headers }).toEqual({ status: 503, headers: { 'Retry-After': '2' } });
+    // another program limit (an index row too large, say) is not the database being unavailable
+    expect(fromDatabaseError({ code: '54000', message: 'index row size 9000 exceeds maximum 8191' }, 2500)).toBeNull();
   });
 });
 

@@ -214,6 +214,9 @@ export function fromDatabaseError(error: unknown, statementTimeoutMs?: number): 
     code === '53300' || // too many connections
     code === '57014' || // query_canceled: the statement timeout ended a statement that waited or ran too long
     code === '55P03' || // lock_not_available: a lock timeout
+    // program_limit_exceeded at a write's commit: PostgreSQL's NOTIFY queue is full (a listener kept in an open
+    // transaction pins it; a hostile analyst filled a 1 MiB one and every write that notifies answered 500)
+    (code === '54000' && /NOTIFY queue/.test(e.message ?? '')) ||
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND'].includes(code) ||
     (code === 'ENOENT' && e?.syscall === 'connect') || // a Unix-domain socket that is gone: the database is down
     /Connection terminated|timeout exceeded when trying to connect|not queryable/i.test(e?.message ?? '')
