@@ -219,7 +219,7 @@ describe('two workers on one port', () => {
           res.on('end', () => end(res.statusCode ?? 0));
         });
         req.on('error', () => end(0));
-        // before: such a connection stayed open in the primary, unread, until this gave up (one a kill, 7 of 7 kills)
+        // before: such a connection stayed open in the primary, unread, until this gave up (one a kill: every kill under load did it)
         const timer = setTimeout(() => req.destroy(), 5_000);
       });
     const until = Date.now() + 2_000;

@@ -16,9 +16,9 @@
 // So the hand-offs to each worker are counted here (Node's own messages on the
 // IPC channel: `newconn` out, its `ack` back). When the worker's channel closes
 // with some unanswered, each is answered for it; an answer "not taken" sends the
-// connection to another worker; when no other worker serves (the primary is
-// stopping, or every worker's server is closed), "taken" instead, which makes
-// Node close it at once: the client is refused rather than left waiting.
+// connection to another worker; when no other worker's server takes
+// connections (at a stop, once every one is closed), "taken" instead, which
+// makes Node close it at once: the client is refused rather than left waiting.
 // This leans on node:cluster's internal messages (cmd NODE_CLUSTER, act
 // newconn, seq, ack, accepted), unchanged since Node 0.12; test/cluster.test.ts
 // holds them to it (a kill under load: no connection waits).
