@@ -242,6 +242,7 @@ grant select (id, client_id, user_id, client_name, redirect_uris, scopes, token_
 CREATE INDEX oauth2_clients_user_id ON rowgate.oauth2_clients USING btree (user_id, created_at) WHERE (deleted_at IS NULL);
 create policy select_own on rowgate.oauth2_clients as permissive for select to rowgate_user
   using (((user_id = ( SELECT rowgate_hidden.current_user_id() AS current_user_id)) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('user:read'::text) AS has_scope)));
+CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.oauth2_clients FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__at_most('user_id', '100', 'false', 'user', 'OAuth2 clients', 'delete');
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.oauth2_clients FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 
 -- Table rowgate.orders
@@ -318,6 +319,7 @@ grant select (id, organization_id, comment, scopes, expires_at, last_used_at, cr
 CREATE INDEX organization_access_tokens_organization ON rowgate.organization_access_tokens USING btree (organization_id, created_at) WHERE (deleted_at IS NULL);
 create policy select_manage on rowgate.organization_access_tokens as permissive for select to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('access_tokens:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (rowgate_hidden.current_subject_kind() = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('organization_access_tokens_read'::text) AS has_scope)));
+CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__at_most('organization_id', '100', 'true', 'organization', 'live organization access tokens', 'revoke');
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization_access_token', 'access_tokens', 'id,organization_id,comment,scopes,expires_at,last_used_at,created_at,updated_at');
 
@@ -406,9 +408,11 @@ comment on table rowgate.personal_access_tokens is '@behavior -*
 Personal access tokens (REST only).';
 alter table rowgate.personal_access_tokens enable row level security;
 grant select (id, user_id, comment, scopes, expires_at, last_used_at, created_at, updated_at) on rowgate.personal_access_tokens to rowgate_user;
+CREATE INDEX personal_access_tokens_live ON rowgate.personal_access_tokens USING btree (user_id) WHERE (deleted_at IS NULL);
 CREATE INDEX personal_access_tokens_user_id ON rowgate.personal_access_tokens USING btree (user_id, created_at);
 create policy select_own on rowgate.personal_access_tokens as permissive for select to rowgate_user
   using (((user_id = ( SELECT rowgate_hidden.current_user_id() AS current_user_id)) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('user:read'::text) AS has_scope)));
+CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.personal_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__at_most('user_id', '100', 'true', 'user', 'live personal access tokens', 'revoke');
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.personal_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 
 -- Table rowgate.products
@@ -623,6 +627,7 @@ create policy select_manage on rowgate.webhook_endpoints as permissive for selec
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('webhooks_read'::text) AS has_scope)));
 create policy update_manage on rowgate.webhook_endpoints as permissive for update to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('webhooks_write'::text) AS has_scope)));
+CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__at_most('organization_id', '16', 'false', 'organization', 'webhook endpoints', 'delete');
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _200_reset BEFORE UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__reset();
 CREATE TRIGGER _300_check_types BEFORE UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__check_types();
@@ -3126,6 +3131,35 @@ begin
   return null;
 end;
 $function$;
+
+-- Function rowgate_private.tg__at_most()
+CREATE OR REPLACE FUNCTION rowgate_private.tg__at_most()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_owner_column text := tg_argv[0];
+  v_maximum int := tg_argv[1]::int;
+  v_expires boolean := tg_argv[2]::boolean;
+  v_owner uuid := (to_jsonb(new) ->> v_owner_column)::uuid;
+  v_live int;
+begin
+  perform pg_advisory_xact_lock(hashtextextended('rowgate at most ' || tg_table_name || ' ' || v_owner, 0));
+  execute format(
+    'select count(*) from (select 1 from %I.%I where %I = $1 and deleted_at is null%s limit $2) live',
+    tg_table_schema, tg_table_name, v_owner_column,
+    case when v_expires then ' and (expires_at is null or expires_at > now())' else '' end)
+    into v_live using v_owner, v_maximum;
+  if v_live >= v_maximum then
+    raise exception 'At most % % per %; % one to make room', v_maximum, tg_argv[4], tg_argv[3], tg_argv[5]
+      using errcode = 'RG403';
+  end if;
+  return new;
+end;
+$function$;
+comment on function rowgate_private.tg__at_most() is 'Refuses an insert past the owner''s number of live rows (RG403, the reason as the message).';
 
 -- Function rowgate_private.tg__count_rows()
 CREATE OR REPLACE FUNCTION rowgate_private.tg__count_rows()

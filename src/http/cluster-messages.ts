@@ -70,11 +70,13 @@ export const CREDENTIALS_BATCH_KEYS = 1_000;
  */
 export function tellInBatches(tell: (news: { remembered: string[]; forgotten: string[] }) => Promise<void>) {
   let batch = { remembered: [] as string[], forgotten: [] as string[] };
-  let timer: NodeJS.Timeout | undefined;
+  let scheduled = false;
   const add = (list: 'remembered' | 'forgotten') => (key: string) => {
     if (batch[list].length < CREDENTIALS_BATCH_KEYS) batch[list].push(key);
-    timer ??= setTimeout(() => {
-      timer = undefined;
+    if (scheduled) return;
+    scheduled = true;
+    setTimeout(() => {
+      scheduled = false;
       const told = batch;
       batch = { remembered: [], forgotten: [] };
       tell(told).catch(() => {});

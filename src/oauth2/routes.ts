@@ -45,7 +45,7 @@ export const oauth2Routes = [
     operationId: 'oauth2:register',
     summary: 'Register an OAuth2 client',
     description:
-      "RFC 7591 dynamic registration, by a signed-in user (web session), who owns the client. A confidential client (`client_secret_basic`, `client_secret_post`) gets a `client_secret`, shown once; a public client (`none`) gets none and must use PKCE. Without `scope`, the client may ask for any scope the server supports (the consent page shows what it asks for). Refused metadata is a 400 in RFC 7591's shape: `invalid_redirect_uri` or `invalid_client_metadata`.",
+      "RFC 7591 dynamic registration, by a signed-in user (web session), who owns the client. A confidential client (`client_secret_basic`, `client_secret_post`) gets a `client_secret`, shown once; a public client (`none`) gets none and must use PKCE. Without `scope`, the client may ask for any scope the server supports (the consent page shows what it asks for). Refused metadata is a 400 in RFC 7591's shape: `invalid_redirect_uri` or `invalid_client_metadata`. A user owns at most 100 clients; past them: 403 `NotPermitted` (delete one to make room).",
     tag: 'oauth2',
     access: access.webUserWrite,
     body: OAuth2ClientRegistration,

@@ -62,6 +62,8 @@ export const organizationAccessTokenRoutes = [
     path: '/v1/organization-access-tokens/',
     operationId: 'organization_access_tokens:create',
     summary: 'Create an organization access token',
+    description:
+      'An organization holds at most 100 live (neither revoked nor expired) organization access tokens; past them: 403 `NotPermitted` (revoke one to make room).',
     tag: 'organization-access-tokens',
     access: access.organizationUser(...writeScopes('organization_access_tokens')),
     body: OrganizationAccessTokenCreate,

@@ -58,6 +58,8 @@ export const personalAccessTokenRoutes = [
     path: '/v1/personal-access-tokens/',
     operationId: 'personal_access_tokens:create',
     summary: 'Create a personal access token',
+    description:
+      'A user holds at most 100 live (neither revoked nor expired) personal access tokens; past them: 403 `NotPermitted` (revoke one to make room).',
     tag: 'personal-access-tokens',
     access: access.webUserWrite,
     body: PersonalAccessTokenCreate,
