@@ -4,7 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { ChunkedDestination, type FlushableDestination, SHARED_OUTPUT_CHUNK_UNITS } from '../src/operating/log-chunks.ts';
+import { ChunkedDestination, type FlushableDestination, PIPE_BUF_BYTES } from '../src/operating/log-chunks.ts';
 
 /** A destination that records what it is given, and how it was flushed */
 function recorder() {
@@ -35,7 +35,7 @@ describe('the log written in chunks', () => {
 
   test('bounded (several processes share stdout): every chunk is whole lines within PIPE_BUF, bytes counted; a longer line goes alone', () => {
     const { target, writes } = recorder();
-    const destination = new ChunkedDestination(target, SHARED_OUTPUT_CHUNK_UNITS, { bounded: true });
+    const destination = new ChunkedDestination(target, PIPE_BUF_BYTES, { bounded: true });
     const long = `{"long":"${'x'.repeat(5_000)}"}\n`;
     const lines = Array.from({ length: 5_000 }, (_, i) =>
       i === 2_500 ? long : `{"n":${i},"text":${JSON.stringify('é€😀x'.repeat(i % 90))}}\n`,
@@ -50,6 +50,17 @@ describe('the log written in chunks', () => {
     }
     // and chunks are not needlessly small: most hold several lines
     expect(writes.length).toBeLessThan(lines.length / 3);
+  });
+
+  test('bounded: lines of plain ASCII fill a chunk to within a line of PIPE_BUF (bytes counted, not a worst case)', () => {
+    const { target, writes } = recorder();
+    const destination = new ChunkedDestination(target, PIPE_BUF_BYTES, { bounded: true });
+    const line = `{"level":"info","request_id":"${'a'.repeat(36)}","route":"/v1/users/me","status":200,"msg":"request"}\n`;
+    for (let i = 0; i < 1_000; i++) destination.write(line);
+    destination.flushSync();
+    expect(writes.join('')).toBe(line.repeat(1_000));
+    // PIPE_BUF is 4,096 bytes on Linux: counting every UTF-16 unit as three bytes would write chunks of a third of it
+    for (const chunk of writes.slice(0, -1)) expect(Buffer.byteLength(chunk)).toBeGreaterThan(4096 - line.length);
   });
 
   test('nothing is written before a chunk is full; a flush writes what is gathered, then flushes the target', () => {

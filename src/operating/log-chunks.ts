@@ -27,35 +27,38 @@ process.prependListener('exit', () => {
 });
 
 /**
- * The most UTF-16 units a chunk may hold when several processes write to one
- * stdout (node:cluster workers): at most 3 bytes each, so a chunk stays within
- * PIPE_BUF (4,096 bytes), which a pipe writes whole, never interleaved with
- * another writer's bytes (and a file or a Unix socket alike, on Linux). A line
- * longer than that alone is written on its own.
+ * The most bytes a chunk may hold when several processes write to one stdout
+ * (node:cluster workers): PIPE_BUF, which a pipe writes whole, never
+ * interleaved with another writer's bytes (and a file or a Unix socket alike,
+ * on Linux). A line longer than that alone is written on its own.
  */
-export const SHARED_OUTPUT_CHUNK_UNITS = Math.floor(4096 / 3);
+export const PIPE_BUF_BYTES = 4096;
 
 export class ChunkedDestination implements FlushableDestination {
   private lines: string[] = [];
-  /** UTF-16 units buffered: a chunk's size within a factor the threshold does not care about */
-  private units = 0;
+  /** what is buffered: UTF-16 units (a chunk's size within a factor the threshold does not care about), or bytes when bounded */
+  private size = 0;
   private readonly target: FlushableDestination;
-  private readonly chunkUnits: number;
+  private readonly chunkSize: number;
   private readonly bounded: boolean;
 
-  /** `bounded`: a chunk never grows past `chunkUnits` (lines shared with other writers); else it is released once past it */
-  constructor(target: FlushableDestination, chunkUnits: number, options: { bounded?: boolean } = {}) {
+  /**
+   * `bounded`: a chunk never holds more than `chunkSize` bytes (lines shared
+   * with other writers); else it is released once past `chunkSize` UTF-16 units.
+   */
+  constructor(target: FlushableDestination, chunkSize: number, options: { bounded?: boolean } = {}) {
     this.target = target;
-    this.chunkUnits = chunkUnits;
+    this.chunkSize = chunkSize;
     this.bounded = options.bounded ?? false;
     gathering.add(new WeakRef(this));
   }
 
   write(line: string): void {
-    if (this.bounded && this.units + line.length > this.chunkUnits) this.release();
+    const size = this.bounded ? Buffer.byteLength(line) : line.length;
+    if (this.bounded && this.size + size > this.chunkSize) this.release();
     this.lines.push(line);
-    this.units += line.length;
-    if (this.units >= this.chunkUnits) this.release();
+    this.size += size;
+    if (this.size >= this.chunkSize) this.release();
   }
 
   /** What is gathered, handed to the target as one string */
@@ -63,7 +66,7 @@ export class ChunkedDestination implements FlushableDestination {
     if (this.lines.length === 0) return;
     const chunk = this.lines.join('');
     this.lines = [];
-    this.units = 0;
+    this.size = 0;
     this.target.write(chunk);
   }
 

@@ -9,7 +9,7 @@
 // must be added there too.
 import { createRequire } from 'node:module';
 import pino, { type DestinationStream, type Logger } from 'pino';
-import { ChunkedDestination, SHARED_OUTPUT_CHUNK_UNITS } from './log-chunks.ts';
+import { ChunkedDestination, PIPE_BUF_BYTES } from './log-chunks.ts';
 
 export type { Logger };
 
@@ -45,8 +45,10 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const destination =
     chosen ??
     (options.sharedOutput
-      ? // each chunk written as it is released, sonic-boom joining only whole chunks within PIPE_BUF
-        new ChunkedDestination(pino.destination({ dest: 1, sync: false, maxWrite: 4096 }), SHARED_OUTPUT_CHUNK_UNITS, { bounded: true })
+      ? // each chunk (whole lines, at most PIPE_BUF bytes) one write(2) as it is released, on this thread: handed to
+        // libuv's thread pool, as an asynchronous destination does, a chunk of about five access lines cost a
+        // thread's wake-up and a completion through the event loop (docs/performance.md, "The workers' log writes")
+        new ChunkedDestination(pino.destination({ dest: 1, sync: true }), PIPE_BUF_BYTES, { bounded: true })
       : new ChunkedDestination(pino.destination({ dest: 1, sync: false, minLength: CHUNK }), CHUNK));
   const logger = pino(
     {
