@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ECHOED_CHARACTERS } from '../src/http/errors.ts';
+import { boundedText, ECHOED_CHARACTERS } from '../src/http/errors.ts';
 import { allRoutes, apiRoutes } from '../src/http/routes.ts';
 import { expectError, expectUnauthorized, expectValidationError, type Issue } from './expect-api.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
@@ -257,6 +257,20 @@ describe('validation errors → 422 with {type, loc, msg, input?}', () => {
         { type: 'string_nul', loc: ['body', 'comment'], input: 'c\u0000i' },
         { type: 'string_nul', loc: ['body', 'x\u0000'] },
       ],
+    },
+    // zod skips a field named __proto__ without a word (an object's or a record's): refused at its location
+    {
+      name: 'a field named __proto__',
+      method: 'POST',
+      path: PAT,
+      body: JSON.parse('{"comment": "x", "scopes": ["user:read"], "__proto__": {"admin": true}}'),
+      issues: [{ type: 'reserved_key', loc: ['body', '__proto__'] }],
+    },
+    {
+      name: 'a query parameter named __proto__',
+      method: 'GET',
+      path: `${PAT}?__proto__=1`,
+      issues: [{ type: 'reserved_key', loc: ['query', '__proto__'] }],
     },
     {
       name: 'a NUL character in the query',
@@ -583,4 +597,16 @@ describe('pagination and sorting of a list (personal access tokens)', () => {
 
 test('the route table is not empty (the generated cases above have something to cover)', () => {
   expect(apiRoutes.length).toBeGreaterThanOrEqual(6);
+});
+
+test('an echoed input is cut between characters, never inside a surrogate pair', () => {
+  // an emoji is two UTF-16 units: cut at an odd length, the first half would be left alone
+  const emojis = '😀'.repeat(300);
+  for (const max of [199, 200, 201]) {
+    const cut = boundedText(emojis, max);
+    expect(cut.length).toBeLessThanOrEqual(max);
+    expect(cut.endsWith('😀…')).toBe(true);
+    expect(cut.isWellFormed()).toBe(true);
+  }
+  expect(boundedText(`a${emojis}`, 200)).toBe(`a${'😀'.repeat(99)}…`);
 });

@@ -106,6 +106,9 @@ function windowCases(stamps: Map<string, number>): FilterCase[] {
     { query: `created_after=${iso(t1)}&created_before=${iso(t2)}`, expect: where((t) => t >= t1 && t < t2) },
     // the same instant as t1, written at +01:00 (the + encoded, as a client must)
     { query: 'created_after=2026-03-01T11:00:03%2B01:00', expect: where((t) => t >= t1) },
+    // offsets RFC 3339 allows and PostgreSQL does not read (past ±15:59: they were a 500), a fraction kept as sent
+    { query: 'created_after=2026-03-02T02:00:03%2B16:00', expect: where((t) => t >= t1) },
+    { query: 'created_before=2026-02-28T10:01:08.000001-23:59', expect: where((t) => t <= t2) },
     { query: `created_after=${iso(t2)}&created_before=${iso(t1)}`, expect: [] },
   ];
 }
@@ -117,6 +120,9 @@ const INVALID_WINDOWS = [
   // valid RFC 3339, but before year 1: refused at its parameter, not by the database
   'created_after=0000-01-01T00:00:00Z',
   'created_before=0000-12-31T23:59:59%2B01:00',
+  // a fraction finer than nanoseconds (130 digits reached the database, whose error was located at the body)
+  'created_after=2026-03-01T10:00:00.1234567890Z',
+  `created_before=2026-03-01T10:00:00.${'1'.repeat(130)}Z`,
 ];
 // (an unencoded + is a space in a query string: no time zone left)
 

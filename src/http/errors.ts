@@ -86,7 +86,13 @@ export const ECHOED_CHARACTERS = 200;
 export const MAX_ISSUES = 50;
 
 /** A client's text, at most ECHOED_CHARACTERS of it (the last an ellipsis when it was cut). */
-export const boundedText = (text: string, max = ECHOED_CHARACTERS) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+export const boundedText = (text: string, max = ECHOED_CHARACTERS) => {
+  if (text.length <= max) return text;
+  // never half a surrogate pair (an emoji cut in two is no Unicode a strict JSON reader takes)
+  const end = isHighSurrogate(text.charCodeAt(max - 2)) ? max - 2 : max - 1;
+  return `${text.slice(0, end)}…`;
+};
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
 
 /**
  * The refused input echoed in a validation issue, bounded: a string of at most

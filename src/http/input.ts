@@ -27,9 +27,9 @@ export function parseInput(route: ApiRoute, req: Request): Input {
   const issues: ValidationIssue[] = [];
   const parse = (schema: z.ZodType | undefined, source: string, input: unknown) => {
     if (!schema) return undefined;
-    const nul = nulIssues(input, source);
-    if (nul.length) {
-      issues.push(...nul);
+    const unkept = textIssues(input, source);
+    if (unkept.length) {
+      issues.push(...unkept);
       return undefined;
     }
     const result = schema.safeParse(input);
@@ -72,11 +72,15 @@ function zodIssues(error: z.ZodError, source: string, input: unknown): Validatio
 }
 
 /**
- * Text PostgreSQL cannot store: U+0000 in any string of the input, wherever it
- * is (a 422 at its location, not the database's "invalid byte sequence" 500;
- * found by the HTTP fuzzer in a token's scopes).
+ * Text that would not be kept as sent, wherever it is in the input (a 422 at
+ * its location): U+0000 in a string or a field's name, which PostgreSQL cannot
+ * store (the database's "invalid byte sequence" was a 500; found by the HTTP
+ * fuzzer in a token's scopes); and a field named `__proto__`, which zod's
+ * objects and records skip without a word (a hostile audit's metadata key was
+ * dropped by REST, stored by GraphQL, and lost by the next PATCH), as many
+ * JavaScript readers of our JSON would.
  */
-function nulIssues(input: unknown, source: string): ValidationIssue[] {
+function textIssues(input: unknown, source: string): ValidationIssue[] {
   // depth-first, in document order, without recursion and with each location a
   // link to its parent's: JSON.parse reads arrays nested a hundred thousand
   // deep (found by the fuzzer, as a stack overflow)
@@ -96,6 +100,9 @@ function nulIssues(input: unknown, source: string): ValidationIssue[] {
     // a field's name is checked as its value is reached: its issue comes first
     if (typeof where.key === 'string' && where.parent && where.key.includes('\u0000')) {
       issues.push({ type: 'string_nul', loc: loc(where), msg: 'A field name may not contain the NUL character (U+0000)' });
+    }
+    if (where.key === '__proto__' && where.parent) {
+      issues.push({ type: 'reserved_key', loc: loc(where), msg: 'No field may be named "__proto__"' });
     }
     if (typeof value === 'string') {
       if (value.includes('\u0000'))

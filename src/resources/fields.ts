@@ -12,12 +12,35 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 export const uuid = (description: string, example = '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b') => doc(z.uuid(), description, example);
 
+/** The parts of an RFC 3339 instant with an offset (z.iso.datetime has checked the whole) */
+const OFFSET = /^(.*T\d{2}:\d{2}(?::\d{2})?)(\.\d+)?([+-]\d{2}:\d{2})$/;
+const FRACTION = /\.(\d+)/;
+
+/**
+ * The instant written with `Z` when its offset is one PostgreSQL cannot read:
+ * RFC 3339 allows offsets up to ±23:59, `timestamptz` up to ±15:59 (an offset of
+ * +16:00 was a 500: "time zone displacement out of range"). The fraction is
+ * kept as sent (an offset is whole minutes).
+ */
+function readableOffset(value: string): string {
+  const parts = OFFSET.exec(value);
+  if (!parts || Math.abs(Number(parts[3]!.slice(0, 3))) < 16) return value;
+  const utc = new Date(Date.parse(`${parts[1]}${parts[3]}`)).toISOString();
+  return `${utc.slice(0, 19)}${parts[2] ?? ''}Z`;
+}
+
 /**
  * An instant a client sends: RFC 3339 with a time zone, from year 1 on (year 0000
- * is valid RFC 3339 but no PostgreSQL timestamp: it was the database's own 422).
+ * is valid RFC 3339 but no PostgreSQL timestamp: it was the database's own 422),
+ * with at most 9 fractional digits (PostgreSQL keeps microseconds, and refuses a
+ * fraction of ~130 digits).
  */
 export const instant = () =>
-  z.iso.datetime({ offset: true }).refine((value) => !value.startsWith('0000'), 'The year must be 0001 or later');
+  z.iso
+    .datetime({ offset: true })
+    .refine((value) => !value.startsWith('0000'), 'The year must be 0001 or later')
+    .refine((value) => (FRACTION.exec(value)?.[1]?.length ?? 0) <= 9, 'At most 9 fractional digits')
+    .transform(readableOffset);
 
 export const timestamp = (description: string) => doc(z.iso.datetime({ offset: true }), description, '2026-11-21T09:30:00.123456+00:00');
 
