@@ -1265,6 +1265,9 @@ declare
   v_denial text;
 begin
   perform rowgate_hidden.assert_scope('orders_write');
+  if p_currency is not null and p_amount is null then
+    raise exception 'amount is required when currency is given' using errcode = 'RG422', detail = 'body.amount';
+  end if;
   select p.organization_id, p.price_amount, p.price_currency into v_product from rowgate.products p
     where p.id = p_product_id and p.deleted_at is null
       and p.organization_id = any (rowgate_hidden.current_organization_ids());
@@ -2451,6 +2454,7 @@ CREATE OR REPLACE FUNCTION rowgate_hidden.metadata_is_valid(p_metadata jsonb)
 AS $function$
   select jsonb_typeof(p_metadata) = 'object'
     and (select count(*) from jsonb_object_keys(p_metadata)) <= 50
+    and not (p_metadata ? '__proto__')
     and not exists (
       select 1 from jsonb_each(p_metadata) e
       where e.key !~ '^[A-Za-z0-9_-]{1,40}$'
@@ -2461,7 +2465,7 @@ AS $function$
             and abs((e.value #>> '{}')::numeric) <= 9007199254740991
           else false end, false));
 $function$;
-comment on function rowgate_hidden.metadata_is_valid(jsonb) is 'At most 50 keys of 1-40 characters of [A-Za-z0-9_-]; values strings of at most 500 characters, integers within ±(2^53-1), or booleans.';
+comment on function rowgate_hidden.metadata_is_valid(jsonb) is 'At most 50 keys of 1-40 characters of [A-Za-z0-9_-], not __proto__; values strings of at most 500 characters, integers within ±(2^53-1), or booleans.';
 grant execute on function rowgate_hidden.metadata_is_valid(jsonb) to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.organization_row_count(text,uuid[])

@@ -789,6 +789,44 @@ describe('mutations: scopes and policies bind in the database', () => {
     expect(done.updateOrganizationByRowId.organization.name).toBe(`${before} renamed`);
   });
 
+  test("createOrder in another currency names its amount, as REST's does (the database's rule)", async () => {
+    const mutation = `mutation ($product: UUID!, $customer: UUID!, $amount: BigInt) {
+      createOrder(input: { pProductId: $product, pCustomerId: $customer, pCurrency: "eur", pAmount: $amount }) { result { amount currency } }
+    }`;
+    const count = async () => (await app.sql('select count(*)::int as n from rowgate.orders'))[0].n;
+    const before = await count();
+    const refused = await gql(mutation, { product: w.productsA.live[1], customer: w.customersA[1] }, { session: w.memberA.session });
+    expect(refused.body.errors?.[0]).toMatchObject({
+      message: 'body.amount: amount is required when currency is given',
+      extensions: { code: 'RequestValidationError' },
+    });
+    expect(await count()).toBe(before);
+    const made = await data(
+      mutation,
+      { product: w.productsA.live[1], customer: w.customersA[1], amount: '900' },
+      { session: w.memberA.session },
+    );
+    expect(made.createOrder.result).toEqual([{ amount: '900', currency: 'eur' }]);
+  });
+
+  test('a metadata key named __proto__ is refused by the database, as REST refuses it', async () => {
+    const mutation = `mutation ($org: UUID!, $metadata: JSON) {
+      createCustomer(input: { customer: { organizationId: $org, email: "proto@example.com", metadata: $metadata } }) { customer { rowId } }
+    }`;
+    const refused = await gql(mutation, { org: w.orgA, metadata: JSON.parse('{"__proto__": "x", "b": 2}') }, { session: w.adminA.session });
+    expect(refused.body.errors?.[0]?.message).toMatch(/customers_metadata_valid/);
+    expect(await app.sql("select 1 from rowgate.customers where email = 'proto@example.com'")).toEqual([]);
+    const rest = await app.post(
+      '/v1/customers/',
+      JSON.parse(`{"organization_id": "${w.orgA}", "email": "proto@example.com", "metadata": {"__proto__": "x"}}`),
+      {
+        session: w.adminA.session,
+      },
+    );
+    expect(rest.status).toBe(422);
+    expect(rest.body.detail).toEqual([expect.objectContaining({ type: 'reserved_key', loc: ['body', 'metadata', '__proto__'] })]);
+  });
+
   test('createOrder is rowgate.create_order: organization and amount come from the product', async () => {
     const mutation = `mutation ($product: UUID!, $customer: UUID!) {
       createOrder(input: { pProductId: $product, pCustomerId: $customer }) { result { rowId organizationId amount currency status } }

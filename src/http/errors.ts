@@ -208,8 +208,8 @@ export function fromDatabaseError(error: unknown, statementTimeoutMs?: number): 
       at?.msg ?? (code === '23505' ? 'This value is taken already' : 'A referenced resource does not exist'),
     );
   }
-  if (code === '22P02' || code === '22007' || code === '22008' || code === '22003') {
-    // invalid text representation / datetime / numeric out of range reaching SQL
+  if (code === '22P02' || code === '22007' || code === '22008' || code === '22009' || code === '22003') {
+    // invalid text representation / datetime / time zone displacement / numeric out of range reaching SQL
     return validationError([{ type: 'value_error', loc: ['body'], msg: e.message ?? 'Invalid value' }]);
   }
   if (
