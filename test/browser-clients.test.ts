@@ -51,7 +51,9 @@ const preflight = (target: TestApp, pathname: string, origin: string, method = '
 describe('CORS for an allowed origin', () => {
   test.each([
     ['/v1/products/', 'GET', 'authorization'],
-    ['/v1/products/', 'POST', 'authorization,content-type'],
+    // the consistency token a write answered, sent back by a later read (SPEC §19)
+    ['/v1/products/', 'GET', 'authorization,rowgate-consistency'],
+    ['/v1/products/', 'POST', 'authorization,content-type,idempotency-key'],
     ['/graphql', 'POST', 'authorization,content-type'],
     ['/v1/oauth2/token', 'POST', 'content-type'],
     ['/v1/oauth2/revoke', 'POST', 'content-type,authorization'],
@@ -72,7 +74,9 @@ describe('CORS for an allowed origin', () => {
     expect(JSON.parse(ok.body).items).toHaveLength(1);
     expect(ok.headers['access-control-allow-origin']).toBe(APP_ORIGIN);
     expect(ok.headers['access-control-allow-credentials']).toBeUndefined();
-    expect(String(ok.headers['access-control-expose-headers'])).toContain('WWW-Authenticate');
+    for (const exposed of ['WWW-Authenticate', 'Retry-After', 'X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'Rowgate-Consistency']) {
+      expect(String(ok.headers['access-control-expose-headers']).split(',')).toContain(exposed);
+    }
     // a refusal is readable too, so a client library sees why
     const refused = await raw(app, 'GET', '/v1/products/', { origin: APP_ORIGIN, authorization: 'Bearer rg_pat_nope' });
     expect(refused.status).toBe(401);

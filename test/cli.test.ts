@@ -260,6 +260,11 @@ describe('bad usage → exit code 2, one line on stderr, nothing on stdout, noth
 });
 
 describe('help and version go to stdout, exit 0', () => {
+  test.concurrent.for(['help', 'help users', 'users help create'])('rowgate %s: the help asked for', async (line, { expect }) => {
+    const run = await cli(line.split(' '));
+    expect(run).toMatchObject({ code: 0, stderr: '', stdout: expect.stringMatching(/^Usage: rowgate/) });
+  });
+
   test("--help lists the groups; a group's --help lists its commands", async () => {
     const run = await cli(['--help']);
     expect(run).toMatchObject({ code: 0, stderr: '' });

@@ -52,19 +52,29 @@ describe('a method a path does not serve → 405 with Allow', () => {
     set.add(r.method.toUpperCase());
     methodsByPath.set(r.path, set);
   }
+  /** the OAuth2 protocol endpoints answer every error in RFC 6749's shape (their 405 too) */
+  const oauth2Paths = new Set(routes.filter((r) => r.errorFormat === 'oauth2').map((r) => r.path));
   const cases = [...methodsByPath].flatMap(([path, allowed]) =>
     ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((m) => !allowed.has(m)).map((method) => ({ method, path, allowed })),
   );
 
   test('the table has paths to check', () => {
     expect(methodsByPath.has('/v1/users/me')).toBe(true);
+    expect(oauth2Paths).toEqual(
+      new Set(['/v1/oauth2/token', '/v1/oauth2/revoke', '/v1/oauth2/introspect', '/.well-known/oauth-authorization-server']),
+    );
     expect(cases.length).toBeGreaterThan(methodsByPath.size);
   });
 
   test.each(cases)('$method $path', async ({ method, path, allowed }) => {
     // no credential: the method is refused before anybody is authenticated
     const res = await app.request(method, withParams(path));
-    expectError(res, 405, 'MethodNotAllowed');
+    if (oauth2Paths.has(path)) {
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 405,
+        body: { error: 'invalid_request', error_description: `Allowed: ${[...allowed].join(', ')}` },
+      });
+    } else expectError(res, 405, 'MethodNotAllowed');
     const allow = (res.headers.get('allow') ?? '').split(',').map((m) => m.trim());
     expect(allow.sort()).toEqual([...allowed].sort());
   });

@@ -219,7 +219,15 @@ const SYSTEM_ACTOR = {
 
 const declarations: Record<string, Declaration> = {
   'products:list': {
-    invalid: ['is_archived=maybe', 'organization_id=not-a-uuid', `query=${'x'.repeat(201)}`, ...INVALID_WINDOWS, ...INVALID_METADATA],
+    invalid: [
+      'is_archived=maybe',
+      'is_archived=yes',
+      'is_archived=1',
+      'organization_id=not-a-uuid',
+      `query=${'x'.repeat(201)}`,
+      ...INVALID_WINDOWS,
+      ...INVALID_METADATA,
+    ],
     seed: async (n) => {
       const { user, a, b, c } = await world();
       const rows: { id: string; org: string; name: string; archived: boolean }[] = [];

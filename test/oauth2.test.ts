@@ -320,6 +320,26 @@ describe("POST /v1/oauth2/register (RFC 7591) and managing one's clients", () =>
 });
 
 describe('the authorization code flow with PKCE, end to end over HTTP', () => {
+  test("a registered redirect URI's query is kept as written, the code and state appended (RFC 6749 §3.1.2)", async () => {
+    const user = await app.user();
+    const withQuery = `${REDIRECT}?x=a%20b&y=%2F`;
+    const client = await register(user, { redirect_uris: [withQuery] });
+    const { challenge } = pkce();
+    const res = await consent(user, {
+      response_type: 'code',
+      client_id: client.client_id,
+      redirect_uri: withQuery,
+      scope: 'user:read',
+      state: 's 1',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      action: 'allow',
+    });
+    expect(res.status).toBe(302);
+    const location = res.headers.get('location')!;
+    expect(location).toMatch(new RegExp(`^${withQuery.replaceAll('?', '\\?')}&code=[^&]+&state=s\\+1&iss=`));
+  });
+
   test('authorize page → consent form → code → token → the API', async () => {
     const user = await app.user();
     const client = await register(user, { client_name: 'Acme <Reports> & "Co"' });
@@ -1151,13 +1171,20 @@ describe('organization tokens (sub_type=organization)', () => {
 });
 
 describe('the OpenAPI document describes the OAuth2 endpoints as they answer', () => {
+  test('the authorization endpoint declares its error page: a 400 in HTML', async () => {
+    const doc = (await app.get('/v1/openapi.json')).body;
+    const responses = doc.paths['/v1/oauth2/authorize'].get.responses;
+    expect(Object.keys(responses['400'].content)).toEqual(['text/html']);
+    expect(Object.keys(responses['200'].content)).toEqual(['text/html']);
+  });
+
   test("the token endpoint takes a form (and JSON), and its errors are RFC 6749's", async () => {
     const doc = (await app.get('/v1/openapi.json')).body;
     const op = doc.paths['/v1/oauth2/token'].post;
     expect(Object.keys(op.requestBody.content)).toEqual(['application/x-www-form-urlencoded', 'application/json']);
     // the client's own credentials: HTTP Basic, or in the body (no header)
     expect(op.security).toEqual([{ oauth2Client: [] }, {}]);
-    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '413', '415', '503']);
+    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '413', '415', '429', '503', '504']);
     expect(op.responses['400'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/OAuth2Error' });
     expect(doc.components.schemas.OAuth2Error.properties).toHaveProperty('error_description');
     const authorizeOp = doc.paths['/v1/oauth2/authorize'].get;

@@ -301,8 +301,9 @@ describe('GET /v1/openapi.json', () => {
     413: ['PayloadTooLarge', 'invalid_request'],
     415: ['UnsupportedMediaType', 'invalid_request'],
     422: ['RequestValidationError'],
-    429: ['TooManyRequests'],
+    429: ['TooManyRequests', 'temporarily_unavailable'],
     503: ['ServiceUnavailable', 'temporarily_unavailable'],
+    504: ['Timeout', 'server_error'],
   };
   test('every error response has an example of its own status', () => {
     const wrong: string[] = [];
@@ -310,6 +311,8 @@ describe('GET /v1/openapi.json', () => {
       for (const method of METHODS.filter((m) => item[m])) {
         for (const [status, response] of Object.entries<Json>(item[method].responses)) {
           if (Number(status) < 400) continue;
+          // the authorization endpoint's error page is HTML (its own test: test/oauth2.test.ts)
+          if (response.content?.['text/html']) continue;
           const example = response.content?.['application/json']?.example;
           if (!errorNames[status]?.includes(example?.error)) wrong.push(`${method} ${path} ${status}: ${JSON.stringify(example)}`);
         }
@@ -360,15 +363,28 @@ describe('GET /v1/openapi.json', () => {
     const oauth2 = route.errorFormat === 'oauth2';
     // RFC 7591: a registration's refused metadata is a 400 of RFC 6749's shape, its other errors SPEC §7's
     const registration = route.errorFormat === 'oauth2-registration';
-    test('its responses: the success status, 401, 403, 422, each error with the Error schema', () => {
+    test('its responses: the success status, 401, 403, 422, 429, 503, 504, each error with the Error schema and its header fields', () => {
       const responses = operation().responses as Json;
-      const expected = [String(route.status), ...(anonymous ? [] : ['401', '403']), oauth2 || registration ? '400' : '422'];
+      const expected = [
+        String(route.status),
+        ...(anonymous ? [] : ['401', '403']),
+        oauth2 || registration ? '400' : '422',
+        '429',
+        '503',
+        '504',
+      ];
       expect(Object.keys(responses)).toEqual(expect.arrayContaining(expected));
       if (registration) expect(Object.keys(responses)).not.toContain('422');
       for (const [status, response] of Object.entries<Json>(responses)) {
         expect(hasDescription(response), status).toBe(true);
         const schema = `#/components/schemas/${oauth2 || (registration && status === '400') ? 'OAuth2Error' : 'Error'}`;
-        if (Number(status) >= 400) expect(response.content['application/json'].schema).toEqual({ $ref: schema });
+        // the authorization endpoint's error page is HTML
+        if (Number(status) >= 400 && !response.content['text/html'])
+          expect(response.content['application/json'].schema).toEqual({ $ref: schema });
+        // SPEC §14: every answer carries its id and the rate limit's fields; a refusal says when to come back
+        const fields = Object.keys(response.headers ?? {});
+        expect(fields, status).toEqual(expect.arrayContaining(['X-Request-Id', 'RateLimit-Policy', 'RateLimit']));
+        if (status === '429' || status === '503') expect(fields).toContain('Retry-After');
       }
       if (route.status === 204) expect(responses['204'].content).toBeUndefined();
     });

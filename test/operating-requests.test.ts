@@ -232,6 +232,19 @@ describe('rate limits', () => {
     expect((await send('GET', '/v1/users/me', { session: ann.session, address: newAddress() })).status).toBe(200);
   });
 
+  test("the OAuth2 protocol endpoints' 429 is in RFC 6749's shape, as their other errors are", async () => {
+    const x = newAddress();
+    const answers = await Promise.all(
+      Array.from({ length: 3 * RATE }, () => send('POST', '/v1/oauth2/token', { body: { grant_type: 'client_credentials' }, address: x })),
+    );
+    const refused = answers.find((r) => r.status === 429)!;
+    expect(refused.body).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String) });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(headersOf(refused).policy).toBe(`"anonymous";q=${RATE};w=1`);
+    // the ones served are the endpoint's own answers, in the same shape
+    expect(answers.find((r) => r.status !== 429)!.body).toMatchObject({ error: expect.any(String), error_description: expect.any(String) });
+  });
+
   test("a right code gives its attempt's point back; a wrong one keeps it", async () => {
     const email = `right-${Math.random().toString(36).slice(2)}@example.com`;
     const guesser = newAddress();

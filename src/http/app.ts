@@ -9,7 +9,7 @@ import type { ReadReplicas } from '../db/read-replicas.ts';
 import { poolStatements } from '../db/pool.ts';
 import { environmentMailer, type Mailer } from '../signin/mailer.ts';
 import { apiPipeline, noHooks, type PipelineHooks } from './pipeline.ts';
-import { errorAnswers, send, sendNoSuchRoute } from './respond.ts';
+import { errorAnswers, errorFormats, send, sendNoSuchRoute } from './respond.ts';
 import type { Route } from './route.ts';
 import { mountRoutes } from './router.ts';
 import { corsMiddleware } from './cors.ts';
@@ -88,6 +88,6 @@ export function createApp(options: AppOptions) {
   );
   for (const mount of options.mounts ?? []) mount(app);
   app.use(sendNoSuchRoute);
-  app.use(errorAnswers(options.log, poolStatements(options.pool).statementTimeoutMs));
+  app.use(errorAnswers(options.log, poolStatements(options.pool).statementTimeoutMs, errorFormats(options.routes)));
   return app;
 }

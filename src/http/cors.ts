@@ -19,8 +19,18 @@ export function corsMiddleware(origins: readonly string[]): RequestHandler {
   const api = cors({
     origin: (origin, callback) => callback(null, origin !== undefined && allowed.has(origin) ? origin : false),
     methods: ['GET', 'POST', 'PATCH', 'DELETE'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'],
-    exposedHeaders: ['WWW-Authenticate', 'Retry-After', 'X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'Location', 'Idempotent-Replayed'],
+    // Rowgate-Consistency both ways: a write's answer carries it, a later read sends it (SPEC §19)
+    allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id', 'Rowgate-Consistency'],
+    exposedHeaders: [
+      'WWW-Authenticate',
+      'Retry-After',
+      'X-Request-Id',
+      'RateLimit',
+      'RateLimit-Policy',
+      'Location',
+      'Idempotent-Replayed',
+      'Rowgate-Consistency',
+    ],
     credentials: false,
     maxAge: 600,
     optionsSuccessStatus: 204,

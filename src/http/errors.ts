@@ -57,6 +57,9 @@ export function asOAuth2Error(error: ApiError): OAuth2Error {
       : error.detail.map((issue) => `${issue.loc.slice(1).join('.') || issue.loc[0]}: ${issue.msg}`).join('; ');
   const { 'WWW-Authenticate': _challenge, ...headers } = error.headers;
   if (error.status === 503) return new OAuth2Error(503, 'temporarily_unavailable', description, headers);
+  // over a rate limit: RFC 6749's word for a server that cannot take the request now, with its Retry-After
+  if (error.status === 429) return new OAuth2Error(429, 'temporarily_unavailable', description, headers);
+  if (error.status === 405) return new OAuth2Error(405, 'invalid_request', description, headers);
   if (error.status >= 500) return new OAuth2Error(error.status, 'server_error', description, headers);
   if (error.status === 401) return oauth2InvalidClient();
   // a bad body, path or query, and an unsupported or oversized body, are malformed requests

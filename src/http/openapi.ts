@@ -50,8 +50,9 @@ const errorDescriptions: Record<number, string> = {
   413: 'The body is larger than 1 MiB (`PayloadTooLarge`).',
   415: 'The body is not of a media type this endpoint takes (`UnsupportedMediaType`).',
   422: 'The body, path or query is invalid (`RequestValidationError`), or the `Idempotency-Key` answered another request (`IdempotencyKeyReused`).',
-  429: 'Too many requests (`TooManyRequests`); try again after `Retry-After` seconds.',
+  429: 'Too many requests (`TooManyRequests`): past the rate limit of the credential, or of the address when no valid credential is sent (SPEC §14); try again after `Retry-After` seconds.',
   503: 'The database is unavailable (`ServiceUnavailable`).',
+  504: 'A statement took longer than the statement timeout and was cancelled (`Timeout`): the same request is likely to take as long again.',
 };
 
 /** an endpoint without a credential answers 401 only for what its body proves (a sign-in code) */
@@ -66,7 +67,9 @@ const oauth2ErrorDescriptions: Record<number, string> = {
   401: 'Client authentication failed (`invalid_client`).',
   413: 'The body is larger than 1 MiB (`invalid_request`).',
   415: 'The body is not of a media type this endpoint takes (`invalid_request`).',
+  429: 'Too many requests from this address (`temporarily_unavailable`); try again after `Retry-After` seconds.',
   503: 'The database is unavailable (`temporarily_unavailable`).',
+  504: 'A statement took longer than the statement timeout and was cancelled (`server_error`).',
 };
 
 /** An example of each error status, so that a reader (and Swagger UI) sees the body that status carries. */
@@ -85,8 +88,9 @@ const errorExamples: Record<number, { error: string; detail: unknown }> = {
     error: 'RequestValidationError',
     detail: [{ type: 'too_big', loc: ['query', 'limit'], msg: 'Too big: expected number to be <=100', input: '500' }],
   },
-  429: { error: 'TooManyRequests', detail: 'Too many codes were asked for this address; try again in 15 minutes' },
+  429: { error: 'TooManyRequests', detail: 'More than 100 requests per second; try again in 1 s' },
   503: { error: 'ServiceUnavailable', detail: 'The database is unavailable; try again shortly' },
+  504: { error: 'Timeout', detail: 'The request took longer than 10 seconds and was cancelled' },
 };
 const anonymousErrorExamples: Record<number, { error: string; detail: unknown }> = {
   ...errorExamples,
@@ -97,7 +101,46 @@ const oauth2ErrorExamples: Record<number, { error: string; error_description: st
   401: { error: 'invalid_client', error_description: 'Client authentication failed' },
   413: { error: 'invalid_request', error_description: 'The request body is larger than 1 MiB' },
   415: { error: 'invalid_request', error_description: 'The request body must be application/x-www-form-urlencoded or application/json' },
+  429: {
+    error: 'temporarily_unavailable',
+    error_description: 'Too many requests from this address without a valid credential; try again later',
+  },
   503: { error: 'temporarily_unavailable', error_description: 'The database is unavailable; try again shortly' },
+  504: { error: 'server_error', error_description: 'The request took longer than 10 seconds and was cancelled' },
+};
+
+/** The authorization endpoint's error page (RFC 9700 §4.11.2), for a request its client got wrong. */
+const authorizationErrorPageResponse = {
+  description:
+    'A request the client got wrong (not an unknown client or redirect URI): an HTML page telling the user, whose link back to the client carries `error`, `error_description`, `state` and `iss`.',
+  content: { 'text/html': { schema: { type: 'string', description: 'An HTML page.', example: '<!doctype html>…' } } },
+};
+
+/** The header fields answers carry (SPEC §14, §17, §19), each described once in components.headers. */
+const header = (id: string, description: string, example: string) => z.string().meta({ description, example, header: { id } });
+const headers = {
+  requestId: header(
+    'X-Request-Id',
+    "The request's id: the client's own `X-Request-Id` when it matches `^[A-Za-z0-9._:-]{1,128}$`, otherwise a new one. It is in the access log's line and in the events the request wrote.",
+    '8e0f6c1e-3b1f-4a53-9a35-3f1f1f7c9d10',
+  ),
+  rateLimitPolicy: header(
+    'RateLimit-Policy',
+    'The rate limit this request counted against (draft-ietf-httpapi-ratelimit-headers): its name, quota (`q`) and window in seconds (`w`).',
+    '"default";q=100;w=1',
+  ),
+  rateLimit: header('RateLimit', "What is left of that limit's window (`r`) and the seconds until it resets (`t`).", '"default";r=57;t=1'),
+  retryAfter: header('Retry-After', 'Seconds to wait before trying again.', '2'),
+  idempotentReplayed: header(
+    'Idempotent-Replayed',
+    '`true` on the stored answer of an earlier request with this `Idempotency-Key` (SPEC §17).',
+    'true',
+  ),
+  consistency: header(
+    'Rowgate-Consistency',
+    'After a write: a token a later request may send back so that it never reads data older than this write, on any server or standby (SPEC §19).',
+    '0/1FD7F88',
+  ),
 };
 
 /** The header of a write that may be retried safely (SPEC §17). */
@@ -152,7 +195,8 @@ export function openApiDocument(routes: readonly Route[]) {
     const registration = route.errorFormat === 'oauth2-registration';
     const statuses = new Set<number>(route.errors ?? []);
     if (credentialed) for (const s of [401, 403]) statuses.add(s);
-    if (api) for (const s of [oauth2 || registration ? 400 : 422, 503]) statuses.add(s);
+    // every /v1 request counts against a rate limit and reaches the database (SPEC §14)
+    if (api) for (const s of [oauth2 || registration ? 400 : 422, 429, 503, 504]) statuses.add(s);
     if (credentialed && (route.params || route.method !== 'get')) statuses.add(404);
     if (api && takesIdempotencyKeys(route)) statuses.add(409);
     if (api && route.body) for (const s of [413, 415]) statuses.add(s);
@@ -161,17 +205,31 @@ export function openApiDocument(routes: readonly Route[]) {
       : route.responseType === 'text/html'
         ? { 'text/html': { schema: { type: 'string', description: 'An HTML page.', example: '<!doctype html>…' } } }
         : undefined;
+    // the header fields of an answer: its id always; on /v1, the rate limit's; a write's replay and consistency token
+    const headersOf = (status: number) => {
+      const fields: Record<string, z.ZodType> = { 'X-Request-Id': headers.requestId };
+      if (api) Object.assign(fields, { 'RateLimit-Policy': headers.rateLimitPolicy, RateLimit: headers.rateLimit });
+      if (status === 429 || status === 503) fields['Retry-After'] = headers.retryAfter;
+      if (status === route.status && api && takesIdempotencyKeys(route)) fields['Idempotent-Replayed'] = headers.idempotentReplayed;
+      if (status === route.status && api && route.method !== 'get') fields['Rowgate-Consistency'] = headers.consistency;
+      return z.object(fields);
+    };
     const responses: Record<string, unknown> = {
-      [route.status]: { description: successDescriptions[route.status], ...(content ? { content } : {}) },
+      [route.status]: { description: successDescriptions[route.status], headers: headersOf(route.status), ...(content ? { content } : {}) },
     };
     for (const status of [...statuses].sort()) {
       if (registration && status === 400) {
-        responses[status] = registrationErrorResponse;
+        responses[status] = { ...registrationErrorResponse, headers: headersOf(status) };
+        continue;
+      }
+      if (route.responseType === 'text/html' && status === 400) {
+        responses[status] = { ...authorizationErrorPageResponse, headers: headersOf(status) };
         continue;
       }
       const example = (oauth2 ? oauth2ErrorExamples : credentialed ? errorExamples : anonymousErrorExamples)[status];
       responses[status] = {
         description: (oauth2 ? oauth2ErrorDescriptions : credentialed ? errorDescriptions : anonymousErrorDescriptions)[status] ?? 'Error',
+        headers: headersOf(status),
         content: { 'application/json': { schema: oauth2 ? OAuth2ErrorBody : ErrorBody, ...(example ? { example } : {}) } },
       };
     }

@@ -46,10 +46,24 @@ export function sendNoSuchRoute(_req: Request, res: Response) {
 }
 
 /**
+ * The shape of a path's errors when no route of it was reached (a rate limit
+ * refuses before routes are matched): the OAuth2 protocol endpoints answer in
+ * RFC 6749's, with or without a trailing slash, as the router matches them.
+ */
+export function errorFormats(routes: readonly Route[]): (path: string) => Route['errorFormat'] {
+  const formats = new Map(routes.filter((r) => r.errorFormat === 'oauth2').map((r) => [r.path, r.errorFormat]));
+  return (path) => formats.get(path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path);
+}
+
+/**
  * The error handler: every error in its one body shape; only the unexpected ones
  * are logged, and statement timeouts (a 504 naming the limit: SPEC §14).
  */
-export function errorAnswers(log: ((line: string) => void) | undefined, statementTimeoutMs?: number) {
+export function errorAnswers(
+  log: ((line: string) => void) | undefined,
+  statementTimeoutMs?: number,
+  formatOf: (path: string) => Route['errorFormat'] = () => undefined,
+) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
     if (error instanceof StoredAnswer) {
       // a retry with its Idempotency-Key: the first answer again, byte for byte (SPEC §17)
@@ -60,7 +74,7 @@ export function errorAnswers(log: ((line: string) => void) | undefined, statemen
       return;
     }
     const found = toApiError(error, statementTimeoutMs);
-    const format = res.locals.errorFormat as Route['errorFormat'];
+    const format = (res.locals.errorFormat as Route['errorFormat']) ?? formatOf(req.path);
     const apiError = format === 'oauth2' ? asOAuth2Error(found) : format === 'oauth2-registration' ? asRegistrationError(found) : found;
     if (found.status === 504) {
       log?.(`timeout on ${req.method} ${req.originalUrl.split('?')[0]}: ${found.detail}`);

@@ -1,6 +1,7 @@
 // The route table mounted on Express: one router per resource, each route behind
 // only the middleware it needs, and a 405 naming the allowed methods of a known path.
 import express from 'express';
+import { ApiError } from './errors.ts';
 import { formBody, jsonBody } from './input.ts';
 import type { Route } from './route.ts';
 import { pageSecurityHeaders } from './security-headers.ts';
@@ -35,19 +36,21 @@ function routeMiddleware(route: Route): express.RequestHandler[] {
  */
 export function mountRoutes(app: express.Express, routes: readonly Route[], handlerOf: (route: Route) => express.RequestHandler) {
   const routers = new Map<string, express.Router>();
-  const methodsByPath = new Map<string, { template: string; methods: string[] }>();
+  const methodsByPath = new Map<string, { template: string; methods: string[]; errorFormat: Route['errorFormat'] }>();
   for (const route of routes) {
     const path = expressPath(route.path);
     const { router, rest } = resourceRouter(routers, path);
     router[route.method](rest, ...routeMiddleware(route), handlerOf(route));
-    methodsByPath.set(path, { template: route.path, methods: [...(methodsByPath.get(path)?.methods ?? []), route.method.toUpperCase()] });
+    const methods = [...(methodsByPath.get(path)?.methods ?? []), route.method.toUpperCase()];
+    methodsByPath.set(path, { template: route.path, methods, errorFormat: route.errorFormat });
   }
-  for (const [path, { template, methods }] of methodsByPath) {
+  for (const [path, { template, methods, errorFormat }] of methodsByPath) {
     const { router, rest } = resourceRouter(routers, path);
-    router.all(rest, (_req, res) => {
+    router.all(rest, (_req, res, next) => {
       res.locals.route = template; // the access log's route: the path has routes, not this method
-      res.setHeader('Allow', methods.join(', '));
-      res.status(405).json({ error: 'MethodNotAllowed', detail: `Allowed: ${methods.join(', ')}` });
+      // in the shape of the path's errors (an OAuth2 protocol endpoint's are RFC 6749's)
+      if (errorFormat) res.locals.errorFormat = errorFormat;
+      next(new ApiError(405, 'MethodNotAllowed', `Allowed: ${methods.join(', ')}`, { Allow: methods.join(', ') }));
     });
   }
   for (const [prefix, router] of routers) app.use(prefix, router);

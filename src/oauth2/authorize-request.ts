@@ -39,9 +39,12 @@ export class RedirectError {
 /** The redirect URI with the response's parameters (RFC 6749 §4.1.2). */
 export function redirectUrl(req: Request, redirect: string, params: Record<string, string | undefined>) {
   const url = new URL(redirect);
-  for (const [key, value] of Object.entries(params)) if (value !== undefined && value !== '') url.searchParams.set(key, value);
+  const added = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) if (value !== undefined && value !== '') added.append(key, value);
   // RFC 9207: the issuer, so a client talking to several servers is not mixed up
-  url.searchParams.set('iss', issuer(req));
+  added.append('iss', issuer(req));
+  // appended to the registered query as it was written (RFC 6749 §3.1.2: it is retained), not re-encoded
+  url.search = url.search ? `${url.search}&${added}` : `?${added}`;
   return url.toString();
 }
 

@@ -119,6 +119,8 @@ export const oauth2Routes = [
     query: AuthorizeQuery,
     status: 200,
     responseType: 'text/html',
+    // the page telling the user what its client got wrong
+    errors: [400],
     headers: 'page',
     handler: async ({ tx, query, req, res }) => {
       const checked = await checkRequest(tx, query, 'query');

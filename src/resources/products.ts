@@ -70,7 +70,15 @@ export const productRoutes = [
     access: access.organization(...read),
     query: listQuery(productList, {
       organization_id: organizationFilter,
-      is_archived: doc(z.stringbool().optional(), 'Only archived (true) or only not archived (false) products.', 'false'),
+      // exactly `true` or `false`, as the document declares (zod's stringbool also took yes, on, 1, y, enabled…)
+      is_archived: doc(
+        z
+          .enum(['true', 'false'])
+          .transform((value) => value === 'true')
+          .optional(),
+        'Only archived (true) or only not archived (false) products.',
+        'false',
+      ),
       query: doc(z.string().max(200).optional(), 'Case-insensitive search in the name.', 'pro'),
       metadata: metadataFilter,
       ...createdWindow,
