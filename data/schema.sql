@@ -632,6 +632,7 @@ CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.webhook_endpoi
 CREATE TRIGGER _200_reset BEFORE UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__reset();
 CREATE TRIGGER _300_check_types BEFORE UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__check_types();
 CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('webhook_endpoint', 'organization_managers', 'id,organization_id,url,event_types,description,enabled,created_at,updated_at');
+CREATE TRIGGER _500_hold_deliveries AFTER UPDATE OF enabled, deleted_at ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__hold_deliveries();
 
 -- Table rowgate_private.access_token_hashes
 create table rowgate_private.access_token_hashes (
@@ -864,9 +865,10 @@ create table rowgate_private.webhook_deliveries (
   created_at timestamp with time zone default now() not null,
   constraint webhook_deliveries_pkey PRIMARY KEY (organization_id, id),
   constraint webhook_deliveries_organization_id_endpoint_id_fkey FOREIGN KEY (organization_id, endpoint_id) REFERENCES rowgate.webhook_endpoints(organization_id, id),
-  constraint webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'succeeded'::text, 'failed'::text])))
+  constraint webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'paused'::text, 'succeeded'::text, 'failed'::text])))
 );
 CREATE INDEX webhook_deliveries_due ON rowgate_private.webhook_deliveries USING btree (next_attempt_at) WHERE (status = 'pending'::text);
+CREATE INDEX webhook_deliveries_endpoint_paused ON rowgate_private.webhook_deliveries USING btree (endpoint_id) WHERE (status = 'paused'::text);
 CREATE INDEX webhook_deliveries_endpoint_pending ON rowgate_private.webhook_deliveries USING btree (endpoint_id, event_id) WHERE (status = 'pending'::text);
 CREATE INDEX webhook_deliveries_event ON rowgate_private.webhook_deliveries USING btree (event_id);
 CREATE INDEX webhook_deliveries_id ON rowgate_private.webhook_deliveries USING btree (id);
@@ -1602,7 +1604,6 @@ AS $function$
 begin
   perform rowgate_hidden.authorize_webhook_endpoint(p_id, 'webhooks_write');
   update rowgate.webhook_endpoints set deleted_at = now() where id = p_id;
-  delete from rowgate_private.webhook_deliveries where endpoint_id = p_id and status = 'pending';
 end;
 $function$;
 comment on function rowgate.delete_webhook_endpoint(uuid) is '@behavior -*';
@@ -1748,15 +1749,20 @@ AS $function$
 declare
   v_organization_id uuid;
   v_id bigint;
+  v_status text;
 begin
   v_organization_id := rowgate_hidden.authorize_webhook_endpoint(p_endpoint_id, 'webhooks_write');
   if not exists (select 1 from rowgate.events ev where ev.id = p_event_id and ev.organization_id = v_organization_id
       and rowgate_hidden.event_type_denial(v_organization_id, ev.type) is null) then
     raise exception 'No such event of this organization' using errcode = 'RG422', detail = 'body.event_id';
   end if;
-  insert into rowgate_private.webhook_deliveries (organization_id, endpoint_id, event_id)
-    values (v_organization_id, p_endpoint_id, p_event_id) returning id into v_id;
-  perform pg_notify('rowgate_webhooks', '');
+  select case when e.enabled then 'pending' else 'paused' end into v_status
+    from rowgate.webhook_endpoints e where e.id = p_endpoint_id;
+  insert into rowgate_private.webhook_deliveries (organization_id, endpoint_id, event_id, status)
+    values (v_organization_id, p_endpoint_id, p_event_id, v_status) returning id into v_id;
+  if v_status = 'pending' then
+    perform pg_notify('rowgate_webhooks', '');
+  end if;
   return v_id;
 end;
 $function$;
@@ -2029,6 +2035,9 @@ declare
   v_type text;
   v_denial text;
 begin
+  if cardinality(p_event_types) <> (select count(distinct t) from unnest(p_event_types) t) then
+    raise exception 'An event type is listed twice' using errcode = 'RG422', detail = 'body.event_types';
+  end if;
   foreach v_type in array p_event_types loop
     v_denial := rowgate_hidden.event_type_denial(p_organization_id, v_type);
     if v_denial = 'Unknown event type' then
@@ -2307,17 +2316,20 @@ CREATE OR REPLACE FUNCTION rowgate_hidden.event_type_denial(p_organization_id uu
  LANGUAGE sql
  STABLE
 AS $function$
-  select case split_part(p_type, '.', 1)
-    when 'organization' then null when 'membership' then null when 'product' then null
-    when 'customer' then null when 'order' then null when 'member' then null when 'refund' then null
-    when 'webhook_endpoint' then null
-    when 'transaction' then case when p_organization_id = any (rowgate_hidden.current_organization_ids('finance:read')) then null
-      else 'You don''t have permission to read transactions' end
-    when 'account' then rowgate_hidden.finance_read_denial(p_organization_id)
-    when 'payout_account' then coalesce(rowgate_hidden.finance_read_denial(p_organization_id),
-      case when rowgate_hidden.current_credential_kind() is distinct from 'web_session' then 'Payout account events take a web session' end)
-    when 'organization_access_token' then rowgate_hidden.access_token_management_denial(p_organization_id)
-    else 'Unknown event type'
+  select case
+    when not (p_type ~ '^[a-z_]+\.(created|updated|deleted)$' or p_type in ('order.paid', 'order.refunded')) then 'Unknown event type'
+    else case split_part(p_type, '.', 1)
+      when 'organization' then null when 'membership' then null when 'product' then null
+      when 'customer' then null when 'order' then null when 'member' then null when 'refund' then null
+      when 'webhook_endpoint' then null
+      when 'transaction' then case when p_organization_id = any (rowgate_hidden.current_organization_ids('finance:read')) then null
+        else 'You don''t have permission to read transactions' end
+      when 'account' then rowgate_hidden.finance_read_denial(p_organization_id)
+      when 'payout_account' then coalesce(rowgate_hidden.finance_read_denial(p_organization_id),
+        case when rowgate_hidden.current_credential_kind() is distinct from 'web_session' then 'Payout account events take a web session' end)
+      when 'organization_access_token' then rowgate_hidden.access_token_management_denial(p_organization_id)
+      else 'Unknown event type'
+    end
   end;
 $function$;
 grant execute on function rowgate_hidden.event_type_denial(uuid,text) to rowgate_organization, rowgate_user;
@@ -3070,9 +3082,18 @@ CREATE OR REPLACE FUNCTION rowgate_private.record_webhook_attempt(p_delivery_id 
 AS $function$
 declare
   v_delivery rowgate_private.webhook_deliveries;
+  v_endpoint record;
 begin
+  select e.id, e.enabled, e.deleted_at into v_endpoint
+    from rowgate.webhook_endpoints e
+    where e.id = (select d.endpoint_id from rowgate_private.webhook_deliveries d where d.id = p_delivery_id)
+    for no key update;
   update rowgate_private.webhook_deliveries d set attempts = d.attempts + 1,
-      status = case when p_succeeded then 'succeeded' when d.attempts + 1 >= 10 then 'failed' else 'pending' end,
+      status = case
+        when p_succeeded then 'succeeded'
+        when d.attempts + 1 >= 10 or v_endpoint.deleted_at is not null then 'failed'
+        when not v_endpoint.enabled then 'paused'
+        else 'pending' end,
       next_attempt_at = now() + p_retry_delay
     where d.id = p_delivery_id
     returning d.* into v_delivery;
@@ -3080,6 +3101,9 @@ begin
     select e.organization_id, e.id, v_delivery.event_id, v_delivery.id, v_delivery.attempts,
       case when p_succeeded then 'succeeded' else 'failed' end, p_response_code, p_duration_ms, left(p_error, 500)
     from rowgate.webhook_endpoints e where e.id = v_delivery.endpoint_id;
+  if v_endpoint.deleted_at is not null then
+    return;
+  end if;
   if p_succeeded then
     update rowgate.webhook_endpoints e set consecutive_failures = 0 where e.id = v_delivery.endpoint_id and e.consecutive_failures > 0;
   elsif v_delivery.status = 'failed' then
@@ -3455,6 +3479,36 @@ begin
   return new;
 end;
 $function$;
+
+-- Function rowgate_private.tg_webhook_endpoints__hold_deliveries()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_webhook_endpoints__hold_deliveries()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if new.deleted_at is not null and old.deleted_at is null then
+    delete from rowgate_private.webhook_deliveries d
+      where d.id in (select p.id from rowgate_private.webhook_deliveries p
+        where p.organization_id = new.organization_id and p.endpoint_id = new.id and p.status in ('pending', 'paused')
+        for update skip locked);
+  elsif old.enabled and not new.enabled then
+    update rowgate_private.webhook_deliveries d set status = 'paused'
+      where d.id in (select p.id from rowgate_private.webhook_deliveries p
+        where p.organization_id = new.organization_id and p.endpoint_id = new.id and p.status = 'pending'
+        for update skip locked);
+  elsif new.enabled and not old.enabled and new.deleted_at is null then
+    update rowgate_private.webhook_deliveries d set status = 'pending', next_attempt_at = now()
+      where d.organization_id = new.organization_id and d.endpoint_id = new.id and d.status = 'paused';
+    if found then
+      perform pg_notify('rowgate_webhooks', '');
+    end if;
+  end if;
+  return null;
+end;
+$function$;
+comment on function rowgate_private.tg_webhook_endpoints__hold_deliveries() is 'A disabled endpoint''s deliveries are paused, an enabled one''s resumed, a deleted one''s removed; never waiting for an attempt in flight.';
 
 -- Function rowgate_private.tg_webhook_endpoints__reset()
 CREATE OR REPLACE FUNCTION rowgate_private.tg_webhook_endpoints__reset()

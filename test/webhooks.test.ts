@@ -134,6 +134,8 @@ afterAll(async () => {
 describe('URL rules (SPEC §17)', () => {
   test.each([
     ['https://hooks.example.com/x', false, null],
+    ['https://hooks.example.com:0/x', false, 'Port 0 is no port'],
+    ['http://127.0.0.1:0/x', true, 'Port 0 is no port'],
     ['http://hooks.example.com/x', false, 'must be https'],
     ['ftp://hooks.example.com/x', false, 'must be https'],
     ['https://127.0.0.1/x', false, 'not public'],
@@ -195,6 +197,29 @@ describe('URL rules (SPEC §17)', () => {
     const res = await app.patch(`/v1/webhook-endpoints/${created.id}`, { url: 'https://192.168.0.1/' }, web());
     expect(res.status).toBe(422);
     expect(res.body.detail[0].loc).toEqual(['body', 'url']);
+  });
+
+  test('event types that happen, each once: an unknown action or a type named twice is a 422 at body.event_types', async () => {
+    for (const eventTypes of [
+      ['product.created', 'order.bogus'],
+      ['order.paid.x'],
+      ['product.paid'],
+      ['product.created', 'product.created'],
+    ]) {
+      const res = await app.post(
+        '/v1/webhook-endpoints/',
+        { organization_id: A, url: 'https://hooks.example.com/t', event_types: eventTypes },
+        web(),
+      );
+      expect({ types: eventTypes, status: res.status, loc: res.body.detail?.[0]?.loc.slice(0, 2) }).toEqual({
+        types: eventTypes,
+        status: 422,
+        loc: ['body', 'event_types'],
+      });
+    }
+    const created = await endpoint('/types', ['order.paid', 'order.refunded', 'refund.created', 'membership.deleted']);
+    expect((await app.patch(`/v1/webhook-endpoints/${created.id}`, { event_types: ['order.paid', 'order.paid'] }, web())).status).toBe(422);
+    await app.delete(`/v1/webhook-endpoints/${created.id}`, web());
   });
 });
 
@@ -351,6 +376,96 @@ describe('deliveries', () => {
     const recorded = (await Promise.all(hanging.map(deliveriesOf))).flat().reduce((sum, d) => sum + d.attempts, 0);
     expect(recorded).toBe(0);
     expect(receiver.received.filter((r) => r.path.startsWith('/fair-hang')).length).toBe(1);
+  });
+
+  test("disabled endpoints' deliveries leave the queue: 101 organizations with one each hold back nobody, and enabled again they go out", async () => {
+    await app.sql(`update rowgate_private.webhook_deliveries set status = 'failed' where status = 'pending'`);
+    receiver.answer = () => 200;
+    // 101 organizations, each with an endpoint whose delivery was queued and is due, then disabled (as after
+    // 10 failed events, or by PATCH): before, they were the claim's 100 candidates for ever
+    const hostile = await app.user();
+    await worker.stop(); // no attempt in flight while the queue is set up
+    const [stale] = await app.sql<{ ids: string[] }>(
+      `with orgs as (insert into rowgate.organizations (name, slug) select 'stale ' || g, 'stale-' || g || '-' || $1
+                     from generate_series(1, 101) g returning id),
+            endpoints as (insert into rowgate.webhook_endpoints (organization_id, url, event_types)
+                          select id, $2 || '/stale', '{product.created}' from orgs returning id, organization_id),
+            events as (insert into rowgate.events (organization_id, type, resource_id, data, actor, audience)
+                       select organization_id, 'product.created', gen_random_uuid(), '{}', '{"kind": "system"}', 'members' from endpoints
+                       returning id, organization_id)
+       select array_agg(e.id) as ids from endpoints e`,
+      [hostile.id.slice(0, 8), receiver.url],
+    );
+    await app.sql(
+      `update rowgate_private.webhook_deliveries set next_attempt_at = now() - interval '1 hour'
+                   where endpoint_id = any ($1) and status = 'pending'`,
+      [stale!.ids],
+    );
+    await app.sql('update rowgate.webhook_endpoints set enabled = false where id = any ($1)', [stale!.ids]);
+    worker = newWorker();
+    await worker.start();
+    // nothing is due: the workers have nothing to poll for
+    expect((await app.sql('select rowgate_private.next_webhook_delivery_at() as at'))[0].at).toBeNull();
+    expect(
+      await app.sql(`select status, count(*)::int as n from rowgate_private.webhook_deliveries where endpoint_id = any ($1) group by 1`, [
+        stale!.ids,
+      ]),
+    ).toEqual([{ status: 'paused', n: 101 }]);
+    // another organization's delivery goes out
+    const served = await endpoint('/not-held-back', ['product.created']);
+    await product('not held back');
+    await until(
+      'the delivery of an organization behind them',
+      async () => receiver.at('/not-held-back').length,
+      (n) => n === 1,
+    );
+    // disabled before its attempt, an endpoint's delivery waits paused; enabled again, it goes out at once
+    const resumed = await endpoint('/resumed', ['product.updated']);
+    await worker.stop();
+    expect((await app.patch(`/v1/products/${await product('resumed')}`, { name: 'resumed 2' }, web())).status).toBe(200);
+    expect((await app.patch(`/v1/webhook-endpoints/${resumed.id}`, { enabled: false }, web())).status).toBe(200);
+    expect((await deliveriesOf(resumed.id)).map((d) => d.status)).toEqual(['paused']);
+    worker = newWorker();
+    await worker.start();
+    expect((await app.patch(`/v1/webhook-endpoints/${resumed.id}`, { enabled: true }, web())).status).toBe(200);
+    await until(
+      'the resumed delivery',
+      async () => receiver.at('/resumed').length,
+      (n) => n === 1,
+    );
+    // deleted, an endpoint's paused deliveries go with it
+    await app.sql('update rowgate.webhook_endpoints set deleted_at = now() where id = any ($1)', [stale!.ids]);
+    expect(await app.sql('select 1 from rowgate_private.webhook_deliveries where endpoint_id = any ($1)', [stale!.ids])).toEqual([]);
+    await app.delete(`/v1/webhook-endpoints/${resumed.id}`, web());
+    await app.delete(`/v1/webhook-endpoints/${served.id}`, web());
+  });
+
+  test('deleting or disabling an endpoint does not wait for an attempt in flight, and that attempt is then not retried', async () => {
+    receiver.answer = (r) => (r.path.startsWith('/in-flight') ? 'hang' : 200);
+    for (const change of ['delete', 'disable'] as const) {
+      const created = await endpoint(`/in-flight-${change}`, ['product.created']);
+      await product(`in flight ${change}`);
+      // the worker holds the delivery while its receiver does not answer (the test's timeout: 1.5 s)
+      await until(
+        'the attempt to start',
+        async () => receiver.at(`/in-flight-${change}`).length,
+        (n) => n === 1,
+      );
+      const answered =
+        change === 'delete'
+          ? await app.delete(`/v1/webhook-endpoints/${created.id}`, web())
+          : await app.patch(`/v1/webhook-endpoints/${created.id}`, { enabled: false }, web());
+      expect(answered.status).toBe(change === 'delete' ? 204 : 200);
+      // answered while the attempt was still in flight: before, the change waited for it (and could deadlock with it)
+      expect((await deliveriesOf(created.id)).map((d) => d.attempts)).toEqual([0]);
+      // recorded once it times out, and not retried: the endpoint can no longer take it
+      const [ended] = await until(
+        'the attempt to be recorded',
+        () => deliveriesOf(created.id),
+        (d) => d[0]?.attempts === 1,
+      );
+      expect(ended!.status).toBe(change === 'delete' ? 'failed' : 'paused');
+    }
   });
 
   test('signed as Standard Webhooks: the receiver verifies them with the standardwebhooks package; the body is the event as REST answers it', async () => {

@@ -98,6 +98,8 @@ export function urlDenial(text: string, allowLoopback: boolean): string | null {
     return 'Not a URL';
   }
   if (url.username || url.password) return 'A URL with credentials is not accepted';
+  // no connection is ever made to port 0
+  if (url.port === '0') return 'Port 0 is no port';
   // a name's trailing dot (the root) names the same host: `localhost.` is localhost
   const host = url.hostname
     .replace(/^\[|\]$/g, '')
