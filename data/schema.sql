@@ -721,6 +721,7 @@ create table rowgate_private.oauth2_access_tokens (
   constraint oauth2_access_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id) ON DELETE CASCADE
 );
 CREATE INDEX oauth2_access_tokens_client_id ON rowgate_private.oauth2_access_tokens USING btree (client_id) WHERE (revoked_at IS NULL);
+CREATE INDEX oauth2_access_tokens_expires_at ON rowgate_private.oauth2_access_tokens USING btree (expires_at);
 CREATE INDEX oauth2_access_tokens_family_id ON rowgate_private.oauth2_access_tokens USING btree (family_id) WHERE (revoked_at IS NULL);
 CREATE INDEX oauth2_access_tokens_user_id ON rowgate_private.oauth2_access_tokens USING btree (user_id) WHERE (revoked_at IS NULL);
 
@@ -765,6 +766,7 @@ create table rowgate_private.oauth2_refresh_tokens (
   constraint oauth2_refresh_tokens_token_hash_key UNIQUE (token_hash),
   constraint oauth2_refresh_tokens_family_id_fkey FOREIGN KEY (family_id) REFERENCES rowgate_private.oauth2_token_families(id)
 );
+CREATE INDEX oauth2_refresh_tokens_expires_at ON rowgate_private.oauth2_refresh_tokens USING btree (expires_at);
 CREATE INDEX oauth2_refresh_tokens_family_id ON rowgate_private.oauth2_refresh_tokens USING btree (family_id);
 
 -- Table rowgate_private.oauth2_token_families
@@ -840,6 +842,7 @@ create table rowgate_private.sessions (
   constraint sessions_check3 CHECK ((is_impersonation = (impersonator_id IS NOT NULL))),
   constraint sessions_kind_check CHECK ((kind = ANY (ARRAY['user'::text, 'customer'::text, 'member'::text])))
 );
+CREATE INDEX sessions_portal_expires_at ON rowgate_private.sessions USING btree (expires_at) WHERE (kind <> 'user'::text);
 CREATE INDEX sessions_user_id ON rowgate_private.sessions USING btree (user_id) WHERE (revoked_at IS NULL);
 CREATE TRIGGER _900_announce_delete AFTER DELETE ON rowgate_private.sessions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
 CREATE TRIGGER _900_announce_truncate AFTER TRUNCATE ON rowgate_private.sessions FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
@@ -1187,6 +1190,11 @@ begin
       where m.id = p_member_id and m.customer_id = p_customer_id and m.deleted_at is null) then
     raise exception 'Member not found for this customer' using errcode = 'RG422', detail = 'body.member_id';
   end if;
+  delete from rowgate_private.sessions s where s.id in (
+    select x.id from rowgate_private.sessions x
+    where x.kind <> 'user' and x.expires_at < now() - interval '1 day'
+    order by x.expires_at limit 10
+    for update skip locked);
   return query insert into rowgate_private.sessions as s (token_hash, kind, customer_id, member_id, expires_at)
     values (p_token_hash, case when p_member_id is null then 'customer' else 'member' end,
       case when p_member_id is null then p_customer_id end, p_member_id, now() + interval '1 hour')
@@ -2878,6 +2886,14 @@ CREATE OR REPLACE FUNCTION rowgate_private.issue_oauth2_tokens(p_family_id uuid,
  LANGUAGE sql
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
+  delete from rowgate_private.oauth2_access_tokens t where t.id in (
+    select x.id from rowgate_private.oauth2_access_tokens x
+    where x.expires_at < now() - interval '1 day' order by x.expires_at limit 10
+    for update skip locked);
+  delete from rowgate_private.oauth2_refresh_tokens t where t.id in (
+    select x.id from rowgate_private.oauth2_refresh_tokens x
+    where x.expires_at < now() - interval '1 day' order by x.expires_at limit 10
+    for update skip locked);
   insert into rowgate_private.oauth2_refresh_tokens (token_hash, family_id, expires_at)
     values (p_refresh_token_hash, p_family_id, now() + interval '30 days');
   insert into rowgate_private.oauth2_access_tokens (token_hash, client_id, user_id, organization_id, scopes, expires_at, family_id)

@@ -896,6 +896,41 @@ describe('refresh tokens: rotation and reuse detection', () => {
     expect((await userinfo(third.body.access_token)).status).toBe(200);
   });
 
+  test('each issue prunes ten access and ten refresh tokens that expired more than a day ago, and nothing younger', async () => {
+    const first = await tokens(user, client);
+    const [family] = await app.sql<{ family_id: string }>(
+      'select family_id from rowgate_private.oauth2_access_tokens where client_id = $1 order by created_at desc limit 1',
+      [client.client_id],
+    );
+    const old = (table: 'access' | 'refresh', n: number, age: string) =>
+      table === 'access'
+        ? app.sql<{ id: string }>(
+            `insert into rowgate_private.oauth2_access_tokens (token_hash, client_id, user_id, scopes, expires_at, family_id)
+             select uuid_send(gen_random_uuid()), $1, $2, '{user:read}', now() - $3::interval - g * interval '1 second', $4
+             from generate_series(1, ${n}) g returning id`,
+            [client.client_id, user.id, age, family!.family_id],
+          )
+        : app.sql<{ id: string }>(
+            `insert into rowgate_private.oauth2_refresh_tokens (token_hash, family_id, expires_at)
+             select uuid_send(gen_random_uuid()), $2, now() - $1::interval - g * interval '1 second' from generate_series(1, ${n}) g returning id`,
+            [age, family!.family_id],
+          );
+    const [staleAccess, staleRefresh] = [await old('access', 11, '2 days'), await old('refresh', 11, '2 days')];
+    const [recentAccess, recentRefresh] = [await old('access', 1, '1 hour'), await old('refresh', 1, '1 hour')];
+    expect((await refresh(client, first.refresh_token)).status).toBe(200);
+    const left = async (table: string, ids: { id: string }[]) =>
+      (await app.sql<{ id: string }>(`select id from rowgate_private.${table} where id = any ($1)`, [ids.map((r) => r.id)])).map(
+        (r) => r.id,
+      );
+    // the ten oldest of each went (the youngest of the eleven stays), the ones expired an hour ago stay
+    expect(await left('oauth2_access_tokens', [...staleAccess, ...recentAccess])).toEqual(
+      expect.arrayContaining([staleAccess[0]!.id, recentAccess[0]!.id]),
+    );
+    expect((await left('oauth2_access_tokens', staleAccess)).length).toBe(1);
+    expect((await left('oauth2_refresh_tokens', staleRefresh)).length).toBe(1);
+    expect(await left('oauth2_refresh_tokens', recentRefresh)).toEqual([recentRefresh[0]!.id]);
+  });
+
   test('a reused refresh token revokes the whole family: every access and refresh token of the grant', async () => {
     const first = await tokens(user, client);
     const second = (await refresh(client, first.refresh_token)).body;

@@ -474,6 +474,29 @@ describe('customer sessions and the customer portal', () => {
     expect(lifetime).toBeLessThanOrEqual(3600_000 + 5_000);
   });
 
+  test('a new portal session prunes ten that expired more than a day ago, and nothing younger or live', async () => {
+    const stale = await app.sql<{ id: string }>(
+      `insert into rowgate_private.sessions (token_hash, kind, customer_id, expires_at)
+       select uuid_send(gen_random_uuid()), 'customer', $1, now() - interval '2 days' - g * interval '1 second' from generate_series(1, 12) g
+       returning id`,
+      [customerId],
+    );
+    const [recent] = await app.sql<{ id: string }>(
+      `insert into rowgate_private.sessions (token_hash, kind, customer_id, expires_at)
+       values (uuid_send(gen_random_uuid()), 'customer', $1, now() - interval '1 hour') returning id`,
+      [customerId],
+    );
+    const live = (await customerSession({ customer_id: customerId })).body.token as string;
+    const left = await app.sql<{ id: string }>('select id from rowgate_private.sessions where id = any ($1)', [
+      [...stale.map((s) => s.id), recent!.id],
+    ]);
+    // the ten oldest went; the two youngest of them, and the one expired an hour ago, stay
+    expect(left.map((r) => r.id).sort()).toEqual([stale[0]!.id, stale[1]!.id, recent!.id].sort());
+    await customerSession({ customer_id: customerId });
+    expect((await app.sql('select 1 from rowgate_private.sessions where id = any ($1)', [stale.map((s) => s.id)])).length).toBe(0);
+    expect((await app.get('/v1/customer-portal/orders/', { token: live })).status).toBe(200);
+  });
+
   test('a customer out of reach → 422 at body.customer_id', async () => {
     const foreignCustomer = await app.customer(foreign);
     expectInvalidAt(await app.post('/v1/customer-sessions/', { customer_id: foreignCustomer }, as(user)), ['body', 'customer_id']);
