@@ -194,7 +194,11 @@ function validValue(document: any, schema: Schema | undefined, depth = 0): fc.Ar
     case 'string': {
       if (s.format === 'uuid') return fc.oneof(fc.nat({ max: 11 }).map(FIXTURE), fc.uuid());
       if (s.format === 'email') return fc.oneof(fc.emailAddress(), ...example);
-      if (s.format === 'date-time') return fc.date({ noInvalidDate: true }).map((d) => d.toISOString());
+      if (s.format === 'date-time')
+        return fc.oneof(
+          fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+          rfc3339AtItsEdges,
+        );
       if (s.format === 'uri') return fc.oneof(fc.webUrl(), ...example);
       if (s.pattern) {
         try {
@@ -280,6 +284,19 @@ const contentTypes = [
   '*/*',
   'application/json, text/plain',
 ];
+
+/** RFC 3339 instants at the edges of what it allows: any offset up to ±23:59, fractions of up to 12 digits, years 1 to 9999 */
+const rfc3339AtItsEdges = fc
+  .tuple(
+    fc.date({ min: new Date('0001-01-02T00:00:00Z'), max: new Date('9999-12-30T00:00:00Z'), noInvalidDate: true }),
+    fc.integer({ min: -23, max: 23 }),
+    fc.integer({ min: 0, max: 59 }),
+    fc.nat({ max: 12 }),
+  )
+  .map(([date, hours, minutes, digits]) => {
+    const offset = `${hours < 0 ? '-' : '+'}${String(Math.abs(hours)).padStart(2, '0')}:${String(minutes).padStart(2, '0')}`;
+    return `${date.toISOString().slice(0, 19)}${digits ? `.${'7'.repeat(digits)}` : ''}${offset}`;
+  });
 
 const rawJson = [
   '{',
