@@ -319,7 +319,7 @@ grant select (id, organization_id, comment, scopes, expires_at, last_used_at, cr
 CREATE INDEX organization_access_tokens_organization ON rowgate.organization_access_tokens USING btree (organization_id, created_at) WHERE (deleted_at IS NULL);
 create policy select_manage on rowgate.organization_access_tokens as permissive for select to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('access_tokens:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (rowgate_hidden.current_subject_kind() = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('organization_access_tokens_read'::text) AS has_scope)));
-CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__at_most('organization_id', '100', 'true', 'organization', 'live organization access tokens', 'revoke');
+CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__at_most('organization_id', '100', 'true', 'organization', 'organization access tokens', 'revoke');
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization_access_token', 'access_tokens', 'id,organization_id,comment,scopes,expires_at,last_used_at,created_at,updated_at');
 
@@ -412,7 +412,7 @@ CREATE INDEX personal_access_tokens_live ON rowgate.personal_access_tokens USING
 CREATE INDEX personal_access_tokens_user_id ON rowgate.personal_access_tokens USING btree (user_id, created_at);
 create policy select_own on rowgate.personal_access_tokens as permissive for select to rowgate_user
   using (((user_id = ( SELECT rowgate_hidden.current_user_id() AS current_user_id)) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('user:read'::text) AS has_scope)));
-CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.personal_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__at_most('user_id', '100', 'true', 'user', 'live personal access tokens', 'revoke');
+CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.personal_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__at_most('user_id', '100', 'true', 'user', 'personal access tokens', 'revoke');
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.personal_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 
 -- Table rowgate.products
@@ -1765,7 +1765,8 @@ begin
     raise exception 'No such event of this organization' using errcode = 'RG422', detail = 'body.event_id';
   end if;
   select case when e.enabled then 'pending' else 'paused' end into v_status
-    from rowgate.webhook_endpoints e where e.id = p_endpoint_id;
+    from rowgate.webhook_endpoints e where e.organization_id = v_organization_id and e.id = p_endpoint_id
+    for share;
   insert into rowgate_private.webhook_deliveries (organization_id, endpoint_id, event_id, status)
     values (v_organization_id, p_endpoint_id, p_event_id, v_status) returning id into v_id;
   if v_status = 'pending' then
@@ -2792,6 +2793,8 @@ begin
         join rowgate.webhook_endpoints e on e.id = d.endpoint_id
         where d.organization_id = v_candidate.id and d.status = 'pending' and d.next_attempt_at <= now()
           and e.enabled and e.deleted_at is null
+          and exists (select 1 from rowgate.events ev where ev.organization_id = d.organization_id and ev.id = d.event_id)
+          and exists (select 1 from rowgate_private.webhook_secrets s where s.endpoint_id = d.endpoint_id)
           and (d.attempts > 0 or not exists (
             select 1 from rowgate_private.webhook_deliveries p
             where p.endpoint_id = d.endpoint_id and p.status = 'pending' and p.attempts = 0 and p.event_id < d.event_id))
@@ -2806,6 +2809,20 @@ begin
     exception when sqlstate 'RGNOC' then
       v_delivery := null;
     end;
+    -- what kept the organization a candidate with nothing to claim, when it is undeliverable
+    with stale as (
+      select d.id, (e.deleted_at is not null or ev.id is null or s.endpoint_id is null) as gone
+      from rowgate_private.webhook_deliveries d
+        join rowgate.webhook_endpoints e on e.organization_id = d.organization_id and e.id = d.endpoint_id
+        left join rowgate.events ev on ev.organization_id = d.organization_id and ev.id = d.event_id
+        left join rowgate_private.webhook_secrets s on s.endpoint_id = d.endpoint_id
+      where d.organization_id = v_candidate.id and d.status = 'pending'
+        and (not e.enabled or e.deleted_at is not null or ev.id is null or s.endpoint_id is null)
+      for update of d skip locked
+    ), removed as (
+      delete from rowgate_private.webhook_deliveries d using stale where d.id = stale.id and stale.gone
+    )
+    update rowgate_private.webhook_deliveries d set status = 'paused' from stale where d.id = stale.id and not stale.gone;
   end loop;
   if v_delivery.id is null then
     return;
@@ -3186,17 +3203,14 @@ AS $function$
 declare
   v_owner_column text := tg_argv[0];
   v_maximum int := tg_argv[1]::int;
-  v_expires boolean := tg_argv[2]::boolean;
   v_owner uuid := (to_jsonb(new) ->> v_owner_column)::uuid;
-  v_live int;
+  v_held int;
 begin
   perform pg_advisory_xact_lock(hashtextextended('rowgate at most ' || tg_table_name || ' ' || v_owner, 0));
-  execute format(
-    'select count(*) from (select 1 from %I.%I where %I = $1 and deleted_at is null%s limit $2) live',
-    tg_table_schema, tg_table_name, v_owner_column,
-    case when v_expires then ' and (expires_at is null or expires_at > now())' else '' end)
-    into v_live using v_owner, v_maximum;
-  if v_live >= v_maximum then
+  execute format('select count(*) from (select 1 from %I.%I where %I = $1 and deleted_at is null limit $2) held',
+      tg_table_schema, tg_table_name, v_owner_column)
+    into v_held using v_owner, v_maximum;
+  if v_held >= v_maximum then
     raise exception 'At most % % per %; % one to make room', v_maximum, tg_argv[4], tg_argv[3], tg_argv[5]
       using errcode = 'RG403';
   end if;

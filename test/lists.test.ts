@@ -120,6 +120,9 @@ const INVALID_WINDOWS = [
   // valid RFC 3339, but before year 1: refused at its parameter, not by the database
   'created_after=0000-01-01T00:00:00Z',
   'created_before=0000-12-31T23:59:59%2B01:00',
+  // in year 0 or 10000 once read in UTC (no timestamp holds them)
+  'created_after=0001-01-01T00:00:00%2B01:00',
+  'created_before=9999-12-31T23:59:59-16:00',
   // a fraction finer than nanoseconds (130 digits reached the database, whose error was located at the body)
   'created_after=2026-03-01T10:00:00.1234567890Z',
   `created_before=2026-03-01T10:00:00.${'1'.repeat(130)}Z`,

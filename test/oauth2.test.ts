@@ -228,6 +228,9 @@ describe("POST /v1/oauth2/register (RFC 7591) and managing one's clients", () =>
     [{ redirect_uris: ['javascript:alert(1)'] }, ['body', 'redirect_uris', 0]],
     // it goes to evil.example, and the consent page would show it as it is written (a hostile review)
     [{ redirect_uris: ['https://trusted.example@evil.example/cb'] }, ['body', 'redirect_uris', 0]],
+    // the answer's own parameters, which would then come twice (a registered iss would shadow the real one: RFC 9207)
+    [{ redirect_uris: ['https://client.example.com/cb?iss=https%3A%2F%2Fevil.example'] }, ['body', 'redirect_uris', 0]],
+    [{ redirect_uris: ['https://client.example.com/cb?x=1&code=x'] }, ['body', 'redirect_uris', 0]],
     [{ redirect_uris: [] }, ['body', 'redirect_uris']],
     [{ scope: 'user:read  products_read' }, ['body', 'scope']],
     [{ scope: 'user:read no_such_scope' }, ['body', 'scope']],

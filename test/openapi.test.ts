@@ -365,11 +365,13 @@ describe('GET /v1/openapi.json', () => {
     const registration = route.errorFormat === 'oauth2-registration';
     test('its responses: the success status, 401, 403, 422, 429, 503, 504, each error with the Error schema and its header fields', () => {
       const responses = operation().responses as Json;
+      // a rate limit counts /v1's requests (not the metadata's)
+      const limited = route.path.startsWith('/v1/');
       const expected = [
         String(route.status),
         ...(anonymous ? [] : ['401', '403']),
         oauth2 || registration ? '400' : '422',
-        '429',
+        ...(limited ? ['429'] : []),
         '503',
         '504',
       ];
@@ -383,8 +385,12 @@ describe('GET /v1/openapi.json', () => {
           expect(response.content['application/json'].schema).toEqual({ $ref: schema });
         // SPEC §14: every answer carries its id and the rate limit's fields; a refusal says when to come back
         const fields = Object.keys(response.headers ?? {});
-        expect(fields, status).toEqual(expect.arrayContaining(['X-Request-Id', 'RateLimit-Policy', 'RateLimit']));
+        expect(fields, status).toEqual(expect.arrayContaining(['X-Request-Id', ...(limited ? ['RateLimit-Policy', 'RateLimit'] : [])]));
+        if (!limited) expect(fields).not.toContain('RateLimit');
         if (status === '429' || status === '503') expect(fields).toContain('Retry-After');
+        // sent only sometimes: never required
+        for (const sometimes of ['Idempotent-Replayed', 'Rowgate-Consistency'])
+          expect(response.headers?.[sometimes]?.required ?? false).toBe(false);
       }
       if (route.status === 204) expect(responses['204'].content).toBeUndefined();
     });

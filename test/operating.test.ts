@@ -134,6 +134,21 @@ describe('a statement past the statement timeout is 504 Timeout, naming the limi
     // another program limit (an index row too large, say) is not the database being unavailable
     expect(fromDatabaseError({ code: '54000', message: 'index row size 9000 exceeds maximum 8191' }, 2500)).toBeNull();
   });
+
+  test("a row that breaks a check is a 422: at the metadata for the metadata's rule, at the body for another", async () => {
+    const { fromDatabaseError } = await import('../src/http/errors.ts');
+    const metadata = fromDatabaseError({
+      code: '23514',
+      constraint: 'orders_metadata_valid',
+      message: 'new row … violates check constraint',
+    });
+    expect({ status: metadata?.status, loc: (metadata?.detail as { loc: string[] }[])[0]?.loc }).toEqual({
+      status: 422,
+      loc: ['body', 'metadata'],
+    });
+    const other = fromDatabaseError({ code: '23514', constraint: 'orders_amount_check', message: 'new row … violates check constraint' });
+    expect({ status: other?.status, loc: (other?.detail as { loc: string[] }[])[0]?.loc }).toEqual({ status: 422, loc: ['body'] });
+  });
 });
 
 describe('idle and slow HTTP connections are closed', () => {

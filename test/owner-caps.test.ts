@@ -1,11 +1,11 @@
-// How many credentials and webhook endpoints one owner holds (migration 000032,
-// docs/decisions.md "At most so many per owner"): 100 live personal access
-// tokens per user, 100 live organization access tokens per organization, 100
+// How many credentials and webhook endpoints one owner holds (migrations 000032,
+// 000036, docs/decisions.md "At most so many per owner"): 100 personal access
+// tokens per user, 100 organization access tokens per organization, 100
 // OAuth2 clients per user, 16 webhook endpoints per organization. Past the
-// number, SPEC §7's policy denial (403 NotPermitted, the reason); revoked,
-// deleted and expired rows make room; other owners are not touched; requests
-// racing for the last places get exactly those places; the operator's SQL path
-// is bound by the same rule.
+// number, SPEC §7's policy denial (403 NotPermitted, the reason); revoked and
+// deleted rows make room, expired tokens do not (they count until revoked);
+// other owners are not touched; requests racing for the last places get
+// exactly those places; the operator's SQL path is bound by the same rule.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
@@ -27,17 +27,17 @@ afterAll(() => app?.close());
 const web = (who: TestUser = user) => ({ session: who.session });
 const denied = (sentence: string) => ({ error: 'NotPermitted', detail: sentence });
 
-describe('personal access tokens: 100 live per user', () => {
-  const SENTENCE = 'At most 100 live personal access tokens per user; revoke one to make room';
+describe('personal access tokens: 100 per user until revoked', () => {
+  const SENTENCE = 'At most 100 personal access tokens per user; revoke one to make room';
   const create = (who: TestUser = user) => app.post('/v1/personal-access-tokens/', { comment: 'ci', scopes: ['user:read'] }, web(who));
 
-  test('revoked and expired tokens leave room; the 101st live one is refused, another user is not', async () => {
+  test('revoked tokens leave room, expired ones count (made a minute apart, they would be unbounded); the 101st is refused, another user is not', async () => {
     const insert = (expired: boolean, revoked: boolean) =>
       app.sql(
         `insert into rowgate.personal_access_tokens (user_id, comment, scopes, expires_at, deleted_at)
          select $1, 'filler', '{user:read}', case when $2 then now() - interval '1 second' end, case when $3 then now() end
          from generate_series(1, $4)`,
-        [user.id, expired, revoked, expired || revoked ? 5 : 97],
+        [user.id, expired, revoked, revoked ? 5 : expired ? 3 : 94],
       );
     await insert(false, false);
     await insert(true, false);
@@ -61,15 +61,15 @@ describe('personal access tokens: 100 live per user', () => {
   });
 });
 
-describe('organization access tokens: 100 live per organization', () => {
-  const SENTENCE = 'At most 100 live organization access tokens per organization; revoke one to make room';
+describe('organization access tokens: 100 per organization until revoked', () => {
+  const SENTENCE = 'At most 100 organization access tokens per organization; revoke one to make room';
   const create = (organization_id: string, who: TestUser) =>
     app.post('/v1/organization-access-tokens/', { organization_id, comment: 'shop', scopes: ['products_read'] }, web(who));
 
-  test('the 101st live token of an organization is refused; expired ones leave room; another organization is not touched', async () => {
+  test('the 101st token of an organization is refused, expired ones counted; another organization is not touched', async () => {
     await app.sql(
       `insert into rowgate.organization_access_tokens (organization_id, comment, scopes, expires_at)
-       select $1, 'filler', '{products_read}', case when g <= 3 then now() - interval '1 second' end from generate_series(1, 102) g`,
+       select $1, 'filler', '{products_read}', case when g <= 3 then now() - interval '1 second' end from generate_series(1, 99) g`,
       [org],
     );
     expect((await create(org, user)).status).toBe(201);

@@ -68,7 +68,7 @@ const web = () => ({ session: admin.session });
 /** every worker of this file counts its attempts here, as the server's do */
 const metrics = new Metrics({ processMetrics: false });
 
-const newWorker = (concurrency = 2) =>
+const newWorker = (concurrency = 2, timeoutMs = 1_500) =>
   new WebhookWorker({
     connectionString: app.authenticatorUrl,
     listenConnectionString: app.listenUrl,
@@ -77,7 +77,7 @@ const newWorker = (concurrency = 2) =>
     concurrency,
     pollMs: 200,
     retryDelayMs: (attempt) => 20 * attempt,
-    timeoutMs: 1_500,
+    timeoutMs,
     log: () => {},
     onAttempt: (result) => metrics.webhookAttempt(result),
   });
@@ -440,12 +440,84 @@ describe('deliveries', () => {
     await app.delete(`/v1/webhook-endpoints/${served.id}`, web());
   });
 
+  test("the claim repairs what a race left pending: a disabled endpoint's delivery paused, a deleted one's or one without its event removed", async () => {
+    await app.sql(`update rowgate_private.webhook_deliveries set status = 'failed' where status = 'pending'`);
+    await worker.stop();
+    // what a write that committed after its endpoint was disabled or deleted leaves (migration 000036), in 101
+    // organizations, and a redelivery of an event a prune removed meanwhile
+    const hostile = await app.user();
+    const made = await app.sql<{ endpoint_id: string; organization_id: string; n: number }>(
+      `with orgs as (insert into rowgate.organizations (name, slug) select 'race ' || g, 'race-' || g || '-' || $1
+                     from generate_series(1, 101) g returning id),
+            endpoints as (insert into rowgate.webhook_endpoints (organization_id, url, event_types)
+                          select id, $2 || '/race', '{product.created}' from orgs returning id, organization_id),
+            events as (insert into rowgate.events (organization_id, type, resource_id, data, actor, audience)
+                       select organization_id, 'product.created', gen_random_uuid(), '{}', '{"kind": "system"}', 'members' from endpoints
+                       returning id, organization_id)
+       select e.id as endpoint_id, e.organization_id, (row_number() over ())::int as n from endpoints e`,
+      [hostile.id.slice(0, 8), receiver.url],
+    );
+    const ids = made.map((m) => m.endpoint_id);
+    // every endpoint made through the API has its secret; the last one here has none
+    await app.sql(
+      `insert into rowgate_private.webhook_secrets (organization_id, endpoint_id, sealed_secret)
+       select organization_id, id, '\\x00' from rowgate.webhook_endpoints where id = any ($1)`,
+      [ids.slice(0, 100)],
+    );
+    // the deliveries were queued (the endpoints enabled), then the endpoints changed without the trigger seeing them
+    await app.sql('alter table rowgate.webhook_endpoints disable trigger _500_hold_deliveries');
+    try {
+      await app.sql(`update rowgate.webhook_endpoints set enabled = false where id = any ($1)`, [ids.slice(0, 99)]);
+      await app.sql(`update rowgate.webhook_endpoints set deleted_at = now() where id = $1`, [ids[99]]);
+    } finally {
+      await app.sql('alter table rowgate.webhook_endpoints enable trigger _500_hold_deliveries');
+    }
+    await app.sql(
+      `insert into rowgate_private.webhook_deliveries (organization_id, endpoint_id, event_id) values ($1, $2, gen_random_uuid())`,
+      [made[100]!.organization_id, ids[100]],
+    );
+    await app.sql(
+      `update rowgate_private.webhook_deliveries set next_attempt_at = now() - interval '1 hour' where endpoint_id = any ($1)`,
+      [ids],
+    );
+    expect((await app.sql('select rowgate_private.next_webhook_delivery_at() as at'))[0].at).not.toBeNull();
+    worker = newWorker();
+    await worker.start();
+    const served = await endpoint('/after-the-race', ['product.created']);
+    await product('after the race');
+    await until(
+      "another organization's delivery",
+      async () => receiver.at('/after-the-race').length,
+      (n) => n === 1,
+    );
+    const left = await until(
+      'the repairs',
+      () =>
+        app.sql<{ status: string; n: number }>(
+          `select status, count(*)::int as n from rowgate_private.webhook_deliveries where endpoint_id = any ($1) group by 1 order by 1`,
+          [ids],
+        ),
+      (rows) => rows.every((r) => r.status !== 'pending'),
+    );
+    // the disabled endpoints' deliveries paused (and resumed when enabled); the deleted endpoint's, the eventless
+    // one and those of an endpoint without its secret (these were made in SQL) removed
+    expect(left).toEqual([{ status: 'paused', n: 99 }]);
+    expect((await app.sql('select rowgate_private.next_webhook_delivery_at() as at'))[0].at).toBeNull();
+    expect(receiver.at('/race')).toEqual([]);
+    await app.sql('update rowgate.webhook_endpoints set deleted_at = now() where id = any ($1)', [ids]);
+    await app.delete(`/v1/webhook-endpoints/${served.id}`, web());
+  });
+
   test('deleting or disabling an endpoint does not wait for an attempt in flight, and that attempt is then not retried', async () => {
     receiver.answer = (r) => (r.path.startsWith('/in-flight') ? 'hang' : 200);
+    // attempts that last 4 s: the change is answered well within one, even on a loaded machine
+    await worker.stop();
+    worker = newWorker(2, 4_000);
+    await worker.start();
     for (const change of ['delete', 'disable'] as const) {
       const created = await endpoint(`/in-flight-${change}`, ['product.created']);
       await product(`in flight ${change}`);
-      // the worker holds the delivery while its receiver does not answer (the test's timeout: 1.5 s)
+      // the worker holds the delivery while its receiver does not answer
       await until(
         'the attempt to start',
         async () => receiver.at(`/in-flight-${change}`).length,
@@ -466,6 +538,9 @@ describe('deliveries', () => {
       );
       expect(ended!.status).toBe(change === 'delete' ? 'failed' : 'paused');
     }
+    await worker.stop();
+    worker = newWorker();
+    await worker.start();
   });
 
   test('signed as Standard Webhooks: the receiver verifies them with the standardwebhooks package; the body is the event as REST answers it', async () => {

@@ -101,7 +101,8 @@ function report(error: unknown): number {
   const e = error as { code?: string; constraint?: string; message?: string; detail?: string };
   if (error instanceof CommanderError) {
     // commander has written its message (or the help) already
-    // `help [command]` asked for its help (exit code 0); a group named without a command gets it on stderr (1)
+    // `help [command]` asked for its help (commander's exit code 0); a group named without a command gets it on
+    // stderr (commander's 1: a usage error, so 2 here)
     if (error.code === 'commander.help') return error.exitCode === 0 ? 0 : 2;
     return ['commander.helpDisplayed', 'commander.version'].includes(error.code) ? 0 : 2;
   }

@@ -182,6 +182,12 @@ const constraintFields: Record<string, { loc: string[]; msg: string }> = {
   customers_external_id_live: { loc: ['body', 'external_id'], msg: 'A live customer of the organization has this external id already' },
   customer_members_email_live: { loc: ['body', 'email'], msg: 'The customer has a seat with this e-mail already' },
   users_email_live: { loc: ['body', 'email'], msg: 'A user with this e-mail exists already' },
+  ...Object.fromEntries(
+    ['products', 'customers', 'orders', 'customer_members', 'refunds'].map((table) => [
+      `${table}_metadata_valid`,
+      { loc: ['body', 'metadata'], msg: 'The metadata breaks its rules (SPEC §18)' },
+    ]),
+  ),
 };
 
 /**
@@ -204,12 +210,14 @@ export function fromDatabaseError(error: unknown, statementTimeoutMs?: number): 
   if (code === 'RG422') {
     return invalidField((e.detail ?? 'body').split('.'), e.message ?? 'Invalid value');
   }
-  if (code === '23505' || code === '23503') {
+  if (code === '23505' || code === '23503' || code === '23514') {
     const at = constraintFields[e.constraint ?? ''];
-    return invalidField(
-      at?.loc ?? ['body'],
-      at?.msg ?? (code === '23505' ? 'This value is taken already' : 'A referenced resource does not exist'),
-    );
+    const fallback: Record<string, string> = {
+      '23505': 'This value is taken already',
+      '23503': 'A referenced resource does not exist',
+      '23514': 'A value breaks a rule of the database',
+    };
+    return invalidField(at?.loc ?? ['body'], at?.msg ?? fallback[code]!);
   }
   if (code === '22P02' || code === '22007' || code === '22008' || code === '22009' || code === '22003') {
     // invalid text representation / datetime / time zone displacement / numeric out of range reaching SQL

@@ -195,8 +195,10 @@ export function openApiDocument(routes: readonly Route[]) {
     const registration = route.errorFormat === 'oauth2-registration';
     const statuses = new Set<number>(route.errors ?? []);
     if (credentialed) for (const s of [401, 403]) statuses.add(s);
-    // every /v1 request counts against a rate limit and reaches the database (SPEC §14)
-    if (api) for (const s of [oauth2 || registration ? 400 : 422, 429, 503, 504]) statuses.add(s);
+    // every /v1 request counts against a rate limit (SPEC §14; not the metadata, a probe or the reference)
+    const limited = route.path.startsWith('/v1/');
+    if (api) for (const s of [oauth2 || registration ? 400 : 422, 503, 504]) statuses.add(s);
+    if (api && limited) statuses.add(429);
     if (credentialed && (route.params || route.method !== 'get')) statuses.add(404);
     if (api && takesIdempotencyKeys(route)) statuses.add(409);
     if (api && route.body) for (const s of [413, 415]) statuses.add(s);
@@ -205,13 +207,15 @@ export function openApiDocument(routes: readonly Route[]) {
       : route.responseType === 'text/html'
         ? { 'text/html': { schema: { type: 'string', description: 'An HTML page.', example: '<!doctype html>…' } } }
         : undefined;
-    // the header fields of an answer: its id always; on /v1, the rate limit's; a write's replay and consistency token
+    // the header fields of an answer: its id always; on /v1, the rate limit's; when to come back; and, only
+    // sometimes (optional), a write's replay mark (a replay's) and consistency token (when the position is known)
     const headersOf = (status: number) => {
       const fields: Record<string, z.ZodType> = { 'X-Request-Id': headers.requestId };
-      if (api) Object.assign(fields, { 'RateLimit-Policy': headers.rateLimitPolicy, RateLimit: headers.rateLimit });
+      if (api && limited) Object.assign(fields, { 'RateLimit-Policy': headers.rateLimitPolicy, RateLimit: headers.rateLimit });
       if (status === 429 || status === 503) fields['Retry-After'] = headers.retryAfter;
-      if (status === route.status && api && takesIdempotencyKeys(route)) fields['Idempotent-Replayed'] = headers.idempotentReplayed;
-      if (status === route.status && api && route.method !== 'get') fields['Rowgate-Consistency'] = headers.consistency;
+      if (status === route.status && api && takesIdempotencyKeys(route))
+        fields['Idempotent-Replayed'] = headers.idempotentReplayed.optional();
+      if (status === route.status && api && route.method !== 'get') fields['Rowgate-Consistency'] = headers.consistency.optional();
       return z.object(fields);
     };
     const responses: Record<string, unknown> = {

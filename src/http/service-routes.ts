@@ -117,7 +117,7 @@ function healthRoutes(pool: pg.Pool | null, reads?: ReadReplicas): Route[] {
         try {
           await pool!.query('select 1');
         } catch {
-          throw new ApiError(503, 'ServiceUnavailable', 'The database is unavailable');
+          throw new ApiError(503, 'ServiceUnavailable', 'The database is unavailable', { 'Retry-After': '2' });
         }
         if (!reads) return { status: 'ok' };
         const standbys = reads.status().map(({ available, lag_ms, reads: served }, i) => ({

@@ -13,6 +13,8 @@ export const AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'none'
  * https, http on the loopback interface only, or a native app's private-use
  * scheme (reverse domain name, e.g. `com.example.app:/callback`).
  */
+const ANSWER_PARAMETERS = ['code', 'state', 'iss', 'error', 'error_description', 'error_uri'];
+
 function redirectUriProblem(value: string): string | null {
   let url: URL;
   try {
@@ -23,6 +25,9 @@ function redirectUriProblem(value: string): string | null {
   if (url.hash || value.includes('#')) return 'must not have a fragment';
   // `https://trusted.example@evil.example/cb` goes to evil.example: shown on the consent page, a phishing aid
   if (url.username || url.password) return 'must not have a user name or password (userinfo)';
+  // the answer's own parameters are appended to the query as registered (RFC 6749 §3.1: never twice)
+  const taken = ANSWER_PARAMETERS.find((name) => url.searchParams.has(name));
+  if (taken) return `must not have a ${taken} parameter in its query: the answer adds it`;
   if (url.protocol === 'https:') return null;
   if (url.protocol === 'http:') {
     return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname) ? null : 'http is allowed on the loopback interface only; use https';

@@ -45,10 +45,10 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const destination =
     chosen ??
     (options.sharedOutput
-      ? // each chunk (whole lines, at most PIPE_BUF bytes) one write(2) as it is released, on this thread: handed to
-        // libuv's thread pool, as an asynchronous destination does, a chunk of about five access lines cost a
-        // thread's wake-up and a completion through the event loop (docs/performance.md, "The workers' log writes")
-        new ChunkedDestination(pino.destination({ dest: 1, sync: true }), PIPE_BUF_BYTES, { bounded: true })
+      ? // chunks of whole lines up to PIPE_BUF bytes, which sonic-boom joins only while the join fits (bytes
+        // counted): counted as three bytes a character, a chunk held about five access lines, and each cost a
+        // write through libuv's thread pool (docs/performance.md, "The workers' log writes")
+        new ChunkedDestination(pino.destination({ dest: 1, sync: false, maxWrite: PIPE_BUF_BYTES }), PIPE_BUF_BYTES, { bounded: true })
       : new ChunkedDestination(pino.destination({ dest: 1, sync: false, minLength: CHUNK }), CHUNK));
   const logger = pino(
     {

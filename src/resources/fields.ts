@@ -38,9 +38,17 @@ function readableOffset(value: string): string {
 export const instant = () =>
   z.iso
     .datetime({ offset: true })
-    .refine((value) => !value.startsWith('0000'), 'The year must be 0001 or later')
+    .refine((value) => !value.startsWith('0000') && withinYears(value), 'The instant must fall in the years 0001 to 9999 (UTC)')
     .refine((value) => (FRACTION.exec(value)?.[1]?.length ?? 0) <= 9, 'At most 9 fractional digits')
     .transform(readableOffset);
+
+/** In UTC too: `0001-01-01T00:00:00+01:00` is in year 0, which no timestamp holds (a value of another form is the format's issue) */
+function withinYears(value: string): boolean {
+  if (!RFC3339.test(value)) return true;
+  const year = new Date(Date.parse(value)).getUTCFullYear();
+  return year >= 1 && year <= 9999;
+}
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/;
 
 export const timestamp = (description: string) => doc(z.iso.datetime({ offset: true }), description, '2026-11-21T09:30:00.123456+00:00');
 

@@ -63,7 +63,7 @@ export const organizationAccessTokenRoutes = [
     operationId: 'organization_access_tokens:create',
     summary: 'Create an organization access token',
     description:
-      'An organization holds at most 100 live (neither revoked nor expired) organization access tokens; past them: 403 `NotPermitted` (revoke one to make room).',
+      'An organization holds at most 100 organization access tokens that are not revoked (expired ones count); past them: 403 `NotPermitted` (revoke one to make room).',
     tag: 'organization-access-tokens',
     access: access.organizationUser(...writeScopes('organization_access_tokens')),
     body: OrganizationAccessTokenCreate,

@@ -59,7 +59,7 @@ export const personalAccessTokenRoutes = [
     operationId: 'personal_access_tokens:create',
     summary: 'Create a personal access token',
     description:
-      'A user holds at most 100 live (neither revoked nor expired) personal access tokens; past them: 403 `NotPermitted` (revoke one to make room).',
+      'A user holds at most 100 personal access tokens that are not revoked (expired ones count); past them: 403 `NotPermitted` (revoke one to make room).',
     tag: 'personal-access-tokens',
     access: access.webUserWrite,
     body: PersonalAccessTokenCreate,
