@@ -142,12 +142,13 @@ describe('a statement past the statement timeout is 504 Timeout, naming the limi
       constraint: 'orders_metadata_valid',
       message: 'new row … violates check constraint',
     });
-    expect({ status: metadata?.status, loc: (metadata?.detail as { loc: string[] }[])[0]?.loc }).toEqual({
-      status: 422,
-      loc: ['body', 'metadata'],
+    const where = (error: typeof metadata) => ({
+      status: error?.status,
+      loc: (error?.detail as { loc: string[] }[] | undefined)?.[0]?.loc,
     });
+    expect(where(metadata)).toEqual({ status: 422, loc: ['body', 'metadata'] });
     const other = fromDatabaseError({ code: '23514', constraint: 'orders_amount_check', message: 'new row … violates check constraint' });
-    expect({ status: other?.status, loc: (other?.detail as { loc: string[] }[])[0]?.loc }).toEqual({ status: 422, loc: ['body'] });
+    expect(where(other)).toEqual({ status: 422, loc: ['body'] });
   });
 });
 
