@@ -114,6 +114,24 @@ const deliveriesOf = (endpointId: string) =>
     [endpointId],
   );
 
+/**
+ * `n` organizations of a new user, each with an endpoint (made in SQL: no secret) subscribed to
+ * product.created at `path` and one such event, queued for it: the endpoints' ids, in order.
+ */
+async function organizationsWithADelivery(n: number, path: string): Promise<{ id: string; organization_id: string }[]> {
+  const owner = await app.user();
+  return app.sql<{ id: string; organization_id: string }>(
+    `with orgs as (insert into rowgate.organizations (name, slug) select $3 || ' ' || g, $3 || '-' || g || '-' || $1
+                   from generate_series(1, $4::int) g returning id),
+          endpoints as (insert into rowgate.webhook_endpoints (organization_id, url, event_types)
+                        select id, $2 || '/' || $3, '{product.created}' from orgs returning id, organization_id),
+          events as (insert into rowgate.events (organization_id, type, resource_id, data, actor, audience)
+                     select organization_id, 'product.created', gen_random_uuid(), '{}', '{"kind": "system"}', 'members' from endpoints)
+     select id, organization_id from endpoints order by id`,
+    [owner.id.slice(0, 8), receiver.url, path, n],
+  );
+}
+
 beforeAll(async () => {
   app = await startTestApp();
   admin = await app.user();
@@ -383,32 +401,21 @@ describe('deliveries', () => {
     receiver.answer = () => 200;
     // 101 organizations, each with an endpoint whose delivery was queued and is due, then disabled (as after
     // 10 failed events, or by PATCH): before, they were the claim's 100 candidates for ever
-    const hostile = await app.user();
     await worker.stop(); // no attempt in flight while the queue is set up
-    const [stale] = await app.sql<{ ids: string[] }>(
-      `with orgs as (insert into rowgate.organizations (name, slug) select 'stale ' || g, 'stale-' || g || '-' || $1
-                     from generate_series(1, 101) g returning id),
-            endpoints as (insert into rowgate.webhook_endpoints (organization_id, url, event_types)
-                          select id, $2 || '/stale', '{product.created}' from orgs returning id, organization_id),
-            events as (insert into rowgate.events (organization_id, type, resource_id, data, actor, audience)
-                       select organization_id, 'product.created', gen_random_uuid(), '{}', '{"kind": "system"}', 'members' from endpoints
-                       returning id, organization_id)
-       select array_agg(e.id) as ids from endpoints e`,
-      [hostile.id.slice(0, 8), receiver.url],
-    );
+    const stale = { ids: (await organizationsWithADelivery(101, 'stale')).map((e) => e.id) };
     await app.sql(
       `update rowgate_private.webhook_deliveries set next_attempt_at = now() - interval '1 hour'
                    where endpoint_id = any ($1) and status = 'pending'`,
-      [stale!.ids],
+      [stale.ids],
     );
-    await app.sql('update rowgate.webhook_endpoints set enabled = false where id = any ($1)', [stale!.ids]);
+    await app.sql('update rowgate.webhook_endpoints set enabled = false where id = any ($1)', [stale.ids]);
     worker = newWorker();
     await worker.start();
     // nothing is due: the workers have nothing to poll for
     expect((await app.sql('select rowgate_private.next_webhook_delivery_at() as at'))[0].at).toBeNull();
     expect(
       await app.sql(`select status, count(*)::int as n from rowgate_private.webhook_deliveries where endpoint_id = any ($1) group by 1`, [
-        stale!.ids,
+        stale.ids,
       ]),
     ).toEqual([{ status: 'paused', n: 101 }]);
     // another organization's delivery goes out
@@ -434,8 +441,8 @@ describe('deliveries', () => {
       (n) => n === 1,
     );
     // deleted, an endpoint's paused deliveries go with it
-    await app.sql('update rowgate.webhook_endpoints set deleted_at = now() where id = any ($1)', [stale!.ids]);
-    expect(await app.sql('select 1 from rowgate_private.webhook_deliveries where endpoint_id = any ($1)', [stale!.ids])).toEqual([]);
+    await app.sql('update rowgate.webhook_endpoints set deleted_at = now() where id = any ($1)', [stale.ids]);
+    expect(await app.sql('select 1 from rowgate_private.webhook_deliveries where endpoint_id = any ($1)', [stale.ids])).toEqual([]);
     await app.delete(`/v1/webhook-endpoints/${resumed.id}`, web());
     await app.delete(`/v1/webhook-endpoints/${served.id}`, web());
   });
@@ -445,19 +452,8 @@ describe('deliveries', () => {
     await worker.stop();
     // what a write that committed after its endpoint was disabled or deleted leaves (migration 000036), in 101
     // organizations, and a redelivery of an event a prune removed meanwhile
-    const hostile = await app.user();
-    const made = await app.sql<{ endpoint_id: string; organization_id: string; n: number }>(
-      `with orgs as (insert into rowgate.organizations (name, slug) select 'race ' || g, 'race-' || g || '-' || $1
-                     from generate_series(1, 101) g returning id),
-            endpoints as (insert into rowgate.webhook_endpoints (organization_id, url, event_types)
-                          select id, $2 || '/race', '{product.created}' from orgs returning id, organization_id),
-            events as (insert into rowgate.events (organization_id, type, resource_id, data, actor, audience)
-                       select organization_id, 'product.created', gen_random_uuid(), '{}', '{"kind": "system"}', 'members' from endpoints
-                       returning id, organization_id)
-       select e.id as endpoint_id, e.organization_id, (row_number() over ())::int as n from endpoints e`,
-      [hostile.id.slice(0, 8), receiver.url],
-    );
-    const ids = made.map((m) => m.endpoint_id);
+    const made = await organizationsWithADelivery(101, 'race');
+    const ids = made.map((m) => m.id);
     // every endpoint made through the API has its secret; the last one here has none
     await app.sql(
       `insert into rowgate_private.webhook_secrets (organization_id, endpoint_id, sealed_secret)
