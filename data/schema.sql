@@ -2768,6 +2768,7 @@ AS $function$
 declare
   v_candidate record;
   v_delivery rowgate_private.webhook_deliveries;
+  v_unclaimable uuid[] := '{}';
 begin
   for v_candidate in
     with recursive organizations (id) as (
@@ -2794,7 +2795,8 @@ begin
         where d.organization_id = v_candidate.id and d.status = 'pending' and d.next_attempt_at <= now()
           and e.enabled and e.deleted_at is null
           and exists (select 1 from rowgate.events ev where ev.organization_id = d.organization_id and ev.id = d.event_id)
-          and exists (select 1 from rowgate_private.webhook_secrets s where s.endpoint_id = d.endpoint_id)
+          and exists (select 1 from rowgate_private.webhook_secrets s
+            where s.organization_id = d.organization_id and s.endpoint_id = d.endpoint_id)
           and (d.attempts > 0 or not exists (
             select 1 from rowgate_private.webhook_deliveries p
             where p.endpoint_id = d.endpoint_id and p.status = 'pending' and p.attempts = 0 and p.event_id < d.event_id))
@@ -2809,29 +2811,34 @@ begin
     exception when sqlstate 'RGNOC' then
       v_delivery := null;
     end;
-    -- what kept the organization a candidate with nothing to claim, when it is undeliverable
+    v_unclaimable := v_unclaimable || v_candidate.id;
+  end loop;
+  if v_delivery.id is null then
+    -- nothing claimed: what kept the organizations candidates with nothing to claim, when it is undeliverable,
+    -- repaired now and committed with this claim (never held across an attempt). The endpoint is read
+    -- locked, so that an enabling that has not committed skips the row (the next claim sees it again) and
+    -- one that commits after this sees it paused and resumes it
     with stale as (
       select d.id, (e.deleted_at is not null or ev.id is null or s.endpoint_id is null) as gone
       from rowgate_private.webhook_deliveries d
         join rowgate.webhook_endpoints e on e.organization_id = d.organization_id and e.id = d.endpoint_id
         left join rowgate.events ev on ev.organization_id = d.organization_id and ev.id = d.event_id
-        left join rowgate_private.webhook_secrets s on s.endpoint_id = d.endpoint_id
-      where d.organization_id = v_candidate.id and d.status = 'pending'
+        left join rowgate_private.webhook_secrets s on s.organization_id = d.organization_id and s.endpoint_id = d.endpoint_id
+      where d.organization_id = any (v_unclaimable) and d.status = 'pending'
         and (not e.enabled or e.deleted_at is not null or ev.id is null or s.endpoint_id is null)
       for update of d skip locked
+      for share of e skip locked
     ), removed as (
       delete from rowgate_private.webhook_deliveries d using stale where d.id = stale.id and stale.gone
     )
     update rowgate_private.webhook_deliveries d set status = 'paused' from stale where d.id = stale.id and not stale.gone;
-  end loop;
-  if v_delivery.id is null then
     return;
   end if;
   return query
     select v_delivery.id, v_delivery.attempts + 1, e.id, e.url, s.sealed_secret,
       ev.id, ev.organization_id, ev.type, ev.resource_id, ev.data, ev.actor, ev.request_id, ev.created_at
     from rowgate.webhook_endpoints e
-      join rowgate_private.webhook_secrets s on s.endpoint_id = e.id
+      join rowgate_private.webhook_secrets s on s.organization_id = e.organization_id and s.endpoint_id = e.id
       join rowgate.events ev on ev.id = v_delivery.event_id
     where e.id = v_delivery.endpoint_id;
 end;
@@ -3217,7 +3224,7 @@ begin
   return new;
 end;
 $function$;
-comment on function rowgate_private.tg__at_most() is 'Refuses an insert past the owner''s number of live rows (RG403, the reason as the message).';
+comment on function rowgate_private.tg__at_most() is 'Refuses an insert past the owner''s number of rows not deleted (revoked), expired ones included (RG403, the reason as the message).';
 
 -- Function rowgate_private.tg__count_rows()
 CREATE OR REPLACE FUNCTION rowgate_private.tg__count_rows()

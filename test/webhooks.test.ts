@@ -504,6 +504,41 @@ describe('deliveries', () => {
     await app.delete(`/v1/webhook-endpoints/${served.id}`, web());
   });
 
+  test('the repair leaves alone a delivery whose endpoint is being enabled: it goes out once the enabling commits', async () => {
+    await app.sql(`update rowgate_private.webhook_deliveries set status = 'failed' where status = 'pending'`);
+    receiver.answer = () => 200;
+    const created = await endpoint('/being-enabled', ['product.created']);
+    await worker.stop();
+    await product('being enabled');
+    // left pending for a disabled endpoint, as a race leaves it
+    await app.sql('alter table rowgate.webhook_endpoints disable trigger _500_hold_deliveries');
+    try {
+      await app.sql('update rowgate.webhook_endpoints set enabled = false where id = $1', [created.id]);
+    } finally {
+      await app.sql('alter table rowgate.webhook_endpoints enable trigger _500_hold_deliveries');
+    }
+    const enabling = await app.owner.connect();
+    try {
+      await enabling.query('begin');
+      await enabling.query('update rowgate.webhook_endpoints set enabled = true where id = $1', [created.id]);
+      // a claim meanwhile: nothing to take, and the endpoint it cannot read is left for the next one
+      expect(await app.sql('select delivery_id from rowgate_private.claim_webhook_delivery()')).toEqual([]);
+      expect((await deliveriesOf(created.id)).map((d) => d.status)).toEqual(['pending']);
+      await enabling.query('commit');
+    } finally {
+      await enabling.query('rollback').catch(() => {});
+      enabling.release();
+      worker = newWorker();
+      await worker.start();
+    }
+    await until(
+      'the delivery',
+      async () => receiver.at('/being-enabled').length,
+      (n) => n === 1,
+    );
+    await app.delete(`/v1/webhook-endpoints/${created.id}`, web());
+  });
+
   test('deleting or disabling an endpoint does not wait for an attempt in flight, and that attempt is then not retried', async () => {
     receiver.answer = (r) => (r.path.startsWith('/in-flight') ? 'hang' : 200);
     // attempts that last 4 s: the change is answered well within one, even on a loaded machine

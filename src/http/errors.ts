@@ -210,6 +210,8 @@ export function fromDatabaseError(error: unknown, statementTimeoutMs?: number): 
   if (code === 'RG422') {
     return invalidField((e.detail ?? 'body').split('.'), e.message ?? 'Invalid value');
   }
+  // a check the client's input can break (the metadata's rules) is a 422; any other is the server's own bug
+  if (code === '23514' && !constraintFields[e.constraint ?? '']) return null;
   if (code === '23505' || code === '23503' || code === '23514') {
     const at = constraintFields[e.constraint ?? ''];
     const fallback: Record<string, string> = {
