@@ -74,11 +74,10 @@ function zodIssues(error: z.ZodError, source: string, input: unknown): Validatio
 /**
  * Text that would not be kept as sent, wherever it is in the input (a 422 at
  * its location): U+0000 in a string or a field's name, which PostgreSQL cannot
- * store (the database's "invalid byte sequence" was a 500; found by the HTTP
- * fuzzer in a token's scopes); and a field named `__proto__`, which zod's
- * objects and records skip without a word (a hostile audit's metadata key was
- * dropped by REST, stored by GraphQL, and lost by the next PATCH), as many
- * JavaScript readers of our JSON would.
+ * store (the database would answer "invalid byte sequence"); and a field
+ * named `__proto__`, which zod's objects and records skip without a word, as
+ * many JavaScript readers of our JSON would: a metadata key REST dropped and
+ * GraphQL stored.
  */
 function textIssues(input: unknown, source: string): ValidationIssue[] {
   // depth-first, in document order, without recursion and with each location a

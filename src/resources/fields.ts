@@ -18,9 +18,9 @@ const FRACTION = /\.(\d+)/;
 
 /**
  * The instant written with `Z` when its offset is one PostgreSQL cannot read:
- * RFC 3339 allows offsets up to ±23:59, `timestamptz` up to ±15:59 (an offset of
- * +16:00 was a 500: "time zone displacement out of range"). The fraction is
- * kept as sent (an offset is whole minutes).
+ * RFC 3339 allows offsets up to ±23:59, `timestamptz` up to ±15:59 ("time zone
+ * displacement out of range"). The fraction is kept as sent (an offset is
+ * whole minutes).
  */
 function readableOffset(value: string): string {
   const parts = OFFSET.exec(value);
