@@ -133,6 +133,11 @@ describe('a statement past the statement timeout is 504 Timeout, naming the limi
     expect({ status: full?.status, headers: full?.headers }).toEqual({ status: 503, headers: { 'Retry-After': '2' } });
     // another program limit (an index row too large, say) is not the database being unavailable
     expect(fromDatabaseError({ code: '54000', message: 'index row size 9000 exceeds maximum 8191' }, 2500)).toBeNull();
+    // a transaction PostgreSQL undid for a concurrent one (a deadlock, a serialization failure): to be sent again
+    for (const code of ['40P01', '40001']) {
+      const collided = fromDatabaseError({ code, message: 'deadlock detected' }, 2500);
+      expect({ status: collided?.status, headers: collided?.headers }).toEqual({ status: 503, headers: { 'Retry-After': '1' } });
+    }
   });
 
   test("a row that breaks the metadata's rule is a 422 at the metadata; another check is the server's bug (a 500)", async () => {

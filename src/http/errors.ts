@@ -159,6 +159,12 @@ const statementTimeout = (timeoutMs: number) => new ApiError(504, 'Timeout', tim
 const serviceUnavailable = () =>
   new ApiError(503, 'ServiceUnavailable', 'The database is unavailable; try again shortly', { 'Retry-After': '2' });
 
+/** A transaction PostgreSQL ended to let a concurrent one go on: nothing of it was kept, and the same request may be sent again */
+const collided = () =>
+  new ApiError(503, 'ServiceUnavailable', 'The request collided with a concurrent change and was undone; try again', {
+    'Retry-After': '1',
+  });
+
 const REALM = 'Bearer realm="rowgate"';
 
 /** 401; `invalidToken`: the token sent authenticates nobody (RFC 6750 §3.1), which a client library takes as "discard or refresh it". */
@@ -225,6 +231,8 @@ export function fromDatabaseError(error: unknown, statementTimeoutMs?: number): 
     // invalid text representation / datetime / time zone displacement / numeric out of range reaching SQL
     return validationError([{ type: 'value_error', loc: ['body'], msg: e.message ?? 'Invalid value' }]);
   }
+  // deadlock_detected, serialization_failure: rolled back whole, so a retry is safe (a 500 said the server was at fault)
+  if (code === '40P01' || code === '40001') return collided();
   if (
     code.startsWith('08') || // connection exceptions
     code === '57P01' ||
