@@ -76,8 +76,12 @@ export function errorAnswers(
     const found = toApiError(error, statementTimeoutMs);
     const format = (res.locals.errorFormat as Route['errorFormat']) ?? formatOf(req.path);
     const apiError = format === 'oauth2' ? asOAuth2Error(found) : format === 'oauth2-registration' ? asRegistrationError(found) : found;
+    const sqlState = (error as { code?: unknown })?.code;
     if (found.status === 504) {
       log?.(`timeout on ${req.method} ${req.originalUrl.split('?')[0]}: ${found.detail}`);
+    } else if (sqlState === '40P01' || sqlState === '40001') {
+      // answered 503 to be sent again, and told: a deadlock is the code's to look into
+      log?.(`conflict on ${req.method} ${req.originalUrl.split('?')[0]}: ${(error as Error).message}`);
     } else if (apiError.status >= 500 && apiError.status !== 503) {
       log?.(`error on ${req.method} ${req.originalUrl.split('?')[0]}: ${(error as Error)?.stack ?? String(error)}`);
     }
