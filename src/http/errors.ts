@@ -159,7 +159,12 @@ const statementTimeout = (timeoutMs: number) => new ApiError(504, 'Timeout', tim
 const serviceUnavailable = () =>
   new ApiError(503, 'ServiceUnavailable', 'The database is unavailable; try again shortly', { 'Retry-After': '2' });
 
-/** A transaction PostgreSQL ended to let a concurrent one go on: nothing of it was kept, and the same request may be sent again */
+/**
+ * A transaction PostgreSQL ended to let a concurrent one go on (deadlock_detected,
+ * serialization_failure): nothing of it was kept, so the same request may be sent
+ * again, where a 500 would say the server was at fault.
+ */
+export const isCollision = (error: unknown) => ['40P01', '40001'].includes((error as { code?: string })?.code ?? '');
 const collided = () =>
   new ApiError(503, 'ServiceUnavailable', 'The request collided with a concurrent change and was undone; try again', {
     'Retry-After': '1',
@@ -220,19 +225,16 @@ export function fromDatabaseError(error: unknown, statementTimeoutMs?: number): 
   if (code === '23514' && !constraintFields[e.constraint ?? '']) return null;
   if (code === '23505' || code === '23503' || code === '23514') {
     const at = constraintFields[e.constraint ?? ''];
-    const fallback: Record<string, string> = {
-      '23505': 'This value is taken already',
-      '23503': 'A referenced resource does not exist',
-      '23514': 'A value breaks a rule of the database',
-    };
-    return invalidField(at?.loc ?? ['body'], at?.msg ?? fallback[code]!);
+    return invalidField(
+      at?.loc ?? ['body'],
+      at?.msg ?? (code === '23505' ? 'This value is taken already' : 'A referenced resource does not exist'),
+    );
   }
   if (code === '22P02' || code === '22007' || code === '22008' || code === '22009' || code === '22003') {
     // invalid text representation / datetime / time zone displacement / numeric out of range reaching SQL
     return validationError([{ type: 'value_error', loc: ['body'], msg: e.message ?? 'Invalid value' }]);
   }
-  // deadlock_detected, serialization_failure: rolled back whole, so a retry is safe (a 500 said the server was at fault)
-  if (code === '40P01' || code === '40001') return collided();
+  if (isCollision(error)) return collided();
   if (
     code.startsWith('08') || // connection exceptions
     code === '57P01' ||

@@ -2,7 +2,7 @@
 // error in SPEC §7's shape (RFC 6749's on the OAuth2 protocol endpoints).
 import type { NextFunction, Request, Response } from 'express';
 import { ListPage } from '../resources/list-statement.ts';
-import { asOAuth2Error, asRegistrationError, toApiError } from './errors.ts';
+import { asOAuth2Error, asRegistrationError, isCollision, toApiError } from './errors.ts';
 import { StoredAnswer } from './idempotency.ts';
 import type { Route } from './route.ts';
 
@@ -76,10 +76,9 @@ export function errorAnswers(
     const found = toApiError(error, statementTimeoutMs);
     const format = (res.locals.errorFormat as Route['errorFormat']) ?? formatOf(req.path);
     const apiError = format === 'oauth2' ? asOAuth2Error(found) : format === 'oauth2-registration' ? asRegistrationError(found) : found;
-    const sqlState = (error as { code?: unknown })?.code;
     if (found.status === 504) {
       log?.(`timeout on ${req.method} ${req.originalUrl.split('?')[0]}: ${found.detail}`);
-    } else if (sqlState === '40P01' || sqlState === '40001') {
+    } else if (isCollision(error)) {
       // answered 503 to be sent again, and told: a deadlock is the code's to look into
       log?.(`conflict on ${req.method} ${req.originalUrl.split('?')[0]}: ${(error as Error).message}`);
     } else if (apiError.status >= 500 && apiError.status !== 503) {

@@ -12,9 +12,8 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 export const uuid = (description: string, example = '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b') => doc(z.uuid(), description, example);
 
-/** The parts of an RFC 3339 instant with an offset (z.iso.datetime has checked the whole) */
-const OFFSET = /^(.*T\d{2}:\d{2}(?::\d{2})?)(\.\d+)?([+-]\d{2}:\d{2})$/;
-const FRACTION = /\.(\d+)/;
+/** An RFC 3339 instant as z.iso.datetime takes it: up to its seconds, its fraction, its zone (`Z` or an offset) */
+const INSTANT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?)(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/;
 
 /**
  * The instant written with `Z` when its offset is one PostgreSQL cannot read:
@@ -23,10 +22,10 @@ const FRACTION = /\.(\d+)/;
  * whole minutes).
  */
 function readableOffset(value: string): string {
-  const parts = OFFSET.exec(value);
-  if (!parts || Math.abs(Number(parts[3]!.slice(0, 3))) < 16) return value;
+  const parts = INSTANT.exec(value);
+  if (!parts || parts[3] === 'Z' || Math.abs(Number(parts[3]!.slice(0, 3))) < 16) return value;
   const utc = new Date(Date.parse(`${parts[1]}${parts[3]}`)).toISOString();
-  return `${utc.slice(0, 19)}${parts[2] ?? ''}Z`;
+  return `${utc.slice(0, 19)}${parts[2] === undefined ? '' : `.${parts[2]}`}Z`;
 }
 
 /**
@@ -39,16 +38,15 @@ export const instant = () =>
   z.iso
     .datetime({ offset: true })
     .refine((value) => !value.startsWith('0000') && withinYears(value), 'The instant must fall in the years 0001 to 9999 (UTC)')
-    .refine((value) => (FRACTION.exec(value)?.[1]?.length ?? 0) <= 9, 'At most 9 fractional digits')
+    .refine((value) => (INSTANT.exec(value)?.[2]?.length ?? 0) <= 9, 'At most 9 fractional digits')
     .transform(readableOffset);
 
 /** In UTC too: `0001-01-01T00:00:00+01:00` is in year 0, which no timestamp holds (a value of another form is the format's issue) */
 function withinYears(value: string): boolean {
-  if (!RFC3339.test(value)) return true;
+  if (!INSTANT.test(value)) return true;
   const year = new Date(Date.parse(value)).getUTCFullYear();
   return year >= 1 && year <= 9999;
 }
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/;
 
 export const timestamp = (description: string) => doc(z.iso.datetime({ offset: true }), description, '2026-11-21T09:30:00.123456+00:00');
 
