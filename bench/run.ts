@@ -378,10 +378,12 @@ async function main() {
       find(`${main}/rest_orders_small_user_one_process`),
     ),
     // bare Express is one process: with workers, users/me has the machine's other core too
-    me_vs_bare: ratio(find(`${main}/rest_users_me`), find('bare_express')),
-    me_vs_bare_one_process: ratio(find(`${main}/rest_users_me_one_process`), find('bare_express')),
+    me_vs_bare: ratio(find(`${main}/rest_users_me`), find(`${main}/bare_express`)),
+    // the same, in turns (the median of the rounds' own ratios): this machine's minutes differ by more than 5 %
+    me_vs_bare_paired: paired(find(`${main}/rest_users_me`), find(`${main}/bare_express`)),
+    me_vs_bare_one_process: ratio(find(`${main}/rest_users_me_one_process`), find(`${main}/bare_express`)),
     // the database alone, on GET /v1/users/me's transaction, against the same HTTP ceiling
-    me_sql_vs_bare: ratio(find(`${main}/sql_users_me`), find('bare_express')),
+    me_sql_vs_bare: ratio(find(`${main}/sql_users_me`), find(`${main}/bare_express`)),
     // without the answer cache: the REST endpoint against the database alone on its transaction
     me_uncached_vs_sql: ratio(find(`${main}/rest_users_me_uncached`), find(`${main}/sql_users_me`)),
     rss_mb_at_64_connections: extra.rss_mb_at_64_connections ?? null,
@@ -500,7 +502,7 @@ async function benchScale(
   if (runs('metadata')) await benchMetadata(ctx);
   if (runs('writes')) await benchWrites(ctx);
   await stopProcess(server);
-  if (runs('reads')) await benchUncachedAndBare(ctx, startServer, children);
+  if (runs('reads')) await benchUncached(ctx, startServer);
   if (runs('reads')) await benchOneProcess(ctx, startServer);
   if (runs('standby')) await benchStandby(ctx, db, startServer);
 }
@@ -581,7 +583,23 @@ async function benchReads(ctx: ScaleContext, server: ChildProcess, p50ByScale: R
     kind: 'web_session',
     hash: sessionHash(ctx, 'small'),
   });
-  await http(`${scale}/rest_users_me`, { url: `${base}/v1/users/me`, headers: { cookie: `rowgate_session=${sessions.small}` } });
+  // the cached users/me in turns with a bare Express route (the HTTP ceiling): me_vs_bare compares the same minutes
+  const barePort = await freePort();
+  const bare = startProcess(['bench/bare-server.ts', String(barePort)], {});
+  try {
+    await waitFor(`http://127.0.0.1:${barePort}/bare`);
+    await interleaved([
+      {
+        runner: wrkRunner(`${scale}/rest_users_me`, {
+          url: `${base}/v1/users/me`,
+          headers: { cookie: `rowgate_session=${sessions.small}` },
+        }),
+      },
+      { runner: wrkRunner(`${scale}/bare_express`, { url: `http://127.0.0.1:${barePort}/bare` }) },
+    ]);
+  } finally {
+    await stopProcess(bare);
+  }
 
   let peak = 0;
   await http(
@@ -593,7 +611,7 @@ async function benchReads(ctx: ScaleContext, server: ChildProcess, p50ByScale: R
   log(`  server RSS peak at 64 connections: ${extra.rss_mb_at_64_connections} MB`);
 }
 
-async function benchUncachedAndBare(ctx: ScaleContext, startServer: StartServer, children: ChildProcess[]) {
+async function benchUncached(ctx: ScaleContext, startServer: StartServer) {
   // GET /v1/users/me asked of the database every time: a server without the answer cache
   const uncached = await startServer({ ROWGATE_ANSWER_CACHE_SECONDS: '0' });
   await http(`${ctx.scale}/rest_users_me_uncached`, {
@@ -601,15 +619,6 @@ async function benchUncachedAndBare(ctx: ScaleContext, startServer: StartServer,
     headers: { cookie: `rowgate_session=${ctx.sessions.small}` },
   });
   await stopProcess(uncached.child);
-
-  if (!scenarios.some((s) => s.name === 'bare_express')) {
-    const barePort = await freePort();
-    const bare = startProcess(['bench/bare-server.ts', String(barePort)], {});
-    children.push(bare);
-    await waitFor(`http://127.0.0.1:${barePort}/bare`);
-    await http('bare_express', { url: `http://127.0.0.1:${barePort}/bare` });
-    await stopProcess(bare);
-  }
 }
 
 /**

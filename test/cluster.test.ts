@@ -511,8 +511,14 @@ describe('signals', () => {
       server.child.kill('SIGTERM');
       server.child.kill('SIGINT');
       const exit = await server.exited;
-      await load;
+      const answers = await load;
       expect(exit).toMatchObject({ code: 0, signal: null });
+      // every answered request's line, the workers' last ones included, reached stdout through the primary before it exited
+      const answered = answers.filter((a) => a.status === 200).map((a) => a.id);
+      expect(answered.length).toBeGreaterThan(0);
+      const loggedIds = () => new Set(server.lines.map((l) => /"request_id":"([^"]+)"/.exec(l.line)?.[1]));
+      await waitFor(() => answered.every((id) => loggedIds().has(id)), 2_000);
+      expect(answered.filter((id) => !loggedIds().has(id))).toEqual([]);
       const said = server.lines.map((l) => l.line);
       expect(said.filter((l) => l.includes('received, shutting down'))).toHaveLength(1);
       expect(said.some((l) => l.includes('rowgate: stopped'))).toBe(true);

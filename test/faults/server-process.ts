@@ -60,14 +60,26 @@ export async function spawnServer(env: Record<string, string>): Promise<SpawnedS
   const lines: { at: number; line: string }[] = [];
   let listening: () => void;
   const ready = new Promise<void>((resolve) => (listening = resolve));
-  const onData = (chunk: Buffer) => {
-    for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) {
-      lines.push({ at: Date.now(), line });
-      if (line.includes('rowgate listening on')) listening();
-    }
+  // a read may end inside a line (the log is written in chunks of many): its start waits for the rest
+  const reader = () => {
+    let partial = '';
+    return (chunk: string) => {
+      const read = partial + chunk;
+      const end = read.lastIndexOf('\n');
+      partial = read.slice(end + 1);
+      for (const line of read
+        .slice(0, end + 1)
+        .split('\n')
+        .filter(Boolean)) {
+        lines.push({ at: Date.now(), line });
+        if (line.includes('rowgate listening on')) listening();
+      }
+    };
   };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
+  child.stdout!.setEncoding('utf8');
+  child.stderr!.setEncoding('utf8');
+  child.stdout!.on('data', reader());
+  child.stderr!.on('data', reader());
   let exitedAt: { code: number | null; signal: NodeJS.Signals | null; at: number } | null = null;
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
     child.once('exit', (code, signal) => resolve((exitedAt = { code, signal, at: Date.now() }))),
