@@ -48,17 +48,17 @@ for (const [network, prefix] of [
 ] as const)
   special.addSubnet(network, prefix, 'ipv6');
 
-// IPv6 outside 2000::/3, the global unicast space, is all reserved by the IETF (site-local fec0::/10,
-// which the list above lacked, found by a hostile audit; unallocated space alike): only 2000::/3 may be
-// public, and 3fff::/20 within it is for documentation (RFC 9637)
+// IPv6 outside 2000::/3, the global unicast space, is all reserved by the IETF (site-local fec0::/10 and
+// unallocated space alike, which no list of special ranges names whole): only 2000::/3 may be public, and
+// 3fff::/20 within it is for documentation (RFC 9637)
 const globalUnicast = new BlockList();
 globalUnicast.addSubnet('2000::', 3, 'ipv6');
 special.addSubnet('3fff::', 20, 'ipv6');
 
 /**
  * `::ffff:10.0.0.1` or `::ffff:a00:1` → `10.0.0.1`: an address of
- * ::ffff:0:0/96 only, in the URL standard's canonical form (the pattern before
- * took `0:ffff:808:808::`, in reserved ::/8, for 8.8.8.8: a review found it).
+ * ::ffff:0:0/96 only, read from the URL standard's canonical form (so that
+ * `0:ffff:808:808::`, in reserved ::/8, is not taken for 8.8.8.8).
  */
 function mappedIPv4(address: string): string | undefined {
   let canonical: string;
