@@ -3,6 +3,7 @@
 // lost, and waits are honoured.
 import { PassThrough } from 'node:stream';
 import { describe, expect, test } from 'vitest';
+import { createLogger, lineTarget } from '../src/operating/logger.ts';
 import { type LineTarget, LONGEST_LINE_BYTES, relayLines } from '../src/operating/worker-log.ts';
 
 /** A target that records what it is passed; `room` writes before it asks for a wait */
@@ -118,5 +119,15 @@ describe("the workers' log passed on by the primary", () => {
     source.destroy(new Error('EPIPE'));
     await relayed;
     expect(passed.join('')).toBe('{"a":1}\n{"b":\n');
+  });
+
+  test("a primary whose log goes elsewhere (the tests' destinations) gets its workers' lines one a write, as pino writes its own", () => {
+    const written: string[] = [];
+    const logger = createLogger({ destination: { write: (line: string) => void written.push(line) } });
+    const target = lineTarget(logger);
+    expect(target.passOn('{"worker":1}\n{"worker":2}\n')).toBe(true);
+    logger.info('own');
+    expect(written.slice(0, 2)).toEqual(['{"worker":1}\n', '{"worker":2}\n']);
+    expect(JSON.parse(written[2]!)).toMatchObject({ msg: 'own' });
   });
 });
