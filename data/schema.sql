@@ -853,8 +853,11 @@ create table rowgate_private.user_changes (
   id bigint generated always as identity not null,
   user_ids text not null,
   created_at timestamp with time zone default now() not null,
+  xid xid8 default pg_current_xact_id() not null,
   constraint user_changes_pkey PRIMARY KEY (id)
 );
+comment on column rowgate_private.user_changes.xid is 'The transaction that made the change: read by every server while the transaction may not have been seen to end.';
+CREATE INDEX user_changes_xid ON rowgate_private.user_changes USING btree (xid);
 
 -- Table rowgate_private.webhook_deliveries
 create table rowgate_private.webhook_deliveries (
@@ -1390,7 +1393,6 @@ declare
   v_order rowgate.orders;
   v_denial text;
   v_remaining bigint;
-  v_amount bigint;
   v_refund rowgate.refunds;
 begin
   perform rowgate_hidden.assert_scope('refunds_write');
@@ -1413,6 +1415,10 @@ begin
     raise exception 'Metadata is an object of at most 50 keys of 1-40 characters of A-Z, a-z, 0-9, _ and -; values strings of at most 500 characters, integers or booleans'
       using errcode = 'RG422', detail = 'body.metadata';
   end if;
+  if p_amount is null then
+    raise exception 'A refund names its amount (in the currency''s minor unit); the rest of an order is refunded by setting its status to refunded'
+      using errcode = 'RG422', detail = 'body.amount';
+  end if;
   -- the order's row lock: what remains is read after any refund of the order still running has ended
   select o.* into v_order from rowgate.orders o where o.id = p_order_id for update;
   if v_order.status <> 'paid' then
@@ -1420,22 +1426,21 @@ begin
       using errcode = 'RG422', detail = 'body.order_id';
   end if;
   v_remaining := v_order.amount - v_order.refunded_amount;
-  v_amount := coalesce(p_amount, v_remaining);
-  if v_amount < 1 then
+  if p_amount < 1 then
     raise exception 'A refund is at least 1 (in the currency''s minor unit)' using errcode = 'RG422', detail = 'body.amount';
   end if;
-  if v_amount > v_remaining then
+  if p_amount > v_remaining then
     raise exception 'The refund exceeds what remains to refund of the order: % of % %', v_remaining, v_order.amount, v_order.currency
       using errcode = 'RG422', detail = 'body.amount';
   end if;
-  v_refund := rowgate_private.record_refund(v_order, v_amount, p_reason, p_comment, p_metadata);
-  update rowgate.orders set refunded_amount = refunded_amount + v_amount,
-      status = case when refunded_amount + v_amount = amount then 'refunded' else status end
+  v_refund := rowgate_private.record_refund(v_order, p_amount, p_reason, p_comment, p_metadata);
+  update rowgate.orders set refunded_amount = refunded_amount + p_amount,
+      status = case when refunded_amount + p_amount = amount then 'refunded' else status end
     where id = v_order.id;
   return v_refund;
 end;
 $function$;
-comment on function rowgate.create_refund(uuid,bigint,text,text,jsonb) is 'Refunds a paid order, by at most what remains (null: all of it); the order''s status becomes refunded when nothing remains.';
+comment on function rowgate.create_refund(uuid,bigint,text,text,jsonb) is 'Refunds a paid order by an amount, at most what remains; the order''s status becomes refunded when nothing remains.';
 grant execute on function rowgate.create_refund(uuid,bigint,text,text,jsonb) to rowgate_organization, rowgate_user;
 
 -- Function rowgate.create_webhook_endpoint(uuid,text,text[],text,boolean,bytea)
@@ -3460,6 +3465,10 @@ begin
     insert into rowgate.transactions (organization_id, order_id, type, amount, currency)
       values (new.organization_id, new.id, 'payment', new.amount, new.currency);
   elsif new.status = 'refunded' and (tg_op = 'INSERT' or old.status <> 'refunded') then
+    if tg_op = 'INSERT' then
+      insert into rowgate.transactions (organization_id, order_id, type, amount, currency)
+        values (new.organization_id, new.id, 'payment', new.amount, new.currency);
+    end if;
     -- what the status change refunded that no refund row records: rowgate.create_refund
     -- writes its refund before it sets the status, so then nothing is left over
     v_unrecorded := new.refunded_amount - (select coalesce(sum(r.amount), 0) from rowgate.refunds r
@@ -3571,6 +3580,23 @@ AS $function$
   select s from unnest(p_scopes) s
   where s not in (select name from rowgate_private.scopes where name not like 'customer_portal_%') limit 1;
 $function$;
+
+-- Function rowgate_private.user_changes_after(xid8)
+CREATE OR REPLACE FUNCTION rowgate_private.user_changes_after(p_horizon xid8)
+ RETURNS TABLE(horizon xid8, user_ids text)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select pg_snapshot_xmin(pg_current_snapshot()),
+    case when p_horizon is null then null
+      when bool_or(c.user_ids = '*') or sum(length(c.user_ids)) > 100000 then '*'
+      else string_agg(c.user_ids, ' ') end
+  from rowgate_private.user_changes c
+  where p_horizon is not null and c.xid >= p_horizon;
+$function$;
+comment on function rowgate_private.user_changes_after(xid8) is 'The users whose answers changed in transactions at or after a horizon (''*'': everybody; null horizon: none), and the next horizon: the oldest transaction still running now.';
+grant execute on function rowgate_private.user_changes_after(xid8) to rowgate_authenticator;
 
 -- Function rowgate_private.user_changes_since(bigint)
 CREATE OR REPLACE FUNCTION rowgate_private.user_changes_since(p_after bigint)

@@ -84,6 +84,27 @@ describe('a change made in SQL (an operator, another server) ends the answer onc
     if (status === 200) expect(res.body.name).toBe('Grace');
   });
 
+  test('changes committed out of the order of their ids: each ends its answer (an id is taken at insert, not at commit)', async () => {
+    const [early, late] = [await app.user({ name: 'Ada' }), await app.user({ name: 'Ada' })];
+    await cached(early.session);
+    await cached(late.session);
+    // the first transaction takes its change's id, and commits after the second has committed and been read
+    const first = await app.owner.connect();
+    try {
+      await first.query('begin');
+      await first.query("update rowgate.users set name = 'Grace' where id = $1", [early.id]);
+      await app.sql("update rowgate.users set name = 'Grace' where id = $1", [late.id]);
+      await app.synced();
+      expect((await app.get(ME, { session: late.session })).body.name).toBe('Grace');
+      await cached(early.session); // still Ada: the first has not committed
+      await first.query('commit');
+    } finally {
+      first.release();
+    }
+    await app.synced();
+    expect((await app.get(ME, { session: early.session })).body.name).toBe('Grace');
+  });
+
   test("another user's change leaves this user's answer cached", async () => {
     const [ada, grace] = [await app.user(), await app.user()];
     await cached(ada.session);
@@ -256,6 +277,14 @@ describe('AnswerCache', () => {
     expect(['k1', 'k2', 'k3', 'k4'].map((k) => cache.get(k) !== undefined)).toEqual([false, true, true, true]);
     const unstarted = new AnswerCache({ connectionString: app.listenUrl, maxAgeMs: 60_000 });
     expect(unstarted.ticket()).toBeNull(); // not listening: nothing is kept
+  });
+
+  test('a sync whose statement fails leaves nothing waiting for its marker', async () => {
+    const failing = { query: () => Promise.reject(new Error('the pool is full')) } as unknown as pg.Pool;
+    const waiting = () => (cache as unknown as { syncs: Map<string, unknown> }).syncs.size;
+    const before = waiting();
+    for (let i = 0; i < 20; i++) await expect(cache.sync(failing)).rejects.toThrow('the pool is full');
+    expect(waiting()).toBe(before);
   });
 
   test('a notification names nothing: whatever its payload, the cache reads what changed from the database', async () => {

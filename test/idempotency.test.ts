@@ -74,6 +74,31 @@ describe('a retry with the key', () => {
 });
 
 describe('what a key refuses', () => {
+  test('the same body with its fields in another order, or other spacing, is the same request: the replay', async () => {
+    const key = randomUUID();
+    const name = `reordered ${key}`;
+    const body = { organization_id: org, name, price_amount: 100, price_currency: 'usd', metadata: { b: 1, a: 'x' } };
+    const first = await send('POST', '/v1/products/', user, body, key);
+    expect(first.status).toBe(201);
+    const reordered = { metadata: { a: 'x', b: 1 }, price_currency: 'usd', price_amount: 100, name, organization_id: org };
+    expect(await send('POST', '/v1/products/', user, reordered, key)).toEqual({ status: 201, replayed: 'true', text: first.text });
+    // a value changed inside is another request still
+    const changed = await send('POST', '/v1/products/', user, { ...reordered, metadata: { a: 'y', b: 1 } }, key);
+    expect(JSON.parse(changed.text).error).toBe('IdempotencyKeyReused');
+    expect(await productsNamed(name)).toHaveLength(1);
+  });
+
+  test('a body nested hundreds of thousands deep with a key: refused as input, not a 500', async () => {
+    const deep = `{"organization_id":"${org}","name":"deep","price_amount":100,"price_currency":"usd","metadata":{"a":${'['.repeat(200_000)}${']'.repeat(200_000)}}}`;
+    const res = await fetch(`${app.url}/v1/products/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie: `rowgate_session=${user.session}`, 'idempotency-key': randomUUID() },
+      body: deep,
+    });
+    expect(res.status).toBe(422);
+    expect(((await res.json()) as { error: string }).error).toBe('RequestValidationError');
+  });
+
   test('the same key with another body, path or method: 422 IdempotencyKeyReused, no effect', async () => {
     const key = randomUUID();
     const name = `reused ${key}`;

@@ -14,6 +14,7 @@ import { loadConfig } from '../src/config.ts';
 import { createPool } from '../src/db/pool.ts';
 import { createApp } from '../src/http/app.ts';
 import { allRoutes } from '../src/http/routes.ts';
+import { generateToken } from '../src/auth/tokens.ts';
 import { outboxMailer } from '../src/signin/mailer.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 
@@ -24,7 +25,10 @@ import { startTestApp, type TestApp } from './harness.ts';
  */
 class HeldAnswerCache extends AnswerCache {
   private held: (string | undefined)[] = [];
+  /** the sync markers that came back: each a round trip a request waited for */
+  markers = 0;
   protected override notified(payload: string | undefined) {
+    if (payload?.startsWith('sync:')) this.markers++;
     if (!payload?.startsWith('sync:')) {
       this.held.push(payload);
       return;
@@ -104,6 +108,25 @@ describe('three instances on one database', () => {
     // with it, B catches up first
     expect((await get(b.url, '/v1/users/me', { ...cookie, 'rowgate-consistency': token! })).body.name).toBe('After');
     expect((await get(c.url, '/v1/users/me', { ...cookie, 'rowgate-consistency': token! })).body.name).toBe('After');
+  });
+
+  test('a token costs a round trip only to serve a kept answer: none for a credential that never authenticated, none with nothing kept', async () => {
+    // past any position the database will reach: every request carrying it would wait for a sync
+    const future = { 'rowgate-consistency': 'FFFFFFFF/FFFFFFFF' };
+    const before = b.cache.markers;
+    const invented = { cookie: `rowgate_session=${generateToken('web_session')}`, ...future };
+    for (let i = 0; i < 5; i++) expect((await get(b.url, '/v1/users/me', invented)).status).toBe(401);
+    expect(b.cache.markers).toBe(before);
+    const user = await a.user({ name: 'Kept' });
+    const cookie = { cookie: `rowgate_session=${user.session}`, ...future };
+    // nothing kept for it yet: the database answers, fresh, with no sync
+    expect((await get(b.url, '/v1/users/me', cookie)).body.name).toBe('Kept');
+    expect(b.cache.markers).toBe(before);
+    // its answer kept: served after a sync
+    const hits = b.cache.hits;
+    expect((await get(b.url, '/v1/users/me', cookie)).body.name).toBe('Kept');
+    expect(b.cache.markers).toBe(before + 1);
+    expect(b.cache.hits).toBeGreaterThan(hits); // looked up, and again once caught up
   });
 
   test('credentials ended through one instance are refused through the others with the token', async () => {

@@ -153,6 +153,19 @@ describe('arithmetic at the edges', () => {
   });
 });
 
+test("an order inserted refunded (an operator's, a fixture's) was paid first: its transactions net to 0, as the API's do", async () => {
+  const [row] = await app.sql<{ id: string }>(
+    `insert into rowgate.orders (organization_id, customer_id, product_id, amount, currency, status)
+     values ($1, $2, $3, 700, 'usd', 'refunded') returning id`,
+    [org, customer, product],
+  );
+  expect(await transactionsOf(row!.id)).toEqual([
+    { type: 'payment', amount: 700 },
+    { type: 'refund', amount: -700 },
+  ]);
+  expect(await orderOf(row!.id)).toMatchObject({ status: 'refunded', refunded_amount: 700 });
+});
+
 describe('who may refund, and who sees refunds', () => {
   test("orders:write: a member and the organization's token may; a finance user may not (403 with the reason)", async () => {
     const id = await paidOrder(1000);
@@ -330,6 +343,22 @@ describe('GraphQL: the same function, the same visibility', () => {
     expect((await app.get(`/v1/refunds/?order_id=${id}&sorting=amount`, as())).body.items.map((r: { amount: number }) => r.amount)).toEqual(
       [400, 600],
     );
+  });
+
+  test('createRefund names its amount, as POST /v1/refunds/ does: without it nothing is refunded (the rest is a status change)', async () => {
+    const id = await paidOrder(1000);
+    const withoutAmount = `mutation ($order: UUID!, $amount: BigInt) {
+      createRefund(input: { pOrderId: $order, pAmount: $amount, pReason: "duplicate" }) { result { rowId amount } }
+    }`;
+    for (const variables of [{ order: id }, { order: id, amount: null }]) {
+      const answer = await gql(withoutAmount, variables, as(member));
+      expect(answer.errors?.[0]).toMatchObject({
+        message: expect.stringMatching(/names its amount/),
+        extensions: { code: 'RequestValidationError' },
+      });
+    }
+    expect(await orderOf(id)).toMatchObject({ status: 'paid', refunded_amount: 0 });
+    expect(await transactionsOf(id)).toEqual([{ type: 'payment', amount: 1000 }]);
   });
 
   test('allRefunds shows what GET /v1/refunds/ shows, for each subject', async () => {

@@ -25,8 +25,13 @@ export const CHANGES_CHANNEL = 'rowgate_user_changes';
 /** Read with a write's commit: the users whose answers the transaction changed ('*': everybody). */
 export const CHANGED_USERS = `select current_setting('rowgate.changed_users', true) as users`;
 
-/** The changes after a change id (null: none, only the latest id), read on the listening connection. */
-const CHANGES_SINCE = 'select last_id, user_ids from rowgate_private.user_changes_since($1)';
+/**
+ * The changes of every transaction that had not ended at the last read (its
+ * horizon; null: none, only the horizon), and the next horizon, read on the
+ * listening connection (migration 000038: a change's id is taken when it is
+ * inserted, not when it commits, so the ids read do not tell what may yet commit).
+ */
+const CHANGES_AFTER = 'select horizon::text, user_ids from rowgate_private.user_changes_after($1::xid8)';
 
 export interface CachedAnswer {
   userId: string;
@@ -64,8 +69,8 @@ export class AnswerCache {
   private readonly syncs = new Map<string, () => void>();
   /** every change committed at or before this WAL position has been applied here */
   private knownThrough: Position = 0n;
-  /** the last change read from rowgate_private.user_changes */
-  private lastChange = 0;
+  /** the oldest transaction still running at the last read of rowgate_private.user_changes: its changes and later ones are read next */
+  private horizon: string | null = null;
   /** notifications received, and those whose changes have been read and forgotten */
   private notifications = 0;
   private applied = 0;
@@ -160,10 +165,17 @@ export class AnswerCache {
     const seen = new Promise<void>((resolve) => this.syncs.set(marker, resolve));
     // the position is read in the marker's transaction: every commit before it
     // queued its notification before the marker's
-    const { rows } = await pool.query<{ position: string }>('select pg_notify($1, $2), pg_current_wal_insert_lsn()::text as position', [
-      CHANGES_CHANNEL,
-      marker,
-    ]);
+    let rows: { position: string }[];
+    try {
+      ({ rows } = await pool.query<{ position: string }>('select pg_notify($1, $2), pg_current_wal_insert_lsn()::text as position', [
+        CHANGES_CHANNEL,
+        marker,
+      ]));
+    } catch (error) {
+      // nothing waits for this marker (one that arrives all the same is ignored)
+      this.syncs.delete(marker);
+      throw error;
+    }
     await seen;
     const position = parsePosition(rows[0]?.position);
     if (position !== null && position > this.knownThrough && this.listening && this.listener === listener) this.knownThrough = position;
@@ -176,7 +188,12 @@ export class AnswerCache {
    * its token. One round trip, only when the position is past what is known.
    */
   async catchUp(position: Position, pool: pg.Pool): Promise<void> {
-    if (this.listening && position > this.knownThrough) await this.sync(pool);
+    if (this.behind(position)) await this.sync(pool);
+  }
+
+  /** Whether a change committed at `position` may not have been applied here yet */
+  behind(position: Position): boolean {
+    return this.listening && position > this.knownThrough;
   }
 
   protected notified(payload: string | undefined) {
@@ -203,9 +220,9 @@ export class AnswerCache {
       while (this.applied !== this.notifications && this.listener === listener) {
         const target = this.notifications;
         try {
-          const { rows } = await listener.query<{ last_id: string; user_ids: string | null }>(CHANGES_SINCE, [this.lastChange]);
+          const { rows } = await listener.query<{ horizon: string; user_ids: string | null }>(CHANGES_AFTER, [this.horizon]);
           if (this.listener !== listener) return;
-          this.lastChange = Number(rows[0]?.last_id ?? this.lastChange);
+          this.horizon = rows[0]?.horizon ?? this.horizon;
           this.forget(rows[0]?.user_ids);
         } catch {
           if (this.listener !== listener) return;
@@ -235,8 +252,8 @@ export class AnswerCache {
     try {
       await listener.connect();
       await listener.query(`listen ${CHANGES_CHANNEL}`);
-      const { rows } = await listener.query<{ last_id: string }>(CHANGES_SINCE, [null]);
-      this.lastChange = Number(rows[0]?.last_id ?? 0);
+      const { rows } = await listener.query<{ horizon: string }>(CHANGES_AFTER, [null]);
+      this.horizon = rows[0]?.horizon ?? null;
       this.notifications = this.applied = 0;
     } catch (error) {
       // said once an outage, not at every retry

@@ -121,8 +121,14 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     // what a read must see: its credential's last write here, or the position it sends (any instance's)
     const key = state.credential && options.consistency ? credentialKey(state.credential) : undefined;
     const position = route.method === 'get' ? (options.consistency?.required(key, req.headers['rowgate-consistency']) ?? null) : null;
-    if (cache && position !== null) await options.answerCache!.catchUp(position, options.pool);
-    const lookup = cache && state.credential ? cache.lookup(state.credential) : undefined;
+    let lookup = cache && state.credential ? cache.lookup(state.credential) : undefined;
+    // a kept answer is served only knowing every change up to the position the client sends (one round trip when
+    // it is past what is known); no answer kept, nothing to catch up: the database answers, and a credential
+    // that never authenticated has none
+    if (lookup?.answer && position !== null && options.answerCache!.behind(position)) {
+      await options.answerCache!.catchUp(position, options.pool);
+      lookup = cache!.lookup(state.credential!);
+    }
     if (lookup?.answer) return answerFromCache(state, lookup.answer);
     let changedUsers: string | null = null;
     const transaction = (pool: pg.Pool) =>
