@@ -34,10 +34,11 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 try {
   const config = loadConfig();
   const worker = cluster.isWorker;
-  // a cluster's worker writes to its own pipe to the primary, which passes its lines on (src/operating/worker-log.ts)
+  // with workers, every process of the cluster writes to the same stdout
   logger = createLogger({
     level: config.LOG_LEVEL,
     pretty: config.NODE_ENV === 'development',
+    sharedOutput: worker || config.ROWGATE_WORKERS > 1,
     worker: cluster.worker?.id,
   });
   const log = logger;

@@ -1,10 +1,10 @@
 // The log's chunks (src/operating/log-chunks.ts): every line reaches the
 // destination, in order, in chunks of about the configured size; flushes and
 // the process's exit write what is gathered.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { ChunkedDestination, type FlushableDestination } from '../src/operating/log-chunks.ts';
+import { ChunkedDestination, type FlushableDestination, PIPE_BUF_BYTES } from '../src/operating/log-chunks.ts';
 
 /** A destination that records what it is given, and how it was flushed */
 function recorder() {
@@ -33,6 +33,36 @@ describe('the log written in chunks', () => {
     expect(writes.join('')).toBe(lines.join(''));
   });
 
+  test('bounded (several processes share stdout): every chunk is whole lines within PIPE_BUF, bytes counted; a longer line goes alone', () => {
+    const { target, writes } = recorder();
+    const destination = new ChunkedDestination(target, PIPE_BUF_BYTES, { bounded: true });
+    const long = `{"long":"${'x'.repeat(5_000)}"}\n`;
+    const lines = Array.from({ length: 5_000 }, (_, i) =>
+      i === 2_500 ? long : `{"n":${i},"text":${JSON.stringify('é€😀x'.repeat(i % 90))}}\n`,
+    );
+    for (const line of lines) destination.write(line);
+    destination.flushSync();
+    expect(writes.join('')).toBe(lines.join(''));
+    expect(writes).toContain(long);
+    for (const chunk of writes) {
+      expect(chunk.endsWith('\n')).toBe(true);
+      if (chunk !== long) expect(Buffer.byteLength(chunk)).toBeLessThanOrEqual(4096);
+    }
+    // and chunks are not needlessly small: most hold several lines
+    expect(writes.length).toBeLessThan(lines.length / 3);
+  });
+
+  test('bounded: lines of plain ASCII fill a chunk to within a line of PIPE_BUF (bytes counted, not a worst case)', () => {
+    const { target, writes } = recorder();
+    const destination = new ChunkedDestination(target, PIPE_BUF_BYTES, { bounded: true });
+    const line = `{"level":"info","request_id":"${'a'.repeat(36)}","route":"/v1/users/me","status":200,"msg":"request"}\n`;
+    for (let i = 0; i < 1_000; i++) destination.write(line);
+    destination.flushSync();
+    expect(writes.join('')).toBe(line.repeat(1_000));
+    // PIPE_BUF is 4,096 bytes on Linux: counting every UTF-16 unit as three bytes would write chunks of a third of it
+    for (const chunk of writes.slice(0, -1)) expect(Buffer.byteLength(chunk)).toBeGreaterThan(4096 - line.length);
+  });
+
   test('nothing is written before a chunk is full; a flush writes what is gathered, then flushes the target', () => {
     const { target, writes, flushes } = recorder();
     const destination = new ChunkedDestination(target, 1024);
@@ -49,34 +79,6 @@ describe('the log written in chunks', () => {
     // an empty flush writes nothing
     destination.flush();
     expect(writes).toHaveLength(1);
-  });
-
-  test("a worker's lines passed on go after this process's own gathered lines, and say when to wait", () => {
-    const { target, writes } = recorder();
-    let full = false;
-    let onDrain: (() => void) | undefined;
-    const draining = Object.assign(target, {
-      write: (chunk: string) => {
-        writes.push(chunk);
-        return !full;
-      },
-      once: (_event: 'drain', listener: () => void) => {
-        onDrain = listener;
-      },
-    });
-    const destination = new ChunkedDestination(draining, 1024);
-    destination.write('{"own":1}\n');
-    expect(destination.passOn('{"worker":1}\n{"worker":2}\n')).toBe(true);
-    expect(writes).toEqual(['{"own":1}\n', '{"worker":1}\n{"worker":2}\n']);
-    full = true;
-    expect(destination.passOn('{"worker":3}\n')).toBe(false);
-    let resumed = false;
-    destination.drained(() => {
-      resumed = true;
-    });
-    expect(resumed).toBe(false);
-    onDrain!();
-    expect(resumed).toBe(true);
   });
 
   /** The lines a child process writes through the server's logger, then `ending` (JavaScript) */
@@ -104,4 +106,23 @@ describe('the log written in chunks', () => {
   test("the server's way out (flushLog, then exit) loses no line, chunks in flight included", () => {
     expect(linesOfChild(3000, 'await flushLog(log); process.exit(0);')).toEqual(Array.from({ length: 3000 }, (_, i) => i));
   });
+
+  test('a reader that stops reading: the periodic flushes pile up nothing (no listener a flush, no warning)', async () => {
+    const logger = path.resolve(import.meta.dirname, '../src/operating/logger.ts');
+    // enough lines to fill the pipe, then twelve flush intervals while its write is stuck
+    const script = `
+      const { createLogger } = await import(${JSON.stringify(logger)});
+      const log = createLogger();
+      for (let i = 0; i < 20000; i++) log.info({ i, pad: 'x'.repeat(100) }, 'line');
+      setTimeout(() => process.exit(0), 6500);
+    `;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    // stdout is not read until the child has waited: its pipe stays full
+    await new Promise((resolve) => setTimeout(resolve, 7000));
+    child.stdout.resume();
+    await new Promise((resolve) => child.once('exit', resolve));
+    expect(stderr).not.toMatch(/MaxListenersExceededWarning/);
+  }, 20_000);
 });

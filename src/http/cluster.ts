@@ -7,19 +7,17 @@
 // them all, starts another when one dies, and on SIGTERM stops them (each
 // drains its requests as a single server does) before it stops the database.
 // The rate limits are counted once for all workers (src/operating/shared-counts.ts),
-// a write through one is told to the others (docs/decisions.md, "Workers"), and
-// their log lines reach stdout through the primary (src/operating/worker-log.ts).
+// and a write through one is told to the others (docs/decisions.md, "Workers").
 // The workers' side: src/http/cluster-worker.ts.
 import cluster, { type Worker } from 'node:cluster';
 import type { Server } from 'node:http';
 import type { Config } from '../config.ts';
 import { connect } from '../db/connect.ts';
 import { freePort } from '../db/embedded.ts';
-import { lineLogger, lineTarget, type Logger } from '../operating/logger.ts';
+import { lineLogger, type Logger } from '../operating/logger.ts';
 import { ClusterMetrics, createClusterMetricsServer } from '../operating/metrics.ts';
 import { RateLimits, WRONG_CODES_POLICY } from '../operating/rate-limit.ts';
 import { countSpending, type Spent } from '../operating/shared-counts.ts';
-import { relayLines } from '../operating/worker-log.ts';
 import { followHandOffs } from './cluster-handoff.ts';
 import { answer, request } from './cluster-ipc.ts';
 import {
@@ -74,19 +72,11 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
   let stopping = false;
   /** the workers whose server takes connections (node:cluster's round robin hands them one) */
   const serving = new Set<Worker>();
-  // each worker's stdout is a pipe of its own, read here (stdin and stderr as this process's)
-  cluster.setupPrimary({ stdio: ['inherit', 'pipe', 'inherit', 'ipc'] });
-  const lines = lineTarget(logger);
-  /** each worker's log, until all of it is passed on */
-  const relayed = new Map<Worker, Promise<void>>();
 
   const fork = () =>
     new Promise<{ url: string; pid?: number }>((resolve, reject) => {
       const worker = cluster.fork();
       live.add(worker);
-      const relay = relayLines(worker.process.stdout!, lines);
-      relayed.set(worker, relay);
-      void relay.then(() => relayed.delete(worker));
       // a connection handed to a worker that dies, or handed back when none serves, is given to another or closed, never left waiting
       followHandOffs(worker, serving, () => [...serving].some((other) => other !== worker && other.isConnected()));
       let started = false;
@@ -160,8 +150,6 @@ export async function startPrimary(config: Config, logger: Logger): Promise<Runn
     const exits = [...live].map(exitOf);
     for (const worker of live) worker.process.kill('SIGTERM');
     await Promise.all(exits);
-    // a worker's last lines, written as it exited, are read before this process stops
-    await Promise.all(relayed.values());
   };
 
   let metricsServer: Server | undefined;

@@ -26,41 +26,39 @@ process.prependListener('exit', () => {
   }
 });
 
-/** sonic-boom tells when what it was given is written (pino's destinations need not) */
-type Drains = { once?(event: 'drain', listener: () => void): unknown };
+/**
+ * The most bytes a chunk may hold when several processes write to one stdout
+ * (node:cluster workers): PIPE_BUF, which a pipe writes whole, never
+ * interleaved with another writer's bytes (and a file or a Unix socket alike,
+ * on Linux). A line longer than that alone is written on its own.
+ */
+export const PIPE_BUF_BYTES = 4096;
 
 export class ChunkedDestination implements FlushableDestination {
   private lines: string[] = [];
-  /** what is buffered, in UTF-16 units: a chunk's size within a factor the threshold does not care about */
+  /** what is buffered: UTF-16 units (a chunk's size within a factor the threshold does not care about), or bytes when bounded */
   private size = 0;
-  private readonly target: FlushableDestination & Drains;
+  private readonly target: FlushableDestination;
   private readonly chunkSize: number;
+  private readonly bounded: boolean;
 
-  constructor(target: FlushableDestination, chunkSize: number) {
+  /**
+   * `bounded`: a chunk never holds more than `chunkSize` bytes (lines shared
+   * with other writers); else it is released once past `chunkSize` UTF-16 units.
+   */
+  constructor(target: FlushableDestination, chunkSize: number, options: { bounded?: boolean } = {}) {
     this.target = target;
     this.chunkSize = chunkSize;
+    this.bounded = options.bounded ?? false;
     gathering.add(new WeakRef(this));
   }
 
   write(line: string): void {
+    const size = this.bounded ? Buffer.byteLength(line) : line.length;
+    if (this.bounded && this.size + size > this.chunkSize) this.release();
     this.lines.push(line);
-    this.size += line.length;
+    this.size += size;
     if (this.size >= this.chunkSize) this.release();
-  }
-
-  /**
-   * Lines gathered elsewhere (a cluster's worker's: src/operating/worker-log.ts),
-   * written after this process's own: false while the target has more to write
-   * than it wants held (then `drained` calls back).
-   */
-  passOn(lines: string): boolean {
-    this.release();
-    return (this.target.write(lines) as unknown) !== false;
-  }
-
-  drained(resume: () => void): void {
-    if (this.target.once) this.target.once('drain', resume);
-    else resume();
   }
 
   /** What is gathered, handed to the target as one string */

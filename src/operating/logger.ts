@@ -9,8 +9,7 @@
 // must be added there too.
 import { createRequire } from 'node:module';
 import pino, { type DestinationStream, type Logger } from 'pino';
-import { ChunkedDestination } from './log-chunks.ts';
-import type { LineTarget } from './worker-log.ts';
+import { ChunkedDestination, PIPE_BUF_BYTES } from './log-chunks.ts';
 
 export type { Logger };
 
@@ -18,8 +17,10 @@ export interface LoggerOptions {
   level?: string;
   /** human-readable lines (pino-pretty), when it is installed */
   pretty?: boolean;
-  /** where lines go (the tests collect them); default: stdout, written asynchronously in 60 KiB chunks */
+  /** where lines go (the tests collect them); default: stdout, written asynchronously in 15 KiB chunks */
   destination?: DestinationStream;
+  /** other processes write to the same stdout (node:cluster workers): every write whole lines within PIPE_BUF */
+  sharedOutput?: boolean;
   /** a cluster's worker: its id (src/http/cluster.ts) on every line */
   worker?: number;
 }
@@ -35,20 +36,20 @@ function prettyStream(): DestinationStream | undefined {
 
 /** How long a buffered line may wait before it is written */
 const FLUSH_MS = 500;
-/**
- * A write a chunk, off the main thread (a wake-up of libuv's thread pool and
- * its completion through the event loop): fewer is cheaper. Just under the
- * write limit sonic-boom is given, a pipe's default capacity.
- */
-const CHUNK = 60 * 1024;
-const MAX_WRITE = 64 * 1024;
+/** Chunks just under sonic-boom's 16 KiB write limit: a write a chunk, off the main thread, so fewer is cheaper */
+const CHUNK = 15 * 1024;
 
 export function createLogger(options: LoggerOptions = {}): Logger {
   const chosen = options.destination ?? (options.pretty ? prettyStream() : undefined);
   // buffered: a line costs an array push, not a write(2); written at least every FLUSH_MS, and on exit (flushLog)
-  // (a cluster's worker: stdout is its own pipe to the primary, src/operating/worker-log.ts)
-  const destination =
-    chosen ?? new ChunkedDestination(pino.destination({ dest: 1, sync: false, minLength: CHUNK, maxWrite: MAX_WRITE }), CHUNK);
+  const buffered = chosen
+    ? undefined
+    : options.sharedOutput
+      ? // chunks of whole lines up to PIPE_BUF bytes, which sonic-boom joins only while the join fits (bytes
+        // counted): counted as three bytes a character, a chunk held about five access lines, and each cost a
+        // write through libuv's thread pool (docs/performance.md, "The workers' log writes")
+        new ChunkedDestination(pino.destination({ dest: 1, sync: false, maxWrite: PIPE_BUF_BYTES }), PIPE_BUF_BYTES, { bounded: true })
+      : new ChunkedDestination(pino.destination({ dest: 1, sync: false, minLength: CHUNK }), CHUNK);
   const logger = pino(
     {
       level: options.level ?? 'info',
@@ -57,32 +58,18 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },
-    destination,
+    chosen ?? buffered!,
   );
-  if (!chosen) setInterval(() => logger.flush(), FLUSH_MS).unref();
+  // the destination's own flush, without a callback: pino's logger.flush() hands sonic-boom one, and each such
+  // flush while a write is stuck (a reader that stopped reading) added a 'drain' and an 'error' listener and an
+  // fsync to come, every half second, without bound
+  if (buffered) setInterval(() => buffered.flush(), FLUSH_MS).unref();
   return logger;
 }
 
 /** The `(line) => void` the older modules take (start-up, the answer cache, the mailer), at info or warn level. */
 export function lineLogger(logger: Logger, level: 'info' | 'warn' = 'info'): (line: string) => void {
   return (line) => logger[level](line);
-}
-
-/**
- * Where a cluster's primary passes on its workers' lines: its own log's
- * destination, after its own buffered lines (another destination, as the
- * tests' are, gets a line a write, as pino writes to it).
- */
-export function lineTarget(logger: Logger): LineTarget {
-  const destination = (logger as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym]!;
-  if (destination instanceof ChunkedDestination) return destination;
-  return {
-    passOn: (lines) => {
-      for (const line of lines.split(/(?<=\n)/)) destination.write(line);
-      return true;
-    },
-    drained: (resume) => resume(),
-  };
 }
 
 /**
