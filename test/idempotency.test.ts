@@ -2,7 +2,7 @@
 // has one effect per key of its subject; a retry gets the first 2xx answer
 // again, byte for byte; another request with the key is 422, a duplicate sent
 // while the first runs is 409; answers other than 2xx are not kept.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { expectValidationError } from './expect-api.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
@@ -88,6 +88,26 @@ describe('what a key refuses', () => {
     expect(await productsNamed(name)).toHaveLength(1);
   });
 
+  test("a key a server of the previous release claimed (its hash of the body in the client's order) is the same request here: the replay", async () => {
+    const key = randomUUID();
+    const name = `previous release ${key}`;
+    // the client's order of fields, not sorted: the previous release hashed the body so
+    const body = { price_currency: 'usd', organization_id: org, name, price_amount: 100 };
+    const first = await send('POST', '/v1/products/', user, body, key);
+    expect(first.status).toBe(201);
+    // as that release kept it: its hash (JSON.stringify of the body as parsed), the answer as stored before sealing
+    const previousHash = createHash('sha256')
+      .update(`POST /v1/products\n\n${JSON.stringify(body)}`)
+      .digest();
+    await app.sql('update rowgate_private.idempotency_keys set request_hash = $2, response_body = $3 where key = $1', [
+      key,
+      previousHash,
+      first.text,
+    ]);
+    expect(await send('POST', '/v1/products/', user, body, key)).toEqual({ status: 201, replayed: 'true', text: first.text });
+    expect(await productsNamed(name)).toHaveLength(1);
+  });
+
   test('a body nested hundreds of thousands deep with a key: refused as input, not a 500', async () => {
     const deep = `{"organization_id":"${org}","name":"deep","price_amount":100,"price_currency":"usd","metadata":{"a":${'['.repeat(200_000)}${']'.repeat(200_000)}}}`;
     const res = await fetch(`${app.url}/v1/products/`, {
@@ -106,7 +126,7 @@ describe('what a key refuses', () => {
     for (const [method, path, body] of [
       ['POST', '/v1/products/', product(`${name} (changed)`)],
       ['POST', '/v1/customers/', { organization_id: org, email: 'a@example.com' }],
-      ['PATCH', `/v1/products/${first.id}`, product(name)],
+      ['PATCH', `/v1/products/${first.id}`, { name }],
     ] as const) {
       const res = await send(method, path, user, body, key);
       expect(res.status, `${method} ${path}`).toBe(422);

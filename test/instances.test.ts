@@ -9,7 +9,7 @@ import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { AnswerCache } from '../src/auth/answer-cache.ts';
 import { Consistency, formatPosition, parsePosition } from '../src/db/consistency.ts';
-import { standbyName } from '../src/db/read-replicas.ts';
+import { type ReadReplicas, standbyName } from '../src/db/read-replicas.ts';
 import { loadConfig } from '../src/config.ts';
 import { createPool } from '../src/db/pool.ts';
 import { createApp } from '../src/http/app.ts';
@@ -44,7 +44,7 @@ interface Instance {
   close(): Promise<void>;
 }
 
-async function instance(app: TestApp): Promise<Instance> {
+async function instance(app: TestApp, reads?: ReadReplicas): Promise<Instance> {
   const pool = createPool({ connectionString: app.authenticatorUrl, max: 2, statementTimeoutMs: 10_000 });
   const cache = new HeldAnswerCache({ connectionString: app.listenUrl, maxAgeMs: 30_000 });
   await cache.start();
@@ -56,6 +56,7 @@ async function instance(app: TestApp): Promise<Instance> {
     mailer: outboxMailer(() => {}),
     answerCache: cache,
     consistency: new Consistency({ primary: pool }),
+    reads,
   }).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   return {
@@ -127,6 +128,30 @@ describe('three instances on one database', () => {
     expect((await get(b.url, '/v1/users/me', cookie)).body.name).toBe('Kept');
     expect(b.cache.markers).toBe(before + 1);
     expect(b.cache.hits).toBeGreaterThan(hits); // looked up, and again once caught up
+  });
+
+  test('an answer the cache keeps is read on the primary, never on a standby (which may be behind a write announced here)', async () => {
+    let onStandby: string[] = [];
+    // a standby that is the primary: it records what was sent to it
+    const standby = {
+      read: <T>(_position: unknown, run: (pool: never) => Promise<T>) => {
+        onStandby.push('read');
+        return run(a.pool as never);
+      },
+    } as unknown as ReadReplicas;
+    const d = await instance(a, standby);
+    try {
+      const user = await a.user();
+      const organization = await a.organization(user.id);
+      const cookie = { cookie: `rowgate_session=${user.session}` };
+      expect((await get(d.url, '/v1/users/me', cookie)).status).toBe(200);
+      expect(onStandby).toEqual([]);
+      onStandby = [];
+      expect((await get(d.url, `/v1/products/?organization_id=${organization.id}`, cookie)).status).toBe(200);
+      expect(onStandby).toEqual(['read']);
+    } finally {
+      await d.close();
+    }
   });
 
   test('credentials ended through one instance are refused through the others with the token', async () => {

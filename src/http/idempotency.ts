@@ -51,7 +51,7 @@ export const IDEMPOTENCY_HEADER = HEADER;
  * for a route that acts on the presenting credential itself (signing out), the
  * same credential too.
  */
-function requestHash(state: RequestState): Buffer {
+function requestHash(state: RequestState, body: (value: unknown) => string = canonicalJson): Buffer {
   const { req, route } = state;
   const credential = route.actsOnCredential ? (state.subject?.settings?.['rowgate.credential_id'] ?? '') : '';
   // the target as the router reads it: an absolute-form target (a proxy's) and the origin form are one
@@ -59,9 +59,18 @@ function requestHash(state: RequestState): Buffer {
   const target = new URL(req.originalUrl, 'http://target.invalid');
   const path = target.pathname.length > 1 ? target.pathname.replace(/\/+$/, '') : target.pathname;
   return createHash('sha256')
-    .update(`${req.method} ${path}${target.search}\n${credential}\n${canonicalJson(req.body ?? null)}`)
+    .update(`${req.method} ${path}${target.search}\n${credential}\n${body(req.body ?? null)}`)
     .digest();
 }
+
+/**
+ * The hash of the release before the keys were sorted (the body's fields in
+ * the client's order): a key claimed by a server of that release, within the
+ * 24 hours a key is kept, is still the same request when its retry reaches
+ * this one during a rolling deploy. Asked only when the sorted hash is not the
+ * key's; to be removed a day after no server hashes that way.
+ */
+const previousReleaseHash = (state: RequestState) => requestHash(state, (value) => JSON.stringify(value));
 
 /**
  * JSON with every object's keys in one order: the same body sent again by a
@@ -141,11 +150,20 @@ async function claim(state: RequestState, secret: string) {
   if (typeof sent !== 'string' || !WELL_FORMED.test(sent)) {
     throw invalidField(['header', HEADER], 'An Idempotency-Key is 1 to 255 printable ASCII characters', String(sent));
   }
-  const hash = requestHash(state);
-  const row = await state.tx!.one<{ status: string; response_status: number | null; response_body: string | null }>(
-    'select status, response_status, response_body from rowgate.claim_idempotency_key($1, $2)',
-    [sent, hash],
-  );
+  let hash = requestHash(state);
+  const claimWith = (requestHash: Buffer) =>
+    state.tx!.one<{ status: string; response_status: number | null; response_body: string | null }>(
+      'select status, response_status, response_body from rowgate.claim_idempotency_key($1, $2)',
+      [sent, requestHash],
+    );
+  let row = await claimWith(hash);
+  if (row!.status === 'reused') {
+    const previous = previousReleaseHash(state);
+    if (!previous.equals(hash)) {
+      const again = await claimWith(previous);
+      if (again!.status !== 'reused') [row, hash] = [again, previous];
+    }
+  }
   switch (row!.status) {
     case 'in_use':
       throw new ApiError(409, 'IdempotencyKeyInUse', 'A request with this Idempotency-Key is still running; retry once it has answered');

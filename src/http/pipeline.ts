@@ -19,8 +19,9 @@
 //   - `received`: before the credential is read;
 //   - `accepted`: the credential is read and of an accepted kind, not yet authenticated
 //     (per-credential rate limits: `state.credential`);
-//   - `authenticated`: the subject is known and holds the scopes, before the input is
-//     checked; inside the transaction, as the subject (`state.tx`), except on an answer
+//   - `authenticated`: the subject is known and holds the scopes, and the input is valid
+//     (an idempotency key's claim hashes only a body its schema bounds); inside the
+//     transaction, as the subject (`state.tx`), except on an answer
 //     from the answer cache (no `tx`) and on a JSON read, whose statement has left with
 //     the authentication (its `tx` takes no statement);
 //   - `answered`: the handler's result, before it is sent; inside the transaction
@@ -145,8 +146,8 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
           try {
             state.subject = await subject; // 2.
             requireScopes(route, state.subject); // 3.
-            if (hooks.authenticated.length) await run(hooks.authenticated, state);
             input.take(); // 4.
+            if (hooks.authenticated.length) await run(hooks.authenticated, state);
             if (authorization) await (asked ?? authorizeRequest(tx, authorization, context!.params)); // 5.
           } catch (refusal) {
             // a read started early ends before its transaction does: nothing of it
@@ -163,7 +164,9 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
         { deferCommit: route.method === 'get' },
       );
     // a read on a standby that will do (a failed one: again on the primary), anything else on the primary
-    const onStandby = route.method === 'get' && options.reads && !options.consistency?.onPrimary(key);
+    // an answer the cache keeps is read on the primary: one read on a standby behind a write already
+    // announced here would be kept and served, even to a request sending that write's position
+    const onStandby = route.method === 'get' && !cache && options.reads && !options.consistency?.onPrimary(key);
     let result: unknown;
     try {
       result = onStandby ? await options.reads!.read(position, transaction) : await transaction(options.pool);
