@@ -858,6 +858,7 @@ create table rowgate_private.user_changes (
 );
 comment on column rowgate_private.user_changes.xid is 'The transaction that made the change: read by every server while the transaction may not have been seen to end.';
 CREATE INDEX user_changes_xid ON rowgate_private.user_changes USING btree (xid);
+CREATE CONSTRAINT TRIGGER _900_stamp_commit AFTER INSERT ON rowgate_private.user_changes DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_user_changes__stamp_commit();
 
 -- Table rowgate_private.webhook_deliveries
 create table rowgate_private.webhook_deliveries (
@@ -3497,6 +3498,20 @@ begin
 end;
 $function$;
 
+-- Function rowgate_private.tg_user_changes__stamp_commit()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_user_changes__stamp_commit()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  update rowgate_private.user_changes set created_at = clock_timestamp() where id = new.id;
+  return null;
+end;
+$function$;
+comment on function rowgate_private.tg_user_changes__stamp_commit() is 'Stamps a change with the time its transaction commits: the prune keeps it ten minutes from then.';
+
 -- Function rowgate_private.tg_users__leave_organizations()
 CREATE OR REPLACE FUNCTION rowgate_private.tg_users__leave_organizations()
  RETURNS trigger
@@ -3588,12 +3603,16 @@ CREATE OR REPLACE FUNCTION rowgate_private.user_changes_after(p_horizon xid8)
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
+  with changed as (
+    select c.user_ids from rowgate_private.user_changes c
+    where p_horizon is not null and c.xid >= p_horizon
+  ), users as (
+    select distinct u.id from changed, unnest(string_to_array(changed.user_ids, ' ')) as u(id)
+  )
   select pg_snapshot_xmin(pg_current_snapshot()),
     case when p_horizon is null then null
-      when bool_or(c.user_ids = '*') or sum(length(c.user_ids)) > 100000 then '*'
-      else string_agg(c.user_ids, ' ') end
-  from rowgate_private.user_changes c
-  where p_horizon is not null and c.xid >= p_horizon;
+      when exists (select 1 from changed where changed.user_ids = '*') or (select count(*) from users) > 2500 then '*'
+      else (select string_agg(users.id, ' ') from users) end;
 $function$;
 comment on function rowgate_private.user_changes_after(xid8) is 'The users whose answers changed in transactions at or after a horizon (''*'': everybody; null horizon: none), and the next horizon: the oldest transaction still running now.';
 grant execute on function rowgate_private.user_changes_after(xid8) to rowgate_authenticator;

@@ -348,6 +348,43 @@ describe('the triggers', () => {
     ).toEqual([]);
   });
 
+  test('a change is kept ten minutes from its commit: one made by a transaction that began long before is not pruned at once', async () => {
+    const [a, b] = [await app.user(), await app.user()];
+    const client = await app.owner.connect();
+    let id: string;
+    try {
+      await client.query('begin');
+      await client.query("update rowgate.users set name = 'long' where id = $1", [a.id]);
+      // as a transaction that began eleven minutes ago stamps its change
+      const { rows } = await client.query<{ id: string }>(
+        "update rowgate_private.user_changes set created_at = now() - interval '11 minutes' where xid = pg_current_xact_id() returning id::text",
+      );
+      id = rows[0]!.id;
+      await client.query('commit');
+    } finally {
+      client.release();
+    }
+    // the next change prunes what is older than ten minutes: not this one, which has just committed
+    await app.sql("update rowgate.users set name = 'next' where id = $1", [b.id]);
+    expect(await app.sql('select 1 from rowgate_private.user_changes where id = $1', [id])).toHaveLength(1);
+  });
+
+  test('a user changed many times since the horizon is named once, not counted into "everybody"', async () => {
+    const [user] = [await app.user()];
+    const client = await app.owner.connect();
+    try {
+      await client.query('begin');
+      // 3,000 changes naming one user: 108,000 characters with the repeats
+      await client.query('insert into rowgate_private.user_changes (user_ids) select $1 from generate_series(1, 3000)', [user.id]);
+      const { rows } = await client.query<{ xid: string }>('select pg_current_xact_id()::text as xid');
+      await client.query('commit');
+      const [read] = await app.sql<{ user_ids: string }>('select user_ids from rowgate_private.user_changes_after($1::xid8)', [rows[0]!.xid]);
+      expect(read!.user_ids).toBe(user.id);
+    } finally {
+      client.release();
+    }
+  });
+
   test("the changed users are in the transaction's rowgate.changed_users, for the server that commits it", async () => {
     const [a, b] = [await app.user(), await app.user()];
     const client = await app.owner.connect();
