@@ -378,7 +378,9 @@ describe('the triggers', () => {
       await client.query('insert into rowgate_private.user_changes (user_ids) select $1 from generate_series(1, 3000)', [user.id]);
       const { rows } = await client.query<{ xid: string }>('select pg_current_xact_id()::text as xid');
       await client.query('commit');
-      const [read] = await app.sql<{ user_ids: string }>('select user_ids from rowgate_private.user_changes_after($1::xid8)', [rows[0]!.xid]);
+      const [read] = await app.sql<{ user_ids: string }>('select user_ids from rowgate_private.user_changes_after($1::xid8)', [
+        rows[0]!.xid,
+      ]);
       expect(read!.user_ids).toBe(user.id);
     } finally {
       client.release();
