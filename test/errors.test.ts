@@ -78,6 +78,11 @@ describe('a method a path does not serve → 405 with Allow', () => {
     const allow = (res.headers.get('allow') ?? '').split(',').map((m) => m.trim());
     expect(allow.sort()).toEqual([...allowed].sort());
   });
+
+  test('an OAuth2 endpoint with the trailing slash the router matches too: RFC 6749 shape', async () => {
+    const res = await app.request('PUT', '/v1/oauth2/token/');
+    expect({ status: res.status, error: res.body.error }).toEqual({ status: 405, error: 'invalid_request' });
+  });
 });
 
 describe('request bodies that cannot be read', () => {

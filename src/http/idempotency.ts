@@ -75,41 +75,19 @@ const previousReleaseHash = (state: RequestState) => requestHash(state, (value) 
 /**
  * JSON with every object's keys in one order: the same body sent again by a
  * client whose serializer orders keys otherwise is the same request (its
- * spacing never counted: the body is hashed as parsed). Without recursion:
- * JSON.parse reads arrays nested hundreds of thousands deep, which
- * JSON.stringify's recursion cannot write (a RangeError, a 500).
+ * spacing never counted: the body is hashed as parsed). The body has passed
+ * its schema (the key is claimed after step 4), so its depth is bounded.
  */
-function canonicalJson(root: unknown): string {
-  const out: string[] = [];
-  // what is left to write, last first: a value, or text between values
-  const pending: ({ text: string } | { value: unknown })[] = [{ value: root }];
-  for (let next = pending.pop(); next; next = pending.pop()) {
-    if ('text' in next) {
-      out.push(next.text);
-      continue;
-    }
-    const { value } = next;
-    if (Array.isArray(value)) {
-      pending.push({ text: ']' });
-      for (let i = value.length - 1; i >= 0; i--) {
-        pending.push({ value: value[i] });
-        if (i > 0) pending.push({ text: ',' });
-      }
-      pending.push({ text: '[' });
-    } else if (value !== null && typeof value === 'object') {
-      const keys = Object.keys(value).sort();
-      pending.push({ text: '}' });
-      for (let i = keys.length - 1; i >= 0; i--) {
-        pending.push({ value: (value as Record<string, unknown>)[keys[i]!] });
-        pending.push({ text: `${i > 0 ? ',' : ''}${JSON.stringify(keys[i])}:` });
-      }
-      pending.push({ text: '{' });
-    } else {
-      out.push(JSON.stringify(value) ?? 'null');
-    }
-  }
-  return out.join('');
-}
+const canonicalJson = (body: unknown): string =>
+  JSON.stringify(body, (_key, value: unknown) =>
+    value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? Object.fromEntries(
+          Object.keys(value)
+            .sort()
+            .map((key) => [key, (value as Record<string, unknown>)[key]]),
+        )
+      : value,
+  ) ?? 'null';
 
 /** The stored answer's row (its subject, key and request): a sealed answer opens only there */
 function rowOf(state: RequestState, key: string, hash: Buffer): string {

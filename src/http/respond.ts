@@ -46,9 +46,10 @@ export function sendNoSuchRoute(_req: Request, res: Response) {
 }
 
 /**
- * The shape of a path's errors when no route of it was reached (a rate limit
- * refuses before routes are matched): the OAuth2 protocol endpoints answer in
- * RFC 6749's, with or without a trailing slash, as the router matches them.
+ * The shape of a path's errors when none of its routes ran (a rate limit
+ * refuses before routes are matched; a method the path lacks is a 405): the
+ * OAuth2 protocol endpoints answer in RFC 6749's, with or without a trailing
+ * slash, as the router matches them.
  */
 export function errorFormats(routes: readonly Route[]): (path: string) => Route['errorFormat'] {
   const formats = new Map(routes.filter((r) => r.errorFormat === 'oauth2').map((r) => [r.path, r.errorFormat]));

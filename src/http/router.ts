@@ -36,20 +36,18 @@ function routeMiddleware(route: Route): express.RequestHandler[] {
  */
 export function mountRoutes(app: express.Express, routes: readonly Route[], handlerOf: (route: Route) => express.RequestHandler) {
   const routers = new Map<string, express.Router>();
-  const methodsByPath = new Map<string, { template: string; methods: string[]; errorFormat: Route['errorFormat'] }>();
+  const methodsByPath = new Map<string, { template: string; methods: string[] }>();
   for (const route of routes) {
     const path = expressPath(route.path);
     const { router, rest } = resourceRouter(routers, path);
     router[route.method](rest, ...routeMiddleware(route), handlerOf(route));
-    const methods = [...(methodsByPath.get(path)?.methods ?? []), route.method.toUpperCase()];
-    methodsByPath.set(path, { template: route.path, methods, errorFormat: route.errorFormat });
+    methodsByPath.set(path, { template: route.path, methods: [...(methodsByPath.get(path)?.methods ?? []), route.method.toUpperCase()] });
   }
-  for (const [path, { template, methods, errorFormat }] of methodsByPath) {
+  for (const [path, { template, methods }] of methodsByPath) {
     const { router, rest } = resourceRouter(routers, path);
     router.all(rest, (_req, res, next) => {
       res.locals.route = template; // the access log's route: the path has routes, not this method
-      // in the shape of the path's errors (an OAuth2 protocol endpoint's are RFC 6749's)
-      if (errorFormat) res.locals.errorFormat = errorFormat;
+      // in the shape of the path's errors (errorAnswers: an OAuth2 protocol endpoint's are RFC 6749's)
       next(new ApiError(405, 'MethodNotAllowed', `Allowed: ${methods.join(', ')}`, { Allow: methods.join(', ') }));
     });
   }
