@@ -66,6 +66,9 @@ describe('CORS for an allowed origin', () => {
     expect(String(res.headers['access-control-allow-methods'])).toContain(method);
     for (const header of headers.split(',')) expect(String(res.headers['access-control-allow-headers']).toLowerCase()).toContain(header);
     expect(String(res.headers.vary)).toMatch(/Origin/);
+    // a /v1 answer like any other (SPEC §14): no cache keeps it, and it carries the API's security headers
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
   });
 
   test('a call with a bearer token: its answer names the origin and exposes WWW-Authenticate, never credentials', async () => {

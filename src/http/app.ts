@@ -54,14 +54,15 @@ export function createApp(options: AppOptions) {
   app.set('case sensitive routing', true);
 
   // what every request passes through, in order, before its route is matched: its id
-  // first (every answer carries it and logs a line, a CORS preflight's too); CORS before
-  // the limits, so that a browser app can read even a 429 (its preflights are answered
-  // there); the security headers before the limits, so that a 429 is not stored either
+  // first (every answer carries it and logs a line, a CORS preflight's too); the security
+  // headers before CORS answers a preflight, so that no cache keeps that /v1 answer either
+  // (SPEC §14's no-store); CORS before the limits, so that a browser app can read even a
+  // 429; the security headers before the limits, so that a 429 is not stored either
   const operating = operatingMiddleware(options.operating ?? {});
   const requestMiddleware: express.RequestHandler[] = [
     operating.identify,
-    corsMiddleware(options.corsOrigins ?? []),
     apiSecurityHeaders,
+    corsMiddleware(options.corsOrigins ?? []),
     operating.rateLimit,
   ];
   app.use(inOrder(requestMiddleware));
