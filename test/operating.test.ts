@@ -3,11 +3,13 @@
 // do not stay open for ever, a statement timeout that works.
 import { IncomingMessage, ServerResponse } from 'node:http';
 import net from 'node:net';
+import express from 'express';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { ECHOED_CHARACTERS, MAX_ISSUES } from '../src/http/errors.ts';
 import { listen } from '../src/http/listen.ts';
+import { expressServerClasses } from '../src/http/express-classes.ts';
 import { createHttpServer } from '../src/http/server.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
@@ -177,6 +179,17 @@ test("a request's objects are born with the Express app's prototypes: Express ne
     spy.mockRestore();
   }
   expect(swaps).toEqual([]);
+});
+
+test("the born objects' constructors: only for an Express app's prototypes, with Node's statics", () => {
+  // a listener that merely has such properties keeps Node's own classes
+  expect(expressServerClasses(Object.assign(() => {}, { request: {}, response: {} }))).toEqual({});
+  const classes = expressServerClasses(express());
+  expect(typeof classes.IncomingMessage?.from).toBe('function');
+  const socket = new net.Socket();
+  const req = new classes.IncomingMessage!(socket);
+  expect(req).toBeInstanceOf(IncomingMessage);
+  socket.destroy();
 });
 
 describe('idle and slow HTTP connections are closed', () => {

@@ -17,11 +17,14 @@ export interface ServerClasses {
 
 /** The `http.createServer` options that make `listener`'s objects, when it is an Express app; none otherwise. */
 export function expressServerClasses(listener: RequestListener): ServerClasses {
-  const app = listener as RequestListener & { request?: IncomingMessage; response?: ServerResponse };
-  if (!app.request || !app.response) return {};
+  const { request, response } = listener as RequestListener & { request?: object; response?: object };
+  // what Express's app has: prototypes above Node's own (instanceof holds for what is made with them)
+  if (!request || !response || !IncomingMessage.prototype.isPrototypeOf(request) || !ServerResponse.prototype.isPrototypeOf(response)) {
+    return {};
+  }
   return {
-    IncomingMessage: bornWith(IncomingMessage, app.request) as typeof IncomingMessage,
-    ServerResponse: bornWith(ServerResponse, app.response) as typeof ServerResponse,
+    IncomingMessage: bornWith(IncomingMessage, request) as typeof IncomingMessage,
+    ServerResponse: bornWith(ServerResponse, response) as typeof ServerResponse,
   };
 }
 
@@ -35,5 +38,7 @@ function bornWith(base: new (...args: never[]) => object, prototype: object): un
     return Reflect.construct(base, args, Born);
   }
   Born.prototype = prototype;
+  // the base's static methods too, as a subclass would inherit them
+  Object.setPrototypeOf(Born, base);
   return Born;
 }
