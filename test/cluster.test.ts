@@ -513,7 +513,7 @@ describe('signals', () => {
       const exit = await server.exited;
       const answers = await load;
       expect(exit).toMatchObject({ code: 0, signal: null });
-      // every answered request's line, the workers' last ones included, reached stdout through the primary before it exited
+      // every answered request's line, the workers' last ones included, reached the shared stdout before the server exited
       const answered = answers.filter((a) => a.status === 200).map((a) => a.id);
       expect(answered.length).toBeGreaterThan(0);
       const loggedIds = () => new Set(server.lines.map((l) => /"request_id":"([^"]+)"/.exec(l.line)?.[1]));

@@ -4,8 +4,8 @@
 // middleware runs. V8 treats a prototype swap on a live object as a change of
 // its shape, so each request's objects left the shapes the property accesses of
 // Node's HTTP code, Express and the routes had cached: on the cached users/me,
-// one process served 1.17 times the requests with the objects born with the
-// right prototype (docs/performance.md, "Born Express objects"). Express's
+// one process served 1.06–1.17 times the requests with the objects born with
+// the right prototype (docs/performance.md, "Born Express objects"). Express's
 // swap is then a no-op (V8 returns early for the same prototype), and a
 // mounted sub-app still swaps to its own as before.
 import { IncomingMessage, type RequestListener, ServerResponse } from 'node:http';

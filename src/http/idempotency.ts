@@ -129,10 +129,10 @@ async function claim(state: RequestState, secret: string) {
     throw invalidField(['header', HEADER], 'An Idempotency-Key is 1 to 255 printable ASCII characters', String(sent));
   }
   let hash = requestHash(state);
-  const claimWith = (requestHash: Buffer) =>
+  const claimWith = (hashed: Buffer) =>
     state.tx!.one<{ status: string; response_status: number | null; response_body: string | null }>(
       'select status, response_status, response_body from rowgate.claim_idempotency_key($1, $2)',
-      [sent, requestHash],
+      [sent, hashed],
     );
   let row = await claimWith(hash);
   if (row!.status === 'reused') {

@@ -47,7 +47,7 @@ export function mountRoutes(app: express.Express, routes: readonly Route[], hand
     const { router, rest } = resourceRouter(routers, path);
     router.all(rest, (_req, res, next) => {
       res.locals.route = template; // the access log's route: the path has routes, not this method
-      // in the shape of the path's errors (errorAnswers: an OAuth2 protocol endpoint's are RFC 6749's)
+      // in the shape of the path's errors (errorFormats: an OAuth2 protocol endpoint's are RFC 6749's)
       next(new ApiError(405, 'MethodNotAllowed', `Allowed: ${methods.join(', ')}`, { Allow: methods.join(', ') }));
     });
   }
