@@ -682,13 +682,21 @@ create table rowgate_private.login_codes (
   id uuid default gen_random_uuid() not null,
   email text not null,
   code_hash bytea not null,
-  attempts integer default 0 not null,
+  wrong_codes integer default 0 not null,
   expires_at timestamp with time zone not null,
   used_at timestamp with time zone,
   created_at timestamp with time zone default now() not null,
+  attempt_hash bytea not null,
+  client text not null,
   constraint login_codes_pkey PRIMARY KEY (id),
+  constraint login_codes_client_check CHECK ((length(client) <= 64)),
   constraint login_codes_email_check CHECK (((email = lower(email)) AND (email ~ '^[^@\s]+@[^@\s]+$'::text) AND (length(email) <= 320)))
 );
+comment on column rowgate_private.login_codes.wrong_codes is 'Wrong codes tried with the attempt; at 5 the attempt is over.';
+comment on column rowgate_private.login_codes.attempt_hash is 'The keyed hash of the attempt token the code was issued to: the code works with that attempt only.';
+comment on column rowgate_private.login_codes.client is 'The client address (an IPv6 client''s /64) that asked for the code: its allowance paid for it.';
+CREATE UNIQUE INDEX login_codes_attempt ON rowgate_private.login_codes USING btree (attempt_hash);
+CREATE INDEX login_codes_client ON rowgate_private.login_codes USING btree (client, created_at);
 CREATE INDEX login_codes_email ON rowgate_private.login_codes USING btree (email, created_at);
 
 -- Table rowgate_private.mail_outbox
@@ -807,6 +815,26 @@ create table rowgate_private.platform_admins (
 );
 CREATE TRIGGER _900_announce_truncate AFTER TRUNCATE ON rowgate_private.platform_admins FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
 CREATE TRIGGER _900_touch_user AFTER INSERT OR DELETE OR UPDATE ON rowgate_private.platform_admins FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_platform_admins__touch_user();
+
+-- Table rowgate_private.rate_limit_counts
+create unlogged table rowgate_private.rate_limit_counts (
+  policy text not null,
+  key text not null,
+  window_number bigint not null,
+  points integer not null,
+  expires_at timestamp with time zone not null,
+  constraint rate_limit_counts_pkey PRIMARY KEY (policy, key, window_number)
+);
+comment on table rowgate_private.rate_limit_counts is 'Requests let through per rate-limit policy, key (a credential''s hash or a client address) and window, summed over every server.';
+CREATE INDEX rate_limit_counts_expiry ON rowgate_private.rate_limit_counts USING btree (expires_at);
+
+-- Table rowgate_private.rate_limit_servers
+create unlogged table rowgate_private.rate_limit_servers (
+  id uuid not null,
+  seen_at timestamp with time zone not null,
+  constraint rate_limit_servers_pkey PRIMARY KEY (id)
+);
+comment on table rowgate_private.rate_limit_servers is 'Servers that exchanged rate-limit counts lately; their number bounds how far an allowance can be passed.';
 
 -- Table rowgate_private.scopes
 create table rowgate_private.scopes (
@@ -964,8 +992,8 @@ end;
 $function$;
 grant execute on function rowgate.add_member(uuid,text,text) to rowgate_organization, rowgate_user;
 
--- Function rowgate.authenticate_login_code(text,bytea,bytea)
-CREATE OR REPLACE FUNCTION rowgate.authenticate_login_code(p_email text, p_code_hash bytea, p_session_token_hash bytea)
+-- Function rowgate.authenticate_login_code(text,bytea,bytea,bytea)
+CREATE OR REPLACE FUNCTION rowgate.authenticate_login_code(p_email text, p_code_hash bytea, p_attempt_hash bytea, p_session_token_hash bytea)
  RETURNS TABLE(status text, id uuid, email text, name text, avatar_url text, is_admin boolean, created_at timestamp with time zone, updated_at timestamp with time zone, session_expires_at timestamp with time zone)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -974,16 +1002,20 @@ AS $function$
 #variable_conflict use_column
 declare
   v_email text := lower(p_email);
-  v_code_id uuid;
+  v_code rowgate_private.login_codes;
   v_user rowgate.users;
   v_session rowgate_private.sessions;
 begin
-  select c.id into v_code_id from rowgate_private.login_codes c
-    where c.email = v_email and c.code_hash = p_code_hash and c.used_at is null and c.expires_at > now()
-    for update;
-  if v_code_id is null then
-    update rowgate_private.login_codes c set attempts = c.attempts + 1
-      where c.email = v_email and c.used_at is null and c.expires_at > now();
+  -- the attempt's guesses are counted one after the other, from wherever they come
+  select c.* into v_code from rowgate_private.login_codes c where c.attempt_hash = p_attempt_hash for update;
+  if v_code.id is null or v_code.used_at is not null or v_code.expires_at <= now()
+     or v_code.wrong_codes >= rowgate_private.login_code_wrong_codes_allowed() then
+    return query select 'invalid'::text, null::uuid, null::text, null::text, null::text, null::boolean,
+      null::timestamptz, null::timestamptz, null::timestamptz;
+    return;
+  end if;
+  if v_code.email <> v_email or v_code.code_hash <> p_code_hash then
+    update rowgate_private.login_codes c set wrong_codes = c.wrong_codes + 1 where c.id = v_code.id;
     return query select 'invalid'::text, null::uuid, null::text, null::text, null::text, null::boolean,
       null::timestamptz, null::timestamptz, null::timestamptz;
     return;
@@ -1000,9 +1032,9 @@ begin
     v_user.created_at, v_user.updated_at, v_session.expires_at;
 end;
 $function$;
-comment on function rowgate.authenticate_login_code(text,bytea,bytea) is '@behavior -*
-Signs in with an e-mail code: the user and its new session, or status invalid.';
-grant execute on function rowgate.authenticate_login_code(text,bytea,bytea) to rowgate_anonymous;
+comment on function rowgate.authenticate_login_code(text,bytea,bytea,bytea) is '@behavior -*
+Signs in with a login code and the attempt it was issued to: ok with the user and the new session''s expiry, or invalid (a wrong code counts against the attempt; 5 end it).';
+grant execute on function rowgate.authenticate_login_code(text,bytea,bytea,bytea) to rowgate_anonymous;
 
 -- Function rowgate.check_oauth2_authorization(text,text,text[],uuid,text,text)
 CREATE OR REPLACE FUNCTION rowgate.check_oauth2_authorization(p_client_id text, p_redirect_uri text, p_scopes text[], p_organization_id uuid, p_code_challenge text, p_code_challenge_method text)
@@ -1889,8 +1921,8 @@ comment on function rowgate.register_oauth2_client(text,text,text[],text[],text,
 Registers an OAuth2 client owned by the current user (RFC 7591).';
 grant execute on function rowgate.register_oauth2_client(text,text,text[],text[],text,bytea) to rowgate_user;
 
--- Function rowgate.request_login_code(text,bytea)
-CREATE OR REPLACE FUNCTION rowgate.request_login_code(p_email text, p_code_hash bytea)
+-- Function rowgate.request_login_code(text,bytea,bytea,text)
+CREATE OR REPLACE FUNCTION rowgate.request_login_code(p_email text, p_code_hash bytea, p_attempt_hash bytea, p_client text)
  RETURNS TABLE(status text, expires_in integer, retry_after integer)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -1898,27 +1930,34 @@ CREATE OR REPLACE FUNCTION rowgate.request_login_code(p_email text, p_code_hash 
 AS $function$
 declare
   v_email text := lower(p_email);
-  v_window interval := rowgate_private.login_code_lifetime();
-  v_fifth_newest timestamptz;
+  v_lifetime interval := rowgate_private.login_code_lifetime();
+  v_for_address timestamptz;
+  v_in_all timestamptz;
 begin
-  -- codes a day old serve nobody
+  -- two requests of one client at once are counted one after the other
+  perform pg_advisory_xact_lock(hashtextextended('rowgate.login_code:' || p_client, 0));
   delete from rowgate_private.login_codes c where c.created_at < now() - interval '1 day';
-  select c.created_at into v_fifth_newest from rowgate_private.login_codes c
-    where c.email = v_email and c.created_at > now() - v_window
+  -- the fifth newest code for this address and the twentieth newest in all, within the hour
+  select c.created_at into v_for_address from rowgate_private.login_codes c
+    where c.client = p_client and c.email = v_email and c.created_at > now() - interval '1 hour'
     order by c.created_at desc offset 4 limit 1;
-  if v_fifth_newest is not null then
+  select c.created_at into v_in_all from rowgate_private.login_codes c
+    where c.client = p_client and c.created_at > now() - interval '1 hour'
+    order by c.created_at desc offset 19 limit 1;
+  if v_for_address is not null or v_in_all is not null then
     return query select 'rate_limited'::text, null::integer,
-      greatest(1, ceil(extract(epoch from v_fifth_newest + v_window - now())))::integer;
+      greatest(1, ceil(extract(epoch from
+        greatest(v_for_address, v_in_all) + interval '1 hour' - now())))::integer;
     return;
   end if;
-  insert into rowgate_private.login_codes (email, code_hash, expires_at)
-    values (v_email, p_code_hash, now() + v_window);
-  return query select 'created'::text, extract(epoch from v_window)::integer, null::integer;
+  insert into rowgate_private.login_codes (email, code_hash, attempt_hash, client, expires_at)
+    values (v_email, p_code_hash, p_attempt_hash, p_client, now() + v_lifetime);
+  return query select 'created'::text, extract(epoch from v_lifetime)::integer, null::integer;
 end;
 $function$;
-comment on function rowgate.request_login_code(text,bytea) is '@behavior -*
-Stores a login code''s hash for an address: created with the seconds it stays valid, or rate_limited with the seconds until the address may ask again.';
-grant execute on function rowgate.request_login_code(text,bytea) to rowgate_anonymous;
+comment on function rowgate.request_login_code(text,bytea,bytea,text) is '@behavior -*
+Stores a login code''s hash for an address and the attempt that asked: created with the seconds it stays valid, or rate_limited (5 codes an hour per client and address, 20 per client) with the seconds until the client may ask again.';
+grant execute on function rowgate.request_login_code(text,bytea,bytea,text) to rowgate_anonymous;
 
 -- Function rowgate.revoke_current_session()
 CREATE OR REPLACE FUNCTION rowgate.revoke_current_session()
@@ -2886,6 +2925,39 @@ end;
 $function$;
 grant execute on function rowgate_private.enforce_analyst_limits() to rowgate_authenticator;
 
+-- Function rowgate_private.exchange_rate_limit_counts(uuid,text[],text[],bigint[],integer[],integer[])
+CREATE OR REPLACE FUNCTION rowgate_private.exchange_rate_limit_counts(p_server uuid, p_policies text[], p_keys text[], p_windows bigint[], p_points integer[], p_expires_in integer[])
+ RETURNS TABLE(policy text, key text, window_number bigint, points integer, servers integer)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+#variable_conflict use_column
+declare
+  v_servers integer;
+begin
+  insert into rowgate_private.rate_limit_servers (id, seen_at) values (p_server, now())
+    on conflict (id) do update set seen_at = excluded.seen_at;
+  select count(*)::integer into v_servers from rowgate_private.rate_limit_servers s
+    where s.seen_at > now() - interval '10 seconds';
+  insert into rowgate_private.rate_limit_counts as c (policy, key, window_number, points, expires_at)
+    select d.policy, d.key, d.window_number, d.points, now() + make_interval(secs => d.expires_in)
+    from unnest(p_policies, p_keys, p_windows, p_points, p_expires_in) as d(policy, key, window_number, points, expires_in)
+    where d.points <> 0
+    order by d.policy, d.key, d.window_number
+    on conflict (policy, key, window_number) do update set points = c.points + excluded.points;
+  return query
+    select d.policy, d.key, d.window_number, coalesce(c.points, 0), v_servers
+    from unnest(p_policies, p_keys, p_windows) with ordinality as d(policy, key, window_number, n)
+    left join rowgate_private.rate_limit_counts c
+      on c.policy = d.policy and c.key = d.key and c.window_number = d.window_number
+    order by d.n;
+  return query select null::text, null::text, null::bigint, null::integer, v_servers;
+end;
+$function$;
+comment on function rowgate_private.exchange_rate_limit_counts(uuid,text[],text[],bigint[],integer[],integer[]) is 'Adds a server''s rate-limit points and answers the deployment''s sums for the same keys, with the number of servers alive.';
+grant execute on function rowgate_private.exchange_rate_limit_counts(uuid,text[],text[],bigint[],integer[],integer[]) to rowgate_authenticator;
+
 -- Function rowgate_private.expand_scopes(text[])
 CREATE OR REPLACE FUNCTION rowgate_private.expand_scopes(p_scopes text[])
  RETURNS text[]
@@ -2972,6 +3044,20 @@ AS $function$
 $function$;
 comment on function rowgate_private.issue_web_session(uuid,bytea) is 'A new web session for a user, lasting web_session_lifetime().';
 
+-- Function rowgate_private.leave_rate_limit_counts(uuid)
+CREATE OR REPLACE FUNCTION rowgate_private.leave_rate_limit_counts(p_server uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  delete from rowgate_private.rate_limit_servers s where s.id = p_server;
+end;
+$function$;
+comment on function rowgate_private.leave_rate_limit_counts(uuid) is 'Removes a stopping server from those sharing rate-limit allowances.';
+grant execute on function rowgate_private.leave_rate_limit_counts(uuid) to rowgate_authenticator;
+
 -- Function rowgate_private.login_code_lifetime()
 CREATE OR REPLACE FUNCTION rowgate_private.login_code_lifetime()
  RETURNS interval
@@ -2982,6 +3068,14 @@ AS $function$
   select interval '15 minutes';
 $function$;
 comment on function rowgate_private.login_code_lifetime() is 'How long a sign-in code stays valid, and the window in which an address may ask for at most 5 codes.';
+
+-- Function rowgate_private.login_code_wrong_codes_allowed()
+CREATE OR REPLACE FUNCTION rowgate_private.login_code_wrong_codes_allowed()
+ RETURNS integer
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select 5 $function$;
+comment on function rowgate_private.login_code_wrong_codes_allowed() is 'Wrong codes an attempt allows before its code is dead.';
 
 -- Function rowgate_private.next_webhook_delivery_at()
 CREATE OR REPLACE FUNCTION rowgate_private.next_webhook_delivery_at()
@@ -3049,6 +3143,28 @@ end;
 $function$;
 comment on function rowgate_private.prune_events(interval,integer) is 'Deletes up to p_batch events older than p_older_than (at least a day) whose deliveries are over, with those deliveries and their attempts; returns how many events went.';
 grant execute on function rowgate_private.prune_events(interval,integer) to rowgate_authenticator;
+
+-- Function rowgate_private.prune_rate_limit_counts()
+CREATE OR REPLACE FUNCTION rowgate_private.prune_rate_limit_counts()
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_pruned integer;
+begin
+  delete from rowgate_private.rate_limit_servers s where s.seen_at < now() - interval '1 hour';
+  with gone as (
+    select c.ctid from rowgate_private.rate_limit_counts c where c.expires_at < now() limit 10000
+  )
+  delete from rowgate_private.rate_limit_counts c using gone where c.ctid = gone.ctid;
+  get diagnostics v_pruned = row_count;
+  return v_pruned;
+end;
+$function$;
+comment on function rowgate_private.prune_rate_limit_counts() is 'Deletes rate-limit counts of windows that are over (at most 10,000 a call) and servers gone for an hour.';
+grant execute on function rowgate_private.prune_rate_limit_counts() to rowgate_authenticator;
 
 -- Function rowgate_private.read_scopes()
 CREATE OR REPLACE FUNCTION rowgate_private.read_scopes()

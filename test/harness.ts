@@ -16,6 +16,7 @@ import { allRoutes } from '../src/http/routes.ts';
 import { listen } from '../src/http/listen.ts';
 import { createHttpServer } from '../src/http/server.ts';
 import type { OperatingOptions } from '../src/operating/operate.ts';
+import { DeploymentCounts } from '../src/operating/deployment-counts.ts';
 import { RateLimits } from '../src/operating/rate-limit.ts';
 import { generateToken, hashToken, type CredentialKind } from '../src/auth/tokens.ts';
 import { withDatabase } from './database-server.ts';
@@ -302,6 +303,8 @@ export interface TestAppOptions {
    * passes through them), and no access log.
    */
   operating?: OperatingOptions;
+  /** rate limits counted in the test's database, as a server counts them (default: UNREFUSED, counted in memory) */
+  limits?: { perCredential: number; perAddress: number };
   /** ROWGATE_CORS_ORIGINS */
   corsOrigins?: string[];
   /** ROWGATE_PUBLIC_URL (default: the app's own URL) */
@@ -309,7 +312,7 @@ export interface TestAppOptions {
 }
 
 /** The limits of a test app unless a test sets its own: every request counted, none refused. */
-export const UNREFUSED = { perCredential: 1_000_000_000, perAddress: 1_000_000_000, wrongCodesPerAddress: 1_000_000_000 };
+export const UNREFUSED = { perCredential: 1_000_000_000, perAddress: 1_000_000_000 };
 
 /** A fresh database from the template and an app on a free port. */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -335,6 +338,11 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const secret = randomBytes(32).toString('base64url');
   const log = options.log ?? ((l: string) => console.error(l));
   const graphql = await createGraphql({ pool, secret, development: false, log, metrics: options.operating?.metrics });
+  // as a server counts them: on a connection of their own
+  const countsPool = new pg.Pool({ connectionString: authenticatorUrl, max: 1 });
+  countsPool.on('error', () => {});
+  const counts = options.limits ? DeploymentCounts.inDatabase(countsPool) : new DeploymentCounts();
+  await counts.start();
   // LISTEN needs a session of its own: never through a transaction-pooling PgBouncer
   const answerCache = new AnswerCache({ connectionString: directAuthenticatorUrl, maxAgeMs: 30_000, log });
   await answerCache.start();
@@ -349,7 +357,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     answerCache,
     consistency: new Consistency({ primary: pool }),
     corsOrigins: options.corsOrigins,
-    operating: { rateLimits: new RateLimits(UNREFUSED), ...options.operating },
+    operating: { rateLimits: new RateLimits({ ...(options.limits ?? UNREFUSED), counts }), ...options.operating },
   });
   // as src/http/server.ts serves it: its timeouts, parser-level errors in SPEC §7's shape
   const server = await listen(createHttpServer(app, { statementTimeoutMs, logger: options.operating?.logger }), 0, '127.0.0.1');
@@ -368,6 +376,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
+      await counts.stop();
+      await countsPool.end();
       await answerCache.stop();
       await graphql.release();
       await pool.end();

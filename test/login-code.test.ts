@@ -6,7 +6,8 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { trustedProxies } from '../src/operating/client-address.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { projectRoot } from '../src/db/setup.ts';
 import { createMailer } from '../src/signin/mailer.ts';
@@ -15,14 +16,32 @@ import { startTestApp, type ApiResponse, type TestApp } from './harness.ts';
 
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp();
+  // each test asks from client addresses of its own (X-Forwarded-For from the trusted loopback)
+  app = await startTestApp({ operating: { trustedProxies: trustedProxies('127.0.0.1') } });
 });
 afterAll(async () => app?.close());
 
 const newEmail = () => `ada.${randomUUID().slice(0, 8)}@example.com`;
 
-const requestCode = (email: string) => app.post('/v1/login-code/request', { email });
-const authenticate = (email: string, code: string) => app.post('/v1/login-code/authenticate', { email, code });
+let clients = 0;
+const newClient = () => `203.0.113.${++clients}`;
+/** The client every request of a test comes from unless it says otherwise */
+let client = newClient();
+beforeEach(() => {
+  client = newClient();
+});
+const from = (address: string) => ({ headers: { 'x-forwarded-for': address } });
+
+/** The attempts answered to each address's latest request, by address */
+const attempts = new Map<string, string>();
+async function requestCode(email: string, address = client) {
+  const res = await app.request('POST', '/v1/login-code/request', { body: { email }, ...from(address) });
+  if (res.status === 202) attempts.set(email.toLowerCase(), res.body.attempt);
+  return res;
+}
+/** The code with the attempt of the address's latest request (or the one given) */
+const authenticate = (email: string, code: string, attempt = attempts.get(email.toLowerCase()), address = client) =>
+  app.request('POST', '/v1/login-code/authenticate', { body: { email, code, ...(attempt ? { attempt } : {}) }, ...from(address) });
 
 /** The code of the latest message to `email` in the development outbox. */
 async function latestCode(email: string): Promise<string> {
@@ -57,7 +76,7 @@ describe('POST /v1/login-code/request', () => {
     const email = newEmail();
     const res = await requestCode(email);
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ email, expires_in: 900 });
+    expect(res.body).toEqual({ attempt: expect.any(String), email, expires_in: 900 });
     const messages = await app.outbox(email);
     expect(messages).toHaveLength(1);
     expect(messages[0]).toMatchObject({ to: email, subject: expect.stringMatching(/sign-in code/) });
@@ -69,7 +88,7 @@ describe('POST /v1/login-code/request', () => {
     const user = await app.user();
     const res = await requestCode(user.email.toUpperCase());
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ email: user.email, expires_in: 900 });
+    expect(res.body).toEqual({ attempt: expect.any(String), email: user.email, expires_in: 900 });
     expect(await app.outbox(user.email)).toHaveLength(1);
   });
 
@@ -89,26 +108,51 @@ describe('POST /v1/login-code/request', () => {
     expect(stored).not.toContain(code.replace('-', ''));
   });
 
-  test('a sixth code for the same address within 15 minutes → 429, and no sixth message', async () => {
+  test('a sixth code for the same address from one client within the hour → 429, and no sixth message', async () => {
     const email = newEmail();
     for (let i = 0; i < 5; i++) expect((await requestCode(email)).status).toBe(202);
     const res = await requestCode(email);
     expectError(res, 429, 'TooManyRequests');
-    // until the fifth newest code leaves the 15 minutes: all five were just asked for
-    expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(880);
-    expect(Number(res.headers.get('retry-after'))).toBeLessThanOrEqual(900);
+    // until the fifth newest code leaves the hour: all five were just asked for
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(3580);
+    expect(Number(res.headers.get('retry-after'))).toBeLessThanOrEqual(3600);
     expect(await app.outbox(email)).toHaveLength(5);
-    // another address is not affected
+    // another address from the same client, and the same address from another client, are not affected
     expect((await requestCode(newEmail())).status).toBe(202);
+    expect((await requestCode(email, newClient())).status).toBe(202);
   });
 
-  test("the wait a 429 names is the database's: when the oldest of the five codes leaves the window", async () => {
+  test('a client asks for at most 20 codes an hour in all, the same answer for known and unknown addresses', async () => {
+    const known = await app.user();
+    for (let i = 0; i < 20; i++) expect((await requestCode(newEmail())).status).toBe(202);
+    const unknown = await requestCode(newEmail());
+    const forKnown = await requestCode(known.email);
+    for (const res of [unknown, forKnown]) expectError(res, 429, 'TooManyRequests');
+    expect(forKnown.body).toEqual(unknown.body);
+    // the owner, from its own address, is not locked out
+    expect((await requestCode(known.email, newClient())).status).toBe(202);
+  });
+
+  test('an IPv6 client is its /64: the codes its addresses ask for add up', async () => {
+    const asked = [];
+    for (let i = 0; i < 21; i++) asked.push((await requestCode(newEmail(), `2001:db8:77::${(i + 1).toString(16)}`)).status);
+    expect(asked).toEqual([...Array(20).fill(202), 429]);
+    expect((await requestCode(newEmail(), '2001:db8:77:1::1')).status).toBe(202);
+  });
+
+  test('codes asked at once from one client are counted one after the other', async () => {
+    const answers = await Promise.all(Array.from({ length: 30 }, () => requestCode(newEmail())));
+    expect(answers.filter((r) => r.status === 202)).toHaveLength(20);
+    expect(answers.filter((r) => r.status === 429)).toHaveLength(10);
+  });
+
+  test("the wait a 429 names is the database's: when the oldest code counted leaves the hour", async () => {
     const email = newEmail();
     for (let i = 0; i < 5; i++) expect((await requestCode(email)).status).toBe(202);
-    // the first code asked for 10 minutes ago, the others 2 minutes ago
+    // the first code asked for 55 minutes ago, the others 2 minutes ago
     await app.sql(
       `update rowgate_private.login_codes set created_at = now() - case when created_at = (select min(created_at) from rowgate_private.login_codes where email = $1)
-         then interval '10 minutes' else interval '2 minutes' end where email = $1`,
+         then interval '55 minutes' else interval '2 minutes' end where email = $1`,
       [email],
     );
     const res = await requestCode(email);
@@ -116,9 +160,22 @@ describe('POST /v1/login-code/request', () => {
     // the fifth newest is the oldest, 5 minutes from leaving
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(280);
     expect(Number(res.headers.get('retry-after'))).toBeLessThanOrEqual(300);
-    expect((res.body as { detail: string }).detail).toBe('Too many codes were asked for this address; try again in 5 minutes');
+    expect((res.body as { detail: string }).detail).toBe('Too many sign-in codes were asked for from this client; try again in 5 minutes');
     await app.sql(`update rowgate_private.login_codes set created_at = created_at - interval '6 minutes' where email = $1`, [email]);
     expect((await requestCode(email)).status).toBe(202);
+  });
+
+  test('the answer carries the attempt, also as the rowgate_signin cookie on the sign-in paths only', async () => {
+    const res = await requestCode(newEmail());
+    expect(res.body).toEqual({ attempt: expect.stringMatching(/^rg_sia_[0-9A-Za-z]{43}$/), email: expect.any(String), expires_in: 900 });
+    const cookie = res.headers.getSetCookie().find((c) => c.startsWith('rowgate_signin='));
+    expect(cookie).toBeDefined();
+    expect(cookie).toContain(`rowgate_signin=${res.body.attempt}`);
+    expect(cookie).toMatch(/; HttpOnly/i);
+    expect(cookie).toMatch(/; SameSite=Lax/i);
+    expect(cookie).toMatch(/; Path=\/v1\/login-code(;|$)/i);
+    // only its keyed hash is kept
+    expect(JSON.stringify(await app.sql('select * from rowgate_private.login_codes'))).not.toContain(res.body.attempt);
   });
 
   test.each([
@@ -188,17 +245,47 @@ describe('POST /v1/login-code/authenticate', () => {
     expect((await authenticate(email, code)).status).toBe(200);
   });
 
-  test("wrong attempts are recorded (committed) and end no code: the owner still signs in (the guesser's address pays: test/operating-requests.test.ts)", async () => {
+  test('5 wrong codes end the attempt, wherever they come from: the right code is then 401 too', async () => {
     const email = newEmail();
     await requestCode(email);
-    const first = await latestCode(email);
+    const code = await latestCode(email);
+    for (let i = 0; i < 5; i++) expectUnauthorized(await authenticate(email, 'ZZZZ-ZZZ2', undefined, newClient()), false);
+    const [row] = await app.sql<{ wrong_codes: number }>('select wrong_codes from rowgate_private.login_codes where email = $1', [email]);
+    expect(row!.wrong_codes).toBe(5);
+    expectUnauthorized(await authenticate(email, code), false);
+    // a new attempt has its own code
     await requestCode(email);
-    const second = await latestCode(email);
-    for (let i = 0; i < 6; i++) expectUnauthorized(await authenticate(email, 'ZZZZ-ZZZ2'), false);
-    const attempts = await app.sql<{ attempts: number }>('select attempts from rowgate_private.login_codes where email = $1', [email]);
-    expect(attempts.map((a) => a.attempts)).toEqual([6, 6]);
-    expect((await authenticate(email, second)).status).toBe(200);
-    expectUnauthorized(await authenticate(email, first), false); // the other codes die with the one used
+    expect((await authenticate(email, await latestCode(email))).status).toBe(200);
+  });
+
+  test("a code works only with its own attempt: another client's guesses cannot reach it, nor end it", async () => {
+    const email = newEmail();
+    await requestCode(email);
+    const code = await latestCode(email);
+    const ownerAttempt = attempts.get(email)!;
+    // a guesser asks for a code to the same address: its attempt is its own
+    const guesser = newClient();
+    await requestCode(email, guesser);
+    const guesserAttempt = attempts.get(email)!;
+    expectUnauthorized(await authenticate(email, code, guesserAttempt, guesser), false);
+    expectUnauthorized(await authenticate(email, code, `rg_sia_${'x'.repeat(43)}`, guesser), false);
+    // with no attempt at all, nothing is counted against anyone
+    const none = await app.request('POST', '/v1/login-code/authenticate', { body: { email, code }, ...from(guesser) });
+    expectUnauthorized(none, false);
+    expect((await authenticate(email, code, ownerAttempt)).status).toBe(200);
+  });
+
+  test('the attempt comes from the rowgate_signin cookie when the body has none', async () => {
+    const email = newEmail();
+    const asked = await requestCode(email);
+    const cookie = asked.headers.getSetCookie().find((c) => c.startsWith('rowgate_signin='))!.split(';')[0]!;
+    const res = await app.request('POST', '/v1/login-code/authenticate', {
+      body: { email, code: await latestCode(email) },
+      headers: { cookie, 'x-forwarded-for': client },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    // the attempt is over: its cookie is cleared
+    expect(res.headers.getSetCookie().find((c) => c.startsWith('rowgate_signin='))).toMatch(/Expires=Thu, 01 Jan 1970/);
   });
 
   test('a code signs in once', async () => {
@@ -221,8 +308,9 @@ describe('POST /v1/login-code/authenticate', () => {
     const email = newEmail();
     const other = newEmail();
     await requestCode(email);
+    const attempt = attempts.get(email);
     await requestCode(other);
-    expectUnauthorized(await authenticate(other, await latestCode(email)), false);
+    expectUnauthorized(await authenticate(other, await latestCode(email), attempt), false);
   });
 
   test('a sign-in for a deleted user creates a new user with the address', async () => {
@@ -307,7 +395,7 @@ describe('the anonymous role reaches only what sign-in needs', () => {
 
   test('it may ask for a code (the function checks nothing it should not)', async () => {
     const row = await asAnonymous(
-      async (c) => (await c.query(`select * from rowgate.request_login_code('x@example.com', '\\x00')`)).rows[0],
+      async (c) => (await c.query(`select * from rowgate.request_login_code('x@example.com', '\\x00', '\\x01', '192.0.2.9')`)).rows[0],
     );
     expect(row).toEqual({ status: 'created', expires_in: 900, retry_after: null });
   });

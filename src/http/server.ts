@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type pg from 'pg';
+import pg from 'pg';
 import { AnswerCache } from '../auth/answer-cache.ts';
 import { RecentCredentials } from '../auth/recent-credentials.ts';
 import { createApp } from './app.ts';
@@ -23,7 +23,7 @@ import { type AccessLine, accessLog } from '../operating/access-log.ts';
 import { createLogger, lineLogger, type Logger } from '../operating/logger.ts';
 import { collectForPrimary, createMetricsServer, Metrics } from '../operating/metrics.ts';
 import { RateLimits } from '../operating/rate-limit.ts';
-import type { SharedCounts } from '../operating/shared-counts.ts';
+import { DeploymentCounts } from '../operating/deployment-counts.ts';
 import { createGraphql, type Graphql } from '../graphql/server.ts';
 import { allRoutes } from './routes.ts';
 import { WebhookWorker } from '../webhooks/worker.ts';
@@ -117,8 +117,6 @@ export interface StartOptions {
   metricsForPrimary?: boolean;
   /** the cluster's other workers, whose answer caches forget what this one's writes change */
   peers?: Peers;
-  /** a cluster's worker: the rate limits' counts are added up with the other workers' in the primary */
-  sharedCounts?: SharedCounts;
 }
 
 export async function startServer(config: Config, logger: Logger = createLogger(), options: StartOptions = {}): Promise<Running> {
@@ -150,6 +148,18 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const metrics =
     config.ROWGATE_METRICS_PORT === undefined ? undefined : new Metrics({ pool, ...(reads ? { standbys: () => reads.status() } : {}) });
   let metricsServer: Server | undefined;
+  // the rate limits' counts, shared with every other server of the database, on a connection of their own: an
+  // exchange never queues behind the requests it decides
+  const countsPool = new pg.Pool({
+    connectionString: connection.authenticatorUrl,
+    max: 1,
+    connectionTimeoutMillis: 3_000,
+    statement_timeout: 5_000,
+    application_name: 'rowgate-rate-limits',
+  });
+  // a connection lost while idle is replaced at the next exchange, not a crash
+  countsPool.on('error', () => {});
+  const counts = DeploymentCounts.inDatabase(countsPool, (error) => log(`rowgate: rate-limit counts not exchanged: ${(error as Error).message}`));
   const answerCache =
     config.ROWGATE_ANSWER_CACHE_SECONDS > 0
       ? new AnswerCache({
@@ -180,13 +190,14 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       consistency,
       reads,
     });
+    await counts.start();
     const operating = {
       logger,
       metrics,
       rateLimits: new RateLimits({
         perCredential: config.ROWGATE_RATE_LIMIT,
         perAddress: config.ROWGATE_ANONYMOUS_RATE_LIMIT,
-        shared: options.sharedCounts,
+        counts,
       }),
       trustedProxies: trustedProxies(config.ROWGATE_TRUST_PROXY),
       recentCredentials,
@@ -232,6 +243,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     );
     return listening;
   })().catch(async (error) => {
+    await counts.stop();
+    await countsPool.end();
     metricsServer?.close();
     await answerCache?.stop();
     await reads?.stop();
@@ -273,6 +286,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         metricsServer?.closeAllConnections();
         metricsServer?.close();
         analysts.stop();
+        await counts.stop();
+        await countsPool.end();
         await retention?.stop();
         await answerCache?.stop();
         await reads?.stop();

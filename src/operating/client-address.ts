@@ -93,3 +93,9 @@ function connectingAddress(req: IncomingMessage, trusted: BlockList | null): str
   }
   return hops[0] || peer;
 }
+
+/** The client of a request as the operating middleware counts it (behind the trusted proxies), else its peer's */
+export function requestClient(req: IncomingMessage & { res?: { locals: Record<string, unknown> } }): string {
+  const known = req.res?.locals.clientAddress;
+  return typeof known === 'string' ? known : clientAddress(req, null);
+}

@@ -3,17 +3,22 @@
 // src/http/app.ts (requestMiddleware): `identify` first of all, `rateLimit`
 // after CORS and the security headers, before any route is matched.
 //
-// Rate limits, before anything else is done for the request (no round trip, no
-// transaction): a request presenting a credential this server has lately seen
-// authenticate spends that credential's allowance only (keyed by the token's
-// SHA-256, so a refusal needs no database: one token is one credential); one
-// presenting a credential it has not seen spends its client address's allowance
-// too, and is refused while the address is; any other /v1 or /graphql request
-// spends its address's. So guessing tokens is throttled per address, and an
-// anonymous flood from a shared address does not refuse the signed-in clients
-// behind it. A wrong sign-in code costs the guesser's address a stricter
-// allowance (10 per 15 minutes) and nothing else: the codes mailed to the
-// address's owner keep working (migration 000007).
+// Rate limits are counted for the whole deployment (src/operating/rate-limit.ts).
+// A request presenting a credential seen lately to authenticate spends that
+// credential's allowance only (keyed by the token's SHA-256, so a refusal needs
+// no database); one presenting a credential not seen yet spends its client
+// address's allowance too, and gets that point back once the credential turns
+// out good, so a valid credential never spends its address's allowance; any
+// other /v1 or /graphql request spends its address's. So inventing tokens is
+// throttled per address, and an anonymous flood from a shared address does not
+// refuse the signed-in clients behind it. While an address is refused, one
+// request a second with a credential not seen yet is let through to have its
+// credential checked: a new valid credential behind a busy address is served
+// (at worst after one Retry-After), and the database checks at most one
+// invented token a second for that address.
+//
+// Sign-in codes need nothing here: the database bounds the codes a client asks
+// for and the wrong codes of each attempt (src/signin/login-code.ts).
 import type { BlockList } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import { credentialKey, readCredential } from '../auth/credentials.ts';
@@ -24,17 +29,7 @@ import { accessLog } from './access-log.ts';
 import { clientAddress } from './client-address.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
-import {
-  policyField,
-  type RateLimitDecision,
-  type RateLimits,
-  rateLimitHeaders,
-  remainingField,
-  WRONG_CODES_POLICY,
-  WRONG_CODES_WINDOW_SECONDS,
-} from './rate-limit.ts';
-import { Refusals } from './refusals.ts';
-import { whenCodeChecked } from './code-attempts.ts';
+import { policyField, type RateLimitDecision, type RateLimits, rateLimitHeaders, remainingField } from './rate-limit.ts';
 import { assignRequestId } from './request-id.ts';
 
 export interface OperatingOptions {
@@ -49,122 +44,84 @@ export interface OperatingOptions {
 
 /** The route template of a request no route matched (metrics' labels stay few) */
 const UNMATCHED = '(unmatched)';
-/** Where a wrong sign-in code is answered (src/signin/login-code.ts) */
-const SIGN_IN_CODE_PATH = '/v1/login-code/authenticate';
+/** the route template of what the limits refused: before any route was matched */
+const RATE_LIMITED = '(rate limited)';
 
 /** The path as the router matches it (an absolute-form request target included) */
 const limited = (path: string) => path.startsWith('/v1/') || path.startsWith('/graphql');
-/** The router takes a path with or without its trailing slash as the same route */
-const isSignInCode = (path: string) => path === SIGN_IN_CODE_PATH || path === `${SIGN_IN_CODE_PATH}/`;
+
+/** What the rate limit left for the end of a request (charge) */
+interface Charged {
+  /** the key of the credential presented, if well-formed */
+  key?: string;
+  /** the address's point an unseen credential spent: given back if the credential is good */
+  addressSpent?: RateLimitDecision;
+  /** the refused address whose one unseen credential this request checks */
+  probing?: string;
+}
 
 export function operatingMiddleware(options: OperatingOptions) {
   const { logger, metrics, rateLimits } = options;
   const writeAccessLine = logger ? accessLog(logger) : undefined;
   const trusted = options.trustedProxies ?? null;
-  /** addresses refused until a time (ms): past their allowance */
-  const addressRefused = new Refusals();
   /** the keys of credentials this server has lately seen authenticate (src/auth/credentials.ts: credentialKey) */
   const authenticated = options.recentCredentials ?? new RecentCredentials();
+  /** refused addresses that had an unseen credential checked lately, and until when no other is (ms) */
+  const probed = new Probes();
 
   const tooMany = (decision: RateLimitDecision, detail: string) => new ApiError(429, 'TooManyRequests', detail, rateLimitHeaders(decision));
-  /** the route template of what the limits refused: before any route was matched */
-  const RATE_LIMITED = '(rate limited)';
+  const refusedAddress = (limits: RateLimits) =>
+    tooMany(
+      { allowed: false, policy: limits.address.name, quota: limits.address.quota, remaining: 0, reset: 1 },
+      'Too many requests from this address without a valid credential; try again later',
+    );
 
-  /**
-   * The allowance a request spends: its decision, a promise (and no more of
-   * them than that: this is every request's path). Throws the 429 of an address
-   * already refused.
-   */
-  function decide(req: Request, res: Response, rateLimits: RateLimits, address: string): Promise<RateLimitDecision> {
+  /** The allowance a request spends: its decision. Throws the 429 of an address already refused. */
+  function decide(req: Request, charged: Charged, limits: RateLimits, address: string): Promise<RateLimitDecision> {
     const credential = readCredential(req);
     const key = credential && credential !== 'malformed' ? credentialKey(credential) : undefined;
-    if (key === undefined) return spendAddress(rateLimits, address);
-    res.locals.credentialKey = key;
-    // a credential this server has seen authenticate: its own allowance only, whatever its address's neighbours do
-    if (authenticated.has(key)) return rateLimits.credential.consume(key);
-    // one it has not: it spends its address's allowance too, before the database is asked (inventing tokens
-    // gets no more than the address's rate, however many are in flight)
-    const until = addressRefused.get(address);
-    if (until) {
-      throw refusedUntil(
-        { policy: rateLimits.address.name, quota: rateLimits.address.quota },
-        until,
-        'Too many requests from this address without a valid credential; try again later',
-      );
+    if (key === undefined) return limits.address.consume(address);
+    charged.key = key;
+    // a credential seen to authenticate: its own allowance only, whatever its address's neighbours do
+    if (authenticated.has(key)) return limits.credential.consume(key);
+    if (limits.address.refused(address)) {
+      if (!probed.take(address)) throw refusedAddress(limits);
+      charged.probing = address;
+      return limits.credential.consume(key);
     }
-    // the fields name whichever of the two allowances has less left (a hostile review read "default" on the
-    // way to an "anonymous" refusal)
-    return spendAddress(rateLimits, address).then((byAddress) =>
-      byAddress.allowed
-        ? rateLimits.credential
-            .consume(key)
-            .then((byCredential) => (byCredential.allowed && byAddress.remaining < byCredential.remaining ? byAddress : byCredential))
-        : byAddress,
-    );
-  }
-
-  /** A sign-in code's attempt reserves a wrong code's point before the code is tried (charge() gives it back unless wrong). */
-  function reserveCode(res: Response, rateLimits: RateLimits, address: string): Promise<void> {
-    return rateLimits.reserveCode(address).then((until) => {
-      if (until) throw codesTooMany(rateLimits, until);
-      res.locals.codeReserved = true;
-      // a right code gives the point back, whenever the database says so (the client may be gone by then)
-      whenCodeChecked(res, (right) => {
-        res.locals.codeReserved = false;
-        if (right) rateLimits.refundCode(address);
-      });
-    });
-  }
-
-  function codesTooMany(rateLimits: RateLimits, until: number) {
-    return refusedUntil(
-      { policy: WRONG_CODES_POLICY, quota: rateLimits.wrongCodes.points, window: WRONG_CODES_WINDOW_SECONDS },
-      until,
-      'Too many wrong sign-in codes from this address; try again later',
-    );
-  }
-
-  /** The 429 of a policy that refuses a key until a time (ms since the epoch), counted as a refusal. */
-  function refusedUntil(policy: Pick<RateLimitDecision, 'policy' | 'quota' | 'window'>, until: number, detail: string) {
-    metrics?.rateLimitRefusals.inc({ policy: policy.policy });
-    const reset = Math.max(1, Math.ceil((until - Date.now()) / 1000));
-    return tooMany({ ...policy, allowed: false, remaining: 0, reset }, detail);
-  }
-
-  function spendAddress(rateLimits: RateLimits, address: string): Promise<RateLimitDecision> {
-    return rateLimits.address.consume(address).then((decision) => {
-      if (!decision.allowed) addressRefused.set(address, Date.now() + decision.reset * 1000);
-      return decision;
+    // one not seen yet spends its address's allowance too, before the database is asked (inventing tokens gets
+    // no more than the address's rate); the fields name whichever of the two has less left
+    return limits.address.consume(address).then((byAddress) => {
+      if (!byAddress.allowed) return byAddress;
+      charged.addressSpent = byAddress;
+      return limits.credential
+        .consume(key)
+        .then((byCredential) => (byCredential.allowed && byAddress.remaining < byCredential.remaining ? byAddress : byCredential));
     });
   }
 
   /**
    * After the answer: a credential that authenticated is remembered (its next
-   * requests spend only its own allowance), one that did not is forgotten, and
-   * a sign-in code's attempt keeps its reserved point only if the code was wrong.
+   * requests spend only its own allowance) and gets its address's point back;
+   * one that did not is forgotten, and its address pays.
    */
-  function charge(res: Response, status: number, settings: Record<string, string> | undefined) {
-    if (!rateLimits) return;
-    const key = res.locals.credentialKey as string | undefined;
-    if (key !== undefined) {
+  function charge(charged: Charged, address: string | undefined, status: number, settings: Record<string, string> | undefined) {
+    if (!rateLimits || charged.key === undefined) return;
+    if (settings?.['rowgate.credential_id']) {
       // a busy credential is never the one dropped (src/auth/recent-credentials.ts)
-      if (settings?.['rowgate.credential_id']) authenticated.add(key);
-      else if (status === 401) authenticated.delete(key);
-    }
-    // a sign-in code's attempt reserved a point (reserveCode) and was answered without its code being tried (a
-    // malformed request): the point back. One whose client left before the answer keeps it: its code may
-    // still be tried
-    const address = res.locals.clientAddress as string | undefined;
-    if (address && res.locals.codeReserved && res.writableFinished && status !== 401) {
-      res.locals.codeReserved = false;
-      rateLimits.refundCode(address);
+      authenticated.add(charged.key);
+      if (charged.addressSpent) rateLimits.address.giveBack(charged.addressSpent);
+    } else if (status === 401) {
+      authenticated.delete(charged.key);
+      if (charged.probing !== undefined && address !== undefined) void rateLimits.address.consume(address);
     }
   }
 
-  /** First of all: the request's id, and at its end its access line and metrics (CORS preflights included). */
+  /** First of all: the request's id and client, and at its end its access line and metrics (CORS preflights included). */
   function identify(req: Request, res: Response, next: NextFunction) {
     const started = performance.now();
     const id = assignRequestId(req, res);
+    res.locals.clientAddress = clientAddress(req, trusted);
     // 'close' comes once (answered or abandoned): `on`, without once's wrapper
     res.on('close', () => {
       const status = res.statusCode;
@@ -173,7 +130,8 @@ export function operatingMiddleware(options: OperatingOptions) {
       const route = state?.route.path ?? (res.locals.route as string | undefined) ?? UNMATCHED;
       metrics?.observe(req.method, route, status, seconds);
       const settings = state?.subject?.settings ?? (res.locals.subjectSettings as Record<string, string> | undefined);
-      charge(res, status, settings);
+      const charged = res.locals.rateCharged as Charged | undefined;
+      if (charged) charge(charged, res.locals.clientAddress as string, status, settings);
       if (!writeAccessLine) return;
       writeAccessLine({
         request_id: id,
@@ -196,16 +154,15 @@ export function operatingMiddleware(options: OperatingOptions) {
       res.locals.route = RATE_LIMITED;
       next(error);
     };
-    let address: string;
+    const charged: Charged = {};
+    res.locals.rateCharged = charged;
     let decided: Promise<RateLimitDecision>;
     try {
-      address = clientAddress(req, trusted);
-      res.locals.clientAddress = address;
-      decided = decide(req, res, rateLimits, address);
+      decided = decide(req, charged, rateLimits, res.locals.clientAddress as string);
     } catch (refusal) {
+      metrics?.rateLimitRefusals.inc({ policy: rateLimits.address.name });
       return refused(refusal);
     }
-    // one `then` from the decision to the route (each costs every request a microtask)
     decided.then((decision) => {
       try {
         if (!decision.allowed) {
@@ -217,10 +174,35 @@ export function operatingMiddleware(options: OperatingOptions) {
       } catch (error) {
         return refused(error);
       }
-      if (!isSignInCode(req.path)) return next();
-      reserveCode(res, rateLimits, address).then(() => next(), refused);
+      next();
     }, refused);
   }
 
   return { identify, rateLimit };
+}
+
+/** How long after one check of an unseen credential from a refused address the next may be made */
+const PROBE_EVERY_MS = 1_000;
+
+/**
+ * Refused addresses whose unseen credential was checked lately. Swept of the
+ * expired whenever the map has doubled since the last sweep, so memory follows
+ * the addresses checked in the last second (an attacker has as many IPv6
+ * addresses as it likes, but each is a /64 here).
+ */
+class Probes {
+  private readonly until = new Map<string, number>();
+  private sweepAt = 1_000;
+
+  /** Whether the address may have a credential checked now (and if so, none other for a second) */
+  take(address: string, now = Date.now()): boolean {
+    const until = this.until.get(address);
+    if (until !== undefined && until > now) return false;
+    this.until.set(address, now + PROBE_EVERY_MS);
+    if (this.until.size >= this.sweepAt) {
+      for (const [a, t] of this.until) if (t <= now) this.until.delete(a);
+      this.sweepAt = Math.max(1_000, this.until.size * 2);
+    }
+    return true;
+  }
 }

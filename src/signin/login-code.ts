@@ -1,16 +1,21 @@
 // Signing in by e-mail code, and signing out (SPEC §12). The code is made here
-// and mailed; the database keeps only its keyed hash, bound to the address, and
-// decides how long a code lasts and how many an address may ask for (migration
-// 000008: request_login_code answers both). Wrong guesses are limited per
-// guessing address by src/operating (docs/decisions.md).
+// and mailed; the database keeps only its keyed hash, bound to the address and
+// to the attempt that asked for it, and decides every bound: how long a code
+// lasts, how many codes a client may ask for, and how many wrong codes an
+// attempt allows (rowgate.request_login_code, rowgate.authenticate_login_code).
+// The attempt's token goes back in the body and in the `rowgate_signin` cookie;
+// a code works only with its attempt, so a client that did not ask for it
+// cannot guess it.
+import { parseCookie } from 'cookie';
+import type { Request } from 'express';
 import { z } from 'zod';
 import { ApiError, unauthorized } from '../http/errors.ts';
 import { access, anonymousRoute, route } from '../http/route.ts';
 import { doc } from '../resources/fields.ts';
 import { clearSessionCookie, setSessionCookie } from './session-cookie.ts';
-import { generateToken, hashToken, randomCharacters } from '../auth/tokens.ts';
+import { generateToken, hashToken, randomCharacters, randomToken } from '../auth/tokens.ts';
 import { UserRead } from '../resources/users.ts';
-import { codeChecked } from '../operating/code-attempts.ts';
+import { requestClient } from '../operating/client-address.ts';
 
 /** 32 letters and digits without the look-alikes I, O, 0 and 1: 8 of them are 40 bits */
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
@@ -31,12 +36,25 @@ const normalizeLoginCode = (typed: string) => typed.toUpperCase().replace(/[\s-]
 const loginCodeHash = (secret: string, email: string, code: string) =>
   hashToken(secret, `login_code:${email.toLowerCase()}:${normalizeLoginCode(code)}`);
 
+/** The cookie that carries a sign-in attempt from its request to its code, on the sign-in paths only */
+export const SIGNIN_COOKIE = 'rowgate_signin';
+const SIGNIN_COOKIE_PATH = '/v1/login-code';
+const ATTEMPT_PREFIX = 'rg_sia_';
+
+/** The keyed hash of an attempt token (the database keeps only that) */
+const attemptHash = (secret: string, attempt: string) => hashToken(secret, `signin_attempt:${attempt}`);
+
 const email = doc(z.email().max(320), 'The e-mail address to sign in with (case does not matter).', 'ada@example.com');
 
 const LoginCodeRequest = z.strictObject({ email }).meta({ id: 'LoginCodeRequest', description: 'Where to send a sign-in code.' });
 
 const LoginCodeRequested = z
   .object({
+    attempt: doc(
+      z.string(),
+      'The sign-in attempt the code belongs to: send it back with the code (also set as the `rowgate_signin` cookie).',
+      'rg_sia_3kTq9ZbW2xYhV7mN0pLr5sDcF8gJ1aQeUo4iK6tBnMz',
+    ),
     email: doc(z.string(), 'The address the code was sent to (lower-case).', 'ada@example.com'),
     expires_in: doc(z.number().int(), 'Seconds the code stays valid.', 900),
   })
@@ -49,8 +67,21 @@ const LoginCodeAuthenticate = z
   .strictObject({
     email,
     code: doc(z.string().min(1).max(64), 'The code from the e-mail (case, spaces and dashes do not matter).', 'K7QM-4XPA'),
+    attempt: doc(
+      z.string().min(1).max(128).optional(),
+      'The attempt answered when the code was asked for; without it, the `rowgate_signin` cookie.',
+      'rg_sia_3kTq9ZbW2xYhV7mN0pLr5sDcF8gJ1aQeUo4iK6tBnMz',
+    ),
   })
-  .meta({ id: 'LoginCodeAuthenticate', description: 'An address and the code mailed to it.' });
+  .meta({ id: 'LoginCodeAuthenticate', description: 'An address, the code mailed to it and the attempt it was issued to.' });
+
+/** The attempt of the `rowgate_signin` cookie, if the request carries one */
+function signinCookie(req: Request): string | undefined {
+  const header = req.headers.cookie;
+  if (!header) return undefined;
+  const value = parseCookie(header)[SIGNIN_COOKIE];
+  return value && value.length <= 128 ? value : undefined;
+}
 
 const userColumns = ['id', 'email', 'name', 'avatar_url', 'is_admin', 'created_at', 'updated_at'] as const;
 
@@ -61,24 +92,25 @@ export const loginCodeRoutes = [
     operationId: 'login_code:request',
     summary: 'Send a sign-in code by e-mail',
     description:
-      'Mails a code valid 15 minutes to the address, whether or not a user has it (202 either way; the first sign-in creates the user). Without a configured mail server the code goes to the development outbox only (`npx rowgate mail outbox`). At most 5 codes per address per 15 minutes (429).',
+      'Mails a code valid 15 minutes to the address, whether or not a user has it (202 either way; the first sign-in creates the user), and answers the attempt the code belongs to, also set as the `rowgate_signin` cookie. Without a configured mail server the code goes to the development outbox only (`npx rowgate mail outbox`). A client address may ask for 5 codes an hour for one e-mail address and 20 an hour in all (429, the same for known and unknown addresses).',
     tag: 'sign-in',
     body: LoginCodeRequest,
     status: 202,
     response: LoginCodeRequested,
     errors: [429],
-    handler: async ({ tx, body, secret, mailer }) => {
+    handler: async ({ tx, body, secret, mailer, req, res }) => {
       const address = body.email.toLowerCase();
       const code = generateLoginCode();
+      const attempt = randomToken(ATTEMPT_PREFIX);
       const row = await tx.one<{ status: 'created' | 'rate_limited'; expires_in: number; retry_after: number }>(
-        'select status, expires_in, retry_after from rowgate.request_login_code($1, $2)',
-        [address, loginCodeHash(secret, address, code)],
+        'select status, expires_in, retry_after from rowgate.request_login_code($1, $2, $3, $4)',
+        [address, loginCodeHash(secret, address, code), attemptHash(secret, attempt), requestClient(req)],
       );
       if (row!.status !== 'created') {
         throw new ApiError(
           429,
           'TooManyRequests',
-          `Too many codes were asked for this address; try again in ${minutes(row!.retry_after)}`,
+          `Too many sign-in codes were asked for from this client; try again in ${minutes(row!.retry_after)}`,
           {
             'Retry-After': String(row!.retry_after),
           },
@@ -93,7 +125,14 @@ export const loginCodeRoutes = [
         },
         tx,
       );
-      return { email: address, expires_in: row!.expires_in };
+      res.cookie(SIGNIN_COOKIE, attempt, {
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: req.secure,
+        path: SIGNIN_COOKIE_PATH,
+        maxAge: row!.expires_in * 1000,
+      });
+      return { attempt, email: address, expires_in: row!.expires_in };
     },
   }),
   anonymousRoute({
@@ -102,23 +141,25 @@ export const loginCodeRoutes = [
     operationId: 'login_code:authenticate',
     summary: 'Sign in with an e-mail code',
     description:
-      'Checks the code mailed to the address and signs in: answers the user (created on the first sign-in) and sets the `rowgate_session` cookie (a 31-day web session). A wrong, used or expired code is a 401; wrong codes cost the address that sends them (10 per 15 minutes, then 429) and never stop the codes mailed to the owner.',
+      'Checks the code mailed to the address, with the attempt it was issued to (from the body, else the `rowgate_signin` cookie), and signs in: answers the user (created on the first sign-in) and sets the `rowgate_session` cookie (a 31-day web session). A wrong, used or expired code, or a code with another attempt or none, is a 401; after 5 wrong codes the attempt is over (every later code is a 401, the right one too: ask for a new code).',
     tag: 'sign-in',
     body: LoginCodeAuthenticate,
     status: 200,
     response: UserRead,
     errors: [401],
-    handler: async ({ tx, body, secret, res }) => {
+    handler: async ({ tx, body, secret, req, res }) => {
       const address = body.email.toLowerCase();
+      const attempt = body.attempt ?? signinCookie(req);
+      // no attempt: nothing to count against, and no code can match
+      if (!attempt) return unauthorized('The code is wrong, used or expired', false);
       const token = generateToken('web_session');
       const row = await tx.one<Record<(typeof userColumns)[number], unknown> & { status: string; session_expires_at: string }>(
-        `select status, ${userColumns.join(', ')}, session_expires_at from rowgate.authenticate_login_code($1, $2, $3)`,
-        [address, loginCodeHash(secret, address, body.code), hashToken(secret, token)],
+        `select status, ${userColumns.join(', ')}, session_expires_at from rowgate.authenticate_login_code($1, $2, $3, $4)`,
+        [address, loginCodeHash(secret, address, body.code), attemptHash(secret, attempt), hashToken(secret, token)],
       );
-      // the attempt's wrong-code point stays spent only if the code was wrong (the rate limits reserved it)
-      codeChecked(res, row?.status === 'ok');
-      // returned, not thrown: the failed attempt is counted and committed
+      // returned, not thrown: the wrong code is counted against its attempt and committed
       if (row?.status !== 'ok') return unauthorized('The code is wrong, used or expired', false);
+      res.clearCookie(SIGNIN_COOKIE, { httpOnly: true, sameSite: 'lax', secure: req.secure, path: SIGNIN_COOKIE_PATH });
       setSessionCookie(res, token, row.session_expires_at);
       return Object.fromEntries(userColumns.map((c) => [c, row[c]]));
     },
