@@ -1,15 +1,12 @@
 // Operating (SPEC §14, issue 13): answers no cache keeps, bounded 422s, a
 // statement timeout as 504 Timeout with a warning line, HTTP connections that
 // do not stay open for ever, a statement timeout that works.
-import { IncomingMessage, ServerResponse } from 'node:http';
 import net from 'node:net';
-import express from 'express';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { ECHOED_CHARACTERS, MAX_ISSUES } from '../src/http/errors.ts';
 import { listen } from '../src/http/listen.ts';
-import { expressServerClasses } from '../src/http/express-classes.ts';
 import { createHttpServer } from '../src/http/server.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
@@ -158,38 +155,6 @@ describe('a statement past the statement timeout is 504 Timeout, naming the limi
     const other = fromDatabaseError({ code: '23514', constraint: 'orders_amount_check', message: 'new row … violates check constraint' });
     expect(other).toBeNull();
   });
-});
-
-test("a request's objects are born with the Express app's prototypes: Express never swaps them (docs/performance.md)", async () => {
-  const swaps: string[] = [];
-  const setPrototypeOf = Object.setPrototypeOf;
-  const spy = vi.spyOn(Object, 'setPrototypeOf').mockImplementation((target: object, prototype: object | null) => {
-    const http = target instanceof IncomingMessage || target instanceof ServerResponse;
-    if (http && Object.getPrototypeOf(target) !== prototype) swaps.push(target.constructor.name);
-    return setPrototypeOf(target, prototype);
-  });
-  try {
-    const [me, missing] = await Promise.all([
-      app.request('GET', '/v1/users/me', { session: ann.session }),
-      app.request('GET', '/v1/no-such-route', { token: pat }),
-    ]);
-    expect([me.status, missing.status], JSON.stringify(me.body)).toEqual([200, 404]);
-    expect(spy).toHaveBeenCalled();
-  } finally {
-    spy.mockRestore();
-  }
-  expect(swaps).toEqual([]);
-});
-
-test("the born objects' constructors: only for an Express app's prototypes, with Node's statics", () => {
-  // a listener that merely has such properties keeps Node's own classes
-  expect(expressServerClasses(Object.assign(() => {}, { request: {}, response: {} }))).toEqual({});
-  const classes = expressServerClasses(express());
-  expect(typeof classes.IncomingMessage?.from).toBe('function');
-  const socket = new net.Socket();
-  const req = new classes.IncomingMessage!(socket);
-  expect(req).toBeInstanceOf(IncomingMessage);
-  socket.destroy();
 });
 
 describe('idle and slow HTTP connections are closed', () => {

@@ -7,7 +7,6 @@ import type pg from 'pg';
 import { AnswerCache } from '../auth/answer-cache.ts';
 import { RecentCredentials } from '../auth/recent-credentials.ts';
 import { createApp } from './app.ts';
-import { expressServerClasses } from './express-classes.ts';
 import { type Peers, tellInBatches } from './cluster-messages.ts';
 import { listen } from './listen.ts';
 import { setPublicUrl } from './public-url.ts';
@@ -94,7 +93,7 @@ export function createHttpServer(
   options: { statementTimeoutMs: number; timeouts?: Partial<typeof HTTP_TIMEOUTS>; logger?: Logger },
 ): Server {
   const timeouts = { ...HTTP_TIMEOUTS, ...options.timeouts };
-  const server = createServer({ ...timeouts, ...expressServerClasses(listener) }, listener);
+  const server = createServer(timeouts, listener);
   server.keepAliveTimeout = timeouts.keepAliveTimeout;
   server.setTimeout(Math.max(120_000, 2 * options.statementTimeoutMs));
   answerClientErrors(server, options.logger ? accessLog(options.logger) : undefined);
