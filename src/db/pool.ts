@@ -83,18 +83,6 @@ export function statementName(text: string) {
   return name;
 }
 
-/**
- * Holds back a connection's writes until `release()`, so that statements
- * queued together leave in one write: every write that wakes PostgreSQL costs
- * the server's single thread more wall time than its CPU accounting shows
- * (docs/performance.md). pg corks the same stream around each statement it sends.
- */
-export function corked(client: pg.PoolClient): { release(): void } {
-  const stream = (client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
-  stream?.cork?.();
-  return { release: () => stream?.uncork?.() };
-}
-
 /** A transaction's queries: every one parameterised and prepared once per connection. */
 export class Tx {
   readonly client: pg.PoolClient;
@@ -139,7 +127,7 @@ export class Tx {
 
   /**
    * Declares the next statement the transaction's last. In a read its commit
-   * leaves with it, in the same write, instead of after its answer (one round
+   * is pipelined right behind it instead of sent after its answer (one round
    * trip less), and nothing may follow it; in a write nothing changes. The
    * pipeline declares it before a JSON read's handler runs.
    */
@@ -148,7 +136,7 @@ export class Tx {
   }
 
   /**
-   * The transaction's last statement, sent with its commit in one write; its
+   * The transaction's last statement, its commit pipelined right behind it; its
    * answer does not wait for the commit (inTransaction does, for a write).
    */
   async withCommit<T extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T | undefined> {
@@ -157,44 +145,31 @@ export class Tx {
   }
 
   private sendWithCommit<T extends object>(text: string, values: unknown[]): Promise<pg.QueryResult<T>> {
-    const writes = corked(this.client);
-    try {
-      const answer = this.send<T>(text, values);
-      this.commitWithNext = false;
-      this.committed = this.client.query('commit');
-      this.committed.catch(() => {}); // settled by inTransaction
-      return answer;
-    } finally {
-      writes.release();
-    }
+    const answer = this.send<T>(text, values);
+    this.commitWithNext = false;
+    this.committed = this.client.query('commit');
+    this.committed.catch(() => {}); // settled by inTransaction
+    return answer;
   }
 }
 
 /**
  * Runs `work` in one transaction on a pooled connection; rolls back on any error.
- * `begin` is pipelined with the first statement of `work`, in one write. With
- * `deferCommit` (reads), the answer does not wait for the commit: the
- * connection goes back to the pool once the commit is done, and what follows
- * on it queues behind; and a read's last statement may carry the commit with it
- * (`Tx.lastStatementNext`).
+ * `begin` is pipelined with the first statement of `work`: they leave without
+ * waiting for each other's answers. With `deferCommit` (reads), the answer does
+ * not wait for the commit: the connection goes back to the pool once the commit
+ * is done, and what follows on it queues behind; and a read's last statement
+ * may carry the commit with it (`Tx.lastStatementNext`).
  */
 export async function inTransaction<T>(pool: pg.Pool, work: (tx: Tx) => Promise<T>, options: { deferCommit?: boolean } = {}): Promise<T> {
   const client = await pool.connect();
   const settings = poolSettings.get(pool);
   const tx = new Tx(client, settings?.named ?? true, options.deferCommit ?? false);
-  // `begin` and what `work` sends before it first waits leave together
-  const writes = corked(client);
   const begun = client.query(settings?.begin ?? 'begin');
   begun.catch(() => {}); // awaited below; its failure also fails the first statement
   let result: T;
   try {
-    let working: Promise<T>;
-    try {
-      working = work(tx);
-    } finally {
-      writes.release();
-    }
-    result = await working;
+    result = await work(tx);
     await begun;
   } catch (error) {
     tx.ended = true;

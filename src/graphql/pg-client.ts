@@ -4,12 +4,11 @@
 // statement, COMMIT), each on a connection of its own.
 //
 // A query's statements that grafast asks for together (a page and its
-// totalCount) are one transaction in one write: BEGIN with the timeouts, the
-// request's role and settings (src/auth/authenticate.ts: exactly what REST
-// sets; in a query's first transaction the authentication statement itself,
-// which applies them: src/graphql/deferred-authentication.ts), the
-// statements, COMMIT. Every write wakes PostgreSQL, and on this machine that
-// holds the writing thread far longer than the work (docs/performance.md). A connection is held only while its statements run,
+// totalCount) are one transaction, pipelined in one round trip: BEGIN with the
+// timeouts, the request's role and settings (src/auth/authenticate.ts: exactly
+// what REST sets; in a query's first transaction the authentication statement
+// itself, which applies them: src/graphql/deferred-authentication.ts), the
+// statements, COMMIT. A connection is held only while its statements run,
 // never while grafast plans or writes the answer: a request that held its
 // connection from authentication to answer made the pool the bound.
 //
@@ -25,7 +24,7 @@
 // Prepared statements follow the pool's configuration (none behind an old
 // PgBouncer), at most a hundred per connection (src/graphql/prepared-statements.ts).
 import type pg from 'pg';
-import { corked, poolStatements, statementName } from '../db/pool.ts';
+import { poolStatements, statementName } from '../db/pool.ts';
 import { authenticatesNobody, type DeferredAuthentication } from './deferred-authentication.ts';
 import { deallocateEvicted, forgetPrepared, IN_FAILED_TRANSACTION, NOT_PREPARED, preparedName } from './prepared-statements.ts';
 
@@ -129,8 +128,8 @@ const MAX_RETRIES = 20;
 
 /**
  * The statements of one query (a GraphQL operation that only reads). Those
- * asked for in one turn of the event loop share a transaction that leaves in
- * one write: BEGIN (with the timeouts), the settings, the statements, COMMIT.
+ * asked for in one turn of the event loop share a transaction, pipelined in
+ * one round trip: BEGIN (with the timeouts), the settings, the statements, COMMIT.
  * Statements asked for later take the next such transaction; under READ
  * COMMITTED each statement reads its own snapshot in any case.
  */
@@ -193,20 +192,18 @@ export class ReadTransactions {
         client.release();
         throw authenticatesNobody();
       }
-      const writes = corked(client);
       deallocateEvicted(client);
       client.query(begin).catch(() => {}); // a failure fails the statements behind it
       if (authentication && authentication.settings === undefined) authentication.sendOn(client, named);
       else applySettings(client, named, authentication?.settings ?? this.settings).catch(() => {});
       // the statements waiting for the connection, and those asked for in this
-      // turn, join the write; then COMMIT (ROLLBACK after a failure) closes it
+      // turn, join the pipeline; then COMMIT (ROLLBACK after a failure) closes it
       setImmediate(() => {
         if (this.current === ready) this.current = null;
         client.query('commit').then(
           () => client.release(),
           () => client.release(true),
         );
-        writes.release();
       });
       return client;
     });
@@ -226,11 +223,10 @@ export function forQuery(pool: pg.Pool, settings: Settings, fallBack?: FallBack,
   return reads.settings;
 }
 
-/** A mutation's transaction: BEGIN, the settings and the first statement in one write; committed before the answer. */
+/** A mutation's transaction: BEGIN, the settings and the first statement pipelined; committed before the answer. */
 async function inOwnTransaction<T>(pool: pg.Pool, settings: Settings, callback: (client: PgClient) => T | Promise<T>): Promise<T> {
   const { begin, named } = poolStatements(pool);
   const client = await pool.connect();
-  const writes = corked(client);
   deallocateEvicted(client);
   const begun = client.query(begin);
   const applied = applySettings(client, named, settings);
@@ -238,13 +234,7 @@ async function inOwnTransaction<T>(pool: pg.Pool, settings: Settings, callback: 
   applied.catch(() => {}); // awaited below; their failure fails the first statement too
   let result: T;
   try {
-    let working: T | Promise<T>;
-    try {
-      working = callback(wrap(client, named, 1));
-    } finally {
-      writes.release();
-    }
-    result = await working;
+    result = await callback(wrap(client, named, 1));
     await begun;
     await applied;
   } catch (error) {

@@ -28,7 +28,7 @@
 //     (a write's commit has not left yet: idempotency keys record the answer here).
 //
 // Speed lives here and in src/db/pool.ts, not in handlers: `begin`, the authentication
-// and a JSON read's statements leave in one write (a JSON read's handler starts before
+// and a JSON read's statements are pipelined (a JSON read's handler starts before
 // the authentication has answered: until the role is switched its statements run as
 // rowgate_authenticator, which may read nothing, so a bad credential only makes them
 // fail, and the answer is still decided in the order above); a JSON read runs one
