@@ -104,6 +104,29 @@ describe("a write's Rowgate-Consistency token", () => {
       post('/v1/products/', { organization_id: organizationId, name: 'rest', price_amount: 1, price_currency: 'usd' }),
     );
   });
+
+  test('a GraphQL mutation', async () => {
+    const answer = await expectWrittenAt(() => post('/graphql', { query: CREATE, variables: { organizationId, name: 'graphql' } }));
+    expect(answer.body.errors).toBeUndefined();
+  });
+
+  test("a GraphQL document of two mutations: the later one's", async () => {
+    const two = `mutation ($organizationId: UUID!) {
+      a: createProduct(input: { product: { organizationId: $organizationId, name: "a", priceAmount: "1", priceCurrency: "usd" } }) { product { rowId } }
+      b: createProduct(input: { product: { organizationId: $organizationId, name: "b", priceAmount: "1", priceCurrency: "usd" } }) { product { rowId } }
+    }`;
+    const answer = await expectWrittenAt(() => post('/graphql', { query: two, variables: { organizationId } }));
+    expect(Object.keys(answer.body.data)).toEqual(['a', 'b']);
+  });
+
+  test('a GraphQL query carries none; nor does a refused mutation', async () => {
+    const read = await post('/graphql', { query: '{ allProducts(first: 1) { totalCount } }' });
+    expect(read.status).toBe(200);
+    expect(read.token).toBeNull();
+    const refused = await post('/graphql', { query: CREATE, variables: { organizationId: crypto.randomUUID(), name: 'nowhere' } });
+    expect(refused.body.errors?.length).toBeGreaterThan(0);
+    expect(refused.token).toBeNull();
+  });
 });
 
 test("a transaction asked for its position gets it from its commit's own answer", async () => {

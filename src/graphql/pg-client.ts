@@ -24,7 +24,7 @@
 // Prepared statements follow the pool's configuration (none behind an old
 // PgBouncer), at most a hundred per connection (src/graphql/prepared-statements.ts).
 import type pg from 'pg';
-import { poolStatements, statementName } from '../db/pool.ts';
+import { commitAtPosition, poolStatements, statementName } from '../db/pool.ts';
 import { authenticatesNobody, type DeferredAuthentication } from './deferred-authentication.ts';
 import { deallocateEvicted, forgetPrepared, IN_FAILED_TRANSACTION, NOT_PREPARED, preparedName } from './prepared-statements.ts';
 
@@ -223,8 +223,28 @@ export function forQuery(pool: pg.Pool, settings: Settings, fallBack?: FallBack,
   return reads.settings;
 }
 
-/** A mutation's transaction: BEGIN, the settings and the first statement pipelined; committed before the answer. */
-async function inOwnTransaction<T>(pool: pg.Pool, settings: Settings, callback: (client: PgClient) => T | Promise<T>): Promise<T> {
+/** What a mutation's commits tell: the WAL position after each (src/db/consistency.ts), awaited before the mutation's result */
+type Committed = (position: string | null) => Promise<void>;
+const mutationCommits = new WeakMap<object, Committed>();
+
+/** The settings object PostGraphile will hand back for a mutation whose commits tell `committed` their WAL position. */
+export function forMutation(settings: Settings, committed: Committed): Settings {
+  const own = { ...settings };
+  mutationCommits.set(own, committed);
+  return own;
+}
+
+/**
+ * A mutation's transaction: BEGIN, the settings and the first statement
+ * pipelined; committed before the answer, the WAL position after the commit
+ * read in the commit's round trip when `committed` wants it.
+ */
+async function inOwnTransaction<T>(
+  pool: pg.Pool,
+  settings: Settings,
+  callback: (client: PgClient) => T | Promise<T>,
+  committed?: Committed,
+): Promise<T> {
   const { begin, named } = poolStatements(pool);
   const client = await pool.connect();
   deallocateEvicted(client);
@@ -244,14 +264,16 @@ async function inOwnTransaction<T>(pool: pg.Pool, settings: Settings, callback: 
     );
     throw error;
   }
-  const committed = client.query('commit').then(
-    () => client.release(),
-    (error: unknown) => {
-      client.release(true);
-      throw error;
-    },
-  );
-  await committed;
+  let position: string | null = null;
+  try {
+    if (committed) position = await commitAtPosition(client);
+    else await client.query('commit');
+  } catch (error) {
+    client.release(true);
+    throw error;
+  }
+  client.release();
+  await committed?.(position);
   return result;
 }
 
@@ -282,7 +304,7 @@ export function makeWithPgClient(pool: pg.Pool): WithPgClient {
     }
     const reads = readTransactions.get(settings);
     // a mutation's: a transaction of its own, committed before the answer
-    if (!reads) return inOwnTransaction(pool, settings, callback);
+    if (!reads) return inOwnTransaction(pool, settings, callback, mutationCommits.get(settings));
     return callback({
       get rawClient(): pg.PoolClient {
         throw new Error('a query statement has no connection of its own');
