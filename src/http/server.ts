@@ -1,7 +1,7 @@
 // Starting and stopping rowgate: the database (embedded or given), the roles and
 // migrations, the pool, the HTTP server; stopping in the reverse order.
 import { randomUUID } from 'node:crypto';
-import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type pg from 'pg';
 import { AnswerCache } from '../auth/answer-cache.ts';
@@ -34,9 +34,13 @@ import { WebhookWorker } from '../webhooks/worker.ts';
  * (test/fuzz): a 16 KiB query string was a bare `431` with no body.
  */
 function answerClientErrors(server: Server, logAnswer?: (line: AccessLine) => void) {
+  // the last response of each connection: once its headers are out and until it ends, an answer
+  // written to the socket would land inside it (Node's own handler destroys the socket then too)
+  const responses = new WeakMap<Duplex, ServerResponse>();
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => responses.set(req.socket, res));
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
-    const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-    if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    const inFlight = responses.get(socket);
+    if (error.code === 'ECONNRESET' || !socket.writable || (inFlight?.headersSent && !inFlight.writableFinished)) {
       socket.destroy();
       return;
     }
