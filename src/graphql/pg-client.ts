@@ -26,7 +26,7 @@
 import type pg from 'pg';
 import { commitAtPosition, poolStatements, statementName } from '../db/pool.ts';
 import { authenticatesNobody, type DeferredAuthentication } from './deferred-authentication.ts';
-import { deallocateEvicted, forgetPrepared, IN_FAILED_TRANSACTION, NOT_PREPARED, preparedName } from './prepared-statements.ts';
+import { IN_FAILED_TRANSACTION, NOT_PREPARED, preparedName, retired } from './prepared-statements.ts';
 
 interface PgQuery {
   text: string;
@@ -87,14 +87,7 @@ function runQuery<T>(client: pg.PoolClient, named: boolean, { text, values, arra
   if (raw) config.types = AS_WRITTEN;
   if (arrayMode) config.rowMode = 'array';
   if (named && name) config.name = preparedName(client, name);
-  return client.query(config as pg.QueryConfig).then(
-    ({ rows, rowCount }) => ({ rows: rows as T[], rowCount }),
-    (error: unknown) => {
-      // not prepared after all (src/graphql/prepared-statements.ts): the next attempt sends its Parse
-      if (config.name && (error as { code?: string })?.code === NOT_PREPARED) forgetPrepared(client, config.name);
-      throw error;
-    },
-  );
+  return client.query(config as pg.QueryConfig).then(({ rows, rowCount }) => ({ rows: rows as T[], rowCount }));
 }
 
 /** A client in a transaction already; withTransaction nests savepoints. */
@@ -192,7 +185,6 @@ export class ReadTransactions {
         client.release();
         throw authenticatesNobody();
       }
-      deallocateEvicted(client);
       client.query(begin).catch(() => {}); // a failure fails the statements behind it
       if (authentication && authentication.settings === undefined) authentication.sendOn(client, named);
       else applySettings(client, named, authentication?.settings ?? this.settings).catch(() => {});
@@ -201,7 +193,7 @@ export class ReadTransactions {
       setImmediate(() => {
         if (this.current === ready) this.current = null;
         client.query('commit').then(
-          () => client.release(),
+          () => client.release(retired(client)),
           () => client.release(true),
         );
       });
@@ -247,7 +239,6 @@ async function inOwnTransaction<T>(
 ): Promise<T> {
   const { begin, named } = poolStatements(pool);
   const client = await pool.connect();
-  deallocateEvicted(client);
   const begun = client.query(begin);
   const applied = applySettings(client, named, settings);
   begun.catch(() => {});
@@ -259,7 +250,7 @@ async function inOwnTransaction<T>(
     await applied;
   } catch (error) {
     await client.query('rollback').then(
-      () => client.release(),
+      () => client.release(retired(client)),
       () => client.release(true),
     );
     throw error;
@@ -272,7 +263,7 @@ async function inOwnTransaction<T>(
     client.release(true);
     throw error;
   }
-  client.release();
+  client.release(retired(client));
   await committed?.(position);
   return result;
 }
@@ -295,7 +286,7 @@ export function makeWithPgClient(pool: pg.Pool): WithPgClient {
         // (PostGraphile's introspection: pg's parsers, as its own adaptor has them)
         const result = await callback(wrap(client, named, 0, false));
         await client.query('commit');
-        client.release();
+        client.release(retired(client));
         return result;
       } catch (error) {
         client.release(true);
