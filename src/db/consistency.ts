@@ -1,6 +1,6 @@
 // Read-your-writes past one server (SPEC §19). A write's answer carries
-// `Rowgate-Consistency`: the primary's WAL position read after its commit, so
-// at or past the commit record. A later request that sends it back (to any
+// `Rowgate-Consistency`: the primary's WAL position read after its commit (in
+// the commit's own round trip: src/db/pool.ts), so at or past the commit record. A later request that sends it back (to any
 // instance), or that comes with the same credential to the same instance (which
 // remembers the last position per credential), is answered from data at least
 // that recent: a standby is used only once it has replayed past it
@@ -103,13 +103,14 @@ export class Consistency {
 
   /**
    * After a write committed: the token its answer carries, remembered for the
-   * credential. Undefined when the primary cannot say (the write stands; only
-   * the token is missing).
+   * credential. `committedAt`: the position its commit brought back (src/db/pool.ts,
+   * inTransaction's `position`); without it the primary is asked. Undefined
+   * when the primary cannot say (the write stands; only the token is missing).
    */
-  async written(credentialKey: string | undefined): Promise<string | undefined> {
-    let position: Position | null = null;
+  async written(credentialKey: string | undefined, committedAt?: string | null): Promise<string | undefined> {
+    let position: Position | null = parsePosition(committedAt);
     try {
-      position = parsePosition((await this.primary.query<{ position: string }>(CURRENT_POSITION)).rows[0]?.position);
+      position ??= parsePosition((await this.primary.query<{ position: string }>(CURRENT_POSITION)).rows[0]?.position);
     } catch {
       return undefined;
     }

@@ -84,15 +84,20 @@ export function statementName(text: string) {
 }
 
 /**
- * Holds back a connection's writes until `release()`, so that statements
- * queued together leave in one write: every write that wakes PostgreSQL costs
- * the server's single thread more wall time than its CPU accounting shows
- * (docs/performance.md). pg corks the same stream around each statement it sends.
+ * A write's commit and the primary's WAL position after it, in one simple
+ * query: one round trip, and the position is at or past the commit record
+ * (src/db/consistency.ts). The select runs in a transaction of its own, after
+ * the commit; a commit that fails fails the query and the select never runs.
  */
-export function corked(client: pg.PoolClient): { release(): void } {
-  const stream = (client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
-  stream?.cork?.();
-  return { release: () => stream?.uncork?.() };
+const COMMIT_AT_POSITION = 'commit; select pg_current_wal_insert_lsn()::text as position';
+
+/** Commits the client's transaction and answers the WAL position after the commit (null if the primary did not say). */
+export function commitAtPosition(client: pg.ClientBase): Promise<string | null> {
+  // several statements in one simple query: pg answers with one result a statement
+  return client.query(COMMIT_AT_POSITION).then((results: unknown) => {
+    const rows = Array.isArray(results) ? (results[1] as pg.QueryResult<{ position: string }> | undefined)?.rows : undefined;
+    return rows?.[0]?.position ?? null;
+  });
 }
 
 /** A transaction's queries: every one parameterised and prepared once per connection. */
@@ -105,10 +110,23 @@ export class Tx {
   private commitWithNext = false;
   /** that commit, once sent */
   committed?: Promise<unknown>;
-  constructor(client: pg.PoolClient, named = true, read = false) {
+  /** its commit reads the WAL position after it (inTransaction's `position`) */
+  private readonly positioned: boolean;
+  /** the primary's WAL position after the commit, once committed, when asked for; null if it could not say */
+  position?: string | null;
+  constructor(client: pg.PoolClient, named = true, read = false, positioned = false) {
     this.client = client;
     this.named = named;
     this.read = read;
+    this.positioned = positioned;
+  }
+
+  /** Sends the commit (with the position after it, when asked for). */
+  commit(): Promise<unknown> {
+    if (!this.positioned) return this.client.query('commit');
+    return commitAtPosition(this.client).then((position) => {
+      this.position = position;
+    });
   }
 
   /** set when the transaction ends: a statement after it is a bug, never sent */
@@ -139,7 +157,7 @@ export class Tx {
 
   /**
    * Declares the next statement the transaction's last. In a read its commit
-   * leaves with it, in the same write, instead of after its answer (one round
+   * is pipelined right behind it instead of sent after its answer (one round
    * trip less), and nothing may follow it; in a write nothing changes. The
    * pipeline declares it before a JSON read's handler runs.
    */
@@ -148,7 +166,7 @@ export class Tx {
   }
 
   /**
-   * The transaction's last statement, sent with its commit in one write; its
+   * The transaction's last statement, its commit pipelined right behind it; its
    * answer does not wait for the commit (inTransaction does, for a write).
    */
   async withCommit<T extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T | undefined> {
@@ -157,44 +175,37 @@ export class Tx {
   }
 
   private sendWithCommit<T extends object>(text: string, values: unknown[]): Promise<pg.QueryResult<T>> {
-    const writes = corked(this.client);
-    try {
-      const answer = this.send<T>(text, values);
-      this.commitWithNext = false;
-      this.committed = this.client.query('commit');
-      this.committed.catch(() => {}); // settled by inTransaction
-      return answer;
-    } finally {
-      writes.release();
-    }
+    const answer = this.send<T>(text, values);
+    this.commitWithNext = false;
+    this.committed = this.commit();
+    this.committed.catch(() => {}); // settled by inTransaction
+    return answer;
   }
 }
 
 /**
  * Runs `work` in one transaction on a pooled connection; rolls back on any error.
- * `begin` is pipelined with the first statement of `work`, in one write. With
- * `deferCommit` (reads), the answer does not wait for the commit: the
- * connection goes back to the pool once the commit is done, and what follows
- * on it queues behind; and a read's last statement may carry the commit with it
- * (`Tx.lastStatementNext`).
+ * `begin` is pipelined with the first statement of `work`: they leave without
+ * waiting for each other's answers. With `deferCommit` (reads), the answer does
+ * not wait for the commit: the connection goes back to the pool once the commit
+ * is done, and what follows on it queues behind; and a read's last statement
+ * may carry the commit with it (`Tx.lastStatementNext`). With `position`
+ * (writes), the commit reads the primary's WAL position after it, in the same
+ * round trip (`Tx.position`).
  */
-export async function inTransaction<T>(pool: pg.Pool, work: (tx: Tx) => Promise<T>, options: { deferCommit?: boolean } = {}): Promise<T> {
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  work: (tx: Tx) => Promise<T>,
+  options: { deferCommit?: boolean; position?: boolean } = {},
+): Promise<T> {
   const client = await pool.connect();
   const settings = poolSettings.get(pool);
-  const tx = new Tx(client, settings?.named ?? true, options.deferCommit ?? false);
-  // `begin` and what `work` sends before it first waits leave together
-  const writes = corked(client);
+  const tx = new Tx(client, settings?.named ?? true, options.deferCommit ?? false, options.position ?? false);
   const begun = client.query(settings?.begin ?? 'begin');
   begun.catch(() => {}); // awaited below; its failure also fails the first statement
   let result: T;
   try {
-    let working: Promise<T>;
-    try {
-      working = work(tx);
-    } finally {
-      writes.release();
-    }
-    result = await working;
+    result = await work(tx);
     await begun;
   } catch (error) {
     tx.ended = true;
@@ -205,7 +216,7 @@ export async function inTransaction<T>(pool: pg.Pool, work: (tx: Tx) => Promise<
     throw error;
   }
   tx.ended = true;
-  const committed = (tx.committed ?? client.query('commit')).then(
+  const committed = (tx.committed ?? tx.commit()).then(
     () => client.release(),
     (error: unknown) => {
       client.release(true);

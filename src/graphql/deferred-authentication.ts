@@ -1,12 +1,10 @@
 // A GraphQL query's authentication, sent in its first read transaction instead
 // of a round trip of its own before it, as REST sends it in its request's
-// transaction (docs/performance.md, GraphQL). Every write that wakes
-// PostgreSQL holds the server's thread on this machine, and the page's were
-// three: the authentication, the read transaction, the answer.
+// transaction (docs/performance.md, GraphQL): one round trip less.
 //
 // The read transaction is BEGIN, the authentication statement (which applies
 // the role and settings itself: src/auth/authenticate.ts), the statements,
-// COMMIT, in one write. When the credential authenticates nobody, the
+// COMMIT, pipelined. When the credential authenticates nobody, the
 // statements behind it run as rowgate_authenticator, which reads nothing, and
 // their answer is never sent: the answer waits for the credential's verdict
 // (`holdAnswer`) and a credential that authenticates nobody gets REST's 401,

@@ -4,12 +4,11 @@
 // statement, COMMIT), each on a connection of its own.
 //
 // A query's statements that grafast asks for together (a page and its
-// totalCount) are one transaction in one write: BEGIN with the timeouts, the
-// request's role and settings (src/auth/authenticate.ts: exactly what REST
-// sets; in a query's first transaction the authentication statement itself,
-// which applies them: src/graphql/deferred-authentication.ts), the
-// statements, COMMIT. Every write wakes PostgreSQL, and on this machine that
-// holds the writing thread far longer than the work (docs/performance.md). A connection is held only while its statements run,
+// totalCount) are one transaction, pipelined in one round trip: BEGIN with the
+// timeouts, the request's role and settings (src/auth/authenticate.ts: exactly
+// what REST sets; in a query's first transaction the authentication statement
+// itself, which applies them: src/graphql/deferred-authentication.ts), the
+// statements, COMMIT. A connection is held only while its statements run,
 // never while grafast plans or writes the answer: a request that held its
 // connection from authentication to answer made the pool the bound.
 //
@@ -25,9 +24,9 @@
 // Prepared statements follow the pool's configuration (none behind an old
 // PgBouncer), at most a hundred per connection (src/graphql/prepared-statements.ts).
 import type pg from 'pg';
-import { corked, poolStatements, statementName } from '../db/pool.ts';
+import { commitAtPosition, poolStatements, statementName } from '../db/pool.ts';
 import { authenticatesNobody, type DeferredAuthentication } from './deferred-authentication.ts';
-import { deallocateEvicted, forgetPrepared, IN_FAILED_TRANSACTION, NOT_PREPARED, preparedName } from './prepared-statements.ts';
+import { IN_FAILED_TRANSACTION, NOT_PREPARED, preparedName, retired } from './prepared-statements.ts';
 
 interface PgQuery {
   text: string;
@@ -88,14 +87,7 @@ function runQuery<T>(client: pg.PoolClient, named: boolean, { text, values, arra
   if (raw) config.types = AS_WRITTEN;
   if (arrayMode) config.rowMode = 'array';
   if (named && name) config.name = preparedName(client, name);
-  return client.query(config as pg.QueryConfig).then(
-    ({ rows, rowCount }) => ({ rows: rows as T[], rowCount }),
-    (error: unknown) => {
-      // not prepared after all (src/graphql/prepared-statements.ts): the next attempt sends its Parse
-      if (config.name && (error as { code?: string })?.code === NOT_PREPARED) forgetPrepared(client, config.name);
-      throw error;
-    },
-  );
+  return client.query(config as pg.QueryConfig).then(({ rows, rowCount }) => ({ rows: rows as T[], rowCount }));
 }
 
 /** A client in a transaction already; withTransaction nests savepoints. */
@@ -129,8 +121,8 @@ const MAX_RETRIES = 20;
 
 /**
  * The statements of one query (a GraphQL operation that only reads). Those
- * asked for in one turn of the event loop share a transaction that leaves in
- * one write: BEGIN (with the timeouts), the settings, the statements, COMMIT.
+ * asked for in one turn of the event loop share a transaction, pipelined in
+ * one round trip: BEGIN (with the timeouts), the settings, the statements, COMMIT.
  * Statements asked for later take the next such transaction; under READ
  * COMMITTED each statement reads its own snapshot in any case.
  */
@@ -193,20 +185,17 @@ export class ReadTransactions {
         client.release();
         throw authenticatesNobody();
       }
-      const writes = corked(client);
-      deallocateEvicted(client);
       client.query(begin).catch(() => {}); // a failure fails the statements behind it
       if (authentication && authentication.settings === undefined) authentication.sendOn(client, named);
       else applySettings(client, named, authentication?.settings ?? this.settings).catch(() => {});
       // the statements waiting for the connection, and those asked for in this
-      // turn, join the write; then COMMIT (ROLLBACK after a failure) closes it
+      // turn, join the pipeline; then COMMIT (ROLLBACK after a failure) closes it
       setImmediate(() => {
         if (this.current === ready) this.current = null;
         client.query('commit').then(
-          () => client.release(),
+          () => client.release(retired(client)),
           () => client.release(true),
         );
-        writes.release();
       });
       return client;
     });
@@ -226,42 +215,56 @@ export function forQuery(pool: pg.Pool, settings: Settings, fallBack?: FallBack,
   return reads.settings;
 }
 
-/** A mutation's transaction: BEGIN, the settings and the first statement in one write; committed before the answer. */
-async function inOwnTransaction<T>(pool: pg.Pool, settings: Settings, callback: (client: PgClient) => T | Promise<T>): Promise<T> {
+/** What a mutation's commits tell: the WAL position after each (src/db/consistency.ts), awaited before the mutation's result */
+type Committed = (position: string | null) => Promise<void>;
+const mutationCommits = new WeakMap<object, Committed>();
+
+/** The settings object PostGraphile will hand back for a mutation whose commits tell `committed` their WAL position. */
+export function forMutation(settings: Settings, committed: Committed): Settings {
+  const own = { ...settings };
+  mutationCommits.set(own, committed);
+  return own;
+}
+
+/**
+ * A mutation's transaction: BEGIN, the settings and the first statement
+ * pipelined; committed before the answer, the WAL position after the commit
+ * read in the commit's round trip when `committed` wants it.
+ */
+async function inOwnTransaction<T>(
+  pool: pg.Pool,
+  settings: Settings,
+  callback: (client: PgClient) => T | Promise<T>,
+  committed?: Committed,
+): Promise<T> {
   const { begin, named } = poolStatements(pool);
   const client = await pool.connect();
-  const writes = corked(client);
-  deallocateEvicted(client);
   const begun = client.query(begin);
   const applied = applySettings(client, named, settings);
   begun.catch(() => {});
   applied.catch(() => {}); // awaited below; their failure fails the first statement too
   let result: T;
   try {
-    let working: T | Promise<T>;
-    try {
-      working = callback(wrap(client, named, 1));
-    } finally {
-      writes.release();
-    }
-    result = await working;
+    result = await callback(wrap(client, named, 1));
     await begun;
     await applied;
   } catch (error) {
     await client.query('rollback').then(
-      () => client.release(),
+      () => client.release(retired(client)),
       () => client.release(true),
     );
     throw error;
   }
-  const committed = client.query('commit').then(
-    () => client.release(),
-    (error: unknown) => {
-      client.release(true);
-      throw error;
-    },
-  );
-  await committed;
+  let position: string | null = null;
+  try {
+    if (committed) position = await commitAtPosition(client);
+    else await client.query('commit');
+  } catch (error) {
+    client.release(true);
+    throw error;
+  }
+  client.release(retired(client));
+  await committed?.(position);
   return result;
 }
 
@@ -283,7 +286,7 @@ export function makeWithPgClient(pool: pg.Pool): WithPgClient {
         // (PostGraphile's introspection: pg's parsers, as its own adaptor has them)
         const result = await callback(wrap(client, named, 0, false));
         await client.query('commit');
-        client.release();
+        client.release(retired(client));
         return result;
       } catch (error) {
         client.release(true);
@@ -292,7 +295,7 @@ export function makeWithPgClient(pool: pg.Pool): WithPgClient {
     }
     const reads = readTransactions.get(settings);
     // a mutation's: a transaction of its own, committed before the answer
-    if (!reads) return inOwnTransaction(pool, settings, callback);
+    if (!reads) return inOwnTransaction(pool, settings, callback, mutationCommits.get(settings));
     return callback({
       get rawClient(): pg.PoolClient {
         throw new Error('a query statement has no connection of its own');

@@ -1,70 +1,45 @@
 // Prepared statements of GraphQL's reads and writes on a connection
-// (src/graphql/pg-client.ts): PostGraphile names each statement it sends, and
-// a connection prepares at most PREPARED_PER_CONNECTION of them, the least
-// recently used deallocated (documents vary without bound, and each prepared
-// statement holds memory in its backend).
+// (src/graphql/pg-client.ts): PostGraphile names each statement it sends (a
+// hash of its text), and a connection prepares at most
+// PREPARED_PER_CONNECTION of them: documents vary without bound, and each
+// prepared statement holds memory in its backend and in pg's client. Past
+// that, a statement runs unnamed (parsed each time) and the connection is
+// closed when it goes back to the pool, so that a new one prepares the
+// statements in use now. pg has no API to forget a statement it prepared:
+// after a DEALLOCATE it would skip the Parse of the next statement of that name.
 import type pg from 'pg';
 
 const PREPARED_PER_CONNECTION = 100;
-interface Prepared {
-  /** PostGraphile's name → the name prepared on this connection */
-  names: Map<string, string>;
-  generation: number;
-  /** names to deallocate outside a transaction */
-  evicted: string[];
-}
-const prepared = new WeakMap<pg.PoolClient, Prepared>();
+const prepared = new WeakMap<pg.PoolClient, Set<string>>();
+/** connections that have prepared their share and needed more */
+const full = new WeakSet<pg.PoolClient>();
 
-/**
- * The name to prepare a statement under on this connection, the least recently
- * used ones deallocated. A statement prepared again after its eviction takes a
- * new name: the DEALLOCATE may fail (sent inside a transaction a failed
- * statement aborted), and the old name must then never be prepared twice
- * (found by the GraphQL fuzzer as "prepared statement … already exists").
- */
-export function preparedName(client: pg.PoolClient, name: string): string {
-  let state = prepared.get(client);
-  if (!state) prepared.set(client, (state = { names: new Map(), generation: 0, evicted: [] }));
-  let actual = state.names.get(name);
-  if (actual) {
-    state.names.delete(name); // most recently used last
-  } else {
-    actual = `${name.slice(0, 40)}_${(state.generation++).toString(36)}`;
+/** The name to run a statement under on this connection; undefined: unnamed (it has prepared its share). */
+export function preparedName(client: pg.PoolClient, name: string): string | undefined {
+  let names = prepared.get(client);
+  if (!names) prepared.set(client, (names = new Set()));
+  if (names.has(name)) return name;
+  if (names.size >= PREPARED_PER_CONNECTION) {
+    full.add(client);
+    return undefined;
   }
-  state.names.set(name, actual);
-  if (state.names.size > PREPARED_PER_CONNECTION) {
-    const [oldest, oldestActual] = state.names.entries().next().value!;
-    state.names.delete(oldest);
-    const parsed = (client as unknown as { connection?: { parsedStatements?: Record<string, unknown> } }).connection?.parsedStatements;
-    if (parsed) delete parsed[oldestActual];
-    // not now: in a transaction, a DEALLOCATE that fails (its statement's Parse
-    // failed) would abort it, and the statements behind it (found by the fuzzer)
-    state.evicted.push(oldestActual);
-  }
-  return actual;
+  names.add(name);
+  return name;
 }
 
-/** The evicted statements of a connection, deallocated before its next transaction begins */
-export function deallocateEvicted(client: pg.PoolClient) {
-  const state = prepared.get(client);
-  if (!state?.evicted.length) return;
-  for (const name of state.evicted.splice(0)) client.query(`deallocate ${client.escapeIdentifier(name)}`).catch(() => {});
-}
+/** Whether the connection is to be closed rather than pooled again (pg-pool's `release(true)`). */
+export const retired = (client: pg.PoolClient): boolean => full.has(client);
 
 /**
  * A statement sent as prepared that the backend does not have. pg sends a
  * statement's Parse once per connection and sends the statements behind it,
- * in the same write, without one; when that Parse fails (the transaction was
- * aborted by a refused statement before it), the copies behind it name a
+ * in the same pipeline, without one; when that Parse fails (the transaction
+ * was aborted by a refused statement before it), the copies behind it name a
  * statement that was never prepared (found by the GraphQL fuzzer: one field
  * twice behind a refused one). They did not run, like the statements behind
- * any failure, and go again in the next transaction.
+ * any failure, and go again in the next transaction, where pg, which forgets a
+ * statement whose Parse failed, sends the Parse again.
  */
 export const NOT_PREPARED = '26000';
 /** an aborted transaction ignored the statement */
 export const IN_FAILED_TRANSACTION = '25P02';
-
-export function forgetPrepared(client: pg.PoolClient, name: string) {
-  const connection = (client as unknown as { connection?: { parsedStatements?: Record<string, unknown> } }).connection;
-  if (connection?.parsedStatements) delete connection.parsedStatements[name];
-}

@@ -27,7 +27,7 @@ import type { PostGraphileInstance } from 'postgraphile';
 import { jsonBody } from '../http/input.ts';
 import { ANONYMOUS_SETTINGS, authenticate, authenticationValues } from '../auth/authenticate.ts';
 import { credentialKey, type PresentedCredential, readCredential } from '../auth/credentials.ts';
-import type { Consistency, Position } from '../db/consistency.ts';
+import { CONSISTENCY_HEADER, type Consistency, type Position } from '../db/consistency.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import { refuseCrossSiteCookie } from '../http/credential-checks.ts';
 import { ApiError, unauthorized, validationError } from '../http/errors.ts';
@@ -35,7 +35,7 @@ import { graphqlBodyIssues, makeMaskError } from './errors.ts';
 import { rowgateLimitsPlugin } from './limits-plugin.ts';
 import { RowgateGraphqlPlugin } from './publish.ts';
 import { DefaultPagePlugin } from './page-size.ts';
-import { forQuery, makeWithPgClient, type Settings } from './pg-client.ts';
+import { forMutation, forQuery, makeWithPgClient, type Settings } from './pg-client.ts';
 import { authenticatesNobody, DeferredAuthentication, holdAnswer } from './deferred-authentication.ts';
 import { RecentCredentials } from '../auth/recent-credentials.ts';
 import { errorAnswers } from '../http/respond.ts';
@@ -129,7 +129,7 @@ export interface GraphqlOptions {
   metrics?: Metrics;
   /** more configuration on top of ours (the tests turn simple lists on with it, or one of our plugins off) */
   preset?: GraphileConfig.Preset;
-  /** a mutation keeps its credential's REST reads on the primary for the standbys' lag bound (src/db/consistency.ts) */
+  /** a mutation answers with Rowgate-Consistency and keeps its credential's REST reads on the primary for the standbys' lag bound (src/db/consistency.ts) */
   consistency?: Consistency;
   /** hot standbys: a query (no mutation) reads on one that will do, as a REST GET does (SPEC §19) */
   reads?: ReadReplicas;
@@ -194,6 +194,8 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
   const settings = new WeakMap<IncomingMessage, Settings | DeferredAuthentication>();
   /** what a query of the request must see to read on a standby: its credential's last write, or the token it sent; none: the primary */
   const standbyReads = new WeakMap<IncomingMessage, Position | null>();
+  /** what a mutation's commits tell: its answer's Rowgate-Consistency */
+  const mutationCommits = new WeakMap<IncomingMessage, (position: string | null) => Promise<void>>();
   // on the server's pool (PostGraphile does not end a pool it was given); no LISTEN
   // client; its transactions are ours (src/graphql/pg-client.ts)
   const basePgService = makePgService({ pool: options.pool, schemas: ['rowgate'], pubsub: false });
@@ -256,7 +258,10 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
         }
         // the request's id joins the settings every transaction of the request applies (SPEC §14)
         const found = req ? { ...(known ?? ANONYMOUS_SETTINGS), 'rowgate.request_id': requestId(req) } : ANONYMOUS_SETTINGS;
-        if (!query) return { pgSettings: { ...found } };
+        if (!query) {
+          const committed = req && mutationCommits.get(req);
+          return { pgSettings: committed ? forMutation(found, committed) : { ...found } };
+        }
         if (!options.reads || !req || !standbyReads.has(req)) return { pgSettings: forQuery(options.pool, found) };
         const { pool, fallBack } = options.reads.readPool(standbyReads.get(req)!);
         return { pgSettings: forQuery(pool, found, fallBack) };
@@ -322,6 +327,11 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
       const credential = consistency ? readCredential(req) : null;
       const key = credential && credential !== 'malformed' ? credentialKey(credential) : undefined;
       if (consistency && /\bmutation\b/.test(String(req.body?.query))) {
+        // each commit's position on the answer, as a REST write's (the later commit's last)
+        mutationCommits.set(req, async (position) => {
+          const token = await consistency.written(key, position);
+          if (token && !res.headersSent) res.setHeader(CONSISTENCY_HEADER, token);
+        });
         if (key !== undefined) {
           consistency.hold(key);
           res.on('finish', () => consistency.hold(key));

@@ -15,7 +15,6 @@ import { mountRoutes } from './router.ts';
 import { corsMiddleware } from './cors.ts';
 import { takesIdempotencyKeys, withIdempotency } from './idempotency.ts';
 import { apiSecurityHeaders } from './security-headers.ts';
-import { inOrder } from './in-order.ts';
 import { type OperatingOptions, operatingMiddleware } from '../operating/operate.ts';
 
 export interface AppOptions {
@@ -65,7 +64,7 @@ export function createApp(options: AppOptions) {
     corsMiddleware(options.corsOrigins ?? []),
     operating.rateLimit,
   ];
-  app.use(inOrder(requestMiddleware));
+  app.use(requestMiddleware);
 
   const pipeline = {
     pool: options.pool,

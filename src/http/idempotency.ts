@@ -51,7 +51,7 @@ export const IDEMPOTENCY_HEADER = HEADER;
  * for a route that acts on the presenting credential itself (signing out), the
  * same credential too.
  */
-function requestHash(state: RequestState, body: (value: unknown) => string = canonicalJson): Buffer {
+function requestHash(state: RequestState): Buffer {
   const { req, route } = state;
   const credential = route.actsOnCredential ? (state.subject?.settings?.['rowgate.credential_id'] ?? '') : '';
   // the target as the router reads it: an absolute-form target (a proxy's) and the origin form are one
@@ -59,18 +59,9 @@ function requestHash(state: RequestState, body: (value: unknown) => string = can
   const target = new URL(req.originalUrl, 'http://target.invalid');
   const path = target.pathname.length > 1 ? target.pathname.replace(/\/+$/, '') : target.pathname;
   return createHash('sha256')
-    .update(`${req.method} ${path}${target.search}\n${credential}\n${body(req.body ?? null)}`)
+    .update(`${req.method} ${path}${target.search}\n${credential}\n${canonicalJson(req.body ?? null)}`)
     .digest();
 }
-
-/**
- * The hash of the release before the keys were sorted (the body's fields in
- * the client's order): a key claimed by a server of that release, within the
- * 24 hours a key is kept, is still the same request when its retry reaches
- * this one during a rolling deploy. Asked only when the sorted hash is not the
- * key's; to be removed a day after no server hashes that way.
- */
-const previousReleaseHash = (state: RequestState) => requestHash(state, (value) => JSON.stringify(value));
 
 /**
  * JSON with every object's keys in one order: the same body sent again by a
@@ -96,7 +87,7 @@ function rowOf(state: RequestState, key: string, hash: Buffer): string {
 }
 
 const PURPOSE = 'rowgate idempotent answers v1';
-/** Marks a sealed answer (base64 of src/auth/sealed.ts's bytes); an answer without it was stored before answers were sealed. */
+/** Marks a sealed answer (base64 of src/auth/sealed.ts's bytes): every answer is stored so */
 const SEALED = 'sealed:v1:';
 
 /** What is sealed: the body as sent, and the cookies the answer set (the only header a 2xx write sets itself) */
@@ -109,11 +100,12 @@ const sealAnswer = (kept: Kept, secret: string, row: string) =>
   SEALED + seal(JSON.stringify(kept), secret, PURPOSE, row).toString('base64');
 
 function openAnswer(stored: string, secret: string, row: string): Kept {
-  if (!stored.startsWith(SEALED)) return { body: stored };
   try {
+    if (!stored.startsWith(SEALED)) throw new Error('not a sealed answer');
     return JSON.parse(open(Buffer.from(stored.slice(SEALED.length), 'base64'), secret, PURPOSE, row)) as Kept;
   } catch {
-    // sealed under another server secret, or for another row: the answer cannot be given again, and the request must not run twice
+    // not sealed, sealed under another server secret, or for another row: the answer cannot be given again, and the
+    // request must not run twice
     throw new ApiError(422, 'IdempotencyKeyReused', 'The answer kept for this Idempotency-Key can no longer be read; use a new key');
   }
 }
@@ -128,20 +120,11 @@ async function claim(state: RequestState, secret: string) {
   if (typeof sent !== 'string' || !WELL_FORMED.test(sent)) {
     throw invalidField(['header', HEADER], 'An Idempotency-Key is 1 to 255 printable ASCII characters', String(sent));
   }
-  let hash = requestHash(state);
-  const claimWith = (hashed: Buffer) =>
-    state.tx!.one<{ status: string; response_status: number | null; response_body: string | null }>(
-      'select status, response_status, response_body from rowgate.claim_idempotency_key($1, $2)',
-      [sent, hashed],
-    );
-  let row = await claimWith(hash);
-  if (row!.status === 'reused') {
-    const previous = previousReleaseHash(state);
-    if (!previous.equals(hash)) {
-      const again = await claimWith(previous);
-      if (again!.status !== 'reused') [row, hash] = [again, previous];
-    }
-  }
+  const hash = requestHash(state);
+  const row = await state.tx!.one<{ status: string; response_status: number | null; response_body: string | null }>(
+    'select status, response_status, response_body from rowgate.claim_idempotency_key($1, $2)',
+    [sent, hash],
+  );
   switch (row!.status) {
     case 'in_use':
       throw new ApiError(409, 'IdempotencyKeyInUse', 'A request with this Idempotency-Key is still running; retry once it has answered');

@@ -28,7 +28,7 @@
 //     (a write's commit has not left yet: idempotency keys record the answer here).
 //
 // Speed lives here and in src/db/pool.ts, not in handlers: `begin`, the authentication
-// and a JSON read's statements leave in one write (a JSON read's handler starts before
+// and a JSON read's statements are pipelined (a JSON read's handler starts before
 // the authentication has answered: until the role is switched its statements run as
 // rowgate_authenticator, which may read nothing, so a bad credential only makes them
 // fail, and the answer is still decided in the order above); a JSON read runs one
@@ -161,7 +161,8 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
           if (announcesChanges) changedUsers = await commitAnnouncingChanges(tx);
           return result;
         },
-        { deferCommit: route.method === 'get' },
+        // a write's commit brings back the WAL position its answer carries
+        { deferCommit: route.method === 'get', position: route.method !== 'get' && options.consistency !== undefined },
       );
     // a read on a standby that will do (a failed one: again on the primary), anything else on the primary
     // an answer the cache keeps is read on the primary: one read on a standby behind a write already
@@ -182,7 +183,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     options.answerCache?.forget(changedUsers);
     if (changedUsers && options.forgetElsewhere) await options.forgetElsewhere(changedUsers);
     if (route.method !== 'get' && options.consistency) {
-      const token = await options.consistency.written(key);
+      const token = await options.consistency.written(key, state.tx?.position);
       if (token) res.setHeader(CONSISTENCY_HEADER, token);
     }
     // a handler that *returns* an error has recorded something that must stay

@@ -1,13 +1,12 @@
 // Starting and stopping rowgate: the database (embedded or given), the roles and
 // migrations, the pool, the HTTP server; stopping in the reverse order.
 import { randomUUID } from 'node:crypto';
-import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import { AnswerCache } from '../auth/answer-cache.ts';
 import { RecentCredentials } from '../auth/recent-credentials.ts';
 import { createApp } from './app.ts';
-import { expressServerClasses } from './express-classes.ts';
 import { type Peers, tellInBatches } from './cluster-messages.ts';
 import { listen } from './listen.ts';
 import { setPublicUrl } from './public-url.ts';
@@ -35,9 +34,13 @@ import { WebhookWorker } from '../webhooks/worker.ts';
  * (test/fuzz): a 16 KiB query string was a bare `431` with no body.
  */
 function answerClientErrors(server: Server, logAnswer?: (line: AccessLine) => void) {
+  // the last response of each connection: once its headers are out and until it ends, an answer
+  // written to the socket would land inside it (Node's own handler destroys the socket then too)
+  const responses = new WeakMap<Duplex, ServerResponse>();
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => responses.set(req.socket, res));
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
-    const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-    if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    const inFlight = responses.get(socket);
+    if (error.code === 'ECONNRESET' || !socket.writable || (inFlight?.headersSent && !inFlight.writableFinished)) {
       socket.destroy();
       return;
     }
@@ -94,7 +97,7 @@ export function createHttpServer(
   options: { statementTimeoutMs: number; timeouts?: Partial<typeof HTTP_TIMEOUTS>; logger?: Logger },
 ): Server {
   const timeouts = { ...HTTP_TIMEOUTS, ...options.timeouts };
-  const server = createServer({ ...timeouts, ...expressServerClasses(listener) }, listener);
+  const server = createServer(timeouts, listener);
   server.keepAliveTimeout = timeouts.keepAliveTimeout;
   server.setTimeout(Math.max(120_000, 2 * options.statementTimeoutMs));
   answerClientErrors(server, options.logger ? accessLog(options.logger) : undefined);

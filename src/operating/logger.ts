@@ -3,10 +3,6 @@
 // attention. Human-readable in development when pino-pretty (a development
 // dependency) is installed. What a line may hold is decided where it is
 // written: never a token, a code, a secret, a header, a query string or a body.
-// The access line (src/operating/access-log.ts) is written to this logger's
-// destination directly, in its format: an option added here that changes what
-// a line holds (redact, serializers, mixin, hooks, formatters.log, bindings)
-// must be added there too.
 import { createRequire } from 'node:module';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { ChunkedDestination, PIPE_BUF_BYTES } from './log-chunks.ts';
@@ -64,8 +60,12 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   // flush while a write is stuck (a reader that stopped reading) added a 'drain' and an 'error' listener and an
   // fsync to come, every half second, without bound
   if (buffered) setInterval(() => buffered.flush(), FLUSH_MS).unref();
+  destinations.set(logger, chosen ?? buffered!);
   return logger;
 }
+
+/** Each logger's destination, for flushLog: pino's API has no way back from a logger to it */
+const destinations = new WeakMap<Logger, DestinationStream & { flushSync?: () => void }>();
 
 /** The `(line) => void` the older modules take (start-up, the answer cache, the mailer), at info or warn level. */
 export function lineLogger(logger: Logger, level: 'info' | 'warn' = 'info'): (line: string) => void {
@@ -78,7 +78,7 @@ export function lineLogger(logger: Logger, level: 'info' | 'warn' = 'info'): (li
  * flush calls back when at most a chunk's minimum is left).
  */
 export function flushLog(logger: Logger): Promise<void> {
-  const destination = (logger as unknown as Record<symbol, { flushSync?: () => void }>)[pino.symbols.streamSym];
+  const destination = destinations.get(logger);
   return new Promise((resolve) =>
     logger.flush(() => {
       try {
