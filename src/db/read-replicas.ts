@@ -51,6 +51,8 @@ function retryOnPrimary(error: unknown): { standbyDown: boolean } | null {
   if (down) return { standbyDown: true };
   // 25006: the read must write (a token's use to record); 40001 / 40P01: cancelled by a conflict with recovery
   if (code === '25006' || code === '40001' || code === '40P01') return { standbyDown: false };
+  // a credential that authenticates nobody here may be one the standby has not replayed yet (created a moment ago)
+  if ((error as { status?: unknown })?.status === 401) return { standbyDown: false };
   return null;
 }
 

@@ -336,6 +336,10 @@ describe('reads on a hot standby', () => {
       expect((await viaLenient('GET', `/v1/products/${id}`, cookie)).status).toBe(404);
       expect(await productName(id, bearer, lenient.url)).toBe('by graphql');
       expect(await productName(id, cookie, lenient.url)).toBeNull();
+      // a token created a moment ago is not on the paused standby: its first read authenticates on the primary
+      const pat = await viaLenient('POST', '/v1/personal-access-tokens/', cookie, { comment: 'new', scopes: ['products_read'] });
+      expect(pat.status).toBe(201);
+      expect((await viaLenient('GET', '/v1/products/?limit=1', { authorization: `Bearer ${pat.body.token}` })).status).toBe(200);
     } finally {
       await control.query('select pg_wal_replay_resume()');
       await control.end();
