@@ -92,7 +92,7 @@ async function start(tree: string, port: number, extra: string) {
   throw new Error(`${tree}: not ready on port ${port}`);
 }
 
-/** utime and stime of the server and its workers, in clock ticks (1/100 s) */
+/** utime and stime of the server and its descendants, in clock ticks (1/100 s) */
 const cpuTicks = (pid: number) => {
   let user = 0;
   let system = 0;

@@ -1,5 +1,5 @@
-// A server and its descendants (the workers `npm start` forks, src/http/cluster.ts),
-// read from /proc: what the bench sums its memory and CPU over.
+// A server process and its descendants, read from /proc: what the bench sums
+// its memory and CPU over.
 import { readdirSync, readFileSync } from 'node:fs';
 
 /** The process and every descendant of it now */

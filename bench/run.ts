@@ -12,7 +12,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -158,7 +158,7 @@ function startArguments(): string[] {
   return rest;
 }
 
-/** The server's resident memory, its workers' included */
+/** The server's resident memory, any child process's included */
 function rssMb(pid: number): number {
   const kb = processTree(pid).reduce((sum, each) => sum + Number(/VmRSS:\s+(\d+)/.exec(readProc(each, 'status'))?.[1] ?? 0), 0);
   return kb / 1024;
@@ -365,27 +365,16 @@ async function main() {
     sql_vs_naive_small_user: ratio(find(`${main}/sql_api_orders_small_user`), find(`${main}/sql_naive_orders_small_user`)),
     rest_vs_graphql: ratio(find(`${main}/rest_orders_small_user`), find(`${main}/graphql_orders_small_user`)),
     // issue 12's target: a GraphQL page of 50 orders with totalCount against REST's page, same user, same run (in
-    // turns), on the server as `npm start` runs it (ROWGATE_WORKERS=auto: one worker per core, at most 4)
+    // turns), on the server as `npm start` runs it (one process)
     graphql_vs_rest: ratio(find(`${main}/graphql_orders_small_user`), find(`${main}/rest_orders_small_user`)),
     graphql_vs_rest_paired: paired(find(`${main}/graphql_orders_small_user`), find(`${main}/rest_orders_small_user`)),
-    // the same pages on one server process (ROWGATE_WORKERS=1)
-    graphql_vs_rest_one_process: ratio(
-      find(`${main}/graphql_orders_small_user_one_process`),
-      find(`${main}/rest_orders_small_user_one_process`),
-    ),
-    graphql_vs_rest_one_process_paired: paired(
-      find(`${main}/graphql_orders_small_user_one_process`),
-      find(`${main}/rest_orders_small_user_one_process`),
-    ),
-    // bare Express is one process: with workers, users/me has the machine's other core too
     me_vs_bare: ratio(find(`${main}/rest_users_me`), find(`${main}/bare_express`)),
     // the same, in turns (the median of the rounds' own ratios): this machine's minutes differ by more than 5 %
     me_vs_bare_paired: paired(find(`${main}/rest_users_me`), find(`${main}/bare_express`)),
-    me_vs_bare_one_process: ratio(find(`${main}/rest_users_me_one_process`), find(`${main}/bare_express`)),
     // the database alone, on GET /v1/users/me's transaction, against the same HTTP ceiling
     me_sql_vs_bare: ratio(find(`${main}/sql_users_me`), find(`${main}/bare_express`)),
-    // without the answer cache: the REST endpoint against the database alone on its transaction
-    me_uncached_vs_sql: ratio(find(`${main}/rest_users_me_uncached`), find(`${main}/sql_users_me`)),
+    // the REST endpoint against the database alone on its transaction
+    me_vs_sql: ratio(find(`${main}/rest_users_me`), find(`${main}/sql_users_me`)),
     rss_mb_at_64_connections: extra.rss_mb_at_64_connections ?? null,
     // issue 16, part 4: a paid order's POST against pgbench on its transaction; one busy organization; the events' cost
     write_rest_vs_sql: ratio(find(`${main}/rest_create_order_spread`), find(`${main}/sql_create_order`)),
@@ -502,8 +491,6 @@ async function benchScale(
   if (runs('metadata')) await benchMetadata(ctx);
   if (runs('writes')) await benchWrites(ctx);
   await stopProcess(server);
-  if (runs('reads')) await benchUncached(ctx, startServer);
-  if (runs('reads')) await benchOneProcess(ctx, startServer);
   if (runs('standby')) await benchStandby(ctx, db, startServer);
 }
 
@@ -609,50 +596,6 @@ async function benchReads(ctx: ScaleContext, server: ChildProcess, p50ByScale: R
   );
   extra.rss_mb_at_64_connections = Math.round(Math.max(extra.rss_mb_at_64_connections ?? 0, peak));
   log(`  server RSS peak at 64 connections: ${extra.rss_mb_at_64_connections} MB`);
-}
-
-async function benchUncached(ctx: ScaleContext, startServer: StartServer) {
-  // GET /v1/users/me asked of the database every time: a server without the answer cache
-  const uncached = await startServer({ ROWGATE_ANSWER_CACHE_SECONDS: '0' });
-  await http(`${ctx.scale}/rest_users_me_uncached`, {
-    url: `${uncached.url}/v1/users/me`,
-    headers: { cookie: `rowgate_session=${ctx.sessions.small}` },
-  });
-  await stopProcess(uncached.child);
-}
-
-/**
- * The small user's REST and GraphQL pages again, in turns, and the cached
- * users/me, on one server process (ROWGATE_WORKERS=1): what the default's
- * workers add. The GraphQL page is bound by its server's thread, the REST page
- * by the database, so a second process serves GraphQL what the first left of
- * the machine.
- */
-async function benchOneProcess(ctx: ScaleContext, startServer: StartServer) {
-  if (availableParallelism() < 2) return;
-  const served = await startServer({ ROWGATE_WORKERS: '1' });
-  try {
-    const cookie = `rowgate_session=${ctx.sessions.small}`;
-    await interleaved([
-      {
-        runner: wrkRunner(`${ctx.scale}/rest_orders_small_user_one_process`, {
-          url: `${served.url}/v1/orders/?limit=50`,
-          headers: { cookie },
-        }),
-      },
-      {
-        runner: wrkRunner(`${ctx.scale}/graphql_orders_small_user_one_process`, {
-          url: `${served.url}/graphql`,
-          method: 'POST',
-          headers: { 'content-type': 'application/json', cookie },
-          body: GRAPHQL_PAGE,
-        }),
-      },
-    ]);
-    await http(`${ctx.scale}/rest_users_me_one_process`, { url: `${served.url}/v1/users/me`, headers: { cookie } });
-  } finally {
-    await stopProcess(served.child);
-  }
 }
 
 /**

@@ -1,6 +1,6 @@
 // Configuration from the environment, validated once at start with one clear
 // message per bad value (SPEC §1).
-import { availableParallelism, totalmem } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -16,43 +16,15 @@ function isOrigin(value: string): boolean {
   }
 }
 
-/**
- * The most workers `auto` starts. The REST pages are bound by the database, not
- * by the server's thread, so beyond a few processes each adds memory (~200 MB
- * under load) and database sessions (4) more than throughput
- * (docs/performance.md, "Workers by default").
- */
-export const AUTO_WORKERS = 4;
-/** The memory `auto` counts per worker: the V8 heap npm start allows one (512 MB), so that a small machine or container runs fewer */
-const MEMORY_PER_WORKER = 512 * 1024 * 1024;
-
-/**
- * `auto`: one worker per core (the container's CPU quota counted: libuv reads
- * cgroup's cpu.max), at most AUTO_WORKERS, one per MEMORY_PER_WORKER of the
- * memory the process may use, and each with at least two of the pool's
- * connections (one slow query must not hold a worker's every request).
- */
-export function autoWorkers(poolSize: number, machine: { cores: number; memory: number } = thisMachine()): number {
-  return Math.max(1, Math.min(machine.cores, AUTO_WORKERS, Math.floor(machine.memory / MEMORY_PER_WORKER), Math.floor(poolSize / 2)));
-}
-
-/** The cores and the memory (bytes) this process may use */
-function thisMachine() {
-  return {
-    cores: availableParallelism(),
-    memory: Math.min(totalmem(), process.constrainedMemory() || Number.POSITIVE_INFINITY),
-  };
-}
-
 const schema = z.object({
   PORT: port.default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATABASE_URL: url.optional().describe('the owner role (rowgate_owner): runs the migrations'),
   AUTH_DATABASE_URL: url.optional().describe('the authenticator role the server connects as'),
   ROOT_DATABASE_URL: url.optional().describe('a superuser, to create the roles (optional)'),
-  // the answer cache's LISTEN needs a session: a direct connection when AUTH_DATABASE_URL
+  // the webhook worker's LISTEN needs a session: a direct connection when AUTH_DATABASE_URL
   // goes through a transaction-pooling PgBouncer (docs/operations.md)
-  ROWGATE_LISTEN_DATABASE_URL: url.optional().describe('the authenticator, directly: where the users/me answer cache listens'),
+  ROWGATE_LISTEN_DATABASE_URL: url.optional().describe('the authenticator, directly: where the webhook worker listens'),
   ROWGATE_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   ROWGATE_HOME: z.string().min(1).default('.rowgate'),
   ROWGATE_DB_PORT: port.optional(),
@@ -65,15 +37,6 @@ const schema = z.object({
     .min(1)
     .max(200)
     .default(Math.max(4, 2 * availableParallelism())),
-  // server processes sharing the port (node:cluster, src/http/cluster.ts), the pool shared out among
-  // them; `auto` (the default): autoWorkers below. One server however many: one port, one allowance
-  // per client, read-your-writes (docs/decisions.md, "Workers")
-  ROWGATE_WORKERS: z
-    .string()
-    .regex(/^(?:auto|[1-9]|[1-5][0-9]|6[0-4])$/, 'must be a number of processes (1 to 64) or auto')
-    .default('auto')
-    // auto is settled once the pool's size is known (loadConfig)
-    .transform((v) => (v === 'auto' ? 0 : Number(v))),
   // hot standbys for reads (SPEC §19, src/db/read-replicas.ts): authenticator URLs, comma-separated
   ROWGATE_READ_DATABASE_URLS: z
     .string()
@@ -107,10 +70,6 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
   // 'unnamed' for a transaction-pooling PgBouncer older than 1.21 (docs/operations.md)
   ROWGATE_PREPARED_STATEMENTS: z.enum(['named', 'unnamed']).default('named'),
-  // How long a GET /v1/users/me answer may be kept at most (src/auth/answer-cache.ts;
-  // a change through the database reaches it sooner). 0: none kept, for a
-  // transaction-pooling PgBouncer (LISTEN needs a session; docs/operations.md).
-  ROWGATE_ANSWER_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
   // the webhook delivery worker of this process (SPEC §17); off: this process delivers nothing (others may)
   ROWGATE_WEBHOOKS: z.enum(['on', 'off']).default('on'),
   // events older than this many days are pruned (SPEC §17); unset: kept for good, an audit trail
@@ -164,13 +123,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`rowgate: invalid configuration:\n${lines.join('\n')}`);
   }
   const config = parsed.data;
-  // auto fits the machine and the pool; a number of workers the operator chose is checked against the pool
-  if (config.ROWGATE_WORKERS === 0) config.ROWGATE_WORKERS = autoWorkers(config.ROWGATE_POOL_SIZE);
-  if (config.ROWGATE_WORKERS > config.ROWGATE_POOL_SIZE) {
-    throw new ConfigError(
-      `rowgate: invalid configuration:\n  ROWGATE_WORKERS: ${config.ROWGATE_WORKERS} workers share ROWGATE_POOL_SIZE (${config.ROWGATE_POOL_SIZE}) connections: at most one worker per connection`,
-    );
-  }
   if (config.DATABASE_URL && (!config.AUTH_DATABASE_URL || !config.ROWGATE_SECRET)) {
     throw new ConfigError(
       'rowgate: invalid configuration:\n  with DATABASE_URL set, AUTH_DATABASE_URL (the authenticator) and ROWGATE_SECRET are required too',

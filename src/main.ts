@@ -1,8 +1,7 @@
 // `npm start`: serve the API; Ctrl-C / SIGTERM stops the HTTP server, then the database.
 // Everything the server says is a JSON line on stdout (pino; human-readable in development).
-// With ROWGATE_WORKERS > 1 this process is the primary of that many server
-// processes (src/http/cluster.ts), and each of them runs this file as a worker.
-import cluster from 'node:cluster';
+// One process; more capacity is more instances on the same database
+// (docs/operations.md): nothing passes between them.
 import { ConfigError, loadConfig } from './config.ts';
 import { createLogger, flushLog, type Logger } from './operating/logger.ts';
 
@@ -17,7 +16,7 @@ let signalled: string | undefined;
 let stopOnSignal: ((signal: string) => void) | undefined;
 // Handlers from the first moment, for every signal after the first too: a
 // second Ctrl-C or SIGTERM while stopping must not kill the process before its
-// workers have drained and its database has stopped; the bound holds instead
+// requests have drained and its database has stopped; the bound holds instead
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     if (signalled) return;
@@ -33,35 +32,19 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 try {
   const config = loadConfig();
-  const worker = cluster.isWorker;
-  // with workers, every process of the cluster writes to the same stdout
-  logger = createLogger({
-    level: config.LOG_LEVEL,
-    pretty: config.NODE_ENV === 'development',
-    sharedOutput: worker || config.ROWGATE_WORKERS > 1,
-    worker: cluster.worker?.id,
-  });
+  logger = createLogger({ level: config.LOG_LEVEL, pretty: config.NODE_ENV === 'development' });
   const log = logger;
-  // each process loads what it runs: a primary serves no requests, so it loads no server (a third less memory)
-  const running = worker
-    ? await (await import('./http/cluster-worker.ts')).startWorker(config, log)
-    : config.ROWGATE_WORKERS > 1
-      ? await (await import('./http/cluster.ts')).startPrimary(config, log)
-      : await (await import('./http/server.ts')).startServer(config, log);
-  // a worker is announced by its primary, which says it once for all of them
-  if (!worker) {
-    const workers = 'workers' in running ? running.workers : 1;
-    log.info(
-      { url: running.url, metrics: running.metricsUrl ?? null, workers },
-      `rowgate listening on ${running.url} (API reference: ${running.url}/docs)${workers > 1 ? ` with ${workers} workers` : ''}`,
-    );
-  }
+  const running = await (await import('./http/server.ts')).startServer(config, log);
+  log.info(
+    { url: running.url, metrics: running.metricsUrl ?? null },
+    `rowgate listening on ${running.url} (API reference: ${running.url}/docs)`,
+  );
   await flushLog(log);
   stopOnSignal = (signal: string) => {
-    if (!worker) log.info(`rowgate: ${signal} received, shutting down`);
+    log.info(`rowgate: ${signal} received, shutting down`);
     running.stop().then(
       () => {
-        if (!worker) log.info('rowgate: stopped');
+        log.info('rowgate: stopped');
         void exit(0);
       },
       (error) => {

@@ -4,7 +4,6 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { AnswerCache } from '../src/auth/answer-cache.ts';
 import { createApp } from '../src/http/app.ts';
 import { setPublicUrl } from '../src/http/public-url.ts';
 import { createPool } from '../src/db/pool.ts';
@@ -49,9 +48,7 @@ export class TestApp {
   readonly ownerUrl: string;
   readonly authenticatorUrl: string;
   readonly database: string;
-  /** the server's answer cache (src/auth/answer-cache.ts), on as in production */
-  readonly answerCache: AnswerCache;
-  /** the authenticator, never through PgBouncer: what the answer cache listens on */
+  /** the authenticator, never through PgBouncer: where a LISTEN goes (the webhook worker's) */
   readonly listenUrl: string;
   private readonly close_: () => Promise<void>;
 
@@ -63,7 +60,6 @@ export class TestApp {
     ownerUrl: string;
     authenticatorUrl: string;
     database: string;
-    answerCache: AnswerCache;
     listenUrl: string;
     close: () => Promise<void>;
   }) {
@@ -74,18 +70,8 @@ export class TestApp {
     this.ownerUrl = fields.ownerUrl;
     this.authenticatorUrl = fields.authenticatorUrl;
     this.database = fields.database;
-    this.answerCache = fields.answerCache;
     this.listenUrl = fields.listenUrl;
     this.close_ = fields.close;
-  }
-
-  /**
-   * Resolves once the server has applied every change committed so far: a change
-   * made in SQL (as an operator makes it) reaches the server's answer cache with
-   * its notification, not with the commit (docs/decisions.md).
-   */
-  synced(): Promise<void> {
-    return this.answerCache.sync(this.owner);
   }
 
   close() {
@@ -343,9 +329,6 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   countsPool.on('error', () => {});
   const counts = options.limits ? DeploymentCounts.inDatabase(countsPool) : new DeploymentCounts();
   await counts.start();
-  // LISTEN needs a session of its own: never through a transaction-pooling PgBouncer
-  const answerCache = new AnswerCache({ connectionString: directAuthenticatorUrl, maxAgeMs: 30_000, log });
-  await answerCache.start();
   const app = createApp({
     pool,
     secret,
@@ -354,7 +337,6 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     log,
     mailer: outboxMailer(() => {}),
     mounts: [graphql.mount],
-    answerCache,
     consistency: new Consistency({ primary: pool }),
     corsOrigins: options.corsOrigins,
     operating: { rateLimits: new RateLimits({ ...(options.limits ?? UNREFUSED), counts }), ...options.operating },
@@ -371,14 +353,12 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ownerUrl,
     authenticatorUrl,
     database,
-    answerCache,
     listenUrl: directAuthenticatorUrl,
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       await counts.stop();
       await countsPool.end();
-      await answerCache.stop();
       await graphql.release();
       await pool.end();
       await owner.end();

@@ -4,7 +4,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { ChunkedDestination, type FlushableDestination, PIPE_BUF_BYTES } from '../src/operating/log-chunks.ts';
+import { ChunkedDestination, type FlushableDestination } from '../src/operating/log-chunks.ts';
 
 /** A destination that records what it is given, and how it was flushed */
 function recorder() {
@@ -31,36 +31,6 @@ describe('the log written in chunks', () => {
     for (const chunk of writes) expect(chunk.length).toBeGreaterThanOrEqual(1024);
     destination.flushSync();
     expect(writes.join('')).toBe(lines.join(''));
-  });
-
-  test('bounded (several processes share stdout): every chunk is whole lines within PIPE_BUF, bytes counted; a longer line goes alone', () => {
-    const { target, writes } = recorder();
-    const destination = new ChunkedDestination(target, PIPE_BUF_BYTES, { bounded: true });
-    const long = `{"long":"${'x'.repeat(5_000)}"}\n`;
-    const lines = Array.from({ length: 5_000 }, (_, i) =>
-      i === 2_500 ? long : `{"n":${i},"text":${JSON.stringify('é€😀x'.repeat(i % 90))}}\n`,
-    );
-    for (const line of lines) destination.write(line);
-    destination.flushSync();
-    expect(writes.join('')).toBe(lines.join(''));
-    expect(writes).toContain(long);
-    for (const chunk of writes) {
-      expect(chunk.endsWith('\n')).toBe(true);
-      if (chunk !== long) expect(Buffer.byteLength(chunk)).toBeLessThanOrEqual(4096);
-    }
-    // and chunks are not needlessly small: most hold several lines
-    expect(writes.length).toBeLessThan(lines.length / 3);
-  });
-
-  test('bounded: lines of plain ASCII fill a chunk to within a line of PIPE_BUF (bytes counted, not a worst case)', () => {
-    const { target, writes } = recorder();
-    const destination = new ChunkedDestination(target, PIPE_BUF_BYTES, { bounded: true });
-    const line = `{"level":"info","request_id":"${'a'.repeat(36)}","route":"/v1/users/me","status":200,"msg":"request"}\n`;
-    for (let i = 0; i < 1_000; i++) destination.write(line);
-    destination.flushSync();
-    expect(writes.join('')).toBe(line.repeat(1_000));
-    // PIPE_BUF is 4,096 bytes on Linux: counting every UTF-16 unit as three bytes would write chunks of a third of it
-    for (const chunk of writes.slice(0, -1)) expect(Buffer.byteLength(chunk)).toBeGreaterThan(4096 - line.length);
   });
 
   test('nothing is written before a chunk is full; a flush writes what is gathered, then flushes the target', () => {

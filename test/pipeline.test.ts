@@ -3,7 +3,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { AnswerCache } from '../src/auth/answer-cache.ts';
 import { createApp } from '../src/http/app.ts';
 import { ApiError } from '../src/http/errors.ts';
 import type { PipelineHooks, RequestState } from '../src/http/pipeline.ts';
@@ -12,7 +11,6 @@ import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
 let app: TestApp;
 let server: Server;
-let cache: AnswerCache;
 let url: string;
 let user: TestUser;
 let productId: string;
@@ -46,15 +44,13 @@ beforeAll(async () => {
   user = await app.user();
   organizationId = (await app.organization(user.id)).id;
   productId = await app.product(organizationId);
-  cache = new AnswerCache({ connectionString: app.listenUrl, maxAgeMs: 60_000 });
-  await cache.start();
   const hooks: PipelineHooks = {
     received: [recorder('received')],
     accepted: [recorder('accepted')],
     authenticated: [recorder('authenticated')],
     answered: [recorder('answered')],
   };
-  server = createApp({ pool: app.pool, secret: app.secret, routes: allRoutes(app.pool), answerCache: cache, hooks }).listen(0, '127.0.0.1');
+  server = createApp({ pool: app.pool, secret: app.secret, routes: allRoutes(app.pool), hooks }).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
@@ -62,7 +58,6 @@ beforeAll(async () => {
 afterAll(async () => {
   server?.closeAllConnections();
   await new Promise((resolve) => server?.close(resolve));
-  await cache?.stop();
   await app?.close();
 });
 
@@ -102,18 +97,6 @@ describe('the hooks run in SPEC §5 order, each seeing what the steps before it 
     });
     expect(response.status).toBe(201);
     expect(seen.find((s) => s.hook === 'authenticated')?.asSubject).toBe(user.id);
-  });
-
-  test('an answer from the answer cache: authenticated runs with the subject and no transaction; answered does not run', async () => {
-    refuseAt = undefined;
-    await call('GET', '/v1/users/me', session());
-    const response = await call('GET', '/v1/users/me', session());
-    expect(response.status).toBe(200);
-    expect(seen).toEqual([
-      { hook: 'received', credential: false, subject: null, tx: false },
-      { hook: 'accepted', credential: true, subject: null, tx: false },
-      { hook: 'authenticated', credential: true, subject: user.id, tx: false },
-    ]);
   });
 
   test('a credential the database does not know: no hook after accepted runs (401)', async () => {

@@ -39,7 +39,7 @@ export function readCredential(req: IncomingMessage): Read {
 }
 
 /**
- * A credential's key in the server's memories (rate limits, the answer cache,
+ * A credential's key in the server's memories (rate limits, credentials seen,
  * the last write's position): the token's SHA-256, which nobody can turn back
  * into a 256-bit random token, at a tenth of the HMAC's cost; computed once a
  * request.

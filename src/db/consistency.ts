@@ -2,10 +2,9 @@
 // `Rowgate-Consistency`: the primary's WAL position read after its commit (in
 // the commit's own round trip: src/db/pool.ts), so at or past the commit record. A later request that sends it back (to any
 // instance), or that comes with the same credential to the same instance (which
-// remembers the last position per credential), is answered from data at least
-// that recent: a standby is used only once it has replayed past it
-// (src/db/read-replicas.ts), and an instance's users/me answers only once it has
-// heard every change committed before it (src/auth/answer-cache.ts, catchUp).
+// remembers the last position per credential, as a convenience), is answered
+// from data at least that recent: a standby is used only once it has replayed
+// past it (src/db/read-replicas.ts).
 import type pg from 'pg';
 
 export const CONSISTENCY_HEADER = 'Rowgate-Consistency';
@@ -40,9 +39,6 @@ export function recordEnd(position: Position): Position {
 /** The primary's WAL position now (inserted, not necessarily flushed: at or past every commit it has acknowledged). */
 const CURRENT_POSITION = 'select pg_current_wal_insert_lsn()::text as position';
 
-/** What a cluster's worker tells the others (src/http/cluster.ts), so that a credential's next read through any of them sees its write */
-export type ConsistencyNews = { written: [credentialKey: string, position: string] } | { held: string };
-
 export class Consistency {
   /** credential key (the token's SHA-256) → the position of its last write through this instance */
   private readonly remembered = new Map<string, Position>();
@@ -50,28 +46,16 @@ export class Consistency {
   private readonly held = new Map<string, number>();
   private readonly primary: pg.Pool;
   private readonly maxEntries: number;
-
   private readonly holdMs: number;
-  private readonly elsewhere?: (news: ConsistencyNews) => Promise<void>;
 
   /**
    * `holdMs`: the standbys' lag bound (ROWGATE_READ_MAX_LAG_MS): past it, an
-   * eligible standby has replayed a write. `elsewhere`: a cluster's other
-   * workers are told of a write (before it is answered) and of a hold.
+   * eligible standby has replayed a write.
    */
-  constructor(options: { primary: pg.Pool; maxEntries?: number; holdMs?: number; elsewhere?: (news: ConsistencyNews) => Promise<void> }) {
+  constructor(options: { primary: pg.Pool; maxEntries?: number; holdMs?: number }) {
     this.primary = options.primary;
     this.maxEntries = options.maxEntries ?? 10_000;
     this.holdMs = options.holdMs ?? 0;
-    this.elsewhere = options.elsewhere;
-  }
-
-  /** What another worker of the cluster was told: as if the write or the hold had been through this one */
-  learn(news: ConsistencyNews) {
-    if ('written' in news) {
-      const position = parsePosition(news.written[1]);
-      if (position !== null) this.remember(news.written[0], position);
-    } else this.keepHeld(news.held);
   }
 
   /**
@@ -80,12 +64,6 @@ export class Consistency {
    * passed since (called at its start and once it is answered).
    */
   hold(credentialKey: string) {
-    this.keepHeld(credentialKey);
-    // the mutation is still running (or just answered): the others hear of it well before its client reads again
-    void this.elsewhere?.({ held: credentialKey });
-  }
-
-  private keepHeld(credentialKey: string) {
     this.held.delete(credentialKey);
     if (this.held.size >= this.maxEntries) this.held.delete(this.held.keys().next().value!);
     this.held.set(credentialKey, Date.now() + this.holdMs);
@@ -115,16 +93,12 @@ export class Consistency {
       return undefined;
     }
     if (position === null) return undefined;
-    const token = formatPosition(position);
-    if (credentialKey !== undefined) {
-      this.remember(credentialKey, position);
-      await this.elsewhere?.({ written: [credentialKey, token] });
-    }
-    return token;
+    if (credentialKey !== undefined) this.remember(credentialKey, position);
+    return formatPosition(position);
   }
 
   private remember(credentialKey: string, position: Position) {
-    // a later position only (another worker's news may come after this one's own write)
+    // a later position only (a concurrent write's answer may come after this one's)
     const known = this.remembered.get(credentialKey);
     if (known !== undefined && known > position) position = known;
     // most recent last: the oldest is dropped first when full

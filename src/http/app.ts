@@ -3,7 +3,6 @@
 // mounts (GraphQL), the 404 and the error answers.
 import express, { type Request, type Response } from 'express';
 import type pg from 'pg';
-import type { AnswerCache } from '../auth/answer-cache.ts';
 import type { Consistency } from '../db/consistency.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import { poolStatements } from '../db/pool.ts';
@@ -28,10 +27,6 @@ export interface AppOptions {
   log?: (line: string) => void;
   /** how mail (sign-in codes) is sent; default: SMTP_URL's server, or the log and the development outbox */
   mailer?: Mailer;
-  /** answers of `cache: 'credential'` routes kept between requests (src/auth/answer-cache.ts); none: always asked */
-  answerCache?: AnswerCache;
-  /** the answer caches of this server's other workers forget what a write changed, before it is answered (src/http/cluster.ts) */
-  forgetElsewhere?: (users: string) => Promise<void>;
   /** read-your-writes across instances and standbys (src/db/consistency.ts); none: no Rowgate-Consistency */
   consistency?: Consistency;
   /** hot standbys for GET routes (src/db/read-replicas.ts); none: every read on the primary */
@@ -70,8 +65,6 @@ export function createApp(options: AppOptions) {
     pool: options.pool,
     secret: options.secret,
     mailer: options.mailer ?? environmentMailer(options.log ?? console.log),
-    answerCache: options.answerCache,
-    forgetElsewhere: options.forgetElsewhere,
     consistency: options.consistency,
     reads: options.reads,
     validateResponses: options.validateResponses ?? false,

@@ -21,9 +21,8 @@
 //     (per-credential rate limits: `state.credential`);
 //   - `authenticated`: the subject is known and holds the scopes, and the input is valid
 //     (an idempotency key's claim hashes only a body its schema bounds); inside the
-//     transaction, as the subject (`state.tx`), except on an answer
-//     from the answer cache (no `tx`) and on a JSON read, whose statement has left with
-//     the authentication (its `tx` takes no statement);
+//     transaction, as the subject (`state.tx`), except on a JSON read, whose statement
+//     has left with the authentication (its `tx` takes no statement);
 //   - `answered`: the handler's result, before it is sent; inside the transaction
 //     (a write's commit has not left yet: idempotency keys record the answer here).
 //
@@ -33,11 +32,9 @@
 // rowgate_authenticator, which may read nothing, so a bad credential only makes them
 // fail, and the answer is still decided in the order above); a JSON read runs one
 // statement, which carries the commit (Tx.lastStatementNext), and its answer does not
-// wait for the commit; a write that changed users or sessions says so with its commit
-// (the answer cache forgets them before answering). Handlers only use tx.one/rows/count.
+// wait for the commit. Handlers only use tx.one/rows/count.
 import type { Request, RequestHandler, Response } from 'express';
 import type pg from 'pg';
-import type { AnswerCache, CachedAnswer } from '../auth/answer-cache.ts';
 import type { Authenticated } from '../auth/authenticate.ts';
 import { credentialKey, type PresentedCredential } from '../auth/credentials.ts';
 import { authorizeRequest } from '../auth/authorize.ts';
@@ -45,12 +42,11 @@ import { CONSISTENCY_HEADER, type Consistency } from '../db/consistency.ts';
 import { inTransaction, type Tx } from '../db/pool.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import type { Mailer } from '../signin/mailer.ts';
-import { commitAnnouncingChanges, routeCache } from './cached-answers.ts';
 import { acceptCredential, authenticateIn, CredentialOfAnotherKind, otherKindRefusal, requireScopes } from './credential-checks.ts';
 import { ApiError } from './errors.ts';
 import { StoredAnswer } from './idempotency.ts';
 import { type Input, parseInput } from './input.ts';
-import { checkResponse, send, sendJson } from './respond.ts';
+import { send } from './respond.ts';
 import { type ApiRoute, isAnonymous } from './route.ts';
 import { requestId } from '../operating/request-id.ts';
 
@@ -61,7 +57,7 @@ export interface RequestState {
   readonly res: Response;
   /** from `accepted` on: the credential presented; null on an endpoint that takes none */
   credential: PresentedCredential | null;
-  /** from `authenticated` on: whom it authenticates (from the answer cache: its user, scopes and kind only); null without a credential */
+  /** from `authenticated` on: whom it authenticates; null without a credential */
   subject: (Pick<Authenticated, 'subjectId' | 'scopes'> & Partial<Pick<Authenticated, 'settings'>>) | null;
   /** the request's transaction, from `authenticated` on (see the extension points above) */
   tx?: Tx;
@@ -81,9 +77,6 @@ export interface PipelineOptions {
   pool: pg.Pool;
   secret: string;
   mailer: Mailer;
-  answerCache?: AnswerCache;
-  /** the other workers' answer caches forget what a write changed (src/http/cluster.ts) */
-  forgetElsewhere?: (users: string) => Promise<void>;
   /** read-your-writes across instances and standbys (Rowgate-Consistency) */
   consistency?: Consistency;
   /** hot standbys: a GET runs on one that will do (src/db/read-replicas.ts) */
@@ -102,8 +95,6 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
   // not ours to judge (an OAuth2 client's HTTP Basic credentials)
   const anonymous = isAnonymous(route.access);
   const startsEarly = route.method === 'get' && route.responseType === undefined;
-  const cache = routeCache(route, options.answerCache);
-  const announcesChanges = route.method !== 'get' && options.answerCache !== undefined;
   // the SQL that asks a policy itself (rowgate.delete_resource) is not asked twice
   const authorization = route.authorize && !route.authorize.checkedBy ? route.authorize : undefined;
   if (startsEarly && authorization?.resolve)
@@ -122,16 +113,6 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     // what a read must see: its credential's last write here, or the position it sends (any instance's)
     const key = state.credential && options.consistency ? credentialKey(state.credential) : undefined;
     const position = route.method === 'get' ? (options.consistency?.required(key, req.headers['rowgate-consistency']) ?? null) : null;
-    let lookup = cache && state.credential ? cache.lookup(state.credential) : undefined;
-    // a kept answer is served only knowing every change up to the position the client sends (one round trip when
-    // it is past what is known); no answer kept, nothing to catch up: the database answers, and a credential
-    // that never authenticated has none
-    if (lookup?.answer && position !== null && options.answerCache!.behind(position)) {
-      await options.answerCache!.catchUp(position, options.pool);
-      lookup = cache!.lookup(state.credential!);
-    }
-    if (lookup?.answer) return answerFromCache(state, lookup.answer);
-    let changedUsers: string | null = null;
     const transaction = (pool: pg.Pool) =>
       inTransaction(
         pool,
@@ -158,16 +139,13 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
           HandlerContext.open(context!);
           const result = await (early ?? startHandler(context!, tx)); // 6.
           for (const hook of hooks.answered) await hook(state, result);
-          if (announcesChanges) changedUsers = await commitAnnouncingChanges(tx);
           return result;
         },
         // a write's commit brings back the WAL position its answer carries
         { deferCommit: route.method === 'get', position: route.method !== 'get' && options.consistency !== undefined },
       );
     // a read on a standby that will do (a failed one: again on the primary), anything else on the primary
-    // an answer the cache keeps is read on the primary: one read on a standby behind a write already
-    // announced here would be kept and served, even to a request sending that write's position
-    const onStandby = route.method === 'get' && !cache && options.reads && !options.consistency?.onPrimary(key);
+    const onStandby = route.method === 'get' && options.reads && !options.consistency?.onPrimary(key);
     let result: unknown;
     try {
       result = onStandby ? await options.reads!.read(position, transaction) : await transaction(options.pool);
@@ -179,9 +157,6 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
       }
       throw error;
     }
-    // committed: what it changed is forgotten before anybody is answered, by every worker of this server
-    options.answerCache?.forget(changedUsers);
-    if (changedUsers && options.forgetElsewhere) await options.forgetElsewhere(changedUsers);
     if (route.method !== 'get' && options.consistency) {
       const token = await options.consistency.written(key, state.tx?.position);
       if (token) res.setHeader(CONSISTENCY_HEADER, token);
@@ -190,18 +165,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     // (a failed attempt, a revoked token family): the transaction committed
     if (result instanceof ApiError) throw result;
     send(route, res, result, validateResponses); // 7.
-    if (lookup?.key && state.subject) cache!.keep(lookup, state.subject as Authenticated, JSON.stringify(result));
   };
-
-  function answerFromCache(state: RequestState, cached: CachedAnswer) {
-    state.subject = { subjectId: cached.userId, scopes: cached.scopes, settings: cached.settings };
-    requireScopes(route, state.subject); // 3.
-    const finish = () => {
-      if (validateResponses) checkResponse(route, cached.body);
-      sendJson(state.res, route.status, cached.body); // 7.
-    };
-    return hooks.authenticated.length ? run(hooks.authenticated, state).then(finish) : finish();
-  }
 
   /** The handler, started now: its first statement joins what is queued on the connection. */
   function startHandler(context: HandlerContext, tx: Tx): Promise<unknown> {

@@ -33,7 +33,7 @@ export function sendJson(res: Response, status: number, json: string) {
 }
 
 /** With `validateResponses` (the test suite): an answer that does not match its route's schema is a bug, a 500. */
-export function checkResponse(route: Route, json: string) {
+function checkResponse(route: Route, json: string) {
   const checked = route.response?.safeParse(JSON.parse(json));
   if (checked && !checked.success) {
     throw new Error(`response of ${route.operationId} does not match its schema: ${checked.error.message}`);

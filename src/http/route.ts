@@ -112,12 +112,6 @@ export interface ApiRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, 
   query?: Q;
   body?: B;
   /**
-   * `credential`: a GET whose answer depends on nothing but the credential (no
-   * parameters, no query): served from the server's answer cache while the
-   * database has not said it changed (src/auth/answer-cache.ts).
-   */
-  cache?: 'credential';
-  /**
    * The route acts on the presenting credential itself (signing out): a retry
    * with its Idempotency-Key is the same request only through the same credential.
    */

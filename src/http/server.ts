@@ -4,23 +4,21 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
-import { AnswerCache } from '../auth/answer-cache.ts';
 import { RecentCredentials } from '../auth/recent-credentials.ts';
 import { createApp } from './app.ts';
-import { type Peers, tellInBatches } from './cluster-messages.ts';
 import { listen } from './listen.ts';
 import { setPublicUrl } from './public-url.ts';
 import type { Config } from '../config.ts';
 import { createPool } from '../db/pool.ts';
 import { Consistency } from '../db/consistency.ts';
 import { ReadReplicas } from '../db/read-replicas.ts';
-import { type Connection, connect } from '../db/connect.ts';
+import { connect } from '../db/connect.ts';
 import { watchAnalysts } from '../db/analyst-limits.ts';
 import { keepEvents } from '../db/event-retention.ts';
 import { trustedProxies } from '../operating/client-address.ts';
 import { type AccessLine, accessLog } from '../operating/access-log.ts';
 import { createLogger, lineLogger, type Logger } from '../operating/logger.ts';
-import { collectForPrimary, createMetricsServer, Metrics } from '../operating/metrics.ts';
+import { createMetricsServer, Metrics } from '../operating/metrics.ts';
 import { RateLimits } from '../operating/rate-limit.ts';
 import { DeploymentCounts } from '../operating/deployment-counts.ts';
 import { createGraphql, type Graphql } from '../graphql/server.ts';
@@ -113,18 +111,9 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-export interface StartOptions {
-  /** the database another process made ready (a cluster's primary, src/http/cluster.ts): no start, no migrations, not stopped here */
-  connection?: Connection;
-  /** metrics are collected for the cluster's primary, which serves them (ROWGATE_METRICS_PORT is its port, not this process's) */
-  metricsForPrimary?: boolean;
-  /** the cluster's other workers, whose answer caches forget what this one's writes change */
-  peers?: Peers;
-}
-
-export async function startServer(config: Config, logger: Logger = createLogger(), options: StartOptions = {}): Promise<Running> {
+export async function startServer(config: Config, logger: Logger = createLogger()): Promise<Running> {
   const log = lineLogger(logger);
-  const connection = options.connection ?? (await connect(config, { exclusive: true, log }));
+  const connection = await connect(config, { exclusive: true, log });
   const pool = createPool({
     connectionString: connection.authenticatorUrl,
     max: config.ROWGATE_POOL_SIZE,
@@ -163,24 +152,9 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   // a connection lost while idle is replaced at the next exchange, not a crash
   countsPool.on('error', () => {});
   const counts = DeploymentCounts.inDatabase(countsPool, (error) => log(`rowgate: rate-limit counts not exchanged: ${(error as Error).message}`));
-  const answerCache =
-    config.ROWGATE_ANSWER_CACHE_SECONDS > 0
-      ? new AnswerCache({
-          connectionString: config.ROWGATE_LISTEN_DATABASE_URL ?? connection.authenticatorUrl,
-          maxAgeMs: config.ROWGATE_ANSWER_CACHE_SECONDS * 1000,
-          log,
-        })
-      : undefined;
   const server = await (async () => {
-    await answerCache?.start();
     await reads?.start();
-    const peers = options.peers;
-    const consistency = new Consistency({
-      primary: pool,
-      holdMs: config.ROWGATE_READ_MAX_LAG_MS,
-      // with standbys, a cluster's workers share what each credential wrote (without, reads are all on the primary)
-      elsewhere: reads && peers ? peers.tell : undefined,
-    });
+    const consistency = new Consistency({ primary: pool, holdMs: config.ROWGATE_READ_MAX_LAG_MS });
     // one memory of the credentials seen to authenticate, whichever of REST and GraphQL saw them
     const recentCredentials = new RecentCredentials();
     graphql = await createGraphql({
@@ -205,33 +179,18 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       trustedProxies: trustedProxies(config.ROWGATE_TRUST_PROXY),
       recentCredentials,
     };
-    if (peers) {
-      const told = tellInBatches((credentials) => peers.tell({ credentials }));
-      recentCredentials.onRemembered = told.remembered;
-      recentCredentials.onForgotten = told.forgotten;
-    }
-    peers?.listen((news) => {
-      if ('forget' in news) answerCache?.forget(news.forget);
-      else if ('credentials' in news) {
-        const { remembered, forgotten } = news.credentials ?? {};
-        recentCredentials.learn(Array.isArray(remembered) ? remembered : [], Array.isArray(forgotten) ? forgotten : []);
-      } else consistency.learn(news);
-    });
     const app = createApp({
-      forgetElsewhere: answerCache && peers ? (users) => peers.tell({ forget: users }) : undefined,
       pool,
       secret: connection.secret,
       routes: allRoutes(pool, reads),
       log,
       mounts: [graphql.mount],
-      answerCache,
       consistency,
       reads,
       corsOrigins: config.ROWGATE_CORS_ORIGINS,
       operating,
     });
-    if (metrics && options.metricsForPrimary) collectForPrimary(metrics);
-    else if (metrics && config.ROWGATE_METRICS_PORT !== undefined) {
+    if (metrics && config.ROWGATE_METRICS_PORT !== undefined) {
       metricsServer = await listen(createMetricsServer(metrics), config.ROWGATE_METRICS_PORT, config.HOST);
     }
     const listening = await listen(
@@ -249,7 +208,6 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     await counts.stop();
     await countsPool.end();
     metricsServer?.close();
-    await answerCache?.stop();
     await reads?.stop();
     await graphql?.release();
     await pool.end();
@@ -292,7 +250,6 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         await counts.stop();
         await countsPool.end();
         await retention?.stop();
-        await answerCache?.stop();
         await reads?.stop();
         await graphql?.release();
         await pool.end();

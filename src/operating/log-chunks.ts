@@ -26,38 +26,23 @@ process.prependListener('exit', () => {
   }
 });
 
-/**
- * The most bytes a chunk may hold when several processes write to one stdout
- * (node:cluster workers): PIPE_BUF, which a pipe writes whole, never
- * interleaved with another writer's bytes (and a file or a Unix socket alike,
- * on Linux). A line longer than that alone is written on its own.
- */
-export const PIPE_BUF_BYTES = 4096;
-
 export class ChunkedDestination implements FlushableDestination {
   private lines: string[] = [];
-  /** what is buffered: UTF-16 units (a chunk's size within a factor the threshold does not care about), or bytes when bounded */
+  /** what is buffered, in UTF-16 units (a chunk's size within a factor the threshold does not care about) */
   private size = 0;
   private readonly target: FlushableDestination;
   private readonly chunkSize: number;
-  private readonly bounded: boolean;
 
-  /**
-   * `bounded`: a chunk never holds more than `chunkSize` bytes (lines shared
-   * with other writers); else it is released once past `chunkSize` UTF-16 units.
-   */
-  constructor(target: FlushableDestination, chunkSize: number, options: { bounded?: boolean } = {}) {
+  /** A chunk is released once past `chunkSize` UTF-16 units. */
+  constructor(target: FlushableDestination, chunkSize: number) {
     this.target = target;
     this.chunkSize = chunkSize;
-    this.bounded = options.bounded ?? false;
     gathering.add(new WeakRef(this));
   }
 
   write(line: string): void {
-    const size = this.bounded ? Buffer.byteLength(line) : line.length;
-    if (this.bounded && this.size + size > this.chunkSize) this.release();
     this.lines.push(line);
-    this.size += size;
+    this.size += line.length;
     if (this.size >= this.chunkSize) this.release();
   }
 

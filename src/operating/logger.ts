@@ -5,7 +5,7 @@
 // written: never a token, a code, a secret, a header, a query string or a body.
 import { createRequire } from 'node:module';
 import pino, { type DestinationStream, type Logger } from 'pino';
-import { ChunkedDestination, PIPE_BUF_BYTES } from './log-chunks.ts';
+import { ChunkedDestination } from './log-chunks.ts';
 
 export type { Logger };
 
@@ -15,10 +15,6 @@ export interface LoggerOptions {
   pretty?: boolean;
   /** where lines go (the tests collect them); default: stdout, written asynchronously in 15 KiB chunks */
   destination?: DestinationStream;
-  /** other processes write to the same stdout (node:cluster workers): every write whole lines within PIPE_BUF */
-  sharedOutput?: boolean;
-  /** a cluster's worker: its id (src/http/cluster.ts) on every line */
-  worker?: number;
 }
 
 function prettyStream(): DestinationStream | undefined {
@@ -38,19 +34,12 @@ const CHUNK = 15 * 1024;
 export function createLogger(options: LoggerOptions = {}): Logger {
   const chosen = options.destination ?? (options.pretty ? prettyStream() : undefined);
   // buffered: a line costs an array push, not a write(2); written at least every FLUSH_MS, and on exit (flushLog)
-  const buffered = chosen
-    ? undefined
-    : options.sharedOutput
-      ? // chunks of whole lines up to PIPE_BUF bytes, which sonic-boom joins only while the join fits (bytes
-        // counted): counted as three bytes a character, a chunk held about five access lines, and each cost a
-        // write through libuv's thread pool (docs/performance.md, "The workers' log writes")
-        new ChunkedDestination(pino.destination({ dest: 1, sync: false, maxWrite: PIPE_BUF_BYTES }), PIPE_BUF_BYTES, { bounded: true })
-      : new ChunkedDestination(pino.destination({ dest: 1, sync: false, minLength: CHUNK }), CHUNK);
+  const buffered = chosen ? undefined : new ChunkedDestination(pino.destination({ dest: 1, sync: false, minLength: CHUNK }), CHUNK);
   const logger = pino(
     {
       level: options.level ?? 'info',
-      // no pid or hostname on every line: the process's supervisor knows them; a cluster's worker says which it is
-      base: options.worker === undefined ? undefined : { worker: options.worker },
+      // no pid or hostname on every line: the process's supervisor knows them
+      base: undefined,
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },
@@ -67,7 +56,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 /** Each logger's destination, for flushLog: pino's API has no way back from a logger to it */
 const destinations = new WeakMap<Logger, DestinationStream & { flushSync?: () => void }>();
 
-/** The `(line) => void` the older modules take (start-up, the answer cache, the mailer), at info or warn level. */
+/** The `(line) => void` the older modules take (start-up, the mailer), at info or warn level. */
 export function lineLogger(logger: Logger, level: 'info' | 'warn' = 'info'): (line: string) => void {
   return (line) => logger[level](line);
 }

@@ -7,9 +7,7 @@
 // webhook delivery attempts this process made, by outcome (SPEC §17).
 import { createServer, type Server } from 'node:http';
 import type pg from 'pg';
-import type { Worker } from 'node:cluster';
-import { answer, request } from '../http/cluster-ipc.ts';
-import { AggregatorRegistry, Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { StandbyStatus } from '../db/read-replicas.ts';
 import type { AttemptResult } from '../webhooks/post.ts';
 
@@ -74,8 +72,6 @@ export class Metrics {
     if (standbys) {
       new Gauge({
         name: 'rowgate_standby_replay_lag_seconds',
-        // workers probe each standby on their own: a cluster shows the worst
-        aggregator: 'max',
         help: "How far each hot standby's replay is behind the primary (absent while unknown: unreachable, or not yet probed)",
         labelNames: ['standby'] as const,
         registers: [this.registry],
@@ -86,8 +82,6 @@ export class Metrics {
       });
       new Gauge({
         name: 'rowgate_standby_available',
-        // available only if every worker reads from it
-        aggregator: 'min',
         help: 'Whether reads go to each hot standby now (1) or to the primary (0: lag past ROWGATE_READ_MAX_LAG_MS, or unreachable)',
         labelNames: ['standby'] as const,
         registers: [this.registry],
@@ -114,89 +108,15 @@ export class Metrics {
   }
 }
 
-type MetricJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
-
-/** A cluster worker's metrics, sent to its primary at each scrape (src/http/cluster.ts) instead of served. */
-export function collectForPrimary(metrics: Metrics) {
-  answer(process, METRICS_REQUEST, () => metrics.registry.getMetricsAsJSON());
-}
-
-/** The request a cluster's primary sends its workers at a scrape */
-const METRICS_REQUEST = 'rowgate:metrics';
-
-/** How long a scrape waits for a worker (one starting or stuck is shown as it last answered) */
-const WORKER_ANSWER_MS = 1_000;
-
-/**
- * The metrics of a cluster's workers, summed as one server's: what each worker
- * answers at the scrape, or what it answered last if it does not in time (a
- * worker starting, or stuck). A worker's counters and histograms outlive it, so
- * a sum never goes down when one dies (Prometheus would read a reset and count
- * the survivors' totals again); its gauges go with it. The requests a worker
- * answered after the last scrape before its death are not counted.
- */
-export class ClusterMetrics {
-  private readonly last = new Map<number, MetricJson>();
-  /** the counters and histograms of workers that died, summed */
-  private retired: MetricJson = [];
-
-  private readonly workers: () => Worker[];
-
-  /** `workers`: the live ones that listen */
-  constructor(workers: () => Worker[]) {
-    this.workers = workers;
-  }
-
-  /** the retired sum, as it is being brought up to date */
-  private retiring: Promise<void> = Promise.resolve();
-
-  /** A worker died: its last counters and histograms are kept in the sum (it is called from the worker's 'exit'). */
-  retire(id: number) {
-    const last = this.last.get(id);
-    this.last.delete(id);
-    if (!last) return;
-    const kept = last.filter((metric) => ['counter', 'histogram'].includes(String(metric.type)));
-    this.retiring = this.retiring
-      .then(async () => {
-        this.retired = await AggregatorRegistry.aggregate([this.retired, kept]).getMetricsAsJSON();
-      })
-      .catch(() => {}); // one that failed to sum is left out; the next ones still are
-  }
-
-  async exposition(): Promise<string> {
-    await Promise.all(this.workers().map((worker) => this.ask(worker)));
-    // a worker that died while it was asked has moved to the retired sum by now, not dropped from both
-    await this.retiring;
-    return AggregatorRegistry.aggregate([...this.last.values(), this.retired]).metrics();
-  }
-
-  private async ask(worker: Worker): Promise<void> {
-    const metrics = (await request(worker, METRICS_REQUEST, {}, WORKER_ANSWER_MS)) as MetricJson | undefined;
-    if (metrics) this.last.set(worker.id, metrics);
-  }
-}
-
 /** The metrics server: GET /metrics, nothing else. */
 export function createMetricsServer(metrics: Metrics): Server {
-  return metricsServer(async () => ({ text: await metrics.registry.metrics(), contentType: metrics.registry.contentType }));
-}
-
-/** The metrics server of a cluster's primary (src/http/cluster.ts): its workers' metrics, summed. */
-export function createClusterMetricsServer(metrics: ClusterMetrics): Server {
-  return metricsServer(async () => ({ text: await metrics.exposition(), contentType: Registry.PROMETHEUS_CONTENT_TYPE }));
-}
-
-/** What GET /metrics answers: the text and its content type */
-type Exposition = () => Promise<{ text: string; contentType: string }>;
-
-function metricsServer(exposition: Exposition): Server {
   return createServer((req, res) => {
     if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
       res.writeHead(404, { 'Content-Type': 'text/plain' }).end('Not found: GET /metrics\n');
       return;
     }
-    exposition().then(
-      ({ text, contentType }) => res.writeHead(200, { 'Content-Type': contentType }).end(text),
+    metrics.registry.metrics().then(
+      (text) => res.writeHead(200, { 'Content-Type': metrics.registry.contentType }).end(text),
       (error: Error) => res.writeHead(500, { 'Content-Type': 'text/plain' }).end(`${error.message}\n`),
     );
   });

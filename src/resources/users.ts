@@ -43,8 +43,6 @@ export const userRoutes = [
     summary: 'Get the current user',
     tag: 'users',
     access: access.webUserRead,
-    // a dashboard asks on every page: kept while the database says it holds
-    cache: 'credential',
     status: 200,
     response: UserRead,
     handler: async ({ tx }) => {
