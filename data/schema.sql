@@ -567,9 +567,6 @@ create policy update_self_web_session on rowgate.users as permissive for update 
   using (((id = ( SELECT rowgate_hidden.current_user_id() AS current_user_id)) AND (deleted_at IS NULL) AND (( SELECT rowgate_hidden.current_credential_kind() AS current_credential_kind) = 'web_session'::text) AND ( SELECT rowgate_hidden.has_scope('user:write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.users FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _500_leave_organizations AFTER UPDATE OF deleted_at ON rowgate.users FOR EACH ROW WHEN (((old.deleted_at IS NULL) AND (new.deleted_at IS NOT NULL))) EXECUTE FUNCTION rowgate_private.tg_users__leave_organizations();
-CREATE TRIGGER _900_announce_delete AFTER DELETE ON rowgate.users REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
-CREATE TRIGGER _900_announce_truncate AFTER TRUNCATE ON rowgate.users FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
-CREATE TRIGGER _900_announce_update AFTER UPDATE ON rowgate.users REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
 
 -- Table rowgate.webhook_attempts
 create table rowgate.webhook_attempts (
@@ -813,7 +810,6 @@ create table rowgate_private.platform_admins (
   constraint platform_admins_pkey PRIMARY KEY (user_id),
   constraint platform_admins_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id) ON DELETE CASCADE
 );
-CREATE TRIGGER _900_announce_truncate AFTER TRUNCATE ON rowgate_private.platform_admins FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
 CREATE TRIGGER _900_touch_user AFTER INSERT OR DELETE OR UPDATE ON rowgate_private.platform_admins FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_platform_admins__touch_user();
 
 -- Table rowgate_private.rate_limit_counts
@@ -843,7 +839,6 @@ create table rowgate_private.scopes (
   constraint scopes_pkey PRIMARY KEY (name),
   constraint scopes_implies_fkey FOREIGN KEY (implies) REFERENCES rowgate_private.scopes(name)
 );
-CREATE TRIGGER _900_announce_change AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON rowgate_private.scopes FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
 
 -- Table rowgate_private.sessions
 create table rowgate_private.sessions (
@@ -872,21 +867,6 @@ create table rowgate_private.sessions (
 );
 CREATE INDEX sessions_portal_expires_at ON rowgate_private.sessions USING btree (expires_at) WHERE (kind <> 'user'::text);
 CREATE INDEX sessions_user_id ON rowgate_private.sessions USING btree (user_id) WHERE (revoked_at IS NULL);
-CREATE TRIGGER _900_announce_delete AFTER DELETE ON rowgate_private.sessions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
-CREATE TRIGGER _900_announce_truncate AFTER TRUNCATE ON rowgate_private.sessions FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
-CREATE TRIGGER _900_announce_update AFTER UPDATE ON rowgate_private.sessions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg__announce_user_changes();
-
--- Table rowgate_private.user_changes
-create table rowgate_private.user_changes (
-  id bigint generated always as identity not null,
-  user_ids text not null,
-  created_at timestamp with time zone default now() not null,
-  xid xid8 default pg_current_xact_id() not null,
-  constraint user_changes_pkey PRIMARY KEY (id)
-);
-comment on column rowgate_private.user_changes.xid is 'The transaction that made the change: read by every server while the transaction may not have been seen to end.';
-CREATE INDEX user_changes_xid ON rowgate_private.user_changes USING btree (xid);
-CREATE CONSTRAINT TRIGGER _900_stamp_commit AFTER INSERT ON rowgate_private.user_changes DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_user_changes__stamp_commit();
 
 -- Table rowgate_private.webhook_deliveries
 create table rowgate_private.webhook_deliveries (
@@ -3287,41 +3267,6 @@ AS $function$
   update rowgate_private.oauth2_access_tokens set revoked_at = now() where family_id = p_family_id and revoked_at is null;
 $function$;
 
--- Function rowgate_private.tg__announce_user_changes()
-CREATE OR REPLACE FUNCTION rowgate_private.tg__announce_user_changes()
- RETURNS trigger
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'pg_temp'
-AS $function$
-declare
-  v_ids text;
-  v_so_far text := nullif(current_setting('rowgate.changed_users', true), '');
-begin
-  if tg_op = 'TRUNCATE' or tg_table_name = 'scopes' then
-    v_ids := '*';
-  elsif tg_table_name = 'users' then
-    select string_agg(distinct id::text, ' ') into v_ids from old_rows;
-  else
-    select string_agg(distinct user_id::text, ' ') into v_ids from old_rows where user_id is not null;
-  end if;
-  if v_ids is null then
-    return null;
-  end if;
-  if length(v_ids) > 4000 then
-    v_ids := '*';
-  end if;
-  delete from rowgate_private.user_changes where created_at < now() - interval '10 minutes';
-  insert into rowgate_private.user_changes (user_ids) values (v_ids);
-  -- the payload names nothing: the same empty text for every change
-  perform pg_notify('rowgate_user_changes', '');
-  perform set_config('rowgate.changed_users',
-    case when v_so_far = '*' or v_ids = '*' or length(v_so_far) > 4000 then '*' else concat_ws(' ', v_so_far, v_ids) end,
-    true);
-  return null;
-end;
-$function$;
-
 -- Function rowgate_private.tg__at_most()
 CREATE OR REPLACE FUNCTION rowgate_private.tg__at_most()
  RETURNS trigger
@@ -3614,20 +3559,6 @@ begin
 end;
 $function$;
 
--- Function rowgate_private.tg_user_changes__stamp_commit()
-CREATE OR REPLACE FUNCTION rowgate_private.tg_user_changes__stamp_commit()
- RETURNS trigger
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'pg_temp'
-AS $function$
-begin
-  update rowgate_private.user_changes set created_at = clock_timestamp() where id = new.id;
-  return null;
-end;
-$function$;
-comment on function rowgate_private.tg_user_changes__stamp_commit() is 'Stamps a change with the time its transaction commits: the prune keeps it ten minutes from then.';
-
 -- Function rowgate_private.tg_users__leave_organizations()
 CREATE OR REPLACE FUNCTION rowgate_private.tg_users__leave_organizations()
  RETURNS trigger
@@ -3711,43 +3642,6 @@ AS $function$
   select s from unnest(p_scopes) s
   where s not in (select name from rowgate_private.scopes where name not like 'customer_portal_%') limit 1;
 $function$;
-
--- Function rowgate_private.user_changes_after(xid8)
-CREATE OR REPLACE FUNCTION rowgate_private.user_changes_after(p_horizon xid8)
- RETURNS TABLE(horizon xid8, user_ids text)
- LANGUAGE sql
- STABLE SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'pg_temp'
-AS $function$
-  with changed as (
-    select c.user_ids from rowgate_private.user_changes c
-    where p_horizon is not null and c.xid >= p_horizon
-  ), users as (
-    select distinct u.id from changed, unnest(string_to_array(changed.user_ids, ' ')) as u(id)
-  )
-  select pg_snapshot_xmin(pg_current_snapshot()),
-    case when p_horizon is null then null
-      when exists (select 1 from changed where changed.user_ids = '*') or (select count(*) from users) > 2500 then '*'
-      else (select string_agg(users.id, ' ') from users) end;
-$function$;
-comment on function rowgate_private.user_changes_after(xid8) is 'The users whose answers changed in transactions at or after a horizon (''*'': everybody; null horizon: none), and the next horizon: the oldest transaction still running now.';
-grant execute on function rowgate_private.user_changes_after(xid8) to rowgate_authenticator;
-
--- Function rowgate_private.user_changes_since(bigint)
-CREATE OR REPLACE FUNCTION rowgate_private.user_changes_since(p_after bigint)
- RETURNS TABLE(last_id bigint, user_ids text)
- LANGUAGE sql
- STABLE SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'pg_temp'
-AS $function$
-  select coalesce(max(c.id), p_after, 0),
-    case when p_after is null then null
-      when bool_or(c.user_ids = '*') or sum(length(c.user_ids)) > 100000 then '*'
-      else string_agg(c.user_ids, ' ') end
-  from rowgate_private.user_changes c
-  where p_after is null or c.id > p_after;
-$function$;
-grant execute on function rowgate_private.user_changes_since(bigint) to rowgate_authenticator;
 
 -- Function rowgate_private.user_manages_access_tokens(uuid,uuid)
 CREATE OR REPLACE FUNCTION rowgate_private.user_manages_access_tokens(p_user_id uuid, p_organization_id uuid)
