@@ -362,8 +362,6 @@ async function startInstance(host: Host, port: number, name: string): Promise<In
     ROWGATE_READ_MAX_LAG_MS: String(READ_MAX_LAG_MS),
     ROWGATE_SECRET: state.secret,
     ROWGATE_POOL_SIZE: '4',
-    // one process per instance where workers still exist: the hosts' instances are the fleet
-    ROWGATE_WORKERS: '1',
     ROWGATE_RATE_LIMIT: String(RATE),
     // HAProxy as this host sees it: its X-Forwarded-For names the client
     ROWGATE_TRUST_PROXY: host.rootAddress,
