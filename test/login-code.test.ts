@@ -278,7 +278,10 @@ describe('POST /v1/login-code/authenticate', () => {
   test('the attempt comes from the rowgate_signin cookie when the body has none', async () => {
     const email = newEmail();
     const asked = await requestCode(email);
-    const cookie = asked.headers.getSetCookie().find((c) => c.startsWith('rowgate_signin='))!.split(';')[0]!;
+    const cookie = asked.headers
+      .getSetCookie()
+      .find((c) => c.startsWith('rowgate_signin='))!
+      .split(';')[0]!;
     const res = await app.request('POST', '/v1/login-code/authenticate', {
       body: { email, code: await latestCode(email) },
       headers: { cookie, 'x-forwarded-for': client },

@@ -94,7 +94,9 @@ describe('rate limits counted in the database', () => {
       `insert into rowgate_private.rate_limit_counts (policy, key, window_number, points, expires_at)
        values ('default', 'old', 1, 3, now() - interval '1 second')`,
     );
-    await app.owner.query(`insert into rowgate_private.rate_limit_servers (id, seen_at) values (gen_random_uuid(), now() - interval '2 hours')`);
+    await app.owner.query(
+      `insert into rowgate_private.rate_limit_servers (id, seen_at) values (gen_random_uuid(), now() - interval '2 hours')`,
+    );
     const { rows } = await app.pool.query<{ pruned: number }>('select rowgate_private.prune_rate_limit_counts() as pruned');
     expect(rows[0]!.pruned).toBeGreaterThanOrEqual(1);
     const left = await app.sql<{ n: number }>(

@@ -151,7 +151,9 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   });
   // a connection lost while idle is replaced at the next exchange, not a crash
   countsPool.on('error', () => {});
-  const counts = DeploymentCounts.inDatabase(countsPool, (error) => log(`rowgate: rate-limit counts not exchanged: ${(error as Error).message}`));
+  const counts = DeploymentCounts.inDatabase(countsPool, (error) =>
+    log(`rowgate: rate-limit counts not exchanged: ${(error as Error).message}`),
+  );
   const server = await (async () => {
     await reads?.start();
     const consistency = new Consistency({ primary: pool, holdMs: config.ROWGATE_READ_MAX_LAG_MS });
