@@ -12,8 +12,8 @@
 // share of max(1, floor(q / (10 N))), the servers together let through at most
 // q + N × share in a window: q plus a tenth, or q + N when q < 10 N
 // (docs/decisions.md, "Rate limits"). A request waits on an exchange at most
-// MAX_WAIT_MS; past it (the database is slow or gone), it is decided from what
-// this server knows.
+// MAX_WAIT_MS; past it (the database is slow or gone), it is refused
+// (src/operating/rate-limit.ts).
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 
@@ -25,8 +25,8 @@ export type Exchange = (
 
 /** How often a server sends its points and reads the sums back */
 const EXCHANGE_MS = 100;
-/** How long a request may wait on an exchange before it is decided from this server's view */
-const MAX_WAIT_MS = 250;
+/** How long a request may wait on an exchange before it is refused */
+const MAX_WAIT_MS = 1_000;
 /** How often the windows that are over are deleted (by every server: the work is shared by whoever comes first) */
 const PRUNE_MS = 60_000;
 

@@ -40,24 +40,23 @@ export class Limiter {
    * the next exchange has answered.
    */
   consume(key: string): Promise<RateLimitDecision> {
-    const decided = this.decide(key, false);
+    const decided = this.decide(key);
     return decided instanceof Promise ? decided : Promise.resolve(decided);
   }
 
-  /** `alone`: the last exchange did not answer in time, so this server decides from its own view */
-  private decide(key: string, alone: boolean): RateLimitDecision | Promise<RateLimitDecision> {
+  private decide(key: string): RateLimitDecision | Promise<RateLimitDecision> {
     const now = Date.now();
     const share = this.counts.share(this.quota);
     const second = this.counts.cell(this.name, key, 1, now);
     const resetSecond = Math.max(1, Math.ceil((second.endsAt - now) / 1000));
     if (second.total < this.quota) {
-      if (!alone && second.unexchanged >= share) return this.afterExchange(key);
+      if (second.unexchanged >= share) return this.afterExchange(key);
       second.pending++;
       return this.decision(true, this.quota - second.total, resetSecond, [second]);
     }
     const burst = this.counts.cell(`${this.name}:burst`, key, BURST_WINDOW_SECONDS, now);
     if (burst.total < this.quota) {
-      if (!alone && (burst.unexchanged >= share || second.unexchanged >= share)) return this.afterExchange(key);
+      if (burst.unexchanged >= share || second.unexchanged >= share) return this.afterExchange(key);
       second.pending++;
       burst.pending++;
       return this.decision(true, 0, resetSecond, [second, burst]);
@@ -65,8 +64,14 @@ export class Limiter {
     return this.decision(false, 0, Math.min(resetSecond, Math.max(1, Math.ceil((burst.endsAt - now) / 1000))));
   }
 
+  /**
+   * A key past its share: decided once the deployment's count is known again.
+   * An exchange that does not answer in time refuses the request (Retry-After
+   * 1) rather than letting the key past the bound: only a key busy enough to
+   * spend its share between two exchanges is refused so.
+   */
   private afterExchange(key: string): Promise<RateLimitDecision> {
-    return this.counts.exchanged().then((answered) => this.decide(key, !answered));
+    return this.counts.exchanged().then((answered) => (answered ? this.decide(key) : this.decision(false, 0, 1)));
   }
 
   /** Whether the key is refused now, as far as this server knows (no point spent) */
