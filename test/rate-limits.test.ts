@@ -37,22 +37,28 @@ describe('rate limits counted in the database', () => {
     try {
       expect(fleet.counts.map((c) => c.servers)).toEqual(Array(n).fill(n));
       const share = fleet.counts[0]!.share(quota);
-      const key = `fleet-${n}-${Math.random()}`;
-      await startOfASecond();
-      // the requests of one client, spread over every server, all at once
-      const decisions = await Promise.all(Array.from({ length: 4 * quota }, (_, i) => fleet.limits[i % n]!.credential.consume(key)));
-      const allowed = decisions.filter((d) => d.allowed).length;
-      // the second's window and the burst allowance, each passed by at most N × share
-      expect(allowed).toBeGreaterThanOrEqual(2 * quota);
-      expect(allowed).toBeLessThanOrEqual(2 * (quota + n * share));
-      expect(decisions.filter((d) => !d.allowed).every((d) => d.reset >= 1 && d.remaining === 0)).toBe(true);
-      // the database holds the deployment's count, whichever server let each through
-      await Promise.all(fleet.counts.map((c) => c.exchanged()));
-      const [row] = await app.sql<{ points: number }>(
-        `select sum(points)::int as points from rowgate_private.rate_limit_counts where key = $1 and policy = 'default'`,
-        [key],
-      );
-      expect(row!.points).toBe(allowed);
+      // the bound is per window: on a machine so busy that the burst spans two, it is sent again
+      for (let tries = 0; ; tries++) {
+        const key = `fleet-${n}-${Math.random()}`;
+        await startOfASecond();
+        const second = Math.floor(Date.now() / 1000);
+        // the requests of one client, spread over every server, all at once
+        const decisions = await Promise.all(Array.from({ length: 4 * quota }, (_, i) => fleet.limits[i % n]!.credential.consume(key)));
+        if (Math.floor(Date.now() / 1000) !== second && tries < 3) continue;
+        const allowed = decisions.filter((d) => d.allowed).length;
+        // the second's window and the burst allowance, each passed by at most N × share
+        expect(allowed).toBeGreaterThanOrEqual(2 * quota);
+        expect(allowed).toBeLessThanOrEqual(2 * (quota + n * share));
+        expect(decisions.filter((d) => !d.allowed).every((d) => d.reset >= 1 && d.remaining === 0)).toBe(true);
+        // the database holds the deployment's count, whichever server let each through
+        await Promise.all(fleet.counts.map((c) => c.exchanged()));
+        const [row] = await app.sql<{ points: number }>(
+          `select sum(points)::int as points from rowgate_private.rate_limit_counts where key = $1 and policy = 'default'`,
+          [key],
+        );
+        expect(row!.points).toBe(allowed);
+        break;
+      }
     } finally {
       await fleet.stop();
     }
@@ -61,15 +67,23 @@ describe('rate limits counted in the database', () => {
   test("what one server let through refuses the key on another: the RateLimit fields report the deployment's count", async () => {
     const fleet = await servers(2, 10);
     try {
-      const key = `seen-${Math.random()}`;
       const [a, b] = fleet.limits as [RateLimits, RateLimits];
-      await startOfASecond();
-      for (let i = 0; i < 6; i++) expect((await a.address.consume(key)).allowed).toBe(true);
-      // b decides its first request of the key from its own view (within its share), then exchanges
-      expect(await b.address.consume(key)).toMatchObject({ allowed: true, remaining: 9 });
-      await fleet.counts[0]!.exchanged();
-      await fleet.counts[1]!.exchanged();
-      expect(await b.address.consume(key)).toMatchObject({ allowed: true, remaining: 2 });
+      // the scenario holds within one window: on a machine so busy that it spans two, it is run again
+      for (let tries = 0; ; tries++) {
+        const key = `seen-${Math.random()}`;
+        await startOfASecond();
+        const second = Math.floor(Date.now() / 1000);
+        for (let i = 0; i < 6; i++) expect((await a.address.consume(key)).allowed).toBe(true);
+        // b decides its first request of the key from its own view (within its share), then exchanges
+        const first = await b.address.consume(key);
+        await fleet.counts[0]!.exchanged();
+        await fleet.counts[1]!.exchanged();
+        const next = await b.address.consume(key);
+        if (Math.floor(Date.now() / 1000) !== second && tries < 3) continue;
+        expect(first).toMatchObject({ allowed: true, remaining: 9 });
+        expect(next).toMatchObject({ allowed: true, remaining: 2 });
+        break;
+      }
     } finally {
       await fleet.stop();
     }

@@ -40,6 +40,8 @@ class Cell {
   sending = 0;
   /** points since, not yet sent */
   pending = 0;
+  /** asked for since the last exchange: only such cells are exchanged (an idle key's sum is refreshed when it is next asked) */
+  touched = true;
   readonly policy: string;
   readonly key: string;
   /** the window's number: whole windows since the epoch */
@@ -159,7 +161,8 @@ export class DeploymentCounts {
     const window = Math.floor(now / length);
     const id = `${policy}\u0000${window}\u0000${key}`;
     let cell = this.cells.get(id);
-    if (!cell) {
+    if (cell) cell.touched = true;
+    else {
       cell = new Cell(policy, key, window, (window + 1) * length);
       this.cells.set(id, cell);
       // without exchanges (or between them, under a flood of new keys) the windows that are over go here
@@ -197,7 +200,7 @@ export class DeploymentCounts {
     return Promise.race([answered, waited]).finally(() => clearTimeout(timer));
   }
 
-  /** Sends every pending point, and reads back the sums of every key counted in a window not yet over */
+  /** Sends every pending point, and reads back the sums of the keys asked for since the last exchange */
   private exchange(): Promise<void> {
     if (this.inFlight) return this.inFlight;
     const now = Date.now();
@@ -205,7 +208,10 @@ export class DeploymentCounts {
     for (const [id, cell] of this.cells) {
       // a window that is over is forgotten (its unsent points with it: they can refuse nobody any more)
       if (cell.endsAt <= now) this.cells.delete(id);
-      else batch.push(cell);
+      else if (cell.touched || cell.pending !== 0) {
+        cell.touched = false;
+        batch.push(cell);
+      }
     }
     for (const cell of batch) {
       cell.sending = cell.pending;
