@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { createApp } from '../src/http/app.ts';
-import { setPublicUrl } from '../src/http/public-url.ts';
+import { setPublicUrl } from '../src/core/public-url.ts';
 import { createPool } from '../src/db/pool.ts';
 import { Consistency } from '../src/db/consistency.ts';
 import { ensureDatabase } from '../src/db/setup.ts';

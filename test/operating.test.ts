@@ -5,7 +5,7 @@ import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.ts';
-import { ECHOED_CHARACTERS, MAX_ISSUES } from '../src/http/errors.ts';
+import { ECHOED_CHARACTERS, MAX_ISSUES } from '../src/core/errors.ts';
 import { listen } from '../src/http/listen.ts';
 import { createHttpServer } from '../src/http/server.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
@@ -124,7 +124,7 @@ describe('a statement past the statement timeout is 504 Timeout, naming the limi
 
   test('a database that cannot be reached stays 503 (the timeout is not it)', async () => {
     // the statement timeout's wording decides; an operator's cancel (57014 too) is not a timeout
-    const { fromDatabaseError } = await import('../src/http/errors.ts');
+    const { fromDatabaseError } = await import('../src/core/errors.ts');
     expect(fromDatabaseError({ code: '57014', message: 'canceling statement due to statement timeout' }, 2500)?.status).toBe(504);
     expect(fromDatabaseError({ code: '57014', message: 'canceling statement due to user request' }, 2500)?.status).toBe(503);
     expect(fromDatabaseError({ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED' }, 2500)?.status).toBe(503);
@@ -141,7 +141,7 @@ describe('a statement past the statement timeout is 504 Timeout, naming the limi
   });
 
   test("a row that breaks the metadata's rule is a 422 at the metadata; another check is the server's bug (a 500)", async () => {
-    const { fromDatabaseError } = await import('../src/http/errors.ts');
+    const { fromDatabaseError } = await import('../src/core/errors.ts');
     const metadata = fromDatabaseError({
       code: '23514',
       constraint: 'orders_metadata_valid',

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createApp } from '../src/http/app.ts';
-import { ApiError } from '../src/http/errors.ts';
+import { ApiError } from '../src/core/errors.ts';
 import type { PipelineHooks, RequestState } from '../src/http/pipeline.ts';
 import { allRoutes } from '../src/http/routes.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';

@@ -27,7 +27,10 @@ export const AUTHENTICATE = `
 
 /** The role of a request without a credential ($1: its request id); no setting names a subject. */
 export const ANONYMOUS = `select set_config('role', 'rowgate_anonymous', true) as role, set_config('rowgate.request_id', $1, true) as request_id`;
-export const ANONYMOUS_SETTINGS: Readonly<Record<string, string>> = Object.freeze({ role: 'rowgate_anonymous' });
+/** A transaction's role and the `rowgate.*` settings the SQL reads */
+export type Settings = Readonly<Record<string, string>>;
+
+export const ANONYMOUS_SETTINGS: Settings = Object.freeze({ role: 'rowgate_anonymous' });
 
 export interface AuthenticatedRow {
   role: string;
@@ -47,7 +50,7 @@ export interface Authenticated {
   /** RFC 3339; null: it does not expire */
   expiresAt: string | null;
   /** the role and transaction-local settings the statement applied */
-  settings: Readonly<Record<string, string>>;
+  settings: Settings;
 }
 
 /** Runs one parameterised statement and returns its first row. */

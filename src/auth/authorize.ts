@@ -3,7 +3,7 @@
 // declares which policy guards it (`authorize` in the route table), the pipeline asks,
 // and this maps the answer to a status.
 import type { Tx } from '../db/pool.ts';
-import { notFound, notPermitted } from '../http/errors.ts';
+import { notFound, notPermitted } from '../core/errors.ts';
 
 /** What rowgate_hidden.resource_organization_id resolves to its organization. */
 type Resource =

@@ -8,7 +8,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import type { Connection } from '../db/connect.ts';
-import { UUID } from '../resources/fields.ts';
+import { UUID } from '../core/fields.ts';
 
 import { generateToken, hashToken } from '../auth/tokens.ts';
 import { embeddedUrl } from '../db/embedded.ts';

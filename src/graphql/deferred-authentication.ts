@@ -17,9 +17,8 @@
 // first) keep the authentication before the request (src/graphql/server.ts).
 import type { Response } from 'express';
 import type pg from 'pg';
-import { AUTHENTICATE, type AuthenticatedRow, authenticatedFrom } from '../auth/authenticate.ts';
+import { AUTHENTICATE, type AuthenticatedRow, authenticatedFrom, type Settings } from '../auth/authenticate.ts';
 import { poolStatements, statementName } from '../db/pool.ts';
-import type { Settings } from './pg-client.ts';
 
 /** What a statement of a request whose credential authenticates nobody fails with (never sent: its answer is a 401) */
 export const authenticatesNobody = () =>

@@ -2,7 +2,7 @@
 // not GraphQL over HTTP (SPEC §7's 422), and the errors of execution, where our
 // SQL's deliberate errors keep REST's words and everything else is masked.
 import type { GraphQLError } from 'postgraphile/graphql';
-import { boundedText, ECHOED_CHARACTERS, fromDatabaseError, timeoutDetail, type ValidationIssue } from '../http/errors.ts';
+import { boundedText, ECHOED_CHARACTERS, fromDatabaseError, timeoutDetail, type ValidationIssue } from '../core/errors.ts';
 import { BAD_USER_INPUT, VALIDATION_FAILED } from './limits.ts';
 
 /** GraphQL errors the client may read: our SQL's deliberate errors, as REST words them; the rest is masked. */

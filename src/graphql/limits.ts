@@ -12,7 +12,7 @@
 // - page sizes: `first`/`last` 0..100 and `offset` ≥ 0, literal or variable,
 //   checked per request (variables differ between requests) before execution.
 import { createHash } from 'node:crypto';
-import { boundedText, ECHOED_CHARACTERS } from '../http/errors.ts';
+import { boundedText, ECHOED_CHARACTERS } from '../core/errors.ts';
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import {

@@ -24,6 +24,7 @@
 // Prepared statements follow the pool's configuration (none behind an old
 // PgBouncer), at most a hundred per connection (src/graphql/prepared-statements.ts).
 import type pg from 'pg';
+import type { Settings } from '../auth/authenticate.ts';
 import { commitAtPosition, poolStatements, statementName } from '../db/pool.ts';
 import { authenticatesNobody, type DeferredAuthentication } from './deferred-authentication.ts';
 import { IN_FAILED_TRANSACTION, NOT_PREPARED, preparedName, retired } from './prepared-statements.ts';
@@ -44,7 +45,6 @@ interface PgClient {
   query<T>(query: PgQuery): Promise<PgResult<T>>;
   withTransaction<T>(callback: (client: PgClient) => Promise<T>): Promise<T>;
 }
-export type Settings = Readonly<Record<string, string>>;
 type FallBack = (error: unknown) => pg.Pool | null;
 export type WithPgClient = (<T>(settings: Settings | null | undefined, callback: (client: PgClient) => T | Promise<T>) => Promise<T>) & {
   release?(): void;

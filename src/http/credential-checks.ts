@@ -6,8 +6,8 @@ import type pg from 'pg';
 import { ANONYMOUS, authenticate, type Authenticated } from '../auth/authenticate.ts';
 import { credentialNames, type PresentedCredential, readCredential } from '../auth/credentials.ts';
 import { inTransaction, type Tx } from '../db/pool.ts';
-import { insufficientScope, notPermitted, unauthorized } from './errors.ts';
-import { publicUrl } from './public-url.ts';
+import { insufficientScope, notPermitted, unauthorized } from '../core/errors.ts';
+import { publicUrl } from '../core/public-url.ts';
 import type { ApiRoute } from './route.ts';
 
 function acceptedCredentials(route: ApiRoute) {

@@ -13,7 +13,7 @@
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
 import { open, seal } from '../auth/sealed.ts';
-import { ApiError, invalidField } from './errors.ts';
+import { ApiError, invalidField } from '../core/errors.ts';
 import type { PipelineHooks, RequestState } from './pipeline.ts';
 import { type ApiRoute, isAnonymous } from './route.ts';
 

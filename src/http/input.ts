@@ -3,7 +3,7 @@
 // location in SPEC §7's 422.
 import express, { type Request } from 'express';
 import type { z } from 'zod';
-import { ApiError, boundedText, validationError, type ValidationIssue } from './errors.ts';
+import { ApiError, boundedText, validationError, type ValidationIssue } from '../core/errors.ts';
 import type { ApiRoute, BodyType } from './route.ts';
 
 /** The media types of each kind of body a route may take. */

@@ -7,7 +7,7 @@ import { authorizationSentence } from '../auth/authorize.ts';
 import { credentialNames } from '../auth/credentials.ts';
 import { mediaTypes } from './input.ts';
 import { isAnonymous, type Route } from './route.ts';
-import { doc } from '../resources/fields.ts';
+import { doc } from '../core/fields.ts';
 import {
   CLIENT_AUTHENTICATION_SENTENCE,
   clientAuthenticationRequirements,

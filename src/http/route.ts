@@ -6,7 +6,7 @@ import type { z } from 'zod';
 import type { Authorization } from '../auth/authorize.ts';
 import type { Scope } from '../auth/scopes.ts';
 import type { Tx } from '../db/pool.ts';
-import type { Mailer } from '../signin/mailer.ts';
+import type { Mailer } from '../core/mail.ts';
 import type { CredentialKind } from '../auth/tokens.ts';
 
 /**

@@ -1,7 +1,7 @@
 // The route table mounted on Express: one router per resource, each route behind
 // only the middleware it needs, and a 405 naming the allowed methods of a known path.
 import express from 'express';
-import { ApiError } from './errors.ts';
+import { ApiError } from '../core/errors.ts';
 import { formBody, jsonBody } from './input.ts';
 import type { Route } from './route.ts';
 import { pageSecurityHeaders } from './security-headers.ts';

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { RecentCredentials } from '../auth/recent-credentials.ts';
 import { createApp } from './app.ts';
 import { listen } from './listen.ts';
-import { setPublicUrl } from './public-url.ts';
+import { setPublicUrl } from '../core/public-url.ts';
 import type { Config } from '../config.ts';
 import { createPool } from '../db/pool.ts';
 import { Consistency } from '../db/consistency.ts';

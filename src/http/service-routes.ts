@@ -3,11 +3,11 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type pg from 'pg';
 import type { ReadReplicas } from '../db/read-replicas.ts';
-import { ApiError } from './errors.ts';
+import { ApiError } from '../core/errors.ts';
 import { openApiDocument, tryItOutDocument } from './openapi.ts';
 import { publicRoute, type Route } from './route.ts';
 import { z } from 'zod';
-import { doc } from '../resources/fields.ts';
+import { doc } from '../core/fields.ts';
 
 const Health = z
   .object({ status: doc(z.string(), 'Always "ok" when the process answers.', 'ok') })

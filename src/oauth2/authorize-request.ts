@@ -3,10 +3,10 @@
 // URI, scopes and organization policy in the database; and where the answer goes back.
 import type { Request } from 'express';
 import type { Tx } from '../db/pool.ts';
-import { invalidField } from '../http/errors.ts';
-import { UUID } from '../resources/fields.ts';
+import { invalidField } from '../core/errors.ts';
+import { UUID } from '../core/fields.ts';
 import type { AuthorizeParams } from './schemas.ts';
-import { publicUrl } from '../http/public-url.ts';
+import { publicUrl } from '../core/public-url.ts';
 
 /** RFC 6749 §3.3: space-delimited scope tokens; none (or an empty string) is null. */
 export const scopeList = (scope: string | undefined) => {

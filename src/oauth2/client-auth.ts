@@ -2,7 +2,7 @@
 // (RFC 6749 §2.3.1). The database compares the secret's keyed hash.
 import type { Request } from 'express';
 import { hashToken } from '../auth/tokens.ts';
-import { oauth2InvalidClient, oauth2InvalidRequest } from '../http/errors.ts';
+import { oauth2InvalidClient, oauth2InvalidRequest } from '../core/errors.ts';
 
 /** How a request authenticated its client: RFC 7591's token_endpoint_auth_method, which the database compares with the registration */
 export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';

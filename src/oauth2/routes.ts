@@ -8,9 +8,9 @@
 // clients, of the authorization and of the metadata; the token endpoints are in
 // token-endpoints.ts.
 import { hashToken, randomToken } from '../auth/tokens.ts';
-import { found, notFound } from '../http/errors.ts';
+import { found, notFound } from '../core/errors.ts';
 import { access, anonymousRoute, route } from '../http/route.ts';
-import { idParams } from '../resources/fields.ts';
+import { idParams } from '../core/fields.ts';
 import { listQuery, listSchema } from '../resources/lists.ts';
 import { type ListSpec, runList } from '../resources/list-statement.ts';
 import { checkRequest, issuer, RedirectError, redirectUrl, scopeList } from './authorize-request.ts';

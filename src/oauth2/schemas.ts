@@ -3,7 +3,7 @@
 // introspection (RFC 7662), userinfo and the server's metadata (RFC 8414). The same
 // schemas validate requests and write the OpenAPI document.
 import { z } from 'zod';
-import { doc, timestamps, uuid } from '../resources/fields.ts';
+import { doc, timestamps, uuid } from '../core/fields.ts';
 
 export const GRANT_TYPES = ['authorization_code', 'refresh_token'] as const;
 export const AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'none'] as const;

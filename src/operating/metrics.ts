@@ -9,7 +9,12 @@ import { createServer, type Server } from 'node:http';
 import type pg from 'pg';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { StandbyStatus } from '../db/read-replicas.ts';
-import type { AttemptResult } from '../webhooks/post.ts';
+
+/** What the metrics count of one webhook delivery attempt (src/webhooks/post.ts's result) */
+export interface WebhookAttempt {
+  succeeded: boolean;
+  durationMs: number;
+}
 
 export class Metrics {
   readonly registry = new Registry();
@@ -94,7 +99,7 @@ export class Metrics {
   }
 
   /** One recorded webhook attempt. */
-  webhookAttempt(result: AttemptResult) {
+  webhookAttempt(result: WebhookAttempt) {
     const labels = { outcome: result.succeeded ? 'succeeded' : 'failed' };
     this.webhookAttempts.inc(labels);
     this.webhookDurations.observe(labels, result.durationMs / 1000);

@@ -23,7 +23,7 @@ import type { BlockList } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import { credentialKey, readCredential } from '../auth/credentials.ts';
 import { RecentCredentials } from '../auth/recent-credentials.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../core/errors.ts';
 import type { RequestState } from '../http/pipeline.ts';
 import { accessLog } from './access-log.ts';
 import { clientAddress } from './client-address.ts';

@@ -2,9 +2,9 @@
 // GET /v1/organizations/{id}/account, POST /v1/accounts/, GET/PATCH /v1/accounts/{id}.
 import { z } from 'zod';
 import type { Scope } from '../auth/scopes.ts';
-import { notFound } from '../http/errors.ts';
+import { notFound } from '../core/errors.ts';
 import { access, route, writeScopes, type Access } from '../http/route.ts';
-import { doc, idParams, timestamps, uuid } from './fields.ts';
+import { doc, idParams, timestamps, uuid } from '../core/fields.ts';
 
 /** Finance-read endpoints accept any of these (SPEC §3). */
 export const financeReadScopes: Scope[] = ['transactions_read', 'transactions_write', 'payouts_read', 'payouts_write'];

@@ -3,9 +3,9 @@
 // the customers:write permission (RLS and rowgate.delete_customer_member).
 import { z } from 'zod';
 import type { Tx } from '../db/pool.ts';
-import { found } from '../http/errors.ts';
+import { found } from '../core/errors.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
-import { doc, jsonOrNull, metadata, timestamps, uuid } from './fields.ts';
+import { doc, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
 import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 

@@ -2,12 +2,12 @@
 // sees of itself: its profile and its orders. RLS shows each subject only its own.
 import { z } from 'zod';
 import { CustomerRead } from './customers.ts';
-import { found, notPermitted } from '../http/errors.ts';
+import { found, notPermitted } from '../core/errors.ts';
 import { listQuery, listSchema, multi } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 import { OrderRead, orderSortable } from './orders.ts';
 import { access, route } from '../http/route.ts';
-import { doc, idParams } from './fields.ts';
+import { doc, idParams } from '../core/fields.ts';
 
 const PortalCustomerUpdate = z
   .strictObject({

@@ -2,7 +2,7 @@
 // its member seats), made by the organization's users or tokens.
 import { z } from 'zod';
 import { access, route } from '../http/route.ts';
-import { doc, timestamp, tokenField, uuid } from './fields.ts';
+import { doc, timestamp, tokenField, uuid } from '../core/fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
 
 const CustomerSessionCreate = z

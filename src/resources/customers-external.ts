@@ -4,10 +4,10 @@
 import { z } from 'zod';
 import { type Authorization, authorizeRequest } from '../auth/authorize.ts';
 import type { Tx } from '../db/pool.ts';
-import { invalidField, notFound } from '../http/errors.ts';
+import { invalidField, notFound } from '../core/errors.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { CustomerRead, CustomerUpdate, customerColumns, deleteCustomer, updateCustomer } from './customers.ts';
-import { doc, uuid } from './fields.ts';
+import { doc, uuid } from '../core/fields.ts';
 
 const externalParams = z.object({
   external_id: doc(z.string().min(1).max(200), "The customer's external id (yours).", 'cus_8f2a61'),

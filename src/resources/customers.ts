@@ -1,11 +1,11 @@
 // /v1/customers: an organization's customers (SPEC §9, §11).
 import { z } from 'zod';
 import type { Tx } from '../db/pool.ts';
-import { found } from '../http/errors.ts';
+import { found } from '../core/errors.ts';
 import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
-import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from './fields.ts';
+import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
 
 const email = doc(
   z

@@ -2,9 +2,9 @@
 // written by the database, with the change itself (migration 000004), and read
 // under RLS: an event is visible exactly to those who may read its resource.
 import { z } from 'zod';
-import { found } from '../http/errors.ts';
+import { found } from '../core/errors.ts';
 import { access, route } from '../http/route.ts';
-import { doc, idParams, timestamp, uuid } from './fields.ts';
+import { doc, idParams, timestamp, uuid } from '../core/fields.ts';
 import { createdWindow, listQuery, listSchema, multi, organizationFilter } from './lists.ts';
 import { runList, Where, type ListSpec } from './list-statement.ts';
 

@@ -1,8 +1,8 @@
 // POST /v1/impersonations/: a platform admin becomes another user, read-only, for an hour.
 import { z } from 'zod';
-import { setSessionCookie } from '../signin/session-cookie.ts';
+import { setSessionCookie } from '../auth/session-cookie.ts';
 import { access, route } from '../http/route.ts';
-import { doc, timestamp, tokenField, uuid } from './fields.ts';
+import { doc, timestamp, tokenField, uuid } from '../core/fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
 
 const ImpersonationCreate = z

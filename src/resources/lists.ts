@@ -3,8 +3,8 @@
 // metadata and time windows) and the {items, pagination} envelope it answers.
 // The SQL they become is src/resources/list-statement.ts.
 import { z } from 'zod';
-import { doc, instant, METADATA_KEY } from './fields.ts';
-import { boundedText } from '../http/errors.ts';
+import { doc, instant, METADATA_KEY } from '../core/fields.ts';
+import { boundedText } from '../core/errors.ts';
 import { type ListSpec, sortKeys } from './list-statement.ts';
 
 const MAX_LIMIT = 100;

@@ -1,12 +1,12 @@
 // /v1/organizations/{id}/members: who belongs to an organization, with which role.
 // Changes go through the members-management policy (SPEC §5).
 import { z } from 'zod';
-import { notFound } from '../http/errors.ts';
+import { notFound } from '../core/errors.ts';
 import { listQuery, listSchema, multi } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 import type { Tx } from '../db/pool.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
-import { doc, timestamps, uuid } from './fields.ts';
+import { doc, timestamps, uuid } from '../core/fields.ts';
 
 const role = doc(z.string().min(1).max(50), 'The role: `admin`, `member` or `finance` (roles are data; more may exist).', 'member');
 

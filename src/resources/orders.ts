@@ -1,11 +1,11 @@
 // /v1/orders: what customers bought (SPEC §9, §11). A paid order records a payment transaction.
 import { z } from 'zod';
 import { currency } from './accounts.ts';
-import { found } from '../http/errors.ts';
+import { found } from '../core/errors.ts';
 import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from './lists.ts';
 import { runList, Where, type ListSpec } from './list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
-import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from './fields.ts';
+import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
 
 const amount = doc(z.number().int().min(0).max(100_000_000_000), "Amount in the currency's minor unit (cents).", 2500);
 const status = doc(z.enum(['pending', 'paid', 'refunded']), 'pending → paid → refunded; a status only moves forward.', 'paid');

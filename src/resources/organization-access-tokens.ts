@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { listQuery, listSchema, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
-import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from './fields.ts';
+import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from '../core/fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
 
 const OrganizationAccessTokenRead = z

@@ -1,10 +1,10 @@
 // /v1/organizations: the tenants (SPEC §9, §11).
 import { z } from 'zod';
-import { notFound } from '../http/errors.ts';
+import { notFound } from '../core/errors.ts';
 import { listQuery, listSchema, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
-import { doc, idParams, timestamps, uuid } from './fields.ts';
+import { doc, idParams, timestamps, uuid } from '../core/fields.ts';
 
 const slug = doc(
   z

@@ -1,11 +1,11 @@
 // /v1/personal-access-tokens: a user's own API tokens (SPEC §9, §11).
 import { z } from 'zod';
 import type { Tx } from '../db/pool.ts';
-import { notFound } from '../http/errors.ts';
+import { notFound } from '../core/errors.ts';
 import { listQuery, listSchema } from './lists.ts';
 import { type ListSpec, runList } from './list-statement.ts';
 import { access, route } from '../http/route.ts';
-import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from './fields.ts';
+import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from '../core/fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
 
 const PersonalAccessTokenRead = z

@@ -1,11 +1,11 @@
 // /v1/products: what an organization sells (SPEC §9, §11).
 import { z } from 'zod';
-import { found } from '../http/errors.ts';
+import { found } from '../core/errors.ts';
 import { createdWindow, listQuery, listSchema, metadataFilter, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { currency } from './accounts.ts';
-import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from './fields.ts';
+import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
 
 const name = doc(z.string().trim().min(1).max(200), 'Product name.', 'Pro plan');
 const description = doc(z.string().max(5000).nullable(), 'Longer description; null when none.', 'Everything in Basic, and more.');

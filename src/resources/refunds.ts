@@ -4,9 +4,9 @@
 // which locks the order, so refunds of one order never exceed it together.
 import { z } from 'zod';
 import { currency } from './accounts.ts';
-import { found } from '../http/errors.ts';
+import { found } from '../core/errors.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
-import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from './fields.ts';
+import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
 import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 

@@ -1,11 +1,11 @@
 // /v1/transactions: money movements, behind the finance:read permission filter.
 import { z } from 'zod';
 import { currency, financeReadScopes } from './accounts.ts';
-import { found } from '../http/errors.ts';
+import { found } from '../core/errors.ts';
 import { createdWindow, listQuery, listSchema, multi, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 import { access, route } from '../http/route.ts';
-import { doc, idParams, timestamps, uuid } from './fields.ts';
+import { doc, idParams, timestamps, uuid } from '../core/fields.ts';
 
 const type = doc(z.enum(['payment', 'refund']), 'payment when an order is paid, refund (negative) when refunded.', 'payment');
 

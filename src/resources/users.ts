@@ -1,8 +1,8 @@
 // /v1/users/me: the current user (SPEC §9).
 import { z } from 'zod';
-import { notFound } from '../http/errors.ts';
+import { notFound } from '../core/errors.ts';
 import { access, route } from '../http/route.ts';
-import { doc, timestamps, uuid } from './fields.ts';
+import { doc, timestamps, uuid } from '../core/fields.ts';
 
 export const UserRead = z
   .object({

@@ -3,11 +3,11 @@
 // the signing secret is shown once, at creation. Deliveries are made by the
 // server's worker (src/webhooks/worker.ts).
 import { z } from 'zod';
-import { found, invalidField } from '../http/errors.ts';
+import { found, invalidField } from '../core/errors.ts';
 import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import { generateWebhookSecret, sealSecret } from '../webhooks/secrets.ts';
 import { urlDenial } from '../webhooks/url-rules.ts';
-import { doc, idParams, timestamp, timestamps, uuid } from './fields.ts';
+import { doc, idParams, timestamp, timestamps, uuid } from '../core/fields.ts';
 import { listQuery, listSchema, multi, organizationFilter } from './lists.ts';
 import { runList, Where, type ListSpec } from './list-statement.ts';
 

@@ -9,10 +9,10 @@
 import { parseCookie } from 'cookie';
 import type { Request } from 'express';
 import { z } from 'zod';
-import { ApiError, unauthorized } from '../http/errors.ts';
+import { ApiError, unauthorized } from '../core/errors.ts';
 import { access, anonymousRoute, route } from '../http/route.ts';
-import { doc } from '../resources/fields.ts';
-import { clearSessionCookie, setSessionCookie } from './session-cookie.ts';
+import { doc } from '../core/fields.ts';
+import { clearSessionCookie, setSessionCookie } from '../auth/session-cookie.ts';
 import { generateToken, hashToken, randomCharacters, randomToken } from '../auth/tokens.ts';
 import { UserRead } from '../resources/users.ts';
 import { requestClient } from '../operating/client-address.ts';

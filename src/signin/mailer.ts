@@ -4,18 +4,7 @@
 // (SPEC §10), so that a newcomer can sign in locally. The log says where it
 // went, never what it says: a sign-in code is a credential (SPEC §14).
 import { loadConfig, type Config } from '../config.ts';
-import type { Tx } from '../db/pool.ts';
-
-interface Mail {
-  to: string;
-  subject: string;
-  text: string;
-}
-
-export interface Mailer {
-  /** Sends within the request's transaction: when sending fails, what the request stored is rolled back. */
-  send(mail: Mail, tx: Tx): Promise<void>;
-}
+import type { Mailer } from '../core/mail.ts';
 
 /** The development mailer: a row of the outbox (rowgate_private.mail_outbox), and a log line that shows no code. */
 export function outboxMailer(log: (line: string) => void): Mailer {

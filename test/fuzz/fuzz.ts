@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import fc from 'fast-check';
 import { generateToken, hashToken } from '../../src/auth/tokens.ts';
-import { ECHOED_CHARACTERS } from '../../src/http/errors.ts';
+import { ECHOED_CHARACTERS } from '../../src/core/errors.ts';
 import type { TestApp } from '../harness.ts';
 
 type Schema = Record<string, any>;

@@ -1,6 +1,6 @@
 // The web session cookie (SPEC §2): HttpOnly, SameSite=Lax, Secure over HTTPS.
 import type { Response } from 'express';
-import { SESSION_COOKIE } from '../auth/credentials.ts';
+import { SESSION_COOKIE } from './credentials.ts';
 
 /** `expiresAt`: the session's expiry as the database answered it (RFC 3339) */
 export function setSessionCookie(res: Response, token: string, expiresAt: string) {
