@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { projectRoot } from '../src/db/setup.ts';
-import { apiRoutes } from '../src/http/routes.ts';
+import { apiRoutes } from '../src/server/route-table.ts';
 import { publishedDocument } from '../src/http/service-routes.ts';
 
 const run = promisify(execFile);

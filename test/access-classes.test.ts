@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { isAnonymous, type ApiRoute } from '../src/http/route.ts';
-import { apiRoutes } from '../src/http/routes.ts';
+import { apiRoutes } from '../src/server/route-table.ts';
 import { credentialKinds, generateToken, type CredentialKind } from '../src/auth/tokens.ts';
 import { expectInsufficientScope, expectUnauthorized } from './expect-api.ts';
 import { startTestApp, type ApiResponse, type RequestOptions, type TestApp, type TestUser } from './harness.ts';

@@ -12,7 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import type { ApiRoute } from '../src/http/route.ts';
-import { apiRoutes } from '../src/http/routes.ts';
+import { apiRoutes } from '../src/server/route-table.ts';
 import type { CredentialKind } from '../src/auth/tokens.ts';
 import { expectInsufficientScope, expectUnauthorized, expectValidationError } from './expect-api.ts';
 import { startTestApp, type ApiResponse, type RequestOptions, type TestApp, type TestUser } from './harness.ts';

@@ -2,7 +2,7 @@
 // state: valid, missing, malformed, unknown, expired, revoked, its user deleted.
 // Kinds and states are declared once in tables; the tests are generated from them.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { apiRoutes } from '../src/http/routes.ts';
+import { apiRoutes } from '../src/server/route-table.ts';
 import { generateToken, tokenPrefixes, type CredentialKind } from '../src/auth/tokens.ts';
 import { expectError, expectInsufficientScope, expectUnauthorized } from './expect-api.ts';
 import { startTestApp, type ApiResponse, type RequestOptions, type TestApp, type TestUser } from './harness.ts';

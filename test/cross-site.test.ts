@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type ApiRoute, isAnonymous } from '../src/http/route.ts';
-import { apiRoutes } from '../src/http/routes.ts';
+import { apiRoutes } from '../src/server/route-table.ts';
 import { expectError } from './expect-api.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 

@@ -6,7 +6,7 @@ import { gzipSync } from 'node:zlib';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { boundedText, ECHOED_CHARACTERS } from '../src/core/errors.ts';
-import { allRoutes, apiRoutes } from '../src/http/routes.ts';
+import { allRoutes, apiRoutes } from '../src/server/route-table.ts';
 import { expectError, expectUnauthorized, expectValidationError, type Issue } from './expect-api.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 

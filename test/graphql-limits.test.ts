@@ -6,14 +6,14 @@
 import type { AddressInfo } from 'node:net';
 import type { Request } from 'express';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createApp } from '../src/http/app.ts';
+import { createApp } from '../src/server/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createPool } from '../src/db/pool.ts';
 import { createGraphql, requestSettings } from '../src/graphql/server.ts';
 import { makeWithPgClient, ReadTransactions, STARTUP_STATEMENT_TIMEOUT_MS } from '../src/graphql/pg-client.ts';
 import { LIMITS, makeParseAndValidate } from '../src/graphql/limits.ts';
 import { buildSchema } from 'postgraphile/graphql';
-import { allRoutes } from '../src/http/routes.ts';
+import { allRoutes } from '../src/server/route-table.ts';
 import { startTestApp, type RequestOptions, type TestApp } from './harness.ts';
 
 let app: TestApp;

@@ -10,9 +10,9 @@
 // it) and sees nothing it did not see before.
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createApp } from '../src/http/app.ts';
+import { createApp } from '../src/server/app.ts';
 import { createGraphql } from '../src/graphql/server.ts';
-import { allRoutes } from '../src/http/routes.ts';
+import { allRoutes } from '../src/server/route-table.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 
 let app: TestApp;

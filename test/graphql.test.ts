@@ -6,9 +6,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createApp } from '../src/http/app.ts';
+import { createApp } from '../src/server/app.ts';
 import { createGraphql } from '../src/graphql/server.ts';
-import { allRoutes } from '../src/http/routes.ts';
+import { allRoutes } from '../src/server/route-table.ts';
 import { generateToken } from '../src/auth/tokens.ts';
 import { Metrics } from '../src/operating/metrics.ts';
 import { startTestApp, type RequestOptions, type TestApp } from './harness.ts';

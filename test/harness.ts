@@ -1,20 +1,14 @@
 // A rowgate app on its own database (cloned from the migrated template) for one
 // test file, with fixtures made the way the operator CLI makes them.
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { createApp } from '../src/http/app.ts';
-import { setPublicUrl } from '../src/core/public-url.ts';
 import { createPool } from '../src/db/pool.ts';
 import { Consistency } from '../src/db/consistency.ts';
 import { ensureDatabase } from '../src/db/setup.ts';
-import { createGraphql } from '../src/graphql/server.ts';
 import { outboxMailer } from '../src/signin/mailer.ts';
-import { allRoutes } from '../src/http/routes.ts';
-import { listen } from '../src/http/listen.ts';
-import { createHttpServer } from '../src/http/server.ts';
-import type { OperatingOptions } from '../src/operating/operate.ts';
+import { serve } from '../src/server/start.ts';
+import type { OperatingOptions } from '../src/server/app.ts';
 import { DeploymentCounts } from '../src/operating/deployment-counts.ts';
 import { RateLimits } from '../src/operating/rate-limit.ts';
 import { generateToken, hashToken, type CredentialKind } from '../src/auth/tokens.ts';
@@ -284,7 +278,7 @@ export interface TestAppOptions {
   /** where the server's log lines go (default: stderr) */
   log?: (line: string) => void;
   /**
-   * request ids, rate limits, access log, metrics (src/operating/operate.ts). By
+   * request ids, rate limits, access log, metrics (src/server/app.ts). By
    * default limits so high that the suite is never refused (but every request
    * passes through them), and no access log.
    */
@@ -322,31 +316,28 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     statements: process.env.TEST_PGBOUNCER_STATEMENTS === 'unnamed' ? 'unnamed' : 'named',
   });
   const secret = randomBytes(32).toString('base64url');
-  const log = options.log ?? ((l: string) => console.error(l));
-  const graphql = await createGraphql({ pool, secret, development: false, log, metrics: options.operating?.metrics });
   // as a server counts them: on a connection of their own
   const countsPool = new pg.Pool({ connectionString: authenticatorUrl, max: 1 });
   countsPool.on('error', () => {});
   const counts = options.limits ? DeploymentCounts.inDatabase(countsPool) : new DeploymentCounts();
   await counts.start();
-  const app = createApp({
+  // the composition root production serves (src/server/start.ts), with the suite's choices
+  const serving = await serve({
     pool,
     secret,
-    routes: allRoutes(pool),
-    validateResponses: true,
-    log,
-    mailer: outboxMailer(() => {}),
-    mounts: [graphql.mount],
+    host: '127.0.0.1',
+    port: 0,
+    publicUrl: options.publicUrl,
+    development: false,
+    log: options.log ?? ((l: string) => console.error(l)),
     consistency: new Consistency({ primary: pool }),
-    corsOrigins: options.corsOrigins,
     operating: { rateLimits: new RateLimits({ ...(options.limits ?? UNREFUSED), counts }), ...options.operating },
+    corsOrigins: options.corsOrigins,
+    mailer: outboxMailer(() => {}),
+    validateResponses: true,
   });
-  // as src/http/server.ts serves it: its timeouts, parser-level errors in SPEC §7's shape
-  const server = await listen(createHttpServer(app, { statementTimeoutMs, logger: options.operating?.logger }), 0, '127.0.0.1');
-  const { port } = server.address() as AddressInfo;
-  setPublicUrl(app, options.publicUrl ?? `http://127.0.0.1:${port}`);
   return new TestApp({
-    url: `http://127.0.0.1:${port}`,
+    url: serving.url,
     owner,
     pool,
     secret,
@@ -355,11 +346,10 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     database,
     listenUrl: directAuthenticatorUrl,
     close: async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      serving.server.closeAllConnections();
+      await serving.close();
       await counts.stop();
       await countsPool.end();
-      await graphql.release();
       await pool.end();
       await owner.end();
       const admin = new pg.Client({ connectionString: superuserUrl });

@@ -10,8 +10,8 @@ import { Consistency, formatPosition, parsePosition } from '../src/db/consistenc
 import { standbyName } from '../src/db/read-replicas.ts';
 import { loadConfig } from '../src/config.ts';
 import { createPool } from '../src/db/pool.ts';
-import { createApp } from '../src/http/app.ts';
-import { allRoutes } from '../src/http/routes.ts';
+import { createApp } from '../src/server/app.ts';
+import { allRoutes } from '../src/server/route-table.ts';
 import { outboxMailer } from '../src/signin/mailer.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect, test } from 'vitest';
-import { apiRoutes } from '../src/http/routes.ts';
+import { apiRoutes } from '../src/server/route-table.ts';
 import { publishedDocument } from '../src/http/service-routes.ts';
 
 const root = path.resolve(import.meta.dirname, '..');

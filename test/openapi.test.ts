@@ -5,7 +5,7 @@ import { authorizationSentence } from '../src/auth/authorize.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { z } from 'zod';
 import type { ApiRoute } from '../src/http/route.ts';
-import { apiRoutes } from '../src/http/routes.ts';
+import { apiRoutes } from '../src/server/route-table.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 
 type Json = Record<string, any>;

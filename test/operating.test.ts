@@ -6,8 +6,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { ECHOED_CHARACTERS, MAX_ISSUES } from '../src/core/errors.ts';
-import { listen } from '../src/http/listen.ts';
-import { createHttpServer } from '../src/http/server.ts';
+import { listen } from '../src/server/listen.ts';
+import { createHttpServer } from '../src/server/http-server.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
 const TIMEOUT_MS = 1000;

@@ -3,10 +3,10 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createApp } from '../src/http/app.ts';
+import { createApp } from '../src/server/app.ts';
 import { ApiError } from '../src/core/errors.ts';
 import type { PipelineHooks, RequestState } from '../src/http/pipeline.ts';
-import { allRoutes } from '../src/http/routes.ts';
+import { allRoutes } from '../src/server/route-table.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
 let app: TestApp;

@@ -3,7 +3,7 @@
 // and the portal, the current user, and the published document.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { apiRoutes } from '../src/http/routes.ts';
+import { apiRoutes } from '../src/server/route-table.ts';
 import { aTimestamp, expectError, expectUnauthorized, expectValidationError } from './expect-api.ts';
 import { startTestApp, type ApiResponse, type TestApp, type TestUser } from './harness.ts';
 

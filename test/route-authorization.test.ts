@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Authorization, Policy } from '../src/auth/authorize.ts';
 import type { ApiRoute } from '../src/http/route.ts';
-import { apiRoutes } from '../src/http/routes.ts';
+import { apiRoutes } from '../src/server/route-table.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 
 let app: TestApp;

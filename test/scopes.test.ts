@@ -3,7 +3,7 @@
 // readScopes assumes.
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { scopes } from '../src/auth/scopes.ts';
-import { apiRoutes } from '../src/http/routes.ts';
+import { apiRoutes } from '../src/server/route-table.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 
 let app: TestApp;

@@ -4,9 +4,9 @@
 // cross-site consent guard.
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createApp } from '../src/http/app.ts';
+import { createApp } from '../src/server/app.ts';
 import { outboxMailer } from '../src/signin/mailer.ts';
-import { allRoutes } from '../src/http/routes.ts';
+import { allRoutes } from '../src/server/route-table.ts';
 import { generateToken } from '../src/auth/tokens.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 

@@ -10,8 +10,8 @@ import { credentialKey } from '../src/auth/credentials.ts';
 import { Consistency, formatPosition, parsePosition } from '../src/db/consistency.ts';
 import { createPool, inTransaction } from '../src/db/pool.ts';
 import { createGraphql, type Graphql } from '../src/graphql/server.ts';
-import { createApp } from '../src/http/app.ts';
-import { allRoutes } from '../src/http/routes.ts';
+import { createApp } from '../src/server/app.ts';
+import { allRoutes } from '../src/server/route-table.ts';
 import { outboxMailer } from '../src/signin/mailer.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 

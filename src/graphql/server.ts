@@ -46,6 +46,7 @@ import { OrganizationPagesPlugin } from './organization-pages.ts';
 import { pageSecurityHeaders } from '../http/security-headers.ts';
 import { rfc3339 } from '../db/timestamps.ts';
 import type { Metrics } from '../operating/metrics.ts';
+import { requestRecord } from '../core/request-record.ts';
 import { requestId } from '../operating/request-id.ts';
 
 const GRAPHQL_PATH = '/graphql';
@@ -311,7 +312,7 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
         // the answer waits for the credential's verdict: REST's 401 when it authenticates nobody
         const key = credentialKey(readCredential(req) as PresentedCredential);
         const accepted = (subject: Settings) => {
-          res.locals.subjectSettings = subject;
+          requestRecord(req).subject = subject;
           recentCredentials.add(key);
         };
         const refuse = (error: unknown) => {
@@ -322,7 +323,7 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
         holdAnswer(res, found, accepted, refuse);
         return next();
       }
-      res.locals.subjectSettings = found; // what the access log reports (src/operating/access-log.ts)
+      requestRecord(req).subject = found; // what the access log reports (src/operating/access-log.ts)
       const consistency = options.consistency;
       const credential = consistency ? readCredential(req) : null;
       const key = credential && credential !== 'malformed' ? credentialKey(credential) : undefined;
@@ -351,8 +352,8 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
     instance,
     mount(app) {
       // the body is read as the REST routes read theirs (a malformed one: SPEC §7's 422)
-      const named = (_req: Request, res: Response, next: NextFunction) => {
-        res.locals.route = GRAPHQL_PATH; // the access log's route template
+      const named = (req: Request, _res: Response, next: NextFunction) => {
+        requestRecord(req).route = GRAPHQL_PATH; // the access log's route template
         next();
       };
       app.use(GRAPHQL_PATH, named, jsonBody, checkBody, authenticateRequest);

@@ -8,6 +8,7 @@
 // Any other origin gets no CORS header (and a preflight is that path's 405).
 import cors from 'cors';
 import type { RequestHandler } from 'express';
+import { requestRecord } from '../core/request-record.ts';
 
 const API_PATH = /^\/(?:v1\/|graphql$)/;
 const METADATA_PATH = '/.well-known/oauth-authorization-server';
@@ -39,7 +40,7 @@ export function corsMiddleware(origins: readonly string[]): RequestHandler {
   return (req, res, next) => {
     // a preflight answered here is logged under one label, not its path (metrics' labels stay few)
     if (req.method === 'OPTIONS' && req.headers.origin !== undefined && req.headers['access-control-request-method'] !== undefined) {
-      res.locals.route = PREFLIGHT;
+      requestRecord(req).route = PREFLIGHT;
     }
     if (req.path === METADATA_PATH) return metadata(req, res, next);
     if (allowed.size && API_PATH.test(req.path)) return api(req, res, next);

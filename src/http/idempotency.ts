@@ -15,24 +15,12 @@ import type { Request } from 'express';
 import { open, seal } from '../auth/sealed.ts';
 import { ApiError, invalidField } from '../core/errors.ts';
 import type { PipelineHooks, RequestState } from './pipeline.ts';
+import { Replay } from './respond.ts';
 import { type ApiRoute, isAnonymous } from './route.ts';
 
 const HEADER = 'idempotency-key';
 /** 1 to 255 printable ASCII characters */
 const WELL_FORMED = /^[\x20-\x7E]{1,255}$/;
-
-/** A stored answer, sent again instead of running the request (it ends the transaction, which changed nothing). */
-export class StoredAnswer {
-  readonly status: number;
-  readonly body: string;
-  /** the first answer's cookies (an impersonation's session), set again with it */
-  readonly setCookie: readonly string[];
-  constructor(status: number, body: string, setCookie: readonly string[] = []) {
-    this.status = status;
-    this.body = body;
-    this.setCookie = setCookie;
-  }
-}
 
 interface Claimed {
   key: string;
@@ -110,7 +98,8 @@ function openAnswer(stored: string, secret: string, row: string): Kept {
   }
 }
 
-async function claim(state: RequestState, secret: string) {
+/** Claims the request's key: nothing more when it is new (its answer is kept once given), a Replay of a kept answer. */
+async function claim(state: RequestState, secret: string): Promise<Replay | undefined> {
   const sent = state.req.headers[HEADER];
   if (sent === undefined) return;
   // Node joins a header sent twice with ", ": two keys are not one key
@@ -132,7 +121,7 @@ async function claim(state: RequestState, secret: string) {
       throw new ApiError(422, 'IdempotencyKeyReused', 'This Idempotency-Key was used for another request (method, path or body)');
     case 'replay': {
       const kept = openAnswer(row!.response_body!, secret, rowOf(state, sent, hash));
-      throw new StoredAnswer(row!.response_status!, kept.body, kept.set_cookie);
+      return new Replay(row!.response_status!, kept.body, kept.set_cookie);
     }
     default:
       claims.set(state.req, { key: sent, requestHash: hash });

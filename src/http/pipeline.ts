@@ -22,7 +22,9 @@
 //   - `authenticated`: the subject is known and holds the scopes, and the input is valid
 //     (an idempotency key's claim hashes only a body its schema bounds); inside the
 //     transaction, as the subject (`state.tx`), except on a JSON read, whose statement
-//     has left with the authentication (its `tx` takes no statement);
+//     has left with the authentication (its `tx` takes no statement). One may return
+//     a Replay (an answer kept for an idempotency key): the request is answered with
+//     it and the handler does not run;
 //   - `answered`: the handler's result, before it is sent; inside the transaction
 //     (a write's commit has not left yet: idempotency keys record the answer here).
 //
@@ -44,10 +46,10 @@ import type { ReadReplicas } from '../db/read-replicas.ts';
 import type { Mailer } from '../core/mail.ts';
 import { acceptCredential, authenticateIn, CredentialOfAnotherKind, otherKindRefusal, requireScopes } from './credential-checks.ts';
 import { ApiError } from '../core/errors.ts';
-import { StoredAnswer } from './idempotency.ts';
 import { type Input, parseInput } from './input.ts';
-import { send } from './respond.ts';
+import { Replay, send, sendReplay } from './respond.ts';
 import { type ApiRoute, isAnonymous } from './route.ts';
+import { requestRecord } from '../core/request-record.ts';
 import { requestId } from '../operating/request-id.ts';
 
 /** What the hooks see of a request, filled in as the pipeline goes. */
@@ -64,12 +66,14 @@ export interface RequestState {
 }
 
 type Hook = (state: RequestState) => void | Promise<void>;
+/** An `authenticated` hook: a Replay it returns is the answer */
+type AuthenticatedHook = (state: RequestState) => void | Replay | Promise<void | Replay>;
 type AnsweredHook = (state: RequestState, result: unknown) => void | Promise<void>;
 
 export interface PipelineHooks {
   received: Hook[];
   accepted: Hook[];
-  authenticated: Hook[];
+  authenticated: AuthenticatedHook[];
   answered: AnsweredHook[];
 }
 
@@ -102,7 +106,8 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
 
   return async function answer(req, res) {
     const state: RequestState = { route, req, res, credential: null, subject: null };
-    res.locals.pipeline = state; // what the access log reports of it (src/operating/access-log.ts)
+    const record = requestRecord(req);
+    record.route = route.path;
     if (hooks.received.length) await run(hooks.received, state);
     try {
       state.credential = anonymous ? null : acceptCredential(route, req); // 1.
@@ -126,9 +131,13 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
           const early = startsEarly && context ? quietly(startHandler(context, tx)) : undefined;
           try {
             state.subject = await subject; // 2.
+            record.subject = state.subject?.settings;
             requireScopes(route, state.subject); // 3.
             input.take(); // 4.
-            if (hooks.authenticated.length) await run(hooks.authenticated, state);
+            if (hooks.authenticated.length) {
+              const replay = await replayOf(hooks.authenticated, state);
+              if (replay) return replay;
+            }
             if (authorization) await (asked ?? authorizeRequest(tx, authorization, context!.params)); // 5.
           } catch (refusal) {
             // a read started early ends before its transaction does: nothing of it
@@ -146,21 +155,13 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
       );
     // a read on a standby that will do (a failed one: again on the primary), anything else on the primary
     const onStandby = route.method === 'get' && options.reads && !options.consistency?.onPrimary(key);
-    let result: unknown;
-    try {
-      result = onStandby ? await options.reads!.read(position, transaction) : await transaction(options.pool);
-    } catch (error) {
-      // a replayed write: what its client must see to read it, as after the write itself (SPEC §19)
-      if (error instanceof StoredAnswer && options.consistency) {
-        const token = await options.consistency.written(key);
-        if (token) res.setHeader(CONSISTENCY_HEADER, token);
-      }
-      throw error;
-    }
+    const result = onStandby ? await options.reads!.read(position, transaction) : await transaction(options.pool);
     if (route.method !== 'get' && options.consistency) {
-      const token = await options.consistency.written(key, state.tx?.position);
+      // a replayed write: what its client must see to read it, as after the write itself (SPEC §19)
+      const token = await options.consistency.written(key, result instanceof Replay ? undefined : state.tx?.position);
       if (token) res.setHeader(CONSISTENCY_HEADER, token);
     }
+    if (result instanceof Replay) return sendReplay(res, result);
     // a handler that *returns* an error has recorded something that must stay
     // (a failed attempt, a revoked token family): the transaction committed
     if (result instanceof ApiError) throw result;
@@ -222,6 +223,15 @@ class HandlerContext {
 /** Runs an extension point's hooks in order (called only when there are some: an await costs the hot path a tick). */
 async function run(list: Hook[], state: RequestState): Promise<void> {
   for (const hook of list) await hook(state);
+}
+
+/** Runs the `authenticated` hooks in order, up to the first that answers with a Replay. */
+async function replayOf(list: AuthenticatedHook[], state: RequestState): Promise<Replay | undefined> {
+  for (const hook of list) {
+    const replay = await hook(state);
+    if (replay) return replay;
+  }
+  return undefined;
 }
 
 /** A step's outcome, taken later: its failure is answered in its turn, not when it happens. */

@@ -3,7 +3,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { ListPage } from '../core/list-page.ts';
 import { asOAuth2Error, asRegistrationError, isCollision, toApiError } from '../core/errors.ts';
-import { StoredAnswer } from './idempotency.ts';
+import { requestRecord } from '../core/request-record.ts';
 import type { Route } from './route.ts';
 
 /** Sends a handler's result as its route declares: a redirect to it (302), nothing (204), or it as JSON. */
@@ -20,6 +20,30 @@ export function send(route: Route, res: Response, result: unknown, validate: boo
   }
   if (validate) checkResponse(route, JSON.stringify(result ?? null));
   sendJson(res, route.status, result instanceof ListPage ? result.json() : (JSON.stringify(result) ?? ''));
+}
+
+/**
+ * An answer kept for an idempotency key, given again instead of running the
+ * request (SPEC §17): the pipeline returns it, and it is sent byte for byte.
+ */
+export class Replay {
+  readonly status: number;
+  readonly body: string;
+  /** the first answer's cookies (an impersonation's session), set again with it */
+  readonly setCookie: readonly string[];
+  constructor(status: number, body: string, setCookie: readonly string[] = []) {
+    this.status = status;
+    this.body = body;
+    this.setCookie = setCookie;
+  }
+}
+
+/** Sends a Replay: the first answer again, marked as replayed. */
+export function sendReplay(res: Response, replay: Replay) {
+  res.setHeader('Idempotent-Replayed', 'true');
+  if (replay.setCookie.length) res.setHeader('Set-Cookie', [...replay.setCookie]);
+  if (replay.status === 204) res.status(204).end();
+  else sendJson(res, replay.status, replay.body);
 }
 
 /**
@@ -66,16 +90,8 @@ export function errorAnswers(
   formatOf: (path: string) => Route['errorFormat'] = () => undefined,
 ) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
-    if (error instanceof StoredAnswer) {
-      // a retry with its Idempotency-Key: the first answer again, byte for byte (SPEC §17)
-      res.setHeader('Idempotent-Replayed', 'true');
-      if (error.setCookie.length) res.setHeader('Set-Cookie', [...error.setCookie]);
-      if (error.status === 204) res.status(204).end();
-      else sendJson(res, error.status, error.body);
-      return;
-    }
     const found = toApiError(error, statementTimeoutMs);
-    const format = (res.locals.errorFormat as Route['errorFormat']) ?? formatOf(req.path);
+    const format = requestRecord(req).errorFormat ?? formatOf(req.path);
     const apiError = format === 'oauth2' ? asOAuth2Error(found) : format === 'oauth2-registration' ? asRegistrationError(found) : found;
     if (found.status === 504) {
       log?.(`timeout on ${req.method} ${req.originalUrl.split('?')[0]}: ${found.detail}`);

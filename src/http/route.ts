@@ -7,6 +7,7 @@ import type { Authorization } from '../auth/authorize.ts';
 import type { Scope } from '../auth/scopes.ts';
 import type { Tx } from '../db/pool.ts';
 import type { Mailer } from '../core/mail.ts';
+import type { ErrorFormat } from '../core/request-record.ts';
 import type { CredentialKind } from '../auth/tokens.ts';
 
 /**
@@ -95,7 +96,7 @@ interface RouteBase {
    * the rest SPEC §7's (it is a /v1 endpoint of a signed-in user); otherwise
    * SPEC §7's `{error, detail}`.
    */
-  errorFormat?: 'oauth2' | 'oauth2-registration';
+  errorFormat?: ErrorFormat;
   /**
    * The OAuth2 client authenticates itself (RFC 6749 §2.3.1) the way it
    * registered (src/oauth2/client-auth.ts): the OpenAPI document offers HTTP

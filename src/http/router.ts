@@ -4,6 +4,7 @@ import express from 'express';
 import { ApiError } from '../core/errors.ts';
 import { formBody, jsonBody } from './input.ts';
 import type { Route } from './route.ts';
+import { requestRecord } from '../core/request-record.ts';
 import { pageSecurityHeaders } from './security-headers.ts';
 
 /** `/v1/products/{id}` → `/v1/products/:id` */
@@ -20,8 +21,9 @@ function routeMiddleware(route: Route): express.RequestHandler[] {
   const chain: express.RequestHandler[] = [];
   if (route.headers === 'page') chain.push(pageSecurityHeaders);
   if (route.errorFormat) {
-    chain.push((_req, res, next) => {
-      res.locals.errorFormat = route.errorFormat;
+    const errorFormat = route.errorFormat;
+    chain.push((req, _res, next) => {
+      requestRecord(req).errorFormat = errorFormat;
       next();
     });
   }
@@ -45,8 +47,8 @@ export function mountRoutes(app: express.Express, routes: readonly Route[], hand
   }
   for (const [path, { template, methods }] of methodsByPath) {
     const { router, rest } = resourceRouter(routers, path);
-    router.all(rest, (_req, res, next) => {
-      res.locals.route = template; // the access log's route: the path has routes, not this method
+    router.all(rest, (req, _res, next) => {
+      requestRecord(req).route = template; // the access log's route: the path has routes, not this method
       // in the shape of the path's errors (errorFormats: an OAuth2 protocol endpoint's are RFC 6749's)
       next(new ApiError(405, 'MethodNotAllowed', `Allowed: ${methods.join(', ')}`, { Allow: methods.join(', ') }));
     });

@@ -8,6 +8,7 @@
 // (and each spelling of one address another).
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { IncomingMessage } from 'node:http';
+import { requestRecord } from '../core/request-record.ts';
 
 /** An IPv6 address's eight 16-bit groups (zone id dropped), or null when it is not one */
 function groupsOf(address: string): number[] | null {
@@ -94,8 +95,7 @@ function connectingAddress(req: IncomingMessage, trusted: BlockList | null): str
   return hops[0] || peer;
 }
 
-/** The client of a request as the operating middleware counts it (behind the trusted proxies), else its peer's */
-export function requestClient(req: IncomingMessage & { res?: { locals: Record<string, unknown> } }): string {
-  const known = req.res?.locals.clientAddress;
-  return typeof known === 'string' ? known : clientAddress(req, null);
+/** The client of a request as the rate limits count it (behind the trusted proxies), else its peer's */
+export function requestClient(req: IncomingMessage): string {
+  return requestRecord(req).clientAddress ?? clientAddress(req, null);
 }

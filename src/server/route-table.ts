@@ -1,4 +1,5 @@
-// The route table: every endpoint of the API, in one list.
+// The route table: every endpoint of the API, in one list, and the service
+// routes (health, documents) that describe it.
 import type pg from 'pg';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import { accountRoutes } from '../resources/accounts.ts';
@@ -14,7 +15,7 @@ import { payoutAccountRoutes } from '../resources/payout-accounts.ts';
 import { productRoutes } from '../resources/products.ts';
 import { refundRoutes } from '../resources/refunds.ts';
 import { transactionRoutes } from '../resources/transactions.ts';
-import { serviceRoutes } from './service-routes.ts';
+import { serviceRoutes } from '../http/service-routes.ts';
 import { impersonationRoutes } from '../resources/impersonations.ts';
 import { loginCodeRoutes } from '../signin/login-code.ts';
 import { oauth2Routes } from '../oauth2/routes.ts';
@@ -22,7 +23,7 @@ import { memberRoutes } from '../resources/members.ts';
 import { organizationAccessTokenRoutes } from '../resources/organization-access-tokens.ts';
 import { organizationRoutes } from '../resources/organizations.ts';
 import { personalAccessTokenRoutes } from '../resources/personal-access-tokens.ts';
-import type { Route } from './route.ts';
+import type { Route } from '../http/route.ts';
 import { userRoutes } from '../resources/users.ts';
 
 export const apiRoutes: readonly Route[] = [
