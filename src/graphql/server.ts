@@ -25,12 +25,12 @@ import type pg from 'pg';
 // PostGraphile itself is loaded by createGraphql, once GRAPHILE_ENV is settled
 import type { PostGraphileInstance } from 'postgraphile';
 import { jsonBody } from '../http/input.ts';
-import { ANONYMOUS_SETTINGS, authenticate, authenticationValues, type Settings } from '../auth/authenticate.ts';
+import { ANONYMOUS_SETTINGS, authenticationValues, type Settings } from '../auth/authenticate.ts';
 import { credentialKey, type PresentedCredential, readCredential } from '../auth/credentials.ts';
 import { CONSISTENCY_HEADER, type Consistency, type Position } from '../db/consistency.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
-import { refuseCrossSiteCookie } from '../http/credential-checks.ts';
-import { ApiError, unauthorized, validationError } from '../core/errors.ts';
+import { acceptCredential, authenticateOnPool, unknownCredential } from '../auth/credential-checks.ts';
+import { ApiError, validationError } from '../core/errors.ts';
 import { graphqlBodyIssues, makeMaskError } from './errors.ts';
 import { rowgateLimitsPlugin } from './limits-plugin.ts';
 import { RowgateGraphqlPlugin } from './publish.ts';
@@ -39,7 +39,7 @@ import { forMutation, forQuery, makeWithPgClient } from './pg-client.ts';
 import { authenticatesNobody, DeferredAuthentication, holdAnswer } from './deferred-authentication.ts';
 import { RecentCredentials } from '../auth/recent-credentials.ts';
 import { errorAnswers } from '../http/respond.ts';
-import { poolStatements, statementName } from '../db/pool.ts';
+import { poolStatements } from '../db/pool.ts';
 import { OmitArchivedPlugin } from './omit-archived.ts';
 import { CountedTotalPlugin } from './counted-total.ts';
 import { OrganizationPagesPlugin } from './organization-pages.ts';
@@ -64,10 +64,7 @@ export async function requestSettings(pool: pg.Pool, secret: string, req: Reques
 }
 
 async function authenticated(pool: pg.Pool, secret: string, req: Request, credential: PresentedCredential): Promise<Settings> {
-  const named = poolStatements(pool).named;
-  const run = async <T extends object>(text: string, values: unknown[]) =>
-    (await pool.query<T>(named ? { name: statementName(text), text, values } : { text, values })).rows[0];
-  const found = await authenticate(run, secret, credential, requestId(req));
+  const found = await authenticateOnPool(pool, secret, credential, requestId(req));
   if (!found) throw unknownCredential();
   return found.settings;
 }
@@ -93,17 +90,12 @@ async function requestAuthentication(
   return settings;
 }
 
-/** The request's credential (none: anonymous), or the REST 401 or 403 (thrown) before the database is asked. */
-function presentedCredential(req: Request): PresentedCredential | null {
-  const credential = readCredential(req);
-  if (credential === 'malformed') throw unauthorized('The credential is malformed', true);
-  if (!credential) return null;
-  // any operation may be a mutation (and GraphQL takes only POST): the REST rule for cookie-authenticated writes
-  if (credential.kind === 'web_session') refuseCrossSiteCookie(req);
-  return credential;
-}
-
-const unknownCredential = () => unauthorized('The credential is unknown, expired or revoked', true);
+/**
+ * The request's credential (none: anonymous), or the REST 401 or 403 (thrown)
+ * before the database is asked: any kind, and any operation may be a mutation
+ * (GraphQL takes only POST), so REST's rule for cookie-authenticated changes holds.
+ */
+const presentedCredential = (req: Request) => acceptCredential(req, { kinds: null, changes: true });
 
 /**
  * May the document's authentication go in its first read transaction

@@ -44,7 +44,14 @@ import { CONSISTENCY_HEADER, type Consistency } from '../db/consistency.ts';
 import { inTransaction, type Tx } from '../db/pool.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import type { Mailer } from '../core/mail.ts';
-import { acceptCredential, authenticateIn, CredentialOfAnotherKind, otherKindRefusal, requireScopes } from './credential-checks.ts';
+import {
+  acceptCredential,
+  authenticateIn,
+  authenticationRequired,
+  CredentialOfAnotherKind,
+  otherKindRefusal,
+  requireScopes,
+} from '../auth/credential-checks.ts';
 import { ApiError } from '../core/errors.ts';
 import { type Input, parseInput } from './input.ts';
 import { Replay, send, sendReplay } from './respond.ts';
@@ -67,6 +74,7 @@ export interface RequestState {
 
 type Hook = (state: RequestState) => void | Promise<void>;
 /** An `authenticated` hook: a Replay it returns is the answer */
+// biome-ignore lint/suspicious/noConfusingVoidType: most hooks answer nothing and return nothing
 type AuthenticatedHook = (state: RequestState) => void | Replay | Promise<void | Replay>;
 type AnsweredHook = (state: RequestState, result: unknown) => void | Promise<void>;
 
@@ -98,6 +106,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
   // an anonymous endpoint reads no credential: an Authorization header there is
   // not ours to judge (an OAuth2 client's HTTP Basic credentials)
   const anonymous = isAnonymous(route.access);
+  const credentialRule = { kinds: route.access.credentials, changes: route.method !== 'get' };
   const startsEarly = route.method === 'get' && route.responseType === undefined;
   // the SQL that asks a policy itself (rowgate.delete_resource) is not asked twice
   const authorization = route.authorize && !route.authorize.checkedBy ? route.authorize : undefined;
@@ -110,7 +119,9 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     record.route = route.path;
     if (hooks.received.length) await run(hooks.received, state);
     try {
-      state.credential = anonymous ? null : acceptCredential(route, req); // 1.
+      state.credential = anonymous
+        ? null
+        : (acceptCredential(req, credentialRule) ?? refuse(authenticationRequired(credentialRule.kinds!))); // 1.
     } catch (refusal) {
       throw refusal instanceof CredentialOfAnotherKind ? await otherKindRefusal(options.pool, options.secret, refusal) : refusal;
     }
@@ -132,7 +143,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
           try {
             state.subject = await subject; // 2.
             record.subject = state.subject?.settings;
-            requireScopes(route, state.subject); // 3.
+            requireScopes(route.access.scopes, state.subject); // 3.
             input.take(); // 4.
             if (hooks.authenticated.length) {
               const replay = await replayOf(hooks.authenticated, state);
@@ -178,6 +189,10 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     }
   }
 }
+
+const refuse = (error: Error): never => {
+  throw error;
+};
 
 /** Started before the checks: its failure is answered in its turn, after theirs. */
 function quietly<T>(started: Promise<T>): Promise<T> {
