@@ -1,6 +1,7 @@
 // One error body everywhere (SPEC §7): {"error": "<Name>", "detail": <string or list>}.
-// Database errors are turned into it here, in one table, and nowhere else.
+// Database errors are turned into it here, after src/core/sqlstate.ts has said what they are.
 import type { DatabaseError } from 'pg';
+import { databaseFailure } from './sqlstate.ts';
 
 export interface ValidationIssue {
   type: string;
@@ -160,11 +161,11 @@ const serviceUnavailable = () =>
   new ApiError(503, 'ServiceUnavailable', 'The database is unavailable; try again shortly', { 'Retry-After': '2' });
 
 /**
- * A transaction PostgreSQL ended to let a concurrent one go on (deadlock_detected,
- * serialization_failure): nothing of it was kept, so the same request may be sent
- * again, where a 500 would say the server was at fault.
+ * A transaction PostgreSQL ended to let a concurrent one go on: nothing of it
+ * was kept, so the same request may be sent again, where a 500 would say the
+ * server was at fault.
  */
-export const isCollision = (error: unknown) => ['40P01', '40001'].includes((error as { code?: string })?.code ?? '');
+export const isCollision = (error: unknown) => databaseFailure(error) === 'collision';
 const collided = () =>
   new ApiError(503, 'ServiceUnavailable', 'The request collided with a concurrent change and was undone; try again', {
     'Retry-After': '1',
@@ -202,57 +203,43 @@ const constraintFields: Record<string, { loc: string[]; msg: string }> = {
 };
 
 /**
- * SQLSTATEs our SQL raises on purpose (`raise … using errcode = …`), and the
- * server-side failures that mean "the database is not there right now".
- * RG403: a policy denied (message = the reason); RG404: not found or out of
- * reach; RG422: bad input (detail = the field's location, dotted: `body.email`);
- * RGSCO: the credential lacks a scope (detail = the scope).
+ * A database error as the API answers it (src/core/sqlstate.ts says what it
+ * is): RG403, a policy denied (message = the reason); RG404, not found or out
+ * of reach; RG422, bad input (detail = the field's location, dotted:
+ * `body.email`); RGSCO, the credential lacks a scope (detail = the scope).
  */
 export function fromDatabaseError(error: unknown, statementTimeoutMs?: number): ApiError | null {
-  const e = error as Partial<DatabaseError> & { code?: string; syscall?: string };
-  const code = e?.code ?? '';
-  // query_canceled by the statement timeout (not an operator's cancel, nor a shutdown's)
-  if (code === '57014' && statementTimeoutMs !== undefined && /statement timeout/.test(e.message ?? '')) {
-    return statementTimeout(statementTimeoutMs);
+  const e = error as Partial<DatabaseError>;
+  switch (databaseFailure(error)) {
+    case 'timeout':
+      return statementTimeoutMs === undefined ? serviceUnavailable() : statementTimeout(statementTimeoutMs);
+    case 'gone':
+    case 'busy':
+      return serviceUnavailable();
+    case 'collision':
+      return collided();
+    case 'denied':
+      return notPermitted(e.message ?? 'Not permitted');
+    case 'notFound':
+      return notFound();
+    case 'scope':
+      return insufficientScope([e.detail ?? 'unknown']);
+    case 'invalid':
+      return invalidField((e.detail ?? 'body').split('.'), e.message ?? 'Invalid value');
+    case 'constraint': {
+      const at = constraintFields[e.constraint ?? ''];
+      // a check the client's input can break (the metadata's rules) is a 422; any other is the server's own bug
+      if (e.code === '23514' && !at) return null;
+      return invalidField(
+        at?.loc ?? ['body'],
+        at?.msg ?? (e.code === '23505' ? 'This value is taken already' : 'A referenced resource does not exist'),
+      );
+    }
+    case 'badValue':
+      return validationError([{ type: 'value_error', loc: ['body'], msg: e.message ?? 'Invalid value' }]);
+    default:
+      return null;
   }
-  if (code === 'RG403') return notPermitted(e.message ?? 'Not permitted');
-  if (code === 'RG404') return notFound();
-  if (code === 'RGSCO') return insufficientScope([e.detail ?? 'unknown']);
-  if (code === 'RG422') {
-    return invalidField((e.detail ?? 'body').split('.'), e.message ?? 'Invalid value');
-  }
-  // a check the client's input can break (the metadata's rules) is a 422; any other is the server's own bug
-  if (code === '23514' && !constraintFields[e.constraint ?? '']) return null;
-  if (code === '23505' || code === '23503' || code === '23514') {
-    const at = constraintFields[e.constraint ?? ''];
-    return invalidField(
-      at?.loc ?? ['body'],
-      at?.msg ?? (code === '23505' ? 'This value is taken already' : 'A referenced resource does not exist'),
-    );
-  }
-  if (code === '22P02' || code === '22007' || code === '22008' || code === '22009' || code === '22003') {
-    // invalid text representation / datetime / time zone displacement / numeric out of range reaching SQL
-    return validationError([{ type: 'value_error', loc: ['body'], msg: e.message ?? 'Invalid value' }]);
-  }
-  if (isCollision(error)) return collided();
-  if (
-    code.startsWith('08') || // connection exceptions
-    code === '57P01' ||
-    code === '57P02' ||
-    code === '57P03' || // admin/crash shutdown, cannot connect now
-    code === '53300' || // too many connections
-    code === '57014' || // query_canceled: the statement timeout ended a statement that waited or ran too long
-    code === '55P03' || // lock_not_available: a lock timeout
-    // program_limit_exceeded at a write's commit: PostgreSQL's NOTIFY queue is full (a listener kept in an open
-    // transaction pins it; a hostile analyst filled a 1 MiB one and every write that notifies answered 500)
-    (code === '54000' && /NOTIFY queue/.test(e.message ?? '')) ||
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND'].includes(code) ||
-    (code === 'ENOENT' && e?.syscall === 'connect') || // a Unix-domain socket that is gone: the database is down
-    /Connection terminated|timeout exceeded when trying to connect|not queryable/i.test(e?.message ?? '')
-  ) {
-    return serviceUnavailable();
-  }
-  return null;
 }
 
 /** The row, or a 404 when the database returned none (invisible or absent). */

@@ -16,6 +16,7 @@ import type pg from 'pg';
 import { parse as parseConnectionString } from 'pg-connection-string';
 import { type Position, parsePosition, recordEnd } from './consistency.ts';
 import { createPool, type PoolOptions } from './pool.ts';
+import { databaseFailure } from '../core/sqlstate.ts';
 
 const PROBE_MS = 100;
 /** primary positions kept for measuring lag: enough for a minute of probes */
@@ -41,16 +42,10 @@ export interface StandbyStatus {
 
 /** Errors after which a read is run again on the primary: the standby is gone, refuses, or cannot do it. */
 function retryOnPrimary(error: unknown): { standbyDown: boolean } | null {
-  const e = error as { code?: string; message?: string; syscall?: string };
-  const code = e?.code ?? '';
-  const down =
-    code.startsWith('08') ||
-    ['57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND'].includes(code) ||
-    (code === 'ENOENT' && e.syscall === 'connect') ||
-    /Connection terminated|timeout exceeded when trying to connect|not queryable/i.test(e?.message ?? '');
-  if (down) return { standbyDown: true };
-  // 25006: the read must write (a token's use to record); 40001 / 40P01: cancelled by a conflict with recovery
-  if (code === '25006' || code === '40001' || code === '40P01') return { standbyDown: false };
+  const failure = databaseFailure(error);
+  if (failure === 'gone') return { standbyDown: true };
+  // the read must write (a token's use to record), or a conflict with recovery cancelled it
+  if (failure === 'readOnly' || failure === 'collision') return { standbyDown: false };
   // a credential that authenticates nobody here may be one the standby has not replayed yet (created a moment ago)
   if ((error as { status?: unknown })?.status === 401) return { standbyDown: false };
   return null;

@@ -16,13 +16,14 @@
 // answer in parts, and reads on standbys (which need the credential's writes
 // first) keep the authentication before the request (src/graphql/server.ts).
 import type { Response } from 'express';
+import { SQLSTATE } from '../core/sqlstate.ts';
 import type pg from 'pg';
 import { AUTHENTICATE, type AuthenticatedRow, authenticatedFrom, type Settings } from '../auth/authenticate.ts';
 import { poolStatements, statementName } from '../db/pool.ts';
 
 /** What a statement of a request whose credential authenticates nobody fails with (never sent: its answer is a 401) */
 export const authenticatesNobody = () =>
-  Object.assign(new Error('The credential is unknown, expired or revoked'), { code: '28000' /* invalid_authorization_specification */ });
+  Object.assign(new Error('The credential is unknown, expired or revoked'), { code: SQLSTATE.invalidAuthorization });
 
 export class DeferredAuthentication {
   private readonly values: unknown[];

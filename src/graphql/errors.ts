@@ -3,6 +3,7 @@
 // SQL's deliberate errors keep REST's words and everything else is masked.
 import type { GraphQLError } from 'postgraphile/graphql';
 import { boundedText, ECHOED_CHARACTERS, fromDatabaseError, timeoutDetail, type ValidationIssue } from '../core/errors.ts';
+import { databaseFailure, SQLSTATE } from '../core/sqlstate.ts';
 import { BAD_USER_INPUT, VALIDATION_FAILED } from './limits.ts';
 
 /** GraphQL errors the client may read: our SQL's deliberate errors, as REST words them; the rest is masked. */
@@ -48,13 +49,14 @@ export function makeMaskError(
         originalError: original,
         extensions: { code },
       });
-    // insufficient_privilege: a grant is missing (an anonymous request) or RLS refused a row
-    if (original.code === '42501') return copy(original.message, 'NotPermitted');
-    // invalid_authorization_specification: a query's statements after its credential was found to
-    // authenticate nobody (src/graphql/deferred-authentication.ts); the request's answer is REST's 401
-    if (original.code === '28000') return copy(original.message, 'Unauthorized');
-    // query_canceled: the statement timeout (SPEC §13), said with a warning (SPEC §14)
-    if (original.code === '57014') {
+    const failure = databaseFailure(original);
+    // a grant is missing (an anonymous request) or RLS refused a row
+    if (failure === 'privilege') return copy(original.message, 'NotPermitted');
+    // a query's statements after its credential was found to authenticate nobody
+    // (src/graphql/deferred-authentication.ts); the request's answer is REST's 401
+    if (failure === 'nobody') return copy(original.message, 'Unauthorized');
+    // the statement timeout (SPEC §13), said with a warning (SPEC §14)
+    if (original.code === SQLSTATE.queryCanceled) {
       const message = options.statementTimeoutMs
         ? timeoutDetail(options.statementTimeoutMs)
         : 'The request took longer than the statement timeout and was cancelled';
@@ -63,15 +65,16 @@ export function makeMaskError(
     }
     // a data exception: a value of the input that is not of its column's type (a node id holding no uuid);
     // REST's 422 would locate it in a body this request does not have
-    if (/^22/.test(original.code ?? '')) return copy(boundedText(original.message, 2 * ECHOED_CHARACTERS), BAD_USER_INPUT);
+    if (failure === 'badValue') return copy(boundedText(original.message, 2 * ECHOED_CHARACTERS), BAD_USER_INPUT);
     const apiError = fromDatabaseError(original);
     if (apiError && apiError.status !== 500) {
       const detail = apiError.detail;
       const message = typeof detail === 'string' ? detail : detail.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; ');
       return copy(message, apiError.error);
     }
-    // integrity violations come from the input: a null for a required column (found by the GraphQL fuzzer)
-    if (/^23/.test(original.code ?? '')) return copy(boundedText(original.message, 2 * ECHOED_CHARACTERS), BAD_USER_INPUT);
+    // integrity violations come from the input: a null for a required column
+    if (failure === 'constraint' || failure === 'integrity')
+      return copy(boundedText(original.message, 2 * ECHOED_CHARACTERS), BAD_USER_INPUT);
     // the message may repeat the client's input (a malformed node id): bounded, and the stack in development only
     const path = boundedText(error.path?.join('.') ?? '(request)');
     log(`graphql error at ${path}: ${options.development ? (original.stack ?? String(original)) : boundedText(String(original))}`);

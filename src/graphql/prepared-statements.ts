@@ -8,6 +8,7 @@
 // statements in use now. pg has no API to forget a statement it prepared:
 // after a DEALLOCATE it would skip the Parse of the next statement of that name.
 import type pg from 'pg';
+import { SQLSTATE } from '../core/sqlstate.ts';
 
 const PREPARED_PER_CONNECTION = 100;
 const prepared = new WeakMap<pg.PoolClient, Set<string>>();
@@ -35,11 +36,10 @@ export const retired = (client: pg.PoolClient): boolean => full.has(client);
  * statement's Parse once per connection and sends the statements behind it,
  * in the same pipeline, without one; when that Parse fails (the transaction
  * was aborted by a refused statement before it), the copies behind it name a
- * statement that was never prepared (found by the GraphQL fuzzer: one field
- * twice behind a refused one). They did not run, like the statements behind
+ * statement that was never prepared (one field twice behind a refused one). They did not run, like the statements behind
  * any failure, and go again in the next transaction, where pg, which forgets a
  * statement whose Parse failed, sends the Parse again.
  */
-export const NOT_PREPARED = '26000';
+export const NOT_PREPARED = SQLSTATE.preparedStatementMissing;
 /** an aborted transaction ignored the statement */
-export const IN_FAILED_TRANSACTION = '25P02';
+export const IN_FAILED_TRANSACTION = SQLSTATE.inFailedTransaction;

@@ -47,6 +47,7 @@ import { pageSecurityHeaders } from '../http/security-headers.ts';
 import { rfc3339 } from '../db/timestamps.ts';
 import type { Metrics } from '../operating/metrics.ts';
 import { requestRecord } from '../core/request-record.ts';
+import { databaseFailure } from '../core/sqlstate.ts';
 import { requestId } from '../operating/request-id.ts';
 
 const GRAPHQL_PATH = '/graphql';
@@ -308,7 +309,7 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
           recentCredentials.add(key);
         };
         const refuse = (error: unknown) => {
-          const nobody = (error as { code?: string })?.code === '28000';
+          const nobody = databaseFailure(error) === 'nobody';
           if (nobody) recentCredentials.delete(key);
           answerError(nobody ? unknownCredential() : error, req, res, () => {});
         };
