@@ -7,11 +7,19 @@ import { ListPage } from '../core/list-page.ts';
 
 const asArray = <T>(v: T | T[] | undefined): T[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
 
-export function sortKeys(value: string | string[] | undefined): string[] {
-  return (asArray(value) ?? [])
+/** One key of a list's order: an API sort field, ascending or descending. */
+export interface SortKey {
+  field: string;
+  descending: boolean;
+}
+
+/** `sorting` as sent (comma-separated or repeated fields, a leading `-` for descending): its keys, in order. */
+export function parseSorting(value: string | readonly string[]): SortKey[] {
+  return (typeof value === 'string' ? [value] : value)
     .flatMap((v) => v.split(','))
     .map((v) => v.trim())
-    .filter(Boolean);
+    .filter(Boolean)
+    .map((key) => (key.startsWith('-') ? { field: key.slice(1), descending: true } : { field: key, descending: false }));
 }
 
 /** The JSON values a query string value stands for: itself, and the integer or boolean it spells. */
@@ -132,7 +140,8 @@ export interface ListSpec {
 export interface ListQuery {
   page: number;
   limit: number;
-  sorting?: string | string[];
+  /** the keys `sorting` was parsed into (src/resources/lists.ts); none: the list's default */
+  sorting?: readonly SortKey[];
 }
 
 export interface ListStatement {
@@ -143,12 +152,11 @@ export interface ListStatement {
 
 /** The SQL of one page of a list (exported for the benchmark's pgbench comparator). */
 export function listStatement(spec: ListSpec, query: ListQuery, where: Where): ListStatement {
-  const keys = sortKeys(query.sorting);
-  if (!keys.length) keys.push(spec.defaultSort ?? '-created_at');
-  const lastDescending = keys[keys.length - 1]!.startsWith('-');
+  const keys = query.sorting?.length ? query.sorting : parseSorting(spec.defaultSort ?? '-created_at');
+  const lastDescending = keys[keys.length - 1]!.descending;
   const orderOf = (column: (key: string) => string) =>
     [
-      ...keys.map((key) => `${column(spec.sortable[key.replace(/^-/, '')]!)} ${key.startsWith('-') ? 'desc' : 'asc'}`),
+      ...keys.map((key) => `${column(spec.sortable[key.field]!)} ${key.descending ? 'desc' : 'asc'}`),
       `${column(spec.id ?? 'id')} ${lastDescending ? 'desc' : 'asc'}`,
     ].join(', ');
   const values = [...where.params.values];

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { doc, instant, METADATA_KEY } from '../core/fields.ts';
 import { boundedText } from '../core/errors.ts';
-import { type ListSpec, sortKeys } from './list-statement.ts';
+import { type ListSpec, parseSorting } from './list-statement.ts';
 
 const MAX_LIMIT = 100;
 
@@ -40,14 +40,15 @@ export function listQuery<F extends z.ZodRawShape>(list: Pick<ListSpec, 'sortabl
   const sortable = Object.keys(list.sortable);
   const defaultSort = list.defaultSort ?? '-created_at';
   const keys = new Set(sortable);
-  const sorting = z.union([z.string(), z.array(z.string())]).superRefine((value, ctx) => {
+  // parsed here, once, into the typed keys the statement orders by
+  const sorting = z.union([z.string(), z.array(z.string())]).transform((value, ctx) => {
+    const parsed = parseSorting(value);
     const seen = new Set<string>();
-    for (const key of sortKeys(value)) {
-      const field = key.replace(/^-/, '');
+    for (const { field, descending } of parsed) {
       if (!keys.has(field)) {
         ctx.addIssue({
           code: 'custom',
-          message: `Unknown sort field ${JSON.stringify(key)}; sortable: ${sortable.join(', ')} (prefix - for descending)`,
+          message: `Unknown sort field ${JSON.stringify(descending ? `-${field}` : field)}; sortable: ${sortable.join(', ')} (prefix - for descending)`,
         });
       } else if (seen.has(field)) {
         // each field once: the sort is the same, and every distinct statement is prepared on its connections
@@ -55,6 +56,7 @@ export function listQuery<F extends z.ZodRawShape>(list: Pick<ListSpec, 'sortabl
       }
       seen.add(field);
     }
+    return parsed;
   });
   const shape = {
     page: doc(wholeNumber(1, 1_000_000, 1), 'Page number, from 1.', 1),
