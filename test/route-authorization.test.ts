@@ -23,6 +23,7 @@ beforeAll(async () => {
     policy: await definition('rowgate_hidden.policy_denial(uuid, text)'),
     delete: await definition('rowgate.delete_resource(text, uuid)'),
     addMember: await definition('rowgate.add_member(uuid, text, text)'),
+    createWebhookEndpoint: await definition('rowgate.create_webhook_endpoint(uuid, text, text[], text, boolean, bytea)'),
   };
   policies = await app.sql(
     `select tablename as table, cmd as command, coalesce(qual, '') || ' ' || coalesce(with_check, '') as expression
@@ -46,7 +47,11 @@ function sqlForms(policy: Policy): string[] {
     case 'access_token_management':
       return ['access_token_management_denial(', "current_organization_ids('access_tokens:manage'"];
     default:
-      return [`current_organization_ids('${policy}'`, `role_permission_denial(p_organization_id, '${policy}'`];
+      return [
+        `current_organization_ids('${policy}'`,
+        `role_permission_denial(p_organization_id, '${policy}'`,
+        `target_organization_id(p_organization_id, '${policy}'`,
+      ];
   }
 }
 
@@ -70,6 +75,9 @@ const appliedIn: Record<string, { table: string } | { function: keyof typeof fun
   'members:update': { table: 'memberships' },
   'members:add': { function: 'addMember' },
   'webhook_deliveries:list': { table: 'webhook_attempts' },
+  // a resource a body names: the policy applies to the row the operation inserts
+  'orders:create': { table: 'orders' },
+  'webhook_endpoints:create': { function: 'createWebhookEndpoint' },
 };
 
 const commands: Record<string, string> = { get: 'SELECT', patch: 'UPDATE', post: 'INSERT' };

@@ -50,7 +50,16 @@ export interface Authorization<P = Record<string, unknown>> {
    * statement (rowgate.delete_resource): the pipeline does not ask again.
    */
   checkedBy?: 'rowgate.delete_resource';
+  /**
+   * The body field that names the resource (a refund's `order_id`): the
+   * operation's own statement asks the policy, and a resource out of reach is
+   * a 422 at that field, as any id a body names.
+   */
+  field?: string;
 }
+
+/** Whether the pipeline asks the policy before the handler (not when the operation's own SQL does). */
+export const askedBeforeHandler = (authorization: Authorization<never>) => !authorization.checkedBy && !authorization.field;
 
 /** What the policy means, as the API reference says it. */
 const policySentences: Record<Exclude<Policy, Permission>, string> = {
@@ -68,7 +77,11 @@ export function authorizationSentence(authorization: Authorization<never>): stri
       ? policySentences[authorization.policy as keyof typeof policySentences]
       : `the \`${authorization.policy}\` permission in the organization (organization tokens hold every permission)`;
   const resource = authorization.resource.replaceAll('_', ' ');
-  return `**Authorization:** ${who}. A ${resource} out of reach is a 404; a denial is a 403 with its reason.`;
+  const a = /^[aeiou]/.test(resource) ? 'An' : 'A';
+  const outOfReach = authorization.field
+    ? `The ${resource} is the one \`body.${authorization.field}\` names; one out of reach is a 422 at that field`
+    : `${a} ${resource} out of reach is a 404`;
+  return `**Authorization:** ${who}. ${outOfReach}; a denial is a 403 with its reason.`;
 }
 
 /**
@@ -91,7 +104,7 @@ async function authorize(tx: Tx, resource: Resource, id: string, policy: Policy)
  * (a JSON read sends it with the authentication's).
  */
 export function authorizeRequest(tx: Tx, authorization: Authorization, params: Record<string, unknown>): Promise<unknown> {
-  if (authorization.checkedBy) return Promise.resolve();
+  if (!askedBeforeHandler(authorization)) return Promise.resolve();
   const ask = () => authorize(tx, authorization.resource, String(params[authorization.param ?? 'id']), authorization.policy);
   return authorization.resolve ? authorization.resolve(tx, params).then(ask) : ask();
 }

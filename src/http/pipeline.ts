@@ -39,7 +39,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type pg from 'pg';
 import type { Authenticated } from '../auth/authenticate.ts';
 import { credentialKey, type PresentedCredential } from '../auth/credentials.ts';
-import { authorizeRequest } from '../auth/authorize.ts';
+import { askedBeforeHandler, authorizeRequest } from '../auth/authorize.ts';
 import { CONSISTENCY_HEADER, type Consistency } from '../db/consistency.ts';
 import { inTransaction, type Tx } from '../db/pool.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
@@ -109,7 +109,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
   const credentialRule = { kinds: route.access.credentials, changes: route.method !== 'get' };
   const startsEarly = route.method === 'get' && route.responseType === undefined;
   // the SQL that asks a policy itself (rowgate.delete_resource) is not asked twice
-  const authorization = route.authorize && !route.authorize.checkedBy ? route.authorize : undefined;
+  const authorization = route.authorize && askedBeforeHandler(route.authorize) ? route.authorize : undefined;
   if (startsEarly && authorization?.resolve)
     throw new Error(`${route.operationId}: a JSON read sends its statements at once; it cannot resolve first`);
 

@@ -89,7 +89,7 @@ export const customerMemberRoutes = [
     path: '/v1/customers/{id}/members',
     operationId: 'customer_members:create',
     summary: 'Add a member seat',
-    description: "Needs `customers:write`. The e-mail must be unique among the customer's seats (422 at body.email).",
+    description: "The e-mail must be unique among the customer's seats (422 at body.email).",
     tag: 'customer members',
     access: access.organization(...write),
     params: customerParams,

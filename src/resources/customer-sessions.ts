@@ -31,7 +31,7 @@ export const customerSessionRoutes = [
     path: '/v1/customer-sessions/',
     operationId: 'customer_sessions:create',
     summary: 'Create a customer portal session',
-    description: "Needs `customers:write` in the customer's organization (422 at body.customer_id when out of reach).",
+    authorize: { resource: 'customer', policy: 'customers:write', field: 'customer_id' },
     tag: 'customer-sessions',
     access: access.organization('customer_sessions_write'),
     body: CustomerSessionCreate,

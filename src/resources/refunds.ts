@@ -103,7 +103,8 @@ export const refundRoutes = [
     operationId: 'refunds:create',
     summary: 'Refund an order',
     description:
-      "Needs `orders:write` in the order's organization (organization tokens hold it). Only a `paid` order is refunded (422 at body.order_id), by at most what remains of it (422 at body.amount); an order out of reach is a 422 at body.order_id. Records a `refund` transaction of −amount; the refund that completes the order sets its status to `refunded`. Refunds of one order are taken one at a time, so concurrent ones never exceed it together.",
+      'Only a `paid` order is refunded (422 at body.order_id), by at most what remains of it (422 at body.amount). Records a `refund` transaction of −amount; the refund that completes the order sets its status to `refunded`. Refunds of one order are taken one at a time, so concurrent ones never exceed it together.',
+    authorize: { resource: 'order', policy: 'orders:write', field: 'order_id' },
     tag: 'refunds',
     access: access.organization(...write),
     body: RefundCreate,

@@ -121,7 +121,8 @@ export const webhookEndpointRoutes = [
     operationId: 'webhook_endpoints:create',
     summary: 'Create a webhook endpoint',
     description:
-      'Needs `organization:manage`; finance event types need the right to read them. The answer carries the signing secret, once. An organization has at most 16 endpoints (past them: 403 `NotPermitted`; delete one to make room).',
+      'Finance event types need the right to read them. The answer carries the signing secret, once. An organization has at most 16 endpoints (past them: 403 `NotPermitted`; delete one to make room).',
+    authorize: { resource: 'organization', policy: 'organization:manage', field: 'organization_id' },
     tag: 'webhooks',
     access: write,
     body: WebhookEndpointCreate,
