@@ -1,9 +1,9 @@
 // Access classes (SPEC §3, §4): every endpoint of the route table × every credential
 // kind. The cases are generated from each route's declared access, so a route added
-// to src/http/routes.ts is covered without touching this file.
+// to src/server/route-table.ts is covered without touching this file.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { isAnonymous, type ApiRoute } from '../src/http/route.ts';
+import { isAnonymous, type ApiRoute } from '../src/http/route-declaration.ts';
 import { apiRoutes } from '../src/server/route-table.ts';
 import { credentialKinds, generateToken, type CredentialKind } from '../src/auth/tokens.ts';
 import { expectInsufficientScope, expectUnauthorized } from './expect-api.ts';

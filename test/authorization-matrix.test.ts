@@ -11,7 +11,7 @@
 // write changed nothing and an accepted one did what it says.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
-import type { ApiRoute } from '../src/http/route.ts';
+import type { ApiRoute } from '../src/http/route-declaration.ts';
 import { apiRoutes } from '../src/server/route-table.ts';
 import type { CredentialKind } from '../src/auth/tokens.ts';
 import { expectInsufficientScope, expectUnauthorized, expectValidationError } from './expect-api.ts';

@@ -5,7 +5,7 @@
 // and clients that are not browsers are not.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type ApiRoute, isAnonymous } from '../src/http/route.ts';
+import { type ApiRoute, isAnonymous } from '../src/http/route-declaration.ts';
 import { apiRoutes } from '../src/server/route-table.ts';
 import { expectError } from './expect-api.ts';
 import { startTestApp, type TestApp } from './harness.ts';

@@ -7,7 +7,7 @@ import { chmod, mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { assertPostgresCanReach, folderUserCannotEnter, UnreachableFolderError } from '../src/db/reachable.ts';
+import { assertPostgresCanReach, folderUserCannotEnter, UnreachableFolderError } from '../src/db/postgres-folder-access.ts';
 
 const root = path.join(tmpdir(), `rowgate-reach-${randomUUID()}`);
 const closed = path.join(root, 'home-0700');

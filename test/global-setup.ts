@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { ensureDatabase, ensureRoles, hardenDatabase, migrateDatabase } from '../src/db/setup.ts';
-import { UnreachableFolderError } from '../src/db/reachable.ts';
+import { UnreachableFolderError } from '../src/db/postgres-folder-access.ts';
 import { startDatabaseServer, withDatabase } from './database-server.ts';
 
 declare module 'vitest' {

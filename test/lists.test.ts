@@ -6,7 +6,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { ApiRoute } from '../src/http/route.ts';
+import type { ApiRoute } from '../src/http/route-declaration.ts';
 import { apiRoutes } from '../src/server/route-table.ts';
 import { expectValidationError } from './expect-api.ts';
 import { startTestApp, type RequestOptions, type TestApp } from './harness.ts';

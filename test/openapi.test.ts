@@ -4,7 +4,7 @@ import http from 'node:http';
 import { authorizationSentence } from '../src/auth/authorize.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { z } from 'zod';
-import type { ApiRoute } from '../src/http/route.ts';
+import type { ApiRoute } from '../src/http/route-declaration.ts';
 import { apiRoutes } from '../src/server/route-table.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 

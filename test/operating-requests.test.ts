@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createApp } from '../src/server/app.ts';
-import { access, route } from '../src/http/route.ts';
+import { access, route } from '../src/http/route-declaration.ts';
 import { listen } from '../src/server/listen.ts';
 import { createHttpServer } from '../src/server/http-server.ts';
 import { clientAddress, perClient, trustedProxies } from '../src/operating/client-address.ts';

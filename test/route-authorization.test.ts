@@ -5,7 +5,7 @@
 // declares one policy while the database enforces another fails here.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Authorization, Policy } from '../src/auth/authorize.ts';
-import type { ApiRoute } from '../src/http/route.ts';
+import type { ApiRoute } from '../src/http/route-declaration.ts';
 import { apiRoutes } from '../src/server/route-table.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 

@@ -3,7 +3,7 @@
 // theirs wait for a query's first transaction (a credential seen for the first
 // time is asked before its document is planned, so a client inventing tokens
 // gets each one's 401 before anything of it is planned); the rate limits let
-// only theirs go past a refused address (src/operating/operate.ts).
+// only theirs go past a refused address (src/operating/request-limits.ts).
 //
 // Two generations instead of an exact LRU order: every authenticated request
 // adds its key, and moving a key to the end of one Map costs a delete and a set

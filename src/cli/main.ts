@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
-import { UnreachableFolderError } from '../db/reachable.ts';
+import { UnreachableFolderError } from '../db/postgres-folder-access.ts';
 import { commands, groups, UsageError, type CommandSpec, type Options } from './commands.ts';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };

@@ -101,9 +101,9 @@ const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
 /**
  * The refused input echoed in a validation issue, bounded: a string of at most
  * 200 characters, at most 50 items or fields, at most 8 levels deep (deeper
- * parts become "…"). Found by the HTTP fuzzer (test/fuzz): a JSON body nested
- * 4,000 levels deep was echoed whole, and serialising the 422 overflowed the
- * stack, so Express answered with its HTML error page and a stack trace.
+ * parts become "…"): a JSON body nested 4,000 levels deep, echoed whole,
+ * overflows the stack as the 422 is serialised, and Express answers with its
+ * HTML error page and a stack trace.
  */
 function boundedInput(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return boundedText(value);
@@ -119,8 +119,8 @@ function boundedInput(value: unknown, depth = 0): unknown {
 
 /**
  * One issue as answered: its location's names, its message and its input
- * bounded (an 878 KB body of unknown fields was a 5.97 MB 422: each name was
- * repeated in the location and the message).
+ * bounded (each name of a large body of unknown fields is repeated in the
+ * location and the message: the 422 would be several times the body).
  */
 function boundedIssue(issue: ValidationIssue): ValidationIssue {
   const bounded: ValidationIssue = {

@@ -30,7 +30,7 @@ function readableOffset(value: string): string {
 
 /**
  * An instant a client sends: RFC 3339 with a time zone, from year 1 on (year 0000
- * is valid RFC 3339 but no PostgreSQL timestamp: it was the database's own 422),
+ * is valid RFC 3339 but no PostgreSQL timestamp: the database would refuse it),
  * with at most 9 fractional digits (PostgreSQL keeps microseconds, and refuses a
  * fraction of ~130 digits).
  */

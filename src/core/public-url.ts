@@ -6,7 +6,7 @@
 import type express from 'express';
 import type { Request } from 'express';
 
-/** Set once the server listens (src/http/server.ts; the test harness). */
+/** Set once the server listens (src/server/start.ts). */
 export function setPublicUrl(app: express.Express, url: string) {
   app.locals.publicUrl = url;
 }

@@ -213,9 +213,9 @@ export async function revokeAnalyst(options: { ownerUrl: string; rootUrl: string
       if (!rows[0]) throw new AnalystError(`${login} is not an analyst of this database`);
       let terminated = 0;
       if (facts.exists) {
-        // first it can no longer log in, so that its sessions, ended next, cannot come back: a hostile audit's
-        // reconnected at once and kept a temporary table in another database, which made the role's drop fail
-        // after the binding was gone (a login with no limits left)
+        // first it can no longer log in, so that its sessions, ended next, cannot come back: a session that
+        // reconnects at once can keep a temporary table in another database, which makes the role's drop fail
+        // after the binding is gone (a login with no limits left)
         await root.query(`alter role ${pg.escapeIdentifier(login)} nologin`);
         terminated = await endSessions(root, login);
         // whatever it came to own or be granted here goes with it (nothing, unless a DBA granted it more)

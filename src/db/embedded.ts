@@ -13,7 +13,7 @@ import { chmod, chown, mkdir, open, readFile, rm, writeFile } from 'node:fs/prom
 import { createServer } from 'node:net';
 import { arch, platform, userInfo } from 'node:os';
 import path from 'node:path';
-import { assertPostgresCanReach } from './reachable.ts';
+import { assertPostgresCanReach } from './postgres-folder-access.ts';
 
 export interface EmbeddedState {
   port: number;

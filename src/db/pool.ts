@@ -51,9 +51,8 @@ export function createPool(options: PoolOptions): pg.Pool {
   // Nor may a checked-out one. pg-pool removes its own error listener from a
   // client while it is checked out, so a FATAL from the server (an admin
   // shutdown, 57P01, a restart, a terminated backend) arriving between two
-  // statements of a transaction, ours or PostGraphile's, was an unhandled
-  // 'error' event that killed the process (found by test/faults: the database
-  // stopped under load). With a listener the client is only marked unusable:
+  // statements of a transaction, ours or PostGraphile's, would be an unhandled
+  // 'error' event that kills the process. With a listener the client is only marked unusable:
   // its queries fail (a 503) and the pool drops it when it comes back.
   pool.on('connect', (client) => client.on('error', () => {}));
   // The timeouts above are startup parameters, which a transaction-pooling

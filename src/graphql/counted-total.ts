@@ -19,7 +19,7 @@
 import type {} from 'postgraphile';
 import type { PgExecutor } from 'postgraphile/@dataplan/pg';
 import type { FieldArgs, FieldInfo, Step } from 'postgraphile/grafast';
-import { isUnfiltered } from './unfiltered.ts';
+import { isUnfiltered } from './unfiltered-connection-check.ts';
 
 /** the tables with counters (rowgate_private.organization_row_counts), which name them as the table */
 const COUNTED: ReadonlySet<string> = new Set(['orders', 'customers']);

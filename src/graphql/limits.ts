@@ -81,7 +81,7 @@ function countNodes(schema: GraphQLSchema, operation: OperationDefinitionNode, f
   if (!rootType) return 0;
   // A fragment's count is the same wherever it is spread, times the pages around
   // the spread: counted once (a fragment spread twice in each of 40 fragments
-  // would otherwise be walked 2^40 times, found by the GraphQL fuzzer). Counts
+  // would otherwise be walked 2^40 times). Counts
   // are capped just past the limit, so they stay small numbers.
   const cap = (n: number) => Math.min(n, LIMITS.nodes + 1);
   const fragmentCounts = new Map<string, number>();
@@ -156,8 +156,8 @@ const nodeBudgetRule: ValidationRule = (context) => ({
  * The fields of an operation with its fragments written out where they are
  * spread: what grafast plans. grafast writes out a fragment spread twice in one
  * selection twice (graphql-js's own executor would not), so 40 fragments of
- * two spreads each, 1.5 kB, planned 2^40 fields: one anonymous request held
- * the server for hours (found by the GraphQL fuzzer). Each fragment's size is
+ * two spreads each, 1.5 kB, plan 2^40 fields: one anonymous request would hold
+ * the server for hours. Each fragment's size is
  * counted once; sizes stop just past the limit.
  */
 const expandedFieldsRule: ValidationRule = (context) => {
@@ -271,7 +271,7 @@ export function makeParseAndValidate(schema: GraphQLSchema, cacheSize = 100): (q
     // A result holds its document's text (its AST's source, an error's source):
     // a long document is not kept at all, so the cache holds at most
     // cacheSize × CACHED_LENGTH characters (1 MiB documents, each a little
-    // different, ran the server out of heap; found by the GraphQL fuzzer)
+    // different, would run the server out of heap)
     const cacheable = query.length <= CACHED_LENGTH;
     const key = query.length > 500 ? createHash('sha256').update(query).digest('base64') : query;
     const cached = cacheable ? cache.get(key) : undefined;
@@ -287,8 +287,8 @@ export function makeParseAndValidate(schema: GraphQLSchema, cacheSize = 100): (q
       const errors = validate(schema, document, validationRules, { maxErrors: 20 });
       result = errors.length ? { errors: errors.map((e) => withCode(e, VALIDATION_FAILED)) } : { document };
     } catch (error) {
-      // graphql-js parses nested values by recursion: 2,000 tokens of `[` ran out of
-      // stack (a 500, found by the GraphQL fuzzer); too deep is too complex
+      // graphql-js parses nested values by recursion: 2,000 tokens of `[` run out of
+      // stack (a 500); too deep is too complex
       if (error instanceof RangeError) return { errors: [tooComplex('The document is nested too deeply')] };
       if (!(error instanceof GraphQLError)) throw error;
       // (graphql-js words it "more that N tokens")

@@ -54,8 +54,7 @@ export type WithPgClient = (<T>(settings: Settings | null | undefined, callback:
  * The statement that applies a request's settings: one `set_config` a key, the
  * keys in its text and the values as parameters, so that it is prepared once
  * per connection (the keys are the few sets authentication makes: anonymous,
- * and a subject's). It was `json_each_text($1::json)` sent unnamed, parsed and
- * planned again in every transaction: ~0.1 ms of PostgreSQL a request.
+ * and a subject's), not parsed and planned again in every transaction.
  */
 const applyStatements = new Map<string, string>();
 const APPLY_STATEMENTS_KEPT = 32;
@@ -277,8 +276,7 @@ export function makeWithPgClient(pool: pg.Pool): WithPgClient {
     // without settings: PostGraphile's introspection at start-up, in a
     // transaction of its own under the start-up timeout. The pool's timeout is
     // the per-request one, which a busy machine's first introspection (cold
-    // catalog caches) can exceed: start-up failed with "canceling statement due
-    // to statement timeout" at ROWGATE_STATEMENT_TIMEOUT_MS=1000 in a CI run.
+    // catalog caches) can exceed with a short ROWGATE_STATEMENT_TIMEOUT_MS.
     if (!settings || Object.keys(settings).length === 0) {
       const client = await pool.connect();
       try {

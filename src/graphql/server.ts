@@ -13,7 +13,7 @@
 // which is granted nothing. A malformed, unknown, expired or revoked credential
 // → 401 with the body and WWW-Authenticate header of REST (SPEC §7).
 //
-// What is published is decided in src/graphql/publish.ts. Before anything is
+// What is published is decided in src/graphql/published-schema.ts. Before anything is
 // planned, a document is bounded (src/graphql/limits.ts: tokens, depth,
 // aliases, nodes; page-arguments.ts: first/last/offset with the variables; both
 // run by limits-plugin.ts) and every collection returns at most a page
@@ -33,7 +33,7 @@ import { acceptCredential, authenticateOnPool, unknownCredential } from '../auth
 import { ApiError, validationError } from '../core/errors.ts';
 import { graphqlBodyIssues, makeMaskError } from './errors.ts';
 import { rowgateLimitsPlugin } from './limits-plugin.ts';
-import { RowgateGraphqlPlugin } from './publish.ts';
+import { RowgateGraphqlPlugin } from './published-schema.ts';
 import { DefaultPagePlugin } from './page-size.ts';
 import { forMutation, forQuery, makeWithPgClient } from './pg-client.ts';
 import { authenticatesNobody, DeferredAuthentication, holdAnswer } from './deferred-authentication.ts';
@@ -142,11 +142,9 @@ export interface Graphql {
  * Timestamps and bigints leave PostgreSQL as the column's values, written out
  * by PostgreSQL as its text (unparsed: src/graphql/pg-client.ts), instead of
  * @dataplan/pg's `to_char(…)` or `::text` in the query. PostgreSQL computes a
- * query's select list below its sort, so a sorted page formatted the values of
- * every row it considered, most of them dropped (docs/performance.md, GraphQL:
- * the small user's page of 50 orders formatted 1,500 amounts and 3,000
- * timestamps: EXPLAIN ANALYZE 1.25 ms with the casts, 0.70 with the amount's
- * alone, 0.57 without). A column's text on the wire is the text of its
+ * query's select list below its sort, so a sorted page would format the values
+ * of every row it considers, most of them dropped (a page of 50 orders formats
+ * thirty times as many values as it returns). A column's text on the wire is the text of its
  * `::text` cast, for the returned rows only. Timestamps then take REST's shape
  * in Node (src/db/timestamps.ts), so GraphQL also writes what REST writes
  * ("…T08:22:11.16+00:00"); one already in that shape passes through. The
@@ -270,8 +268,8 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
   try {
     const schema = await instance.getSchema();
     // grafast keeps the plans of the last operations it planned, 500 by default:
-    // a plan can take megabytes, and 500 distinct documents grew the heap by
-    // 1.4 GB (the GraphQL fuzzer's long run; npm start gives the heap 512 MB)
+    // a plan can take megabytes, and 500 distinct documents outgrow the heap
+    // npm start gives the server
     const grafastExtensions = ((schema.extensions as Record<string, unknown>).grafast ??= Object.create(null)) as Record<string, unknown>;
     grafastExtensions.operationsCacheMaxLength = OPERATION_PLANS_KEPT;
   } catch (error) {

@@ -6,17 +6,17 @@
 // `answered` (still inside it, before the commit) keeps a 2xx answer with the
 // key, so the answer is stored exactly when the effect is committed.
 //
-// A stored answer is sealed under the server secret (src/auth/sealed.ts): the
+// A stored answer is sealed under the server secret (src/auth/at-rest-encryption.ts): the
 // answers of token, session, client and webhook creation carry secrets that
 // are shown once and otherwise kept only as keyed hashes (SPEC §2), and a copy
 // of the database must not hold them in clear for the key's lifetime.
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
-import { open, seal } from '../auth/sealed.ts';
+import { open, seal } from '../auth/at-rest-encryption.ts';
 import { ApiError, invalidField } from '../core/errors.ts';
 import type { PipelineHooks, RequestState } from './pipeline.ts';
 import { Replay } from './respond.ts';
-import { type ApiRoute, isAnonymous } from './route.ts';
+import { type ApiRoute, isAnonymous } from './route-declaration.ts';
 
 const HEADER = 'idempotency-key';
 /** 1 to 255 printable ASCII characters */
@@ -75,7 +75,7 @@ function rowOf(state: RequestState, key: string, hash: Buffer): string {
 }
 
 const PURPOSE = 'rowgate idempotent answers v1';
-/** Marks a sealed answer (base64 of src/auth/sealed.ts's bytes): every answer is stored so */
+/** Marks a sealed answer (base64 of src/auth/at-rest-encryption.ts's bytes): every answer is stored so */
 const SEALED = 'sealed:v1:';
 
 /** What is sealed: the body as sent, and the cookies the answer set (the only header a 2xx write sets itself) */

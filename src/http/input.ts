@@ -4,7 +4,7 @@
 import express, { type Request } from 'express';
 import type { z } from 'zod';
 import { ApiError, boundedText, validationError, type ValidationIssue } from '../core/errors.ts';
-import type { ApiRoute, BodyType } from './route.ts';
+import type { ApiRoute, BodyType } from './route-declaration.ts';
 
 /** The media types of each kind of body a route may take. */
 export const mediaTypes: Record<BodyType, string[]> = {
@@ -82,7 +82,7 @@ function zodIssues(error: z.ZodError, source: string, input: unknown): Validatio
 function textIssues(input: unknown, source: string): ValidationIssue[] {
   // depth-first, in document order, without recursion and with each location a
   // link to its parent's: JSON.parse reads arrays nested a hundred thousand
-  // deep (found by the fuzzer, as a stack overflow)
+  // deep, which recursion would meet with a stack overflow
   interface Where {
     key: string | number;
     parent?: Where;

@@ -5,7 +5,7 @@
 // requirement listing several scopes would mean all of them, so each accepted
 // scope is an OAuth2 requirement of its own.
 import type { CredentialKind } from '../auth/tokens.ts';
-import type { Access, Route } from './route.ts';
+import type { Access, Route } from './route-declaration.ts';
 
 const oauth2Kinds: readonly CredentialKind[] = ['oauth2_user_token', 'oauth2_organization_token'];
 /** the subjects an OAuth2 client may act for: users and organizations, never a customer portal's */

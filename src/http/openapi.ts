@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { authorizationSentence } from '../auth/authorize.ts';
 import { credentialNames } from '../auth/credentials.ts';
 import { mediaTypes } from './input.ts';
-import { isAnonymous, type Route } from './route.ts';
+import { isAnonymous, type Route } from './route-declaration.ts';
 import { doc } from '../core/fields.ts';
 import {
   CLIENT_AUTHENTICATION_SENTENCE,

@@ -12,7 +12,7 @@
 //
 // Extension points, in the order a request meets them:
 // - Express middleware for every request, whatever its route (request ids, access logs,
-//   CORS, per-address rate limits): `requestMiddleware` in src/http/app.ts, an ordered
+//   CORS, per-address rate limits): `installRequestMiddleware` in src/server/app.ts, an ordered
 //   list that runs before any route is matched (also before GraphQL and the 404).
 // - `PipelineHooks` for API routes (AppOptions.hooks), each an ordered list of
 //   functions given the request's `RequestState`; one may throw an ApiError to refuse:
@@ -55,7 +55,7 @@ import {
 import { ApiError } from '../core/errors.ts';
 import { type Input, parseInput } from './input.ts';
 import { Replay, send, sendReplay } from './respond.ts';
-import { type ApiRoute, isAnonymous } from './route.ts';
+import { type ApiRoute, isAnonymous } from './route-declaration.ts';
 import { requestRecord } from '../core/request-record.ts';
 import { requestId } from '../operating/request-id.ts';
 

@@ -4,7 +4,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { ListPage } from '../core/list-page.ts';
 import { asOAuth2Error, asRegistrationError, isCollision, toApiError } from '../core/errors.ts';
 import { requestRecord } from '../core/request-record.ts';
-import type { Route } from './route.ts';
+import type { Route } from './route-declaration.ts';
 
 /** Sends a handler's result as its route declares: a redirect to it (302), nothing (204), or it as JSON. */
 export function send(route: Route, res: Response, result: unknown, validate: boolean) {
@@ -49,8 +49,8 @@ export function sendReplay(res: Response, replay: Replay) {
 /**
  * A JSON answer, written with Node's own writeHead and end (the headers set
  * before it are kept). Express's res.send parses and formats the Content-Type
- * and checks the request's freshness on every call: on the cached users/me that
- * was a fifth of the throughput (docs/performance.md).
+ * and checks the request's freshness on every call, a cost every answer would
+ * pay for nothing an API answer needs.
  */
 export function sendJson(res: Response, status: number, json: string) {
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(json) }).end(json);

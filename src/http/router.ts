@@ -3,7 +3,7 @@
 import express from 'express';
 import { ApiError } from '../core/errors.ts';
 import { formBody, jsonBody } from './input.ts';
-import type { Route } from './route.ts';
+import type { Route } from './route-declaration.ts';
 import { requestRecord } from '../core/request-record.ts';
 import { pageSecurityHeaders } from './security-headers.ts';
 

@@ -5,7 +5,7 @@ import type pg from 'pg';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import { ApiError } from '../core/errors.ts';
 import { openApiDocument, tryItOutDocument } from './openapi.ts';
-import { publicRoute, type Route } from './route.ts';
+import { publicRoute, type Route } from './route-declaration.ts';
 import { z } from 'zod';
 import { doc } from '../core/fields.ts';
 

@@ -9,7 +9,7 @@
 // token-endpoints.ts.
 import { hashToken, randomToken } from '../auth/tokens.ts';
 import { found, notFound } from '../core/errors.ts';
-import { access, anonymousRoute, route } from '../http/route.ts';
+import { access, anonymousRoute, route } from '../http/route-declaration.ts';
 import { idParams } from '../core/fields.ts';
 import { listQuery, listSchema } from '../resources/lists.ts';
 import { type ListSpec, runList } from '../resources/list-statement.ts';

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import type { Response } from 'express';
 import { type CredentialKind, generateToken, hashToken, randomToken } from '../auth/tokens.ts';
 import { OAuth2Error, oauth2InvalidClient, oauth2InvalidRequest } from '../core/errors.ts';
-import { anonymousRoute } from '../http/route.ts';
+import { anonymousRoute } from '../http/route-declaration.ts';
 import { issuer, scopeList } from './authorize-request.ts';
 import { clientArguments, clientCredentials } from './client-auth.ts';
 import { Introspection, Revoked, TokenByValue, TokenRequest, TokenResponse } from './schemas.ts';

@@ -17,7 +17,7 @@ export interface RateLimitDecision {
   reset: number;
   /** the policy's window in seconds (default 1) */
   window?: number;
-  /** the counts it was charged to, for giving the point back (src/operating/operate.ts) */
+  /** the counts it was charged to, for giving the point back (src/operating/request-limits.ts) */
   spent?: readonly Cell[];
 }
 

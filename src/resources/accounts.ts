@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import type { Scope } from '../auth/scopes.ts';
 import { notFound } from '../core/errors.ts';
-import { access, route, writeScopes, type Access } from '../http/route.ts';
+import { access, route, writeScopes, type Access } from '../http/route-declaration.ts';
 import { doc, idParams, timestamps, uuid } from '../core/fields.ts';
 
 /** Finance-read endpoints accept any of these (SPEC §3). */

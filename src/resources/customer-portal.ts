@@ -6,7 +6,7 @@ import { found, notPermitted } from '../core/errors.ts';
 import { listQuery, listSchema, multi } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 import { OrderRead, orderSortable } from './orders.ts';
-import { access, route } from '../http/route.ts';
+import { access, route } from '../http/route-declaration.ts';
 import { doc, idParams } from '../core/fields.ts';
 
 const PortalCustomerUpdate = z

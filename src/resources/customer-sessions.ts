@@ -1,7 +1,7 @@
 // POST /v1/customer-sessions/: a 1-hour portal session for a customer (or one of
 // its member seats), made by the organization's users or tokens.
 import { z } from 'zod';
-import { access, route } from '../http/route.ts';
+import { access, route } from '../http/route-declaration.ts';
 import { doc, timestamp, tokenField, uuid } from '../core/fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
 

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { type Authorization, authorizeRequest } from '../auth/authorize.ts';
 import type { Tx } from '../db/pool.ts';
 import { invalidField, notFound } from '../core/errors.ts';
-import { access, readScopes, route, writeScopes } from '../http/route.ts';
+import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { CustomerRead, CustomerUpdate, customerColumns, deleteCustomer, updateCustomer } from './customers.ts';
 import { doc, uuid } from '../core/fields.ts';
 

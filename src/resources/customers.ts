@@ -4,7 +4,7 @@ import type { Tx } from '../db/pool.ts';
 import { found } from '../core/errors.ts';
 import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
-import { access, readScopes, route, writeScopes } from '../http/route.ts';
+import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
 
 const email = doc(

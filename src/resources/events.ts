@@ -3,7 +3,7 @@
 // under RLS: an event is visible exactly to those who may read its resource.
 import { z } from 'zod';
 import { found } from '../core/errors.ts';
-import { access, route } from '../http/route.ts';
+import { access, route } from '../http/route-declaration.ts';
 import { doc, idParams, timestamp, uuid } from '../core/fields.ts';
 import { createdWindow, listQuery, listSchema, multi, organizationFilter } from './lists.ts';
 import { runList, Where, type ListSpec } from './list-statement.ts';

@@ -1,7 +1,7 @@
 // POST /v1/impersonations/: a platform admin becomes another user, read-only, for an hour.
 import { z } from 'zod';
 import { setSessionCookie } from '../auth/session-cookie.ts';
-import { access, route } from '../http/route.ts';
+import { access, route } from '../http/route-declaration.ts';
 import { doc, timestamp, tokenField, uuid } from '../core/fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
 

@@ -188,12 +188,12 @@ export function listStatement(spec: ListSpec, query: ListQuery, where: Where): L
         select ${items(`${page} order by ${orderOf((c) => `top.${c}`)} limit ${limit} offset ${offset}`)}, ${count} as total_count`;
       return { text, values };
     }
-    // A metadata filter (issue 17): `@>` is not leakproof, so under RLS the GIN
+    // A metadata filter: `@>` is not leakproof, so under RLS the GIN
     // index cannot serve it. rowgate_hidden.metadata_ids finds the matching rows
     // through it past RLS, within the subject's organizations, and the page is
     // those rows (`id = any(…)`, the primary key; the filter and the policies
     // still apply). Past its limit it answers null and the page is the
-    // per-organization scan testing each row's metadata, as before: one branch
+    // per-organization scan testing each row's metadata: one branch
     // or the other runs, the other's one-time filter stops it.
     const table = spec.from.replace(/^rowgate\./, '');
     const matched = `matched as (select rowgate_hidden.metadata_ids('${table}', $${values.push(JSON.stringify(where.metadataDocuments))}::jsonb) as ids)`;

@@ -5,7 +5,7 @@ import { notFound } from '../core/errors.ts';
 import { listQuery, listSchema, multi } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 import type { Tx } from '../db/pool.ts';
-import { access, readScopes, route, writeScopes } from '../http/route.ts';
+import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, timestamps, uuid } from '../core/fields.ts';
 
 const role = doc(z.string().min(1).max(50), 'The role: `admin`, `member` or `finance` (roles are data; more may exist).', 'member');

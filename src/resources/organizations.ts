@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { notFound } from '../core/errors.ts';
 import { listQuery, listSchema, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
-import { access, readScopes, route, writeScopes } from '../http/route.ts';
+import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, idParams, timestamps, uuid } from '../core/fields.ts';
 
 const slug = doc(

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { country, currency } from './accounts.ts';
 import { listQuery, listSchema, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
-import { access, route } from '../http/route.ts';
+import { access, route } from '../http/route-declaration.ts';
 import { doc, idParams, timestamps, uuid } from '../core/fields.ts';
 
 const type = doc(z.enum(['bank_account', 'stripe', 'open_collective']), 'How the payout is made.', 'bank_account');

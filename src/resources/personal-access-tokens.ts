@@ -4,7 +4,7 @@ import type { Tx } from '../db/pool.ts';
 import { notFound } from '../core/errors.ts';
 import { listQuery, listSchema } from './lists.ts';
 import { type ListSpec, runList } from './list-statement.ts';
-import { access, route } from '../http/route.ts';
+import { access, route } from '../http/route-declaration.ts';
 import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from '../core/fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
 

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { found } from '../core/errors.ts';
 import { createdWindow, listQuery, listSchema, metadataFilter, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
-import { access, readScopes, route, writeScopes } from '../http/route.ts';
+import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { currency } from './accounts.ts';
 import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
 

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { currency } from './accounts.ts';
 import { found } from '../core/errors.ts';
-import { access, readScopes, route, writeScopes } from '../http/route.ts';
+import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
 import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';

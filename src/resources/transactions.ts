@@ -4,7 +4,7 @@ import { currency, financeReadScopes } from './accounts.ts';
 import { found } from '../core/errors.ts';
 import { createdWindow, listQuery, listSchema, multi, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
-import { access, route } from '../http/route.ts';
+import { access, route } from '../http/route-declaration.ts';
 import { doc, idParams, timestamps, uuid } from '../core/fields.ts';
 
 const type = doc(z.enum(['payment', 'refund']), 'payment when an order is paid, refund (negative) when refunded.', 'payment');

@@ -1,7 +1,7 @@
 // /v1/users/me: the current user (SPEC §9).
 import { z } from 'zod';
 import { notFound } from '../core/errors.ts';
-import { access, route } from '../http/route.ts';
+import { access, route } from '../http/route-declaration.ts';
 import { doc, timestamps, uuid } from '../core/fields.ts';
 
 export const UserRead = z

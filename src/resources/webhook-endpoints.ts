@@ -4,7 +4,7 @@
 // server's worker (src/webhooks/worker.ts).
 import { z } from 'zod';
 import { found, invalidField } from '../core/errors.ts';
-import { access, readScopes, route, writeScopes } from '../http/route.ts';
+import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { generateWebhookSecret, sealSecret } from '../webhooks/secrets.ts';
 import { urlDenial } from '../webhooks/url-rules.ts';
 import { doc, idParams, timestamp, timestamps, uuid } from '../core/fields.ts';

@@ -15,7 +15,7 @@ import { corsMiddleware } from '../http/cors.ts';
 import { takesIdempotencyKeys, withIdempotency } from '../http/idempotency.ts';
 import { apiPipeline, noHooks, type PipelineHooks } from '../http/pipeline.ts';
 import { errorAnswers, errorFormats, send, sendNoSuchRoute } from '../http/respond.ts';
-import type { Route } from '../http/route.ts';
+import type { Route } from '../http/route-declaration.ts';
 import { mountRoutes } from '../http/router.ts';
 import { apiSecurityHeaders } from '../http/security-headers.ts';
 import { logRequests } from '../operating/access-log.ts';

@@ -23,7 +23,7 @@ import { memberRoutes } from '../resources/members.ts';
 import { organizationAccessTokenRoutes } from '../resources/organization-access-tokens.ts';
 import { organizationRoutes } from '../resources/organizations.ts';
 import { personalAccessTokenRoutes } from '../resources/personal-access-tokens.ts';
-import type { Route } from '../http/route.ts';
+import type { Route } from '../http/route-declaration.ts';
 import { userRoutes } from '../resources/users.ts';
 
 export const apiRoutes: readonly Route[] = [

@@ -20,7 +20,7 @@ import { createPool, poolStatements } from '../db/pool.ts';
 import { ReadReplicas } from '../db/read-replicas.ts';
 import { createGraphql, type Graphql } from '../graphql/server.ts';
 import type { PipelineHooks } from '../http/pipeline.ts';
-import type { Route } from '../http/route.ts';
+import type { Route } from '../http/route-declaration.ts';
 import { trustedProxies } from '../operating/client-address.ts';
 import { DeploymentCounts } from '../operating/deployment-counts.ts';
 import { createLogger, lineLogger, type Logger } from '../operating/logger.ts';

@@ -10,7 +10,7 @@ import { parseCookie } from 'cookie';
 import type { Request } from 'express';
 import { z } from 'zod';
 import { ApiError, unauthorized } from '../core/errors.ts';
-import { access, anonymousRoute, route } from '../http/route.ts';
+import { access, anonymousRoute, route } from '../http/route-declaration.ts';
 import { doc } from '../core/fields.ts';
 import { clearSessionCookie, setSessionCookie } from '../auth/session-cookie.ts';
 import { generateToken, hashToken, randomCharacters, randomToken } from '../auth/tokens.ts';

