@@ -315,8 +315,10 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
           recentCredentials.add(key);
         };
         const refuse = (error: unknown) => {
-          const nobody = (error as { code?: string })?.code === '28000';
-          if (nobody) recentCredentials.delete(key);
+          const code = (error as { code?: string })?.code;
+          const nobody = code === '28000';
+          // refused from this client address (RG401, SPEC §22): a 401 as well, with its own detail
+          if (nobody || code === 'RG401') recentCredentials.delete(key);
           answerError(nobody ? unknownCredential() : error, req, res, () => {});
         };
         holdAnswer(res, found, accepted, refuse);

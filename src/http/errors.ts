@@ -193,6 +193,7 @@ const constraintFields: Record<string, { loc: string[]; msg: string }> = {
   customers_external_id_live: { loc: ['body', 'external_id'], msg: 'A live customer of the organization has this external id already' },
   customer_members_email_live: { loc: ['body', 'email'], msg: 'The customer has a seat with this e-mail already' },
   users_email_live: { loc: ['body', 'email'], msg: 'A user with this e-mail exists already' },
+  organizations_max_token_lifetime_days_check: { loc: ['body', 'max_token_lifetime_days'], msg: 'From 1 to 3650 days, or null' },
   ...Object.fromEntries(
     ['products', 'customers', 'orders', 'customer_members', 'refunds'].map((table) => [
       `${table}_metadata_valid`,
@@ -204,7 +205,9 @@ const constraintFields: Record<string, { loc: string[]; msg: string }> = {
 /**
  * SQLSTATEs our SQL raises on purpose (`raise … using errcode = …`), and the
  * server-side failures that mean "the database is not there right now".
- * RG403: a policy denied (message = the reason); RG404: not found or out of
+ * RG401: a live credential refused where it was presented (message = why: a
+ * client address outside the token's allow-list, SPEC §22), answered as any
+ * credential that authenticates nobody; RG403: a policy denied (message = the reason); RG404: not found or out of
  * reach; RG422: bad input (detail = the field's location, dotted: `body.email`);
  * RGSCO: the credential lacks a scope (detail = the scope).
  */
@@ -215,11 +218,14 @@ export function fromDatabaseError(error: unknown, statementTimeoutMs?: number): 
   if (code === '57014' && statementTimeoutMs !== undefined && /statement timeout/.test(e.message ?? '')) {
     return statementTimeout(statementTimeoutMs);
   }
+  if (code === 'RG401') return unauthorized(e.message ?? 'The credential is refused', true);
   if (code === 'RG403') return notPermitted(e.message ?? 'Not permitted');
   if (code === 'RG404') return notFound();
   if (code === 'RGSCO') return insufficientScope([e.detail ?? 'unknown']);
   if (code === 'RG422') {
-    return invalidField((e.detail ?? 'body').split('.'), e.message ?? 'Invalid value');
+    // an index in the location is a number, as in the schemas' own issues (`body.allowed_ips.1`)
+    const loc = (e.detail ?? 'body').split('.').map((part) => (/^\d+$/.test(part) ? Number(part) : part));
+    return invalidField(loc, e.message ?? 'Invalid value');
   }
   // a check the client's input can break (the metadata's rules) is a 422; any other is the server's own bug
   if (code === '23514' && !constraintFields[e.constraint ?? '']) return null;

@@ -22,6 +22,7 @@ import { memberRoutes } from '../resources/members.ts';
 import { organizationAccessTokenRoutes } from '../resources/organization-access-tokens.ts';
 import { organizationRoutes } from '../resources/organizations.ts';
 import { personalAccessTokenRoutes } from '../resources/personal-access-tokens.ts';
+import { reportedCredentialRoutes } from '../resources/reported-credentials.ts';
 import type { Route } from './route.ts';
 import { userRoutes } from '../resources/users.ts';
 
@@ -46,6 +47,7 @@ export const apiRoutes: readonly Route[] = [
   ...customerSessionRoutes,
   ...customerPortalRoutes,
   ...loginCodeRoutes,
+  ...reportedCredentialRoutes,
   ...oauth2Routes,
 ];
 
