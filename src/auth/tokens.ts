@@ -64,13 +64,6 @@ export function tokenChecksum(random: string): string {
   return text.padStart(CHECKSUM_LENGTH, '0');
 }
 
-/** Whether a token's last 6 characters are the checksum of the characters between its prefix and them */
-export function hasValidChecksum(token: string, prefix: string): boolean {
-  if (!token.startsWith(prefix) || token.length < prefix.length + CHECKSUM_LENGTH + 1) return false;
-  const random = token.slice(prefix.length, -CHECKSUM_LENGTH);
-  return tokenChecksum(random) === token.slice(-CHECKSUM_LENGTH);
-}
-
 /**
  * A secret: the prefix that names its kind, random base62 characters and their
  * checksum, `length` characters after the prefix (43: 37 random, ~220 bits).
