@@ -306,22 +306,25 @@ create table rowgate.organization_access_tokens (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
+  allowed_ips cidr[],
   constraint organization_access_tokens_pkey PRIMARY KEY (id),
   constraint organization_access_tokens_created_by_fkey FOREIGN KEY (created_by) REFERENCES rowgate.users(id),
   constraint organization_access_tokens_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint organization_access_tokens_allowed_ips_check CHECK (((allowed_ips IS NULL) OR (((cardinality(allowed_ips) >= 1) AND (cardinality(allowed_ips) <= 20)) AND (array_position(allowed_ips, NULL::cidr) IS NULL)))),
   constraint organization_access_tokens_comment_check CHECK (((length(comment) >= 1) AND (length(comment) <= 200)))
 );
 comment on table rowgate.organization_access_tokens is '@behavior -*
 Organization access tokens (REST only).';
+comment on column rowgate.organization_access_tokens.allowed_ips is 'The networks the token may be used from; null: any client address.';
 alter table rowgate.organization_access_tokens enable row level security;
-grant select (id, organization_id, comment, scopes, expires_at, last_used_at, created_by, created_at, updated_at) on rowgate.organization_access_tokens to rowgate_user;
-grant select (id, organization_id, comment, scopes, expires_at, last_used_at, created_by, created_at, updated_at, deleted_at) on rowgate.organization_access_tokens to rowgate_analyst;
+grant select (id, organization_id, comment, scopes, expires_at, last_used_at, created_by, created_at, updated_at, allowed_ips) on rowgate.organization_access_tokens to rowgate_user;
+grant select (id, organization_id, comment, scopes, expires_at, last_used_at, created_by, created_at, updated_at, deleted_at, allowed_ips) on rowgate.organization_access_tokens to rowgate_analyst;
 CREATE INDEX organization_access_tokens_organization ON rowgate.organization_access_tokens USING btree (organization_id, created_at) WHERE (deleted_at IS NULL);
 create policy select_manage on rowgate.organization_access_tokens as permissive for select to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('access_tokens:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (rowgate_hidden.current_subject_kind() = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('organization_access_tokens_read'::text) AS has_scope)));
 CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__at_most('organization_id', '100', 'true', 'organization', 'organization access tokens', 'revoke');
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization_access_token', 'access_tokens', 'id,organization_id,comment,scopes,expires_at,last_used_at,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization_access_token', 'access_tokens', 'id,organization_id,comment,scopes,expires_at,last_used_at,allowed_ips,created_at,updated_at');
 
 -- Table rowgate.organizations
 create table rowgate.organizations (
@@ -332,22 +335,26 @@ create table rowgate.organizations (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
+  max_token_lifetime_days integer,
   constraint organizations_pkey PRIMARY KEY (id),
   constraint organizations_account_id_fkey FOREIGN KEY (account_id) REFERENCES rowgate.accounts(id),
+  constraint organizations_max_token_lifetime_days_check CHECK (((max_token_lifetime_days >= 1) AND (max_token_lifetime_days <= 3650))),
   constraint organizations_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200))),
   constraint organizations_slug_check CHECK (((slug ~ '^[a-z0-9]+(-[a-z0-9]+)*$'::text) AND ((length(slug) >= 2) AND (length(slug) <= 64))))
 );
+comment on column rowgate.organizations.max_token_lifetime_days is '@behavior -*
+The longest an organization access token of this organization may live, in days; null: no cap (REST only).';
 alter table rowgate.organizations enable row level security;
-grant select (id, name, slug, account_id, created_at, updated_at) on rowgate.organizations to rowgate_organization, rowgate_user;
-grant select (id, name, slug, account_id, created_at, updated_at, deleted_at) on rowgate.organizations to rowgate_analyst;
-grant update (name, slug) on rowgate.organizations to rowgate_organization, rowgate_user;
+grant select (id, name, slug, account_id, created_at, updated_at, deleted_at, max_token_lifetime_days) on rowgate.organizations to rowgate_analyst;
+grant select (id, name, slug, account_id, created_at, updated_at, max_token_lifetime_days) on rowgate.organizations to rowgate_organization, rowgate_user;
+grant update (name, slug, max_token_lifetime_days) on rowgate.organizations to rowgate_organization, rowgate_user;
 CREATE UNIQUE INDEX organizations_slug_live ON rowgate.organizations USING btree (slug) WHERE (deleted_at IS NULL);
 create policy select_member on rowgate.organizations as permissive for select to public
   using (((id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('organizations_read'::text) AS has_scope)));
 create policy update_manage on rowgate.organizations as permissive for update to public
   using (((id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('organizations_write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.organizations FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organizations FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization', 'members', 'id,name,slug,account_id,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organizations FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization', 'members', 'id,name,slug,account_id,max_token_lifetime_days,created_at,updated_at');
 
 -- Table rowgate.payout_accounts
 create table rowgate.payout_accounts (
@@ -400,14 +407,17 @@ create table rowgate.personal_access_tokens (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
+  allowed_ips cidr[],
   constraint personal_access_tokens_pkey PRIMARY KEY (id),
   constraint personal_access_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id) ON DELETE CASCADE,
+  constraint personal_access_tokens_allowed_ips_check CHECK (((allowed_ips IS NULL) OR (((cardinality(allowed_ips) >= 1) AND (cardinality(allowed_ips) <= 20)) AND (array_position(allowed_ips, NULL::cidr) IS NULL)))),
   constraint personal_access_tokens_comment_check CHECK (((length(comment) >= 1) AND (length(comment) <= 200)))
 );
 comment on table rowgate.personal_access_tokens is '@behavior -*
 Personal access tokens (REST only).';
+comment on column rowgate.personal_access_tokens.allowed_ips is 'The networks the token may be used from; null: any client address.';
 alter table rowgate.personal_access_tokens enable row level security;
-grant select (id, user_id, comment, scopes, expires_at, last_used_at, created_at, updated_at) on rowgate.personal_access_tokens to rowgate_user;
+grant select (id, user_id, comment, scopes, expires_at, last_used_at, created_at, updated_at, allowed_ips) on rowgate.personal_access_tokens to rowgate_user;
 CREATE INDEX personal_access_tokens_live ON rowgate.personal_access_tokens USING btree (user_id) WHERE (deleted_at IS NULL);
 CREATE INDEX personal_access_tokens_user_id ON rowgate.personal_access_tokens USING btree (user_id, created_at);
 create policy select_own on rowgate.personal_access_tokens as permissive for select to rowgate_user
@@ -1334,8 +1344,8 @@ end;
 $function$;
 grant execute on function rowgate.create_organization(text,text) to rowgate_user;
 
--- Function rowgate.create_organization_access_token(uuid,text,text[],timestamp with time zone,bytea)
-CREATE OR REPLACE FUNCTION rowgate.create_organization_access_token(p_organization_id uuid, p_comment text, p_scopes text[], p_expires_at timestamp with time zone, p_token_hash bytea)
+-- Function rowgate.create_organization_access_token(uuid,text,text[],timestamp with time zone,bytea,text[])
+CREATE OR REPLACE FUNCTION rowgate.create_organization_access_token(p_organization_id uuid, p_comment text, p_scopes text[], p_expires_at timestamp with time zone, p_token_hash bytea, p_allowed_ips text[] DEFAULT NULL::text[])
  RETURNS rowgate.organization_access_tokens
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -1344,6 +1354,7 @@ AS $function$
 declare
   v_denial text;
   v_token rowgate.organization_access_tokens;
+  v_max_days integer;
 begin
   perform rowgate_hidden.assert_scope('organization_access_tokens_write');
   if not (p_organization_id = any (rowgate_hidden.current_organization_ids())) then
@@ -1360,19 +1371,24 @@ begin
   if not (p_scopes <@ rowgate_hidden.current_scopes()) then
     raise exception 'A token cannot hold a scope its creator does not hold' using errcode = 'RG422', detail = 'body.scopes';
   end if;
-  insert into rowgate.organization_access_tokens (organization_id, comment, scopes, expires_at, created_by)
+  select o.max_token_lifetime_days into v_max_days from rowgate.organizations o where o.id = p_organization_id;
+  if v_max_days is not null and (p_expires_at is null or p_expires_at > now() + make_interval(secs => v_max_days * 86400)) then
+    raise exception 'The organization''s tokens live at most % days: expires_in is required, at most % seconds',
+      v_max_days, v_max_days * 86400 using errcode = 'RG422', detail = 'body.expires_in';
+  end if;
+  insert into rowgate.organization_access_tokens (organization_id, comment, scopes, expires_at, created_by, allowed_ips)
     values (p_organization_id, p_comment, (select array_agg(distinct s order by s) from unnest(p_scopes) s), p_expires_at,
-      rowgate_hidden.current_user_id())
+      rowgate_hidden.current_user_id(), rowgate_private.allowed_ips(p_allowed_ips))
     returning * into v_token;
   insert into rowgate_private.access_token_hashes (token_hash, organization_access_token_id) values (p_token_hash, v_token.id);
   return v_token;
 end;
 $function$;
-comment on function rowgate.create_organization_access_token(uuid,text,text[],timestamp with time zone,bytea) is '@behavior -*';
-grant execute on function rowgate.create_organization_access_token(uuid,text,text[],timestamp with time zone,bytea) to rowgate_user;
+comment on function rowgate.create_organization_access_token(uuid,text,text[],timestamp with time zone,bytea,text[]) is '@behavior -*';
+grant execute on function rowgate.create_organization_access_token(uuid,text,text[],timestamp with time zone,bytea,text[]) to rowgate_user;
 
--- Function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea)
-CREATE OR REPLACE FUNCTION rowgate.create_personal_access_token(p_comment text, p_scopes text[], p_expires_at timestamp with time zone, p_token_hash bytea)
+-- Function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea,text[])
+CREATE OR REPLACE FUNCTION rowgate.create_personal_access_token(p_comment text, p_scopes text[], p_expires_at timestamp with time zone, p_token_hash bytea, p_allowed_ips text[] DEFAULT NULL::text[])
  RETURNS rowgate.personal_access_tokens
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -1389,11 +1405,12 @@ begin
   if not (p_scopes <@ rowgate_hidden.current_scopes()) then
     raise exception 'A token cannot hold a scope its creator does not hold' using errcode = 'RG422', detail = 'body.scopes';
   end if;
-  return rowgate_private.issue_personal_access_token(v_user_id, p_comment, p_scopes, p_expires_at, p_token_hash);
+  return rowgate_private.issue_personal_access_token(v_user_id, p_comment, p_scopes, p_expires_at, p_token_hash,
+    rowgate_private.allowed_ips(p_allowed_ips));
 end;
 $function$;
-comment on function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea) is '@behavior -*';
-grant execute on function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea) to rowgate_user;
+comment on function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea,text[]) is '@behavior -*';
+grant execute on function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea,text[]) to rowgate_user;
 
 -- Function rowgate.create_refund(uuid,bigint,text,text,jsonb)
 CREATE OR REPLACE FUNCTION rowgate.create_refund(p_order_id uuid, p_amount bigint, p_reason text, p_comment text DEFAULT NULL::text, p_metadata jsonb DEFAULT NULL::jsonb)
@@ -1999,6 +2016,100 @@ end;
 $function$;
 comment on function rowgate.revoke_personal_access_token(uuid) is '@behavior -*';
 grant execute on function rowgate.revoke_personal_access_token(uuid) to rowgate_user;
+
+-- Function rowgate.revoke_reported_tokens(text[],bytea[])
+CREATE OR REPLACE FUNCTION rowgate.revoke_reported_tokens(p_kinds text[], p_token_hashes bytea[])
+ RETURNS TABLE(token_kind text, token_id uuid, recipient text, label text)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+#variable_conflict use_column
+begin
+  if cardinality(p_kinds) is distinct from cardinality(p_token_hashes) or cardinality(p_kinds) > 100 then
+    raise exception 'From 1 to 100 tokens, each with its kind' using errcode = 'RG422', detail = 'body.tokens';
+  end if;
+
+  return query
+    with reported as (
+      select distinct r.kind, r.token_hash from unnest(p_kinds, p_token_hashes) as r(kind, token_hash)
+    ), revoked as (
+      update rowgate.personal_access_tokens t set deleted_at = now()
+        from rowgate_private.access_token_hashes h, reported r
+        where r.kind = 'personal_access_token' and h.token_hash = r.token_hash and t.id = h.personal_access_token_id
+          and t.deleted_at is null and (t.expires_at is null or t.expires_at > now())
+        returning t.id, t.user_id, t.comment
+    )
+    select 'personal_access_token'::text, v.id, u.email, format('personal access token "%s"', v.comment)
+      from revoked v join rowgate.users u on u.id = v.user_id and u.deleted_at is null;
+
+  return query
+    with reported as (
+      select distinct r.kind, r.token_hash from unnest(p_kinds, p_token_hashes) as r(kind, token_hash)
+    ), revoked as (
+      update rowgate.organization_access_tokens t set deleted_at = now()
+        from rowgate_private.access_token_hashes h, reported r
+        where r.kind = 'organization_access_token' and h.token_hash = r.token_hash and t.id = h.organization_access_token_id
+          and t.deleted_at is null and (t.expires_at is null or t.expires_at > now())
+        returning t.id, t.organization_id, t.created_by, t.comment
+    )
+    select 'organization_access_token'::text, v.id, u.email,
+        format('organization access token "%s" of the organization "%s"', v.comment, o.name)
+      from revoked v
+        join rowgate.organizations o on o.id = v.organization_id
+        left join rowgate.users u on u.id = v.created_by and u.deleted_at is null;
+
+  return query
+    with reported as (
+      select distinct r.kind, r.token_hash from unnest(p_kinds, p_token_hashes) as r(kind, token_hash)
+    ), revoked as (
+      update rowgate_private.oauth2_access_tokens t set revoked_at = now()
+        from reported r
+        where r.kind = case when t.organization_id is null then 'oauth2_user_token' else 'oauth2_organization_token' end
+          and t.token_hash = r.token_hash and t.revoked_at is null and t.expires_at > now()
+        returning t.id, t.user_id, t.client_id, r.kind
+    )
+    select v.kind, v.id, u.email,
+        format('OAuth2 access token granted to the application "%s"', coalesce(c.client_name, v.client_id))
+      from revoked v
+        left join rowgate.oauth2_clients c on c.client_id = v.client_id
+        join rowgate.users u on u.id = v.user_id and u.deleted_at is null;
+
+  return query
+    with reported as (
+      select distinct r.token_hash from unnest(p_kinds, p_token_hashes) as r(kind, token_hash) where r.kind = 'oauth2_refresh_token'
+    ), families as (
+      select distinct f.id, f.user_id, f.client_id
+        from reported r
+          join rowgate_private.oauth2_refresh_tokens t on t.token_hash = r.token_hash
+          join rowgate_private.oauth2_token_families f on f.id = t.family_id
+        where t.used_at is null and t.expires_at > now() and f.revoked_at is null
+    ), revoked as materialized (
+      select f.*, rowgate_private.revoke_oauth2_family(f.id) from families f
+    )
+    select 'oauth2_refresh_token'::text, v.id, u.email,
+        format('OAuth2 refresh token granted to the application "%s"', coalesce(c.client_name, v.client_id))
+      from revoked v
+        left join rowgate.oauth2_clients c on c.client_id = v.client_id
+        join rowgate.users u on u.id = v.user_id and u.deleted_at is null;
+
+  return query
+    with reported as (
+      select distinct r.kind, r.token_hash from unnest(p_kinds, p_token_hashes) as r(kind, token_hash)
+    ), revoked as (
+      update rowgate_private.sessions s set revoked_at = now()
+        from reported r
+        where r.kind = case s.kind when 'user' then 'web_session' when 'customer' then 'customer_session' else 'member_session' end
+          and s.token_hash = r.token_hash and s.revoked_at is null and s.expires_at > now()
+        returning s.id, r.kind, coalesce(s.impersonator_id, s.user_id) as user_id
+    )
+    select v.kind, v.id, u.email, case when v.kind = 'web_session' then 'web session (a signed-in browser)' end
+      from revoked v left join rowgate.users u on u.id = v.user_id and u.deleted_at is null;
+end;
+$function$;
+comment on function rowgate.revoke_reported_tokens(text[],bytea[]) is '@behavior -*
+Revokes the live tokens among those reported (POST /v1/credentials/revoke); presenting a token is the right to revoke it.';
+grant execute on function rowgate.revoke_reported_tokens(text[],bytea[]) to rowgate_anonymous;
 
 -- Function rowgate.store_idempotent_answer(text,bytea,integer,text)
 CREATE OR REPLACE FUNCTION rowgate.store_idempotent_answer(p_key text, p_request_hash bytea, p_status integer, p_body text)
@@ -2670,6 +2781,56 @@ AS $function$
   where name not like 'customer_portal_%';
 $function$;
 
+-- Function rowgate_private.allowed_ips(text[])
+CREATE OR REPLACE FUNCTION rowgate_private.allowed_ips(p_entries text[])
+ RETURNS cidr[]
+ LANGUAGE plpgsql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_networks cidr[] := '{}';
+  v_network cidr;
+begin
+  if p_entries is null then
+    return null;
+  end if;
+  if cardinality(p_entries) not between 1 and 20 then
+    raise exception 'From 1 to 20 addresses or CIDRs (null: any address)' using errcode = 'RG422', detail = 'body.allowed_ips';
+  end if;
+  for i in 1 .. cardinality(p_entries) loop
+    begin
+      v_network := p_entries[i]::cidr;
+    exception when invalid_text_representation or invalid_parameter_value then
+      v_network := null;
+    end;
+    if v_network is null then
+      raise exception 'Not an IP address or CIDR (host bits right of the mask must be zero): %', left(coalesce(p_entries[i], 'null'), 64)
+        using errcode = 'RG422', detail = 'body.allowed_ips.' || (i - 1);
+    end if;
+    if not v_network = any (v_networks) then
+      v_networks := v_networks || v_network;
+    end if;
+  end loop;
+  return v_networks;
+end;
+$function$;
+
+-- Function rowgate_private.assert_client_allowed(cidr[],inet)
+CREATE OR REPLACE FUNCTION rowgate_private.assert_client_allowed(p_allowed_ips cidr[], p_client_address inet)
+ RETURNS void
+ LANGUAGE plpgsql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if p_allowed_ips is not null and not coalesce(p_client_address <<= any (p_allowed_ips), false) then
+    raise exception 'The token may not be used from this client address (%): it is bound to other networks',
+      coalesce(host(p_client_address), 'unknown') using errcode = 'RG401';
+  end if;
+end;
+$function$;
+
 -- Function rowgate_private.assert_known_scopes(text[])
 CREATE OR REPLACE FUNCTION rowgate_private.assert_known_scopes(p_scopes text[])
  RETURNS void
@@ -2688,13 +2849,19 @@ begin
 end;
 $function$;
 
--- Function rowgate_private.authenticate(text,bytea)
-CREATE OR REPLACE FUNCTION rowgate_private.authenticate(p_kind text, p_token_hash bytea)
+-- Function rowgate_private.authenticate(text,bytea,inet)
+CREATE OR REPLACE FUNCTION rowgate_private.authenticate(p_kind text, p_token_hash bytea, p_client_address inet DEFAULT NULL::inet)
  RETURNS TABLE(credential_id uuid, subject_kind text, subject_id uuid, scopes text[], is_impersonation boolean, expires_at timestamp with time zone)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
+declare
+  v_id uuid;
+  v_subject_id uuid;
+  v_scopes text[];
+  v_expires_at timestamptz;
+  v_allowed_ips cidr[];
 begin
   if p_kind = 'web_session' then
     return query
@@ -2705,23 +2872,31 @@ begin
       where s.token_hash = p_token_hash and s.kind = 'user' and s.revoked_at is null
         and s.expires_at > now() and u.deleted_at is null;
   elsif p_kind = 'personal_access_token' then
-    return query
-      select t.id, 'user'::text, t.user_id, rowgate_private.expand_scopes(t.scopes), false, t.expires_at
+    select t.id, t.user_id, t.scopes, t.expires_at, t.allowed_ips into v_id, v_subject_id, v_scopes, v_expires_at, v_allowed_ips
       from rowgate_private.access_token_hashes h
         join rowgate.personal_access_tokens t on t.id = h.personal_access_token_id
         join rowgate.users u on u.id = t.user_id
       where h.token_hash = p_token_hash and u.deleted_at is null
         and t.deleted_at is null and (t.expires_at is null or t.expires_at > now());
+    if v_id is null then
+      return;
+    end if;
+    perform rowgate_private.assert_client_allowed(v_allowed_ips, p_client_address);
     perform rowgate_private.record_token_use(p_kind, p_token_hash);
+    return query select v_id, 'user'::text, v_subject_id, rowgate_private.expand_scopes(v_scopes), false, v_expires_at;
   elsif p_kind = 'organization_access_token' then
-    return query
-      select t.id, 'organization'::text, t.organization_id, rowgate_private.expand_scopes(t.scopes), false, t.expires_at
+    select t.id, t.organization_id, t.scopes, t.expires_at, t.allowed_ips into v_id, v_subject_id, v_scopes, v_expires_at, v_allowed_ips
       from rowgate_private.access_token_hashes h
         join rowgate.organization_access_tokens t on t.id = h.organization_access_token_id
         join rowgate.organizations o on o.id = t.organization_id
       where h.token_hash = p_token_hash and o.deleted_at is null
         and t.deleted_at is null and (t.expires_at is null or t.expires_at > now());
+    if v_id is null then
+      return;
+    end if;
+    perform rowgate_private.assert_client_allowed(v_allowed_ips, p_client_address);
     perform rowgate_private.record_token_use(p_kind, p_token_hash);
+    return query select v_id, 'organization'::text, v_subject_id, rowgate_private.expand_scopes(v_scopes), false, v_expires_at;
   elsif p_kind = 'oauth2_user_token' then
     return query
       select t.id, 'user'::text, t.user_id, rowgate_private.expand_scopes(t.scopes), false, t.expires_at
@@ -2757,7 +2932,7 @@ begin
   end if;
 end;
 $function$;
-grant execute on function rowgate_private.authenticate(text,bytea) to rowgate_authenticator;
+grant execute on function rowgate_private.authenticate(text,bytea,inet) to rowgate_authenticator;
 
 -- Function rowgate_private.authenticate_oauth2_client(text,bytea,text)
 CREATE OR REPLACE FUNCTION rowgate_private.authenticate_oauth2_client(p_client_id text, p_secret_hash bytea, p_method text)
@@ -2984,8 +3159,8 @@ AS $function$
     returning expires_at;
 $function$;
 
--- Function rowgate_private.issue_personal_access_token(uuid,text,text[],timestamp with time zone,bytea)
-CREATE OR REPLACE FUNCTION rowgate_private.issue_personal_access_token(p_user_id uuid, p_comment text, p_scopes text[], p_expires_at timestamp with time zone, p_token_hash bytea)
+-- Function rowgate_private.issue_personal_access_token(uuid,text,text[],timestamp with time zone,bytea,cidr[])
+CREATE OR REPLACE FUNCTION rowgate_private.issue_personal_access_token(p_user_id uuid, p_comment text, p_scopes text[], p_expires_at timestamp with time zone, p_token_hash bytea, p_allowed_ips cidr[] DEFAULT NULL::cidr[])
  RETURNS rowgate.personal_access_tokens
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2994,8 +3169,8 @@ declare
   v_token rowgate.personal_access_tokens;
 begin
   perform rowgate_private.assert_known_scopes(p_scopes);
-  insert into rowgate.personal_access_tokens (user_id, comment, scopes, expires_at)
-    values (p_user_id, p_comment, (select array_agg(distinct s order by s) from unnest(p_scopes) s), p_expires_at)
+  insert into rowgate.personal_access_tokens (user_id, comment, scopes, expires_at, allowed_ips)
+    values (p_user_id, p_comment, (select array_agg(distinct s order by s) from unnest(p_scopes) s), p_expires_at, p_allowed_ips)
     returning * into v_token;
   insert into rowgate_private.access_token_hashes (token_hash, personal_access_token_id)
     values (p_token_hash, v_token.id);

@@ -914,6 +914,18 @@ write(
     others: notFound,
   },
 );
+// the token lifetime cap (SPEC §22) is the organization's like its name: organization:manage; cleared, so the
+// organization tokens created below need no expiry
+write(
+  EP.updateOrganization,
+  'A (no token lifetime cap)',
+  (w) => ({ path: `/v1/organizations/${w.A}`, body: { max_token_lifetime_days: null }, id: w.A }),
+  {
+    ...each(['adminA', 'oatA'], ok(sameId)),
+    ...each(['memberA', 'financeA'], denied(R.manageOrganization)),
+    others: notFound,
+  },
+);
 write(EP.updateOrganization, 'B (same name)', (w) => ({ path: `/v1/organizations/${w.B}`, body: { name: 'Organization B' }, id: w.B }), {
   ...each(['adminB', 'oatB'], ok(sameId)),
   // another organization's resource: 404, never 403 (memberA lacks organization:manage everywhere)

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { trustedProxies } from '../src/operating/client-address.ts';
+import { trustedProxies } from '../src/core/client-address.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { projectRoot } from '../src/db/setup.ts';
 import { createMailer } from '../src/signin/mailer.ts';

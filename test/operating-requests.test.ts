@@ -8,7 +8,7 @@ import { createApp } from '../src/server/app.ts';
 import { access, route } from '../src/http/route-declaration.ts';
 import { listen } from '../src/server/listen.ts';
 import { createHttpServer } from '../src/server/http-server.ts';
-import { clientAddress, perClient, trustedProxies } from '../src/operating/client-address.ts';
+import { clientAddress, perClient, trustedProxies } from '../src/core/client-address.ts';
 import fc from 'fast-check';
 import { accessLog } from '../src/operating/access-log.ts';
 import { createLogger } from '../src/operating/logger.ts';

@@ -646,6 +646,7 @@ describe("secrets are out of every API role's reach", () => {
        order by 1`,
     );
     expect(granted.map((g) => g.column_name)).toEqual([
+      'allowed_ips',
       'comment',
       'created_at',
       'expires_at',

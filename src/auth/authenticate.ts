@@ -23,7 +23,7 @@ export const AUTHENTICATE = `
     set_config('rowgate.scopes', array_to_string(a.scopes, ' '), true) as scopes,
     set_config('rowgate.request_id', $3, true) as request_id,
     a.expires_at
-  from rowgate_private.authenticate($1, $2) a`;
+  from rowgate_private.authenticate($1, $2, $4::inet) a`;
 
 /** The role of a request without a credential ($1: its request id); no setting names a subject. */
 export const ANONYMOUS = `select set_config('role', 'rowgate_anonymous', true) as role, set_config('rowgate.request_id', $1, true) as request_id`;
@@ -56,9 +56,15 @@ export interface Authenticated {
 /** Runs one parameterised statement and returns its first row. */
 export type RunOne = <T extends object>(text: string, values: unknown[]) => Promise<T | undefined>;
 
-/** The authentication statement's parameters for a credential (its token only as the keyed hash). */
+/**
+ * The authentication statement's parameters for a credential: its token only as
+ * the keyed hash, and the client address it came from, which the database checks
+ * against the token's `allowed_ips` (SPEC §22; refused: SQLSTATE RG401). Only the
+ * authenticator may call rowgate_private.authenticate, so only the API says
+ * where a request came from.
+ */
 export function authenticationValues(secret: string, credential: PresentedCredential, requestId = ''): unknown[] {
-  return [credential.kind, hashToken(secret, credential.token), requestId];
+  return [credential.kind, hashToken(secret, credential.token), requestId, credential.from ?? null];
 }
 
 /** What the statement's row says: null (no row) when the credential authenticates nobody. */

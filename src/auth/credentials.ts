@@ -4,6 +4,7 @@
 import { hash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { parseCookie } from 'cookie';
+import { requestAddress } from '../core/client-address.ts';
 import { tokenKind, type CredentialKind } from './tokens.ts';
 
 export const SESSION_COOKIE = 'rowgate_session';
@@ -22,6 +23,8 @@ export const credentialNames: Record<CredentialKind, string> = {
 export interface PresentedCredential {
   kind: CredentialKind;
   token: string;
+  /** the client's full address it came from (SPEC §14, §22: a token may be bound to addresses); none: no allow-list admits it */
+  from?: string | null;
   /** its key in the server's memories, once asked (credentialKey) */
   key?: string;
 }
@@ -56,13 +59,13 @@ function parseCredential(req: IncomingMessage): Read {
     const kind = match ? tokenKind(match[1]!) : null;
     // a web session travels only as the cookie
     if (!match || !kind || kind === 'web_session') return 'malformed';
-    return { kind, token: match[1]! };
+    return { kind, token: match[1]!, from: requestAddress(req) };
   }
   const cookieHeader = req.headers.cookie;
   if (cookieHeader) {
     const token = parseCookie(cookieHeader)[SESSION_COOKIE];
     if (token !== undefined) {
-      return tokenKind(token) === 'web_session' ? { kind: 'web_session', token } : 'malformed';
+      return tokenKind(token) === 'web_session' ? { kind: 'web_session', token, from: requestAddress(req) } : 'malformed';
     }
   }
   return null;

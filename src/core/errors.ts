@@ -194,6 +194,7 @@ const constraintFields: Record<string, { loc: string[]; msg: string }> = {
   customers_external_id_live: { loc: ['body', 'external_id'], msg: 'A live customer of the organization has this external id already' },
   customer_members_email_live: { loc: ['body', 'email'], msg: 'The customer has a seat with this e-mail already' },
   users_email_live: { loc: ['body', 'email'], msg: 'A user with this e-mail exists already' },
+  organizations_max_token_lifetime_days_check: { loc: ['body', 'max_token_lifetime_days'], msg: 'From 1 to 3650 days, or null' },
   ...Object.fromEntries(
     ['products', 'customers', 'orders', 'customer_members', 'refunds'].map((table) => [
       `${table}_metadata_valid`,
@@ -204,7 +205,9 @@ const constraintFields: Record<string, { loc: string[]; msg: string }> = {
 
 /**
  * A database error as the API answers it (src/core/sqlstate.ts says what it
- * is): RG403, a policy denied (message = the reason); RG404, not found or out
+ * is): RG401, a live credential refused where it was presented (message =
+ * why: a client address outside the token's allow-list), answered as any
+ * credential that authenticates nobody; RG403, a policy denied (message = the reason); RG404, not found or out
  * of reach; RG422, bad input (detail = the field's location, dotted:
  * `body.email`); RGSCO, the credential lacks a scope (detail = the scope).
  */
@@ -224,8 +227,14 @@ export function fromDatabaseError(error: unknown, statementTimeoutMs?: number): 
       return notFound();
     case 'scope':
       return insufficientScope([e.detail ?? 'unknown']);
+    case 'refused':
+      return unauthorized(e.message ?? 'The credential is refused', true);
     case 'invalid':
-      return invalidField((e.detail ?? 'body').split('.'), e.message ?? 'Invalid value');
+      // an index in the location is a number, as in the schemas' own issues (`body.allowed_ips.1`)
+      return invalidField(
+        (e.detail ?? 'body').split('.').map((part) => (/^\d+$/.test(part) ? Number(part) : part)),
+        e.message ?? 'Invalid value',
+      );
     case 'constraint': {
       const at = constraintFields[e.constraint ?? ''];
       // a check the client's input can break (the metadata's rules) is a 422; any other is the server's own bug

@@ -18,6 +18,8 @@
  * - `badValue`: a data exception (22…), a value not of its column's type;
  * - `privilege`: a grant is missing or row-level security refused a row;
  * - `nobody`: the credential authenticates nobody (a GraphQL query's statements after its verdict);
+ * - `refused`: a live credential refused where it was presented (RG401: a
+ *   client address outside the token's allow-list), a 401 like `nobody`;
  * - `readOnly`: a write on a hot standby.
  */
 export type DatabaseFailure =
@@ -34,6 +36,7 @@ export type DatabaseFailure =
   | 'badValue'
   | 'privilege'
   | 'nobody'
+  | 'refused'
   | 'readOnly';
 
 export const SQLSTATE = {
@@ -56,6 +59,7 @@ const BY_CODE: Readonly<Record<string, DatabaseFailure>> = {
   '55P03': 'busy', // lock_not_available: a lock timeout
   '40P01': 'collision', // deadlock_detected
   '40001': 'collision', // serialization_failure
+  RG401: 'refused',
   RG403: 'denied',
   RG404: 'notFound',
   RGSCO: 'scope',

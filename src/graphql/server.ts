@@ -307,8 +307,10 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
           recentCredentials.add(key);
         };
         const refuse = (error: unknown) => {
-          const nobody = databaseFailure(error) === 'nobody';
-          if (nobody) recentCredentials.delete(key);
+          const failure = databaseFailure(error);
+          const nobody = failure === 'nobody';
+          // refused from this client address (RG401, SPEC §22): a 401 as well, with its own detail
+          if (nobody || failure === 'refused') recentCredentials.delete(key);
           answerError(nobody ? unknownCredential() : error, req, res, () => {});
         };
         holdAnswer(res, found, accepted, refuse);

@@ -48,7 +48,7 @@ export function parseInput(route: ApiRoute, req: Request): Input {
     }
     body = parse(route.body, 'body', req.body ?? {});
   }
-  if (issues.length) throw validationError(issues);
+  if (issues.length) throw validationError(route.secretInput ? issues.map(({ input: _secret, ...issue }) => issue) : issues);
   return { params, query, body };
 }
 

@@ -89,6 +89,8 @@ interface RouteBase {
   errors?: readonly number[];
   /** the body's accepted media types (default JSON only); any other is a 415 */
   bodyTypes?: readonly BodyType[];
+  /** the input carries secrets (tokens reported leaked): a 422 says where each issue is, never what was sent */
+  secretInput?: true;
   /**
    * `oauth2`: errors have RFC 6749's shape `{error, error_description}` (the OAuth2
    * protocol endpoints); `oauth2-registration`: bad client metadata is RFC 7591's

@@ -7,7 +7,7 @@
 // map the database's answers onto RFC 6749's responses. Here: the routes of
 // clients, of the authorization and of the metadata; the token endpoints are in
 // token-endpoints.ts.
-import { hashToken, randomToken } from '../auth/tokens.ts';
+import { hashToken, randomCharacters, randomToken } from '../auth/tokens.ts';
 import { found, notFound } from '../core/errors.ts';
 import { access, anonymousRoute, route } from '../http/route-declaration.ts';
 import { idParams } from '../core/fields.ts';
@@ -53,7 +53,8 @@ export const oauth2Routes = [
     status: 201,
     response: OAuth2ClientCreated,
     handler: async ({ tx, body, secret }) => {
-      const clientId = randomToken('rg_ci_', 24);
+      // an identifier, not a secret: no checksum (docs/credentials.md)
+      const clientId = `rg_ci_${randomCharacters(24)}`;
       const clientSecret = body.token_endpoint_auth_method === 'none' ? null : randomToken('rg_cs_');
       await tx.one('select 1 from rowgate.register_oauth2_client($1, $2, $3, $4, $5, $6)', [
         clientId,

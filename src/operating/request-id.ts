@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BlockList } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import { requestRecord } from '../core/request-record.ts';
-import { clientAddress } from './client-address.ts';
+import { clientAddress } from '../core/client-address.ts';
 
 const REQUEST_ID_HEADER = 'X-Request-Id';
 const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;

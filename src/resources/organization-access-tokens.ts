@@ -6,6 +6,7 @@ import { type ListSpec, runList, Where } from './list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from '../core/fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
+import { allowedIpsCreate, allowedIpsRead } from './allowed-ips.ts';
 
 const OrganizationAccessTokenRead = z
   .object({
@@ -15,6 +16,7 @@ const OrganizationAccessTokenRead = z
     scopes: doc(z.array(z.string()), 'The scopes the token carries.', ['products_read', 'orders_write']),
     expires_at: nullableTimestamp('When it stops working; null: never.'),
     last_used_at: nullableTimestamp('When it last authenticated a request (to the minute); null: never used.'),
+    allowed_ips: allowedIpsRead,
     ...timestamps,
   })
   .meta({ id: 'OrganizationAccessToken', description: 'An organization access token (the token itself is never shown again).' });
@@ -25,6 +27,7 @@ const OrganizationAccessTokenCreate = z
     comment: doc(z.string().trim().min(1).max(200), 'What the token is for.', 'Storefront backend'),
     scopes: scopeList('Organization scopes for the token; each must be one the calling credential holds.'),
     expires_in: expiresIn,
+    allowed_ips: allowedIpsCreate,
   })
   .meta({ id: 'OrganizationAccessTokenCreate', description: 'A new organization access token.' });
 
@@ -33,7 +36,7 @@ const OrganizationAccessTokenCreated = OrganizationAccessTokenRead.extend({ toke
   description: 'The new token, with the token itself (shown once).',
 });
 
-const columns = 'id, organization_id, comment, scopes, expires_at, last_used_at, created_at, updated_at';
+const columns = 'id, organization_id, comment, scopes, expires_at, last_used_at, allowed_ips, created_at, updated_at';
 
 const organizationAccessTokenList: ListSpec = {
   from: 'rowgate.organization_access_tokens',
@@ -63,7 +66,7 @@ export const organizationAccessTokenRoutes = [
     operationId: 'organization_access_tokens:create',
     summary: 'Create an organization access token',
     description:
-      'An organization holds at most 100 organization access tokens that are not revoked (expired ones count); past them: 403 `NotPermitted` (revoke one to make room).',
+      'An organization holds at most 100 organization access tokens that are not revoked (expired ones count); past them: 403 `NotPermitted` (revoke one to make room). When the organization sets `max_token_lifetime_days`, `expires_in` is required and at most that many days (422 at `body.expires_in` otherwise).',
     tag: 'organization-access-tokens',
     access: access.organizationUser(...writeScopes('organization_access_tokens')),
     body: OrganizationAccessTokenCreate,
@@ -72,8 +75,8 @@ export const organizationAccessTokenRoutes = [
     handler: async ({ tx, body, secret }) => {
       const token = generateToken('organization_access_token');
       const created = await tx.one(
-        `select ${columns} from rowgate.create_organization_access_token($1, $2, $3, now() + make_interval(secs => $4), $5)`,
-        [body.organization_id, body.comment, body.scopes, body.expires_in ?? null, hashToken(secret, token)],
+        `select ${columns} from rowgate.create_organization_access_token($1, $2, $3, now() + make_interval(secs => $4), $5, $6)`,
+        [body.organization_id, body.comment, body.scopes, body.expires_in ?? null, hashToken(secret, token), body.allowed_ips ?? null],
       );
       return { ...created, token };
     },

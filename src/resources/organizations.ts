@@ -17,22 +17,30 @@ const slug = doc(
 );
 const name = doc(z.string().trim().min(1).max(200), 'Display name.', 'Acme Inc.');
 
+/** SPEC §22: the database checks the same bounds (organizations_max_token_lifetime_days_check) */
+const maxTokenLifetimeDays = doc(
+  z.number().int().min(1).max(3650).nullable(),
+  'The longest an organization access token of this organization may live, in days (1 to 3650): a token created without `expires_in`, or beyond it, is refused. null: no cap. Tokens created before a cap are not changed.',
+  90,
+);
+
 const OrganizationRead = z
   .object({
     id: uuid('The organization id.'),
     name,
     slug,
     account_id: doc(z.uuid().nullable(), "The organization's account, once created; null before.", '7d1e2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6'),
+    max_token_lifetime_days: maxTokenLifetimeDays,
     ...timestamps,
   })
   .meta({ id: 'Organization', description: 'An organization: the tenant that owns members, products, customers and orders.' });
 
 const OrganizationCreate = z.strictObject({ name, slug }).meta({ id: 'OrganizationCreate', description: 'A new organization.' });
 const OrganizationUpdate = z
-  .strictObject({ name: name.optional(), slug: slug.optional() })
+  .strictObject({ name: name.optional(), slug: slug.optional(), max_token_lifetime_days: maxTokenLifetimeDays.optional() })
   .meta({ id: 'OrganizationUpdate', description: 'Fields to change; only the fields sent change.' });
 
-const organizationColumns = 'id, name, slug, account_id, created_at, updated_at';
+const organizationColumns = 'id, name, slug, account_id, max_token_lifetime_days, created_at, updated_at';
 
 const organizationList: ListSpec = {
   from: 'rowgate.organizations',
@@ -101,9 +109,11 @@ export const organizationRoutes = [
     authorize: { resource: 'organization', policy: 'organization:manage' },
     handler: ({ tx, params, body }) =>
       tx.one(
-        `update rowgate.organizations set name = coalesce($2, name), slug = coalesce($3, slug)
+        `update rowgate.organizations set name = coalesce($2, name), slug = coalesce($3, slug),
+           max_token_lifetime_days = case when $4 then $5::integer else max_token_lifetime_days end
          where id = $1 returning ${organizationColumns}`,
-        [params.id, body.name ?? null, body.slug ?? null],
+        // null clears the cap: only a field that was sent changes
+        [params.id, body.name ?? null, body.slug ?? null, body.max_token_lifetime_days !== undefined, body.max_token_lifetime_days ?? null],
       ),
   }),
   route({

@@ -7,6 +7,7 @@ import { type ListSpec, runList } from './list-statement.ts';
 import { access, route } from '../http/route-declaration.ts';
 import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from '../core/fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
+import { allowedIpsCreate, allowedIpsRead } from './allowed-ips.ts';
 
 const PersonalAccessTokenRead = z
   .object({
@@ -15,6 +16,7 @@ const PersonalAccessTokenRead = z
     scopes: doc(z.array(z.string()), 'The scopes the token carries.', ['products_read']),
     expires_at: nullableTimestamp('When it stops working; null: never.'),
     last_used_at: nullableTimestamp('When it last authenticated a request (to the minute); null: never used.'),
+    allowed_ips: allowedIpsRead,
     ...timestamps,
   })
   .meta({ id: 'PersonalAccessToken', description: 'A personal access token (the token itself is never shown again).' });
@@ -24,6 +26,7 @@ const PersonalAccessTokenCreate = z
     comment: doc(z.string().trim().min(1).max(200), 'What the token is for.', 'CI deploys'),
     scopes: scopeList('Scopes for the token; each must be one the calling credential holds.'),
     expires_in: expiresIn,
+    allowed_ips: allowedIpsCreate,
   })
   .meta({ id: 'PersonalAccessTokenCreate', description: 'A new personal access token.' });
 
@@ -32,7 +35,7 @@ const PersonalAccessTokenCreated = PersonalAccessTokenRead.extend({ token: token
   description: 'The new token, with the token itself (shown once).',
 });
 
-const columns = 'id, comment, scopes, expires_at, last_used_at, created_at, updated_at';
+const columns = 'id, comment, scopes, expires_at, last_used_at, allowed_ips, created_at, updated_at';
 
 const personalAccessTokenList: ListSpec = {
   from: 'rowgate.personal_access_tokens',
@@ -68,8 +71,8 @@ export const personalAccessTokenRoutes = [
     handler: async ({ tx, body, secret }) => {
       const token = generateToken('personal_access_token');
       const created = await tx.one(
-        `select ${columns} from rowgate.create_personal_access_token($1, $2, now() + make_interval(secs => $3), $4)`,
-        [body.comment, body.scopes, body.expires_in ?? null, hashToken(secret, token)],
+        `select ${columns} from rowgate.create_personal_access_token($1, $2, now() + make_interval(secs => $3), $4, $5)`,
+        [body.comment, body.scopes, body.expires_in ?? null, hashToken(secret, token), body.allowed_ips ?? null],
       );
       return { ...created, token };
     },

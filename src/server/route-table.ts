@@ -23,6 +23,7 @@ import { memberRoutes } from '../resources/members.ts';
 import { organizationAccessTokenRoutes } from '../resources/organization-access-tokens.ts';
 import { organizationRoutes } from '../resources/organizations.ts';
 import { personalAccessTokenRoutes } from '../resources/personal-access-tokens.ts';
+import { reportedCredentialRoutes } from '../resources/reported-credentials.ts';
 import type { Route } from '../http/route-declaration.ts';
 import { userRoutes } from '../resources/users.ts';
 
@@ -47,6 +48,7 @@ export const apiRoutes: readonly Route[] = [
   ...customerSessionRoutes,
   ...customerPortalRoutes,
   ...loginCodeRoutes,
+  ...reportedCredentialRoutes,
   ...oauth2Routes,
 ];
 

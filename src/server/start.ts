@@ -21,7 +21,7 @@ import { ReadReplicas } from '../db/read-replicas.ts';
 import { createGraphql, type Graphql } from '../graphql/server.ts';
 import type { PipelineHooks } from '../http/pipeline.ts';
 import type { Route } from '../http/route-declaration.ts';
-import { trustedProxies } from '../operating/client-address.ts';
+import { trustedProxies } from '../core/client-address.ts';
 import { DeploymentCounts } from '../operating/deployment-counts.ts';
 import { createLogger, lineLogger, type Logger } from '../operating/logger.ts';
 import { createMetricsServer, Metrics } from '../operating/metrics.ts';

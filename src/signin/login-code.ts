@@ -15,7 +15,7 @@ import { doc } from '../core/fields.ts';
 import { clearSessionCookie, setSessionCookie } from '../auth/session-cookie.ts';
 import { generateToken, hashToken, randomCharacters, randomToken } from '../auth/tokens.ts';
 import { UserRead } from '../resources/users.ts';
-import { requestClient } from '../operating/client-address.ts';
+import { requestClient } from '../core/client-address.ts';
 
 /** 32 letters and digits without the look-alikes I, O, 0 and 1: 8 of them are 40 bits */
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';

@@ -659,6 +659,8 @@ export function judge(op: FuzzOperation, sent: Sent, answer: Answer): string | n
       return `a validation issue of the wrong shape: ${JSON.stringify(issue).slice(0, 200)}`;
     }
     if (!['body', 'query', 'path'].includes(issue.loc[0])) return `a validation issue located at ${JSON.stringify(issue.loc)}`;
+    // SPEC §22: the tokens reported leaked are never repeated, a malformed report's included
+    if (op.operationId === 'credentials:revoke' && 'input' in issue) return `a reported token echoed: ${JSON.stringify(issue.loc)}`;
     // SPEC §14: at most 200 characters of any input echoed
     if (typeof issue.input === 'string' && issue.input.length > ECHOED_CHARACTERS)
       return `an input echoed with ${issue.input.length} characters`;

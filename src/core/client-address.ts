@@ -8,7 +8,7 @@
 // (and each spelling of one address another).
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { IncomingMessage } from 'node:http';
-import { requestRecord } from '../core/request-record.ts';
+import { requestRecord } from './request-record.ts';
 
 /** An IPv6 address's eight 16-bit groups (zone id dropped), or null when it is not one */
 function groupsOf(address: string): number[] | null {
@@ -77,13 +77,31 @@ export function perClient(address: string): string {
     .join(':')}::/64`;
 }
 
+/** Where a request keeps its client's full address, once the operating middleware has read it (behind the trusted proxies) */
+const FULL = Symbol('rowgate.client-address');
+type Remembered = IncomingMessage & { [FULL]?: string };
+
 /** The client as the per-address limits count it: its address, or its /64 (IPv6) */
 export function clientAddress(req: IncomingMessage, trusted: BlockList | null): string {
-  return perClient(connectingAddress(req, trusted));
+  const address = connectingAddress(req, trusted);
+  (req as Remembered)[FULL] = address;
+  return perClient(address);
+}
+
+/**
+ * The client's full address (never its /64), as the operating middleware read
+ * it behind the trusted proxies (else the peer's): what a token's `allowed_ips`
+ * are checked against (SPEC §22). Null when it is not an IP address (a socket
+ * already closed), which no allow-list admits.
+ */
+export function requestAddress(req: IncomingMessage): string | null {
+  const address = (req as Remembered)[FULL] ?? connectingAddress(req, null);
+  const bare = address.split('%')[0]!; // an IPv6 zone id is no part of an address PostgreSQL reads
+  return isIPv4(bare) || isIPv6(bare) ? bare : null;
 }
 
 function connectingAddress(req: IncomingMessage, trusted: BlockList | null): string {
-  const peer = plain(req.socket.remoteAddress ?? 'unknown');
+  const peer = plain(req.socket?.remoteAddress ?? 'unknown');
   if (!trusted || !isTrusted(trusted, peer)) return peer;
   const forwarded = req.headers['x-forwarded-for'];
   if (!forwarded) return peer;
