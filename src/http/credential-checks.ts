@@ -89,5 +89,7 @@ export async function authenticateIn(
 
 /** A 403 unless the subject holds one of the route's scopes (no check without a subject: anonymous routes). */
 export function requireScopes(route: ApiRoute, subject: Pick<Authenticated, 'scopes'> | null) {
-  if (subject && !route.access.scopes.some((s) => subject.scopes.has(s))) throw insufficientScope(route.access.scopes);
+  // an endpoint that names no scope (SPEC §20's explanations) takes any valid credential
+  if (subject && route.access.scopes.length && !route.access.scopes.some((s) => subject.scopes.has(s)))
+    throw insufficientScope(route.access.scopes);
 }
