@@ -1,6 +1,6 @@
 --! Previous: sha1:795a032ba2b2a781ead3d7576a889ab8f2962d82
 --! Hash: sha1:eb4d230b91f5a1f6c06907d97ae9ee88c644637d
---! Message: Explaining decisions: a schema lint, checks and recorded denials
+--! Message: Explaining decisions: a schema lint, operations and checks
 
 --! split: 001-lint-findings.sql
 -- `rowgate db lint` (SPEC §20) reads the policies the way a reviewer would, and two of
