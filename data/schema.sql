@@ -321,7 +321,7 @@ grant select (id, organization_id, comment, scopes, expires_at, last_used_at, cr
 grant select (id, organization_id, comment, scopes, expires_at, last_used_at, created_by, created_at, updated_at, deleted_at, allowed_ips) on rowgate.organization_access_tokens to rowgate_analyst;
 CREATE INDEX organization_access_tokens_organization ON rowgate.organization_access_tokens USING btree (organization_id, created_at) WHERE (deleted_at IS NULL);
 create policy select_manage on rowgate.organization_access_tokens as permissive for select to public
-  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('access_tokens:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (rowgate_hidden.current_subject_kind() = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('organization_access_tokens_read'::text) AS has_scope)));
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('access_tokens:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('organization_access_tokens_read'::text) AS has_scope)));
 CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__at_most('organization_id', '100', 'true', 'organization', 'organization access tokens', 'revoke');
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization_access_token', 'access_tokens', 'id,organization_id,comment,scopes,expires_at,last_used_at,allowed_ips,created_at,updated_at');
@@ -640,6 +640,32 @@ CREATE TRIGGER _200_reset BEFORE UPDATE ON rowgate.webhook_endpoints FOR EACH RO
 CREATE TRIGGER _300_check_types BEFORE UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__check_types();
 CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('webhook_endpoint', 'organization_managers', 'id,organization_id,url,event_types,description,enabled,created_at,updated_at');
 CREATE TRIGGER _500_hold_deliveries AFTER UPDATE OF enabled, deleted_at ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__hold_deliveries();
+
+-- Table rowgate_hidden.operations
+create table rowgate_hidden.operations (
+  operation text not null,
+  method text not null,
+  path text not null,
+  credentials text[] not null,
+  scopes text[] not null,
+  access_class text not null,
+  policy text,
+  permission text,
+  status integer not null,
+  lookup text not null,
+  resource text,
+  match jsonb,
+  policy_key text,
+  constraint operations_pkey PRIMARY KEY (operation),
+  constraint operations_permission_fkey FOREIGN KEY (permission) REFERENCES rowgate.permissions(name),
+  constraint operations_lookup_check CHECK ((lookup = ANY (ARRAY['none'::text, 'list'::text, 'target'::text, 'authorize'::text, 'visible'::text]))),
+  constraint operations_method_check CHECK ((method = ANY (ARRAY['GET'::text, 'POST'::text, 'PATCH'::text, 'DELETE'::text])))
+);
+comment on table rowgate_hidden.operations is 'Every /v1 operation of the route table (SPEC §20): its credentials and scopes, how its resource is found (lookup, resource, match) and the policy rowgate_hidden.policy_denial is asked (policy_key).';
+alter table rowgate_hidden.operations enable row level security;
+grant select on table rowgate_hidden.operations to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+create policy select_all on rowgate_hidden.operations as permissive for select to public
+  using (true);
 
 -- Table rowgate_private.access_token_hashes
 create table rowgate_private.access_token_hashes (
@@ -1025,6 +1051,19 @@ $function$;
 comment on function rowgate.authenticate_login_code(text,bytea,bytea,bytea) is '@behavior -*
 Signs in with a login code and the attempt it was issued to: ok with the user and the new session''s expiry, or invalid (a wrong code counts against the attempt; 5 end it).';
 grant execute on function rowgate.authenticate_login_code(text,bytea,bytea,bytea) to rowgate_anonymous;
+
+-- Function rowgate."check"(text,jsonb,uuid)
+CREATE OR REPLACE FUNCTION rowgate."check"(operation text, params jsonb DEFAULT '{}'::jsonb, organization_id uuid DEFAULT NULL::uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select rowgate_hidden.check_operation(operation, coalesce(params, '{}'), organization_id, true) - 'organization_id';
+$function$;
+comment on function rowgate."check"(text,jsonb,uuid) is '@behavior -*
+Why an operation would be allowed or refused for your user (SPEC §20), answered as for a web session.';
+grant execute on function rowgate."check"(text,jsonb,uuid) to rowgate_analyst;
 
 -- Function rowgate.check_oauth2_authorization(text,text,text[],uuid,text,text)
 CREATE OR REPLACE FUNCTION rowgate.check_oauth2_authorization(p_client_id text, p_redirect_uri text, p_scopes text[], p_organization_id uuid, p_code_challenge text, p_code_challenge_method text)
@@ -2251,6 +2290,175 @@ end;
 $function$;
 grant execute on function rowgate_hidden.authorize_webhook_endpoint(uuid,text) to rowgate_organization, rowgate_user;
 
+-- Function rowgate_hidden.become_web_session(uuid)
+CREATE OR REPLACE FUNCTION rowgate_hidden.become_web_session(p_user_id uuid)
+ RETURNS text[]
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_saved text[] := array[current_setting('rowgate.subject_kind', true), current_setting('rowgate.subject_id', true),
+    current_setting('rowgate.credential_kind', true), current_setting('rowgate.scopes', true)];
+begin
+  perform set_config('rowgate.subject_kind', 'user', true), set_config('rowgate.subject_id', p_user_id::text, true),
+    set_config('rowgate.credential_kind', 'web_session', true),
+    set_config('rowgate.scopes', array_to_string(rowgate_hidden.web_session_scopes(), ' '), true);
+  return v_saved;
+end;
+$function$;
+grant execute on function rowgate_hidden.become_web_session(uuid) to rowgate_user;
+
+-- Function rowgate_hidden.check_answer(rowgate_hidden.operations,boolean,integer,text,text,text,text,text[],uuid,text)
+CREATE OR REPLACE FUNCTION rowgate_hidden.check_answer(p_op rowgate_hidden.operations, p_allowed boolean, p_status integer, p_error text, p_step text, p_reason text, p_credential_kind text, p_scopes text[], p_organization_id uuid, p_role text)
+ RETURNS jsonb
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select jsonb_build_object(
+    'allowed', p_allowed, 'status', p_status, 'error', p_error, 'step', p_step, 'reason', p_reason,
+    'basis', jsonb_build_object('credential_kind', p_credential_kind, 'scopes', to_jsonb(p_scopes), 'role', p_role,
+      'permission', p_op.permission, 'policy', p_op.policy),
+    'organization_id', p_organization_id);
+$function$;
+grant execute on function rowgate_hidden.check_answer(rowgate_hidden.operations,boolean,integer,text,text,text,text,text[],uuid,text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.check_operation(text,jsonb,uuid,boolean)
+CREATE OR REPLACE FUNCTION rowgate_hidden.check_operation(p_operation text, p_params jsonb, p_organization_id uuid, p_as_web_session boolean DEFAULT false)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_op rowgate_hidden.operations;
+  v_kind text := case when p_as_web_session then 'web_session' else rowgate_hidden.current_credential_kind() end;
+  v_scopes text[] := coalesce(case when p_as_web_session then rowgate_hidden.web_session_scopes() else rowgate_hidden.current_scopes() end, '{}');
+  v_held text[];
+  v_organization_id uuid;
+  v_found boolean := false;
+  v_denial text;
+  v_where text;
+  v_has_organization boolean;
+begin
+  select o.* into v_op from rowgate_hidden.operations o where o.operation = p_operation;
+  if v_op.operation is null then
+    raise exception 'Unknown operation: %', p_operation using errcode = 'RG422', detail = 'operation';
+  end if;
+  v_held := array(select s from unnest(v_op.scopes) s where s = any (v_scopes));
+
+  -- 1. authentication: an operation that reads a credential accepts only its kinds
+  if cardinality(v_op.credentials) > 0 and not coalesce(v_kind = any (v_op.credentials), false) then
+    return rowgate_hidden.check_answer(v_op, false, 401, 'Unauthorized', 'authentication', null, v_kind, v_held, null, null);
+  end if;
+  -- 2. scopes: any of the operation's
+  if cardinality(v_op.scopes) > 0 and cardinality(v_held) = 0 then
+    return rowgate_hidden.check_answer(v_op, false, 403, 'InsufficientScope', 'scope', null, v_kind, v_held, null, null);
+  end if;
+
+  -- 3. and 4. the resource and its organization, as the operation finds them
+  case v_op.lookup
+  when 'none' then
+    v_found := true;
+  when 'list' then
+    v_found := p_organization_id is null or p_organization_id = any (rowgate_hidden.current_organization_ids());
+    v_organization_id := p_organization_id;
+  when 'target' then
+    v_organization_id := coalesce(p_organization_id,
+      case when rowgate_hidden.current_subject_kind() = 'organization' then rowgate_hidden.current_subject_id() end);
+    v_found := v_organization_id = any (rowgate_hidden.current_organization_ids());
+  when 'authorize' then
+    select a.organization_id, a.denial into v_organization_id, v_denial
+      from rowgate_hidden.authorize(v_op.resource, (p_params ->> (select k from jsonb_object_keys(v_op.match) k limit 1))::uuid, v_op.policy_key) a;
+    v_found := v_organization_id is not null;
+  when 'visible' then
+    select string_agg(format('%I = ($1 ->> %L)::%s', m.value, m.key, format_type(a.atttypid, a.atttypmod)), ' and ')
+      into v_where
+      from jsonb_each_text(v_op.match) m
+      join pg_attribute a on a.attrelid = format('rowgate.%I', v_op.resource)::regclass and a.attname = m.value;
+    v_has_organization := exists (select from pg_attribute a
+      where a.attrelid = format('rowgate.%I', v_op.resource)::regclass and a.attname = 'organization_id' and not a.attisdropped);
+    execute format('select true, %s from rowgate.%I where %s and ($2::uuid is null or %s = $2) limit 1',
+        case when v_has_organization then 'organization_id' else 'null::uuid' end, v_op.resource, v_where,
+        case when v_has_organization then 'organization_id' else '$2' end)
+      into v_found, v_organization_id using p_params, p_organization_id;
+    v_found := coalesce(v_found, false);
+  end case;
+  if not v_found then
+    return rowgate_hidden.check_answer(v_op, false, 404, 'ResourceNotFound', 'resource', null, v_kind, v_held, null, null);
+  end if;
+
+  -- 5. the policy
+  if v_op.policy_key = 'platform_admin' then
+    v_denial := case when not rowgate_hidden.current_user_is_platform_admin() then 'Only platform admins can impersonate users' end;
+  elsif v_op.lookup <> 'authorize' and v_op.policy_key is not null and v_organization_id is not null then
+    v_denial := rowgate_hidden.policy_denial(v_organization_id, v_op.policy_key);
+  end if;
+  if v_denial is not null then
+    return rowgate_hidden.check_answer(v_op, false, 403, 'NotPermitted', 'policy', v_denial, v_kind, v_held, v_organization_id,
+      rowgate_hidden.current_role_in(v_organization_id));
+  end if;
+  return rowgate_hidden.check_answer(v_op, true, v_op.status, null, null, null, v_kind, v_held, v_organization_id,
+    rowgate_hidden.current_role_in(v_organization_id));
+end;
+$function$;
+grant execute on function rowgate_hidden.check_operation(text,jsonb,uuid,boolean) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.check_operations(jsonb,uuid)
+CREATE OR REPLACE FUNCTION rowgate_hidden.check_operations(p_checks jsonb, p_user_id uuid DEFAULT NULL::uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_may boolean;
+  v_allowed boolean[] := '{}';
+  v_item jsonb;
+  v_resolved jsonb;
+  v_organization_id uuid;
+  v_results jsonb := '[]';
+  v_saved text[];
+  v_not_found jsonb;
+begin
+  if p_user_id is null then
+    return coalesce((
+      select jsonb_agg(rowgate_hidden.check_operation(c.value ->> 'operation', coalesce(c.value -> 'params', '{}'),
+          (c.value ->> 'organization_id')::uuid) - 'organization_id' order by c.n)
+      from jsonb_array_elements(p_checks) with ordinality c(value, n)), '[]');
+  end if;
+  v_may := rowgate_hidden.current_subject_kind() = 'user' and rowgate_hidden.has_scope('members_read');
+  for v_item in select value from jsonb_array_elements(p_checks) loop
+    v_resolved := rowgate_hidden.check_operation(v_item ->> 'operation', coalesce(v_item -> 'params', '{}'),
+      (v_item ->> 'organization_id')::uuid, true);
+    v_organization_id := (v_resolved ->> 'organization_id')::uuid;
+    v_allowed := v_allowed || (v_may and v_organization_id is not null and (v_resolved ->> 'status')::int <> 404
+      and rowgate_hidden.has_permission(v_organization_id, 'members:manage')
+      and exists (select from rowgate.memberships m
+        where m.organization_id = v_organization_id and m.user_id = p_user_id));
+  end loop;
+  if true = any (v_allowed) then
+    v_saved := rowgate_hidden.become_web_session(p_user_id);
+  end if;
+  for v_item, v_may in select c.value, v_allowed[c.n] from jsonb_array_elements(p_checks) with ordinality c(value, n) order by c.n loop
+    if v_may then
+      v_results := v_results || jsonb_build_array(rowgate_hidden.check_operation(v_item ->> 'operation', coalesce(v_item -> 'params', '{}'),
+        (v_item ->> 'organization_id')::uuid, true) - 'organization_id');
+    else
+      v_not_found := jsonb_build_object('allowed', false, 'status', 404, 'error', 'ResourceNotFound', 'step', 'resource', 'reason', null,
+        'basis', jsonb_build_object('credential_kind', 'web_session', 'scopes', '[]'::jsonb, 'role', null,
+          'permission', (select o.permission from rowgate_hidden.operations o where o.operation = v_item ->> 'operation'),
+          'policy', (select o.policy from rowgate_hidden.operations o where o.operation = v_item ->> 'operation')));
+      v_results := v_results || jsonb_build_array(v_not_found);
+    end if;
+  end loop;
+  if v_saved is not null then
+    perform rowgate_hidden.restore_subject(v_saved);
+  end if;
+  return v_results;
+end;
+$function$;
+grant execute on function rowgate_hidden.check_operations(jsonb,uuid) to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
 -- Function rowgate_hidden.current_actor()
 CREATE OR REPLACE FUNCTION rowgate_hidden.current_actor()
  RETURNS jsonb
@@ -2374,6 +2582,21 @@ end;
 $function$;
 comment on function rowgate_hidden.current_organization_ids(text) is 'The organizations the current subject reaches; with a permission, a User''s only where its role grants it (Organization subjects bypass the filter).';
 grant execute on function rowgate_hidden.current_organization_ids(text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.current_role_in(uuid)
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_role_in(p_organization_id uuid)
+ RETURNS text
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  return (select m.role from rowgate.memberships m
+    where m.organization_id = p_organization_id and m.user_id = rowgate_hidden.current_user_id() and m.deleted_at is null
+      and p_organization_id = any (rowgate_hidden.current_organization_ids()));
+end;
+$function$;
+grant execute on function rowgate_hidden.current_role_in(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.current_scopes()
 CREATE OR REPLACE FUNCTION rowgate_hidden.current_scopes()
@@ -2625,6 +2848,51 @@ $function$;
 comment on function rowgate_hidden.metadata_is_valid(jsonb) is 'At most 50 keys of 1-40 characters of [A-Za-z0-9_-], not __proto__; values strings of at most 500 characters, integers within ±(2^53-1), or booleans.';
 grant execute on function rowgate_hidden.metadata_is_valid(jsonb) to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
+-- Function rowgate_hidden.organization_permissions(uuid,uuid)
+CREATE OR REPLACE FUNCTION rowgate_hidden.organization_permissions(p_organization_id uuid, p_user_id uuid DEFAULT NULL::uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_saved text[];
+  v_answer jsonb;
+begin
+  if not p_organization_id = any (rowgate_hidden.current_organization_ids()) then
+    return null;
+  end if;
+  if p_user_id is not null then
+    if not (rowgate_hidden.current_subject_kind() = 'user' and rowgate_hidden.has_scope('members_read')
+        and rowgate_hidden.has_permission(p_organization_id, 'members:manage')
+        and exists (select from rowgate.memberships m
+          where m.organization_id = p_organization_id and m.user_id = p_user_id)) then
+      return null;
+    end if;
+    v_saved := rowgate_hidden.become_web_session(p_user_id);
+  end if;
+  select jsonb_build_object(
+      'organization_id', p_organization_id,
+      'user_id', rowgate_hidden.current_user_id(),
+      'role', rowgate_hidden.current_role_in(p_organization_id),
+      'permissions', coalesce((select jsonb_agg(p.name order by p.name) from rowgate.permissions p
+        where rowgate_hidden.has_permission(p_organization_id, p.name)), '[]'),
+      'operations', coalesce((
+        select jsonb_agg(jsonb_build_object('operation', o.operation, 'allowed', r.answer -> 'allowed',
+            'status', r.answer -> 'status', 'reason', r.answer -> 'reason') order by o.operation)
+        from rowgate_hidden.operations o,
+          lateral (select rowgate_hidden.check_operation(o.operation,
+            case when o.lookup = 'authorize' then jsonb_build_object('id', p_organization_id) else '{}' end,
+            p_organization_id, p_user_id is not null) as answer) r
+        where o.lookup in ('list', 'target') or (o.lookup = 'authorize' and o.resource = 'organization')), '[]'))
+    into v_answer;
+  if v_saved is not null then
+    perform rowgate_hidden.restore_subject(v_saved);
+  end if;
+  return v_answer;
+end;
+$function$;
+grant execute on function rowgate_hidden.organization_permissions(uuid,uuid) to rowgate_analyst, rowgate_organization, rowgate_user;
+
 -- Function rowgate_hidden.organization_row_count(text,uuid[])
 CREATE OR REPLACE FUNCTION rowgate_hidden.organization_row_count(p_resource text, p_organization_ids uuid[])
  RETURNS bigint
@@ -2696,6 +2964,19 @@ begin
 end;
 $function$;
 grant execute on function rowgate_hidden.resource_organization_id(text,uuid) to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.restore_subject(text[])
+CREATE OR REPLACE FUNCTION rowgate_hidden.restore_subject(p_saved text[])
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  perform set_config('rowgate.subject_kind', coalesce(p_saved[1], ''), true), set_config('rowgate.subject_id', coalesce(p_saved[2], ''), true),
+    set_config('rowgate.credential_kind', coalesce(p_saved[3], ''), true), set_config('rowgate.scopes', coalesce(p_saved[4], ''), true);
+end;
+$function$;
+grant execute on function rowgate_hidden.restore_subject(text[]) to rowgate_user;
 
 -- Function rowgate_hidden.role_permission_denial(uuid,text)
 CREATE OR REPLACE FUNCTION rowgate_hidden.role_permission_denial(p_organization_id uuid, p_permission text)
@@ -2769,6 +3050,19 @@ $function$;
 comment on function rowgate_hidden.visible_row_count(text) is '@behavior -*
 The rows of rowgate.<resource> (orders, customers) the current role sees, from the row counters; null when the counters cannot say.';
 grant execute on function rowgate_hidden.visible_row_count(text) to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.web_session_scopes()
+CREATE OR REPLACE FUNCTION rowgate_hidden.web_session_scopes()
+ RETURNS text[]
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  return rowgate_private.all_scopes();
+end;
+$function$;
+grant execute on function rowgate_hidden.web_session_scopes() to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
 -- Function rowgate_private.all_scopes()
 CREATE OR REPLACE FUNCTION rowgate_private.all_scopes()

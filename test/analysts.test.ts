@@ -799,6 +799,8 @@ describe('bypass attempts fail', () => {
         'rowgate.users',
         'rowgate.webhook_attempts',
         'rowgate.webhook_endpoints',
+        // what each operation needs and how it is checked (SPEC §20): reference data
+        'rowgate_hidden.operations',
       ],
       writable: [],
       definers: [
@@ -807,9 +809,13 @@ describe('bypass attempts fail', () => {
         'rowgate_hidden.current_colleague_ids()',
         'rowgate_hidden.current_customer_id()',
         'rowgate_hidden.current_organization_ids(text)',
+        // the analyst's own role, only in organizations it reaches (rowgate.check's basis)
+        'rowgate_hidden.current_role_in(uuid)',
         'rowgate_hidden.finance_denial(uuid,boolean)',
         // counts only over the organizations the subject reaches
         'rowgate_hidden.organization_row_count(text,uuid[])',
+        // the names of the scopes a web session carries (rowgate.check answers as one)
+        'rowgate_hidden.web_session_scopes()',
       ],
       creatable_schemas: [],
       create_schema: false,

@@ -344,7 +344,8 @@ describe('GET /v1/openapi.json', () => {
         ? // the OAuth2 client's own: HTTP Basic, or nothing in a header (the body carries it)
           [{ oauth2Client: [] }, {}]
         : [
-            ...(oauth2 ? scopes.map((s) => ({ oauth2: [s] })) : []),
+            // no scope named (SPEC §20's explanations): an OAuth2 token with any scope
+            ...(oauth2 ? (scopes.length ? scopes.map((s) => ({ oauth2: [s] })) : [{ oauth2: [] }]) : []),
             ...(credentials.some((k) => k !== 'web_session') ? [{ bearer: [] }] : []),
             ...(credentials.includes('web_session') ? [{ session: [] }] : []),
           ];

@@ -121,5 +121,6 @@ export function authenticateOnPool(
 
 /** A 403 unless the subject holds one of the scopes (no check without a subject: anonymous endpoints). */
 export function requireScopes(scopes: readonly string[], subject: Pick<Authenticated, 'scopes'> | null) {
-  if (subject && !scopes.some((s) => subject.scopes.has(s))) throw insufficientScope(scopes);
+  // an endpoint that names no scope (SPEC §20's explanations) takes any valid credential
+  if (subject && scopes.length && !scopes.some((s) => subject.scopes.has(s))) throw insufficientScope(scopes);
 }

@@ -44,6 +44,8 @@ export interface CommandSpec {
   ownsRoot?: boolean;
   /** true: may create the embedded database (db init); every other command refuses a ROWGATE_HOME without one */
   createsDatabase?: boolean;
+  /** true: the result is a list printed one JSON value a line (db lint's findings), nothing when empty */
+  lines?: boolean;
 }
 
 const emailSchema = z.email().max(320);
@@ -65,6 +67,15 @@ function scopeList(value: string): string[] {
     .filter(Boolean);
   if (!scopes.length) throw new InvalidArgumentError('At least one scope is needed.');
   return scopes;
+}
+
+function nameList(value: string): string[] {
+  const names = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (!names.length) throw new InvalidArgumentError('At least one name is needed.');
+  return names;
 }
 
 function seconds(value: string): number {
@@ -277,6 +288,19 @@ export const commands: Record<string, CommandSpec> = {
       const pending = status.remainingMigrations ?? [];
       if (pending.length || status.hasCurrentMigration) process.exitCode = 1;
       return { pending_migrations: pending, current_migration_not_empty: status.hasCurrentMigration };
+    },
+  },
+  'db lint': {
+    description:
+      "the schema read as a reviewer would (SPEC §20): one JSON line a finding, exit code 1 when there are any; waive one with `@lint-allow <rule>: <reason>` in the object's comment",
+    databaseOnly: true,
+    lines: true,
+    options: [{ flags: '--schema <names>', description: "the schemas to read, comma-separated (default the project's)", parse: nameList }],
+    run: async (db, o) => {
+      const { lintSchema } = await import('../db/lint.ts');
+      const findings = await lintSchema(db, (o.schema as string[] | undefined) ?? undefined);
+      if (findings.length) process.exitCode = 1;
+      return findings;
     },
   },
   'db urls': {

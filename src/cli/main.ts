@@ -62,7 +62,8 @@ async function run(
   try {
     await db.connect();
     const result = await command.run(db, options, connection, config);
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    if (command.lines) for (const line of result as unknown[]) process.stdout.write(`${JSON.stringify(line)}\n`);
+    else process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   } finally {
     await db.end();
     if (connection.embedded?.startedHere) await connection.embedded.stop();

@@ -3,6 +3,7 @@
 import type pg from 'pg';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import { accountRoutes } from '../resources/accounts.ts';
+import { authorizationRoutes } from '../resources/authorization.ts';
 import { customerPortalRoutes } from '../resources/customer-portal.ts';
 import { customerSessionRoutes } from '../resources/customer-sessions.ts';
 import { customerRoutes } from '../resources/customers.ts';
@@ -50,6 +51,7 @@ export const apiRoutes: readonly Route[] = [
   ...loginCodeRoutes,
   ...reportedCredentialRoutes,
   ...oauth2Routes,
+  ...authorizationRoutes(() => apiRoutes),
 ];
 
 export function allRoutes(pool: pg.Pool, reads?: ReadReplicas): Route[] {
