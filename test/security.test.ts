@@ -172,3 +172,24 @@ test('a cross-site POST to the consent endpoint is refused even with the session
   expect(res.status).toBeLessThan(500);
   expect(res.headers.get('location')).toBeNull();
 });
+
+test('behind a trusted proxy that ends TLS, the cookies of a sign-in go out Secure; a forged X-Forwarded-Proto changes nothing', async () => {
+  const { trustedProxies } = await import('../src/core/client-address.ts');
+  const behind = await startTestApp({ operating: { trustedProxies: trustedProxies('127.0.0.1') } });
+  const direct = await startTestApp();
+  try {
+    for (const [target, secure] of [
+      [behind, true],
+      [direct, false],
+    ] as const) {
+      const email = `proxied-${Date.now()}-${secure}@example.com`;
+      const asked = await target.request('POST', '/v1/login-code/request', { body: { email }, headers: { 'x-forwarded-proto': 'https' } });
+      expect(asked.status).toBe(202);
+      const cookie = asked.headers.getSetCookie().find((c) => c.startsWith('rowgate_signin='))!;
+      expect(/;\s*Secure/i.test(cookie), `${secure ? 'trusted' : 'untrusted'} proxy`).toBe(secure);
+    }
+  } finally {
+    await behind.close();
+    await direct.close();
+  }
+});

@@ -62,6 +62,9 @@ export function trustedProxies(list: string | undefined): BlockList | null {
   return trusted;
 }
 
+/** Whether a peer's address is one of the trusted proxies (any spelling: IPv4-mapped IPv6 included) */
+export const proxyTrusted = (trusted: BlockList, address: string) => isTrusted(trusted, plain(address));
+
 const isTrusted = (trusted: BlockList, address: string) => {
   const type = isIPv4(address) ? 'ipv4' : isIPv6(address) ? 'ipv6' : null;
   return type !== null && trusted.check(address, type);

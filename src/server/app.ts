@@ -4,6 +4,7 @@
 // the mounts (GraphQL), then the 404 and the error answers.
 import type { BlockList } from 'node:net';
 import express, { type Request, type Response } from 'express';
+import { proxyTrusted } from '../core/client-address.ts';
 import type pg from 'pg';
 import type { RecentCredentials } from '../auth/recent-credentials.ts';
 import type { Mailer } from '../core/mail.ts';
@@ -64,7 +65,7 @@ export interface AppOptions {
 
 export function createApp(options: AppOptions): express.Express {
   const app = express();
-  installExpressSettings(app);
+  installExpressSettings(app, options.operating?.trustedProxies ?? null);
   installRequestMiddleware(app, options);
   installRoutes(app, options);
   for (const mount of options.mounts ?? []) mount(app);
@@ -72,8 +73,11 @@ export function createApp(options: AppOptions): express.Express {
   return app;
 }
 
-function installExpressSettings(app: express.Express) {
+function installExpressSettings(app: express.Express, trusted: BlockList | null) {
   app.disable('x-powered-by');
+  // behind a proxy that ends TLS, X-Forwarded-Proto from ROWGATE_TRUST_PROXY's proxies makes req.secure true,
+  // so the session and sign-in cookies go out Secure; nobody else's header is believed
+  if (trusted) app.set('trust proxy', (address: string) => proxyTrusted(trusted, address));
   app.set('etag', false);
   app.set('query parser', 'simple'); // repeated parameters become arrays; nothing nested
   // `/V1/…` is no route: the checks that look at the path (rate limits, no-store) see what the router sees
