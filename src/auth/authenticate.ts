@@ -22,6 +22,8 @@ export const AUTHENTICATE = `
     set_config('rowgate.credential_id', a.credential_id::text, true) as credential_id,
     set_config('rowgate.scopes', array_to_string(a.scopes, ' '), true) as scopes,
     set_config('rowgate.request_id', $3, true) as request_id,
+    set_config('rowgate.client_address', $4, true) as client_address,
+    set_config('rowgate.user_agent', $5, true) as user_agent,
     a.expires_at
   from rowgate_private.authenticate($1, $2) a`;
 
@@ -37,6 +39,8 @@ export interface AuthenticatedRow {
   credential_id: string;
   scopes: string;
   request_id: string;
+  client_address: string;
+  user_agent: string;
   expires_at: string | null;
 }
 
@@ -53,9 +57,26 @@ export interface Authenticated {
 /** Runs one parameterised statement and returns its first row. */
 export type RunOne = <T extends object>(text: string, values: unknown[]) => Promise<T | undefined>;
 
+/** Where a request came from, as the audit trail keeps it (SPEC §21): its client address (SPEC §14) and User-Agent. */
+export interface RequestOrigin {
+  clientAddress?: string;
+  userAgent?: string;
+}
+
 /** The authentication statement's parameters for a credential (its token only as the keyed hash). */
-export function authenticationValues(secret: string, credential: PresentedCredential, requestId = ''): unknown[] {
-  return [credential.kind, hashToken(secret, credential.token), requestId];
+export function authenticationValues(
+  secret: string,
+  credential: PresentedCredential,
+  requestId = '',
+  origin: RequestOrigin = {},
+): unknown[] {
+  return [
+    credential.kind,
+    hashToken(secret, credential.token),
+    requestId,
+    origin.clientAddress ?? '',
+    (origin.userAgent ?? '').slice(0, 256),
+  ];
 }
 
 /** What the statement's row says: null (no row) when the credential authenticates nobody. */
@@ -73,6 +94,8 @@ export function authenticatedFrom(row: AuthenticatedRow | undefined): Authentica
       'rowgate.credential_id': row.credential_id,
       'rowgate.scopes': row.scopes,
       'rowgate.request_id': row.request_id,
+      'rowgate.client_address': row.client_address,
+      'rowgate.user_agent': row.user_agent,
     },
   };
 }
@@ -83,6 +106,7 @@ export async function authenticate(
   secret: string,
   credential: PresentedCredential,
   requestId = '',
+  origin: RequestOrigin = {},
 ): Promise<Authenticated | null> {
-  return authenticatedFrom(await run<AuthenticatedRow>(AUTHENTICATE, authenticationValues(secret, credential, requestId)));
+  return authenticatedFrom(await run<AuthenticatedRow>(AUTHENTICATE, authenticationValues(secret, credential, requestId, origin)));
 }

@@ -26,6 +26,7 @@ import type pg from 'pg';
 import type { PostGraphileInstance } from 'postgraphile';
 import { jsonBody } from '../http/input.ts';
 import { ANONYMOUS_SETTINGS, authenticate, authenticationValues } from '../auth/authenticate.ts';
+import { requestOrigin } from '../operating/client-address.ts';
 import { credentialKey, type PresentedCredential, readCredential } from '../auth/credentials.ts';
 import { CONSISTENCY_HEADER, type Consistency, type Position } from '../db/consistency.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
@@ -66,7 +67,7 @@ async function authenticated(pool: pg.Pool, secret: string, req: Request, creden
   const named = poolStatements(pool).named;
   const run = async <T extends object>(text: string, values: unknown[]) =>
     (await pool.query<T>(named ? { name: statementName(text), text, values } : { text, values })).rows[0];
-  const found = await authenticate(run, secret, credential, requestId(req));
+  const found = await authenticate(run, secret, credential, requestId(req), requestOrigin(req));
   if (!found) throw unknownCredential();
   return found.settings;
 }
@@ -86,7 +87,7 @@ async function requestAuthentication(
   const credential = presentedCredential(req);
   if (!credential) return ANONYMOUS_SETTINGS;
   if (recent?.has(credentialKey(credential)))
-    return new DeferredAuthentication(pool, authenticationValues(secret, credential, requestId(req)));
+    return new DeferredAuthentication(pool, authenticationValues(secret, credential, requestId(req), requestOrigin(req)));
   const settings = await authenticated(pool, secret, req, credential);
   recent?.add(credentialKey(credential));
   return settings;

@@ -3,7 +3,7 @@
 // route's scopes (403). The database decides who; this only reads and maps.
 import type { Request } from 'express';
 import type pg from 'pg';
-import { ANONYMOUS, authenticate, type Authenticated } from '../auth/authenticate.ts';
+import { ANONYMOUS, authenticate, type Authenticated, type RequestOrigin } from '../auth/authenticate.ts';
 import { credentialNames, type PresentedCredential, readCredential } from '../auth/credentials.ts';
 import { inTransaction, type Tx } from '../db/pool.ts';
 import { insufficientScope, notPermitted, unauthorized } from './errors.ts';
@@ -77,12 +77,13 @@ export async function authenticateIn(
   secret: string,
   credential: PresentedCredential | null,
   requestId: string,
+  origin: RequestOrigin = {},
 ): Promise<Authenticated | null> {
   if (!credential) {
     await tx.rows(ANONYMOUS, [requestId]);
     return null;
   }
-  const subject = await authenticate((text, values) => tx.one(text, values), secret, credential, requestId);
+  const subject = await authenticate((text, values) => tx.one(text, values), secret, credential, requestId, origin);
   if (!subject) throw unauthorized('The credential is unknown, expired or revoked', true);
   return subject;
 }

@@ -206,7 +206,8 @@ const constraintFields: Record<string, { loc: string[]; msg: string }> = {
  * server-side failures that mean "the database is not there right now".
  * RG403: a policy denied (message = the reason); RG404: not found or out of
  * reach; RG422: bad input (detail = the field's location, dotted: `body.email`);
- * RGSCO: the credential lacks a scope (detail = the scope).
+ * RGSCO: the credential lacks a scope (detail = the scope); RG429: past a cap
+ * (message = which; detail = the seconds until it allows one more, when known).
  */
 export function fromDatabaseError(error: unknown, statementTimeoutMs?: number): ApiError | null {
   const e = error as Partial<DatabaseError> & { code?: string; syscall?: string };
@@ -218,6 +219,14 @@ export function fromDatabaseError(error: unknown, statementTimeoutMs?: number): 
   if (code === 'RG403') return notPermitted(e.message ?? 'Not permitted');
   if (code === 'RG404') return notFound();
   if (code === 'RGSCO') return insufficientScope([e.detail ?? 'unknown']);
+  if (code === 'RG429') {
+    return new ApiError(
+      429,
+      'TooManyRequests',
+      e.message ?? 'Too many requests',
+      /^\d+$/.test(e.detail ?? '') ? { 'Retry-After': e.detail! } : {},
+    );
+  }
   if (code === 'RG422') {
     return invalidField((e.detail ?? 'body').split('.'), e.message ?? 'Invalid value');
   }

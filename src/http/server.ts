@@ -15,6 +15,7 @@ import { ReadReplicas } from '../db/read-replicas.ts';
 import { connect } from '../db/connect.ts';
 import { watchAnalysts } from '../db/analyst-limits.ts';
 import { keepEvents } from '../db/event-retention.ts';
+import { keepTeams } from '../db/team-upkeep.ts';
 import { trustedProxies } from '../operating/client-address.ts';
 import { type AccessLine, accessLog } from '../operating/access-log.ts';
 import { createLogger, lineLogger, type Logger } from '../operating/logger.ts';
@@ -219,6 +220,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const analysts = watchAnalysts(pool, { log });
   const retention =
     config.ROWGATE_EVENT_RETENTION_DAYS === undefined ? undefined : keepEvents(pool, { days: config.ROWGATE_EVENT_RETENTION_DAYS, log });
+  const teams = keepTeams(pool, { log });
   // deliveries go out from every server process unless turned off; LISTEN needs a session of its own
   const webhooks =
     config.ROWGATE_WEBHOOKS === 'on'
@@ -252,6 +254,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         await counts.stop();
         await countsPool.end();
         await retention?.stop();
+        await teams.stop();
         await reads?.stop();
         await graphql?.release();
         await pool.end();

@@ -99,3 +99,8 @@ export function requestClient(req: IncomingMessage & { res?: { locals: Record<st
   const known = req.res?.locals.clientAddress;
   return typeof known === 'string' ? known : clientAddress(req, null);
 }
+
+/** Where a request came from, as the audit trail keeps it (SPEC §21): its client address and User-Agent (at most 256 characters). */
+export function requestOrigin(req: IncomingMessage & { res?: { locals: Record<string, unknown> } }) {
+  return { clientAddress: requestClient(req), userAgent: req.headers['user-agent']?.slice(0, 256) };
+}
