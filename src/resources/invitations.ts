@@ -9,7 +9,7 @@ import { access, readScopes, route, writeScopes } from '../http/route.ts';
 import type { Tx } from '../db/pool.ts';
 import type { Mailer } from '../signin/mailer.ts';
 import { doc, timestamp, timestamps, uuid } from './fields.ts';
-import { listQuery, listSchema, multi } from './lists.ts';
+import { listQuery, listSchema, multi, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 import { MembershipRead } from './members.ts';
 
@@ -40,6 +40,8 @@ const InvitationRead = z
   })
   .meta({ id: 'Invitation', description: 'An invitation to join an organization with a role.' });
 
+const InvitationList = listSchema(InvitationRead, 'Invitation');
+
 const InvitationCreate = z
   .strictObject({
     email: doc(z.email().max(320), 'The address to invite, with or without an account.', 'grace@example.com'),
@@ -59,7 +61,7 @@ const managerList: ListSpec = {
   from,
   columns,
   id: 'i.id',
-  sortable: { created_at: 'i.created_at', expires_at: 'i.expires_at', email: 'i.email' },
+  sortable: { created_at: 'i.created_at', expires_at: 'i.expires_at', email: 'i.email', role: 'i.role' },
 };
 const inviteeList: ListSpec = { ...managerList };
 
@@ -120,7 +122,7 @@ export const invitationRoutes = [
     params: organizationParams,
     query: listQuery(managerList, { status: multi(status, 'Only invitations with this status (repeatable).', 'pending') }),
     status: 200,
-    response: listSchema(InvitationRead, 'Invitation'),
+    response: InvitationList,
     authorize: { resource: 'organization', policy: 'members_management' },
     handler: ({ tx, params, query }) =>
       runList(tx, managerList, query, new Where().equals('i.organization_id', params.id).anyOf(`(${statusOf})`, query.status)),
@@ -148,11 +150,11 @@ export const invitationRoutes = [
     description: 'The pending invitations to the signed-in user’s address.',
     tag: 'invitations',
     access: access.webUserRead,
-    query: listQuery(inviteeList, {}),
+    query: listQuery(inviteeList, { organization_id: organizationFilter }),
     status: 200,
-    response: listSchema(InvitationRead, 'Invitation'),
+    response: InvitationList,
     handler: ({ tx, query }) => {
-      const where = new Where();
+      const where = new Where().organizations(query.organization_id);
       where.conditions.push("i.email = (select rowgate_hidden.current_user_email()) and i.status = 'pending' and i.expires_at > now()");
       return runList(tx, inviteeList, query, where);
     },

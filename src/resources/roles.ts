@@ -74,7 +74,7 @@ const from = `(select null::uuid as id, null::uuid as organization_id, r.name, r
   select o.id, o.organization_id, o.name, o.description, o.permissions, false, o.created_at, o.updated_at
   from rowgate.organization_roles o) roles`; // RLS: live roles of the caller's organizations
 const columns = 'id, organization_id, name, description, permissions, built_in, created_at, updated_at';
-const roleList: ListSpec = { from, columns, id: 'name', sortable: { name: 'name', created_at: 'created_at' }, defaultSort: 'name' };
+const roleList: ListSpec = { from, columns, id: 'name', sortable: { created_at: 'created_at', name: 'name', built_in: 'built_in' } };
 
 async function readRole(tx: Tx, organizationId: string, name: string) {
   const row = await tx.one(`select ${columns} from ${from} where (built_in or organization_id = $1) and name = $2`, [organizationId, name]);
