@@ -233,7 +233,7 @@ create table rowgate.invitations (
   expires_at timestamp with time zone default (now() + rowgate_private.invitation_lifetime()) not null,
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
-  constraint invitations_pkey PRIMARY KEY (id),
+  constraint invitations_pkey PRIMARY KEY (organization_id, id),
   constraint invitations_invited_by_fkey FOREIGN KEY (invited_by) REFERENCES rowgate.users(id),
   constraint invitations_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
   constraint invitations_email_check CHECK (((email = lower(email)) AND (email ~ '^[^@\s]+@[^@\s]+$'::text) AND (length(email) <= 320))),
@@ -246,6 +246,7 @@ alter table rowgate.invitations enable row level security;
 grant select (id, organization_id, email, role, status, invited_by, expires_at, created_at, updated_at) on rowgate.invitations to rowgate_analyst, rowgate_user;
 CREATE INDEX invitations_email_pending ON rowgate.invitations USING btree (email, created_at) WHERE (status = 'pending'::text);
 CREATE INDEX invitations_expiring ON rowgate.invitations USING btree (expires_at) WHERE (status = 'pending'::text);
+CREATE INDEX invitations_id ON rowgate.invitations USING btree (id);
 CREATE INDEX invitations_organization_created ON rowgate.invitations USING btree (organization_id, created_at, id);
 CREATE UNIQUE INDEX invitations_pending_email ON rowgate.invitations USING btree (organization_id, email) WHERE (status = 'pending'::text);
 create policy select_invitee_web_session on rowgate.invitations as permissive for select to rowgate_user, rowgate_analyst
@@ -406,7 +407,7 @@ create table rowgate.organization_roles (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
-  constraint organization_roles_pkey PRIMARY KEY (id),
+  constraint organization_roles_pkey PRIMARY KEY (organization_id, id),
   constraint organization_roles_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
   constraint organization_roles_description_check CHECK ((length(description) <= 500)),
   constraint organization_roles_name_check CHECK ((name ~ '^[a-z][a-z0-9_-]{0,49}$'::text)),

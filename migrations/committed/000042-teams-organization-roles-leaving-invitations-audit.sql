@@ -1,5 +1,5 @@
 --! Previous: sha1:795a032ba2b2a781ead3d7576a889ab8f2962d82
---! Hash: sha1:26f39c093d4a590a063d2b66d7fa945838081270
+--! Hash: sha1:f88f539db6e7920b7aa4c63d10958401f80850d7
 --! Message: Teams: organization roles, leaving, invitations, audit
 
 --! split: 001-organization-roles.sql
@@ -10,14 +10,15 @@
 -- role's permissions from the moment it is saved. An organization's roles are seen by its
 -- members only.
 create table rowgate.organization_roles (
-  id uuid primary key default gen_random_uuid(),
+  id uuid not null default gen_random_uuid(),
   organization_id uuid not null references rowgate.organizations,
   name text not null check (name ~ '^[a-z][a-z0-9_-]{0,49}$'),
   description text check (length(description) <= 500),
   permissions text[] not null check (cardinality(permissions) <= 50),
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now(),
-  deleted_at timestamptz
+  deleted_at timestamptz,
+  primary key (organization_id, id)
 );
 comment on table rowgate.organization_roles is '@behavior -insert -update -delete
 Roles an organization defines (SPEC §21): a name, a description and permissions; the built-in roles are rowgate.roles.';
@@ -384,7 +385,7 @@ create or replace function rowgate_private.invitation_lifetime() returns interva
 comment on function rowgate_private.invitation_lifetime() is 'How long an invitation can be accepted.';
 
 create table rowgate.invitations (
-  id uuid primary key default gen_random_uuid(),
+  id uuid not null default gen_random_uuid(),
   organization_id uuid not null references rowgate.organizations,
   email text not null check (email = lower(email) and email ~ '^[^@\s]+@[^@\s]+$' and length(email) <= 320),
   role text not null,
@@ -392,12 +393,15 @@ create table rowgate.invitations (
   invited_by uuid not null references rowgate.users,
   expires_at timestamptz not null default now() + rowgate_private.invitation_lifetime(),
   created_at timestamptz not null default now(),
-  updated_at timestamptz not null default now()
+  updated_at timestamptz not null default now(),
+  primary key (organization_id, id)
 );
 comment on table rowgate.invitations is '@behavior -insert -update -delete
 Invitations to join an organization (SPEC §21). A pending invitation past expires_at is expired.';
 comment on column rowgate.invitations.status is 'pending, accepted, declined, revoked or expired (a pending row past expires_at is expired too).';
 create unique index invitations_pending_email on rowgate.invitations (organization_id, email) where status = 'pending';
+-- the invitee answers an invitation by its id alone
+create index invitations_id on rowgate.invitations (id);
 create index invitations_organization_created on rowgate.invitations (organization_id, created_at, id);
 create index invitations_email_pending on rowgate.invitations (email, created_at) where status = 'pending';
 create index invitations_expiring on rowgate.invitations (expires_at) where status = 'pending';
