@@ -3228,7 +3228,7 @@ $function$;
 
 -- Function rowgate_private.claim_webhook_delivery()
 CREATE OR REPLACE FUNCTION rowgate_private.claim_webhook_delivery()
- RETURNS TABLE(delivery_id bigint, attempt integer, endpoint_id uuid, url text, sealed_secret bytea, event_id uuid, organization_id uuid, type text, resource_id uuid, data jsonb, actor jsonb, request_id text, created_at timestamp with time zone)
+ RETURNS TABLE(delivery_id bigint, attempt integer, endpoint_id uuid, url text, sealed_secret bytea, event_id uuid, organization_id uuid, type text, resource_id uuid, data jsonb, actor jsonb, request_id text, created_at timestamp with time zone, previous jsonb)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -3304,10 +3304,12 @@ begin
   end if;
   return query
     select v_delivery.id, v_delivery.attempts + 1, e.id, e.url, s.sealed_secret,
-      ev.id, ev.organization_id, ev.type, ev.resource_id, ev.data, ev.actor, ev.request_id, ev.created_at
+      ev.id, ev.organization_id, ev.type, ev.resource_id, ev.data,
+      ev.actor || jsonb_build_object('ip', c.ip, 'user_agent', c.user_agent), ev.request_id, ev.created_at, ev.previous
     from rowgate.webhook_endpoints e
       join rowgate_private.webhook_secrets s on s.organization_id = e.organization_id and s.endpoint_id = e.id
       join rowgate.events ev on ev.id = v_delivery.event_id
+      left join rowgate.event_clients c on c.organization_id = ev.organization_id and c.event_id = ev.id
     where e.id = v_delivery.endpoint_id;
 end;
 $function$;

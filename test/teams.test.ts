@@ -49,7 +49,7 @@ afterAll(async () => app?.close());
 describe('organization roles', () => {
   test('listed with the built-in ones, to members only', async () => {
     const list = await ok(app.get(`/v1/organizations/${A}/roles?limit=100`, web(member)));
-    expect(list.items.map((r: any) => r.name)).toEqual(['admin', 'finance', 'member', 'people']);
+    expect(list.items.map((r: any) => r.name).sort()).toEqual(['admin', 'finance', 'member', 'people']);
     const people = list.items.find((r: any) => r.name === 'people');
     expect(people).toMatchObject({ built_in: false, organization_id: A, permissions: ['members:manage', 'products:write'] });
     expect(list.items.find((r: any) => r.name === 'admin')).toMatchObject({ built_in: true, id: null, created_at: null });

@@ -1,5 +1,5 @@
 --! Previous: sha1:795a032ba2b2a781ead3d7576a889ab8f2962d82
---! Hash: sha1:f88f539db6e7920b7aa4c63d10958401f80850d7
+--! Hash: sha1:c5e9b792f58bc4db7652e89f97037b606c93c56b
 --! Message: Teams: organization roles, leaving, invitations, audit
 
 --! split: 001-organization-roles.sql
@@ -851,3 +851,93 @@ create or replace function rowgate_hidden.event_type_denial(p_organization_id uu
     end
   end;
 $$;
+
+--! split: 006-webhook-bodies.sql
+-- A webhook's body is the event as GET /v1/events/{id} answers it to the organization managers who
+-- configure endpoints (SPEC §17, §21): the claim hands the sender `previous` too, and the actor's
+-- client address and user agent. Restated whole (its columns change): as before otherwise.
+drop function rowgate_private.claim_webhook_delivery();
+create function rowgate_private.claim_webhook_delivery()
+ returns table(delivery_id bigint, attempt integer, endpoint_id uuid, url text, sealed_secret bytea, event_id uuid, organization_id uuid, type text, resource_id uuid, data jsonb, actor jsonb, request_id text, created_at timestamp with time zone, previous jsonb)
+  language plpgsql security definer set search_path = pg_catalog, pg_temp as $$
+declare
+  v_candidate record;
+  v_delivery rowgate_private.webhook_deliveries;
+  v_unclaimable uuid[] := '{}';
+begin
+  for v_candidate in
+    with recursive organizations (id) as (
+      (select d.organization_id from rowgate_private.webhook_deliveries d
+        where d.status = 'pending' order by d.organization_id limit 1)
+      union all
+      select (select d.organization_id from rowgate_private.webhook_deliveries d
+          where d.status = 'pending' and d.organization_id > o.id order by d.organization_id limit 1)
+        from organizations o where o.id is not null
+    )
+    select o.id, due.next_attempt_at, due.event_id
+    from organizations o
+      cross join lateral (select d.next_attempt_at, d.event_id from rowgate_private.webhook_deliveries d
+        where d.organization_id = o.id and d.status = 'pending' and d.next_attempt_at <= now()
+        order by d.next_attempt_at, d.event_id limit 1) due
+    where o.id is not null
+    order by due.next_attempt_at, due.event_id
+    limit 100
+  loop
+    begin
+      continue when not pg_try_advisory_xact_lock(hashtextextended('rowgate webhook organization ' || v_candidate.id, 0));
+      select d.* into v_delivery from rowgate_private.webhook_deliveries d
+        join rowgate.webhook_endpoints e on e.id = d.endpoint_id
+        where d.organization_id = v_candidate.id and d.status = 'pending' and d.next_attempt_at <= now()
+          and e.enabled and e.deleted_at is null
+          and exists (select 1 from rowgate.events ev where ev.organization_id = d.organization_id and ev.id = d.event_id)
+          and exists (select 1 from rowgate_private.webhook_secrets s
+            where s.organization_id = d.organization_id and s.endpoint_id = d.endpoint_id)
+          and (d.attempts > 0 or not exists (
+            select 1 from rowgate_private.webhook_deliveries p
+            where p.endpoint_id = d.endpoint_id and p.status = 'pending' and p.attempts = 0 and p.event_id < d.event_id))
+        order by d.next_attempt_at, d.event_id
+        limit 1
+        for update of d skip locked;
+      if v_delivery.id is null then
+        -- nothing of this organization's to claim: the subtransaction, and its lock, are undone
+        raise exception 'nothing claimed' using errcode = 'RGNOC';
+      end if;
+      exit;
+    exception when sqlstate 'RGNOC' then
+      v_delivery := null;
+    end;
+    v_unclaimable := v_unclaimable || v_candidate.id;
+  end loop;
+  if v_delivery.id is null then
+    -- nothing claimed: what kept the organizations candidates with nothing to claim, when it is undeliverable,
+    -- repaired now and committed with this claim (never held across an attempt). The endpoint is read
+    -- locked, so that an enabling that has not committed skips the row (the next claim sees it again) and
+    -- one that commits after this sees it paused and resumes it
+    with stale as (
+      select d.id, (e.deleted_at is not null or ev.id is null or s.endpoint_id is null) as gone
+      from rowgate_private.webhook_deliveries d
+        join rowgate.webhook_endpoints e on e.organization_id = d.organization_id and e.id = d.endpoint_id
+        left join rowgate.events ev on ev.organization_id = d.organization_id and ev.id = d.event_id
+        left join rowgate_private.webhook_secrets s on s.organization_id = d.organization_id and s.endpoint_id = d.endpoint_id
+      where d.organization_id = any (v_unclaimable) and d.status = 'pending'
+        and (not e.enabled or e.deleted_at is not null or ev.id is null or s.endpoint_id is null)
+      for update of d skip locked
+      for share of e skip locked
+    ), removed as (
+      delete from rowgate_private.webhook_deliveries d using stale where d.id = stale.id and stale.gone
+    )
+    update rowgate_private.webhook_deliveries d set status = 'paused' from stale where d.id = stale.id and not stale.gone;
+    return;
+  end if;
+  return query
+    select v_delivery.id, v_delivery.attempts + 1, e.id, e.url, s.sealed_secret,
+      ev.id, ev.organization_id, ev.type, ev.resource_id, ev.data,
+      ev.actor || jsonb_build_object('ip', c.ip, 'user_agent', c.user_agent), ev.request_id, ev.created_at, ev.previous
+    from rowgate.webhook_endpoints e
+      join rowgate_private.webhook_secrets s on s.organization_id = e.organization_id and s.endpoint_id = e.id
+      join rowgate.events ev on ev.id = v_delivery.event_id
+      left join rowgate.event_clients c on c.organization_id = ev.organization_id and c.event_id = ev.id
+    where e.id = v_delivery.endpoint_id;
+end;
+$$;
+grant execute on function rowgate_private.claim_webhook_delivery() to rowgate_authenticator;

@@ -102,5 +102,6 @@ export function requestClient(req: IncomingMessage & { res?: { locals: Record<st
 
 /** Where a request came from, as the audit trail keeps it (SPEC §21): its client address and User-Agent (at most 256 characters). */
 export function requestOrigin(req: IncomingMessage & { res?: { locals: Record<string, unknown> } }) {
-  return { clientAddress: requestClient(req), userAgent: req.headers['user-agent']?.slice(0, 256) };
+  // a request made up in process (no socket) comes from nowhere the audit trail could name
+  return { clientAddress: req.socket ? requestClient(req) : undefined, userAgent: req.headers['user-agent']?.slice(0, 256) };
 }

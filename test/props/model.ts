@@ -743,7 +743,9 @@ export function expect(
       if (!membership || (op === 'members:update' && user.deleted)) return { credential, request, expected: { status: 404 } };
       const denial = managementDenial();
       if (denial) return { credential, request, expected: { status: 403, error: 'NotPermitted', detail: denial } };
+      // (a deleted user's membership may go: rowgate_private.tg_memberships__keep_an_admin)
       const leavesNoAdmin =
+        !user.deleted &&
         membership.role === 'admin' &&
         (op === 'members:remove' || role !== 'admin') &&
         !m.memberships.some((x) => x !== membership && x.org === o && x.role === 'admin' && !x.removed);
