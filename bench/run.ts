@@ -38,7 +38,13 @@ import {
 
 /** The API's authentication statement for pgbench: its credential as pgbench variables, a request id as the server sets one. */
 const authenticateForPgbench = () =>
-  AUTHENTICATE.replace('$1', ':kind').replace('$2', ':hash').replace('$3', "'bench-request-id'").replace(/\s+/g, ' ').trim();
+  AUTHENTICATE.replace('$1', ':kind')
+    .replace('$2', ':hash')
+    .replace('$3', "'bench-request-id'")
+    .replace('$4', "'127.0.0.1'")
+    .replace('$5', "'bench'")
+    .replace(/\s+/g, ' ')
+    .trim();
 
 const { values: args } = parseArgs({
   options: {
@@ -608,7 +614,7 @@ async function explainAsServer(ctx: ScaleContext, who: keyof BenchUsers, text: s
   await client.connect();
   try {
     await client.query('begin');
-    await client.query(AUTHENTICATE, ['web_session', hashToken(ctx.secret, ctx.sessions[who]), 'bench-explain']);
+    await client.query(AUTHENTICATE, ['web_session', hashToken(ctx.secret, ctx.sessions[who]), 'bench-explain', '', '']);
     for (let i = 0; i < 6; i++) await client.query({ name: 'bench_explain', text, values });
     const literals = values.map((v) => client.escapeLiteral(Array.isArray(v) ? textArray(v.map(String)) : String(v)));
     const { rows } = await client.query<{ 'QUERY PLAN': string }>(

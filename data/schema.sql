@@ -149,6 +149,40 @@ CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.customers FOR EACH 
 CREATE TRIGGER _500_remove_seats AFTER UPDATE OF deleted_at ON rowgate.customers FOR EACH ROW WHEN (((old.deleted_at IS NULL) AND (new.deleted_at IS NOT NULL))) EXECUTE FUNCTION rowgate_private.tg_customers__remove_seats();
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE OR UPDATE OF deleted_at ON rowgate.customers FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('customers', 'soft');
 
+-- Table rowgate.event_clients
+create table rowgate.event_clients (
+  organization_id uuid not null,
+  event_id uuid not null,
+  audience text not null,
+  user_id uuid,
+  ip text,
+  user_agent text,
+  created_at timestamp with time zone default now() not null,
+  constraint event_clients_pkey PRIMARY KEY (organization_id, event_id),
+  constraint event_clients_organization_id_event_id_fkey FOREIGN KEY (organization_id, event_id) REFERENCES rowgate.events(organization_id, id) ON DELETE CASCADE,
+  constraint event_clients_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id),
+  constraint event_clients_ip_check CHECK ((length(ip) <= 100)),
+  constraint event_clients_user_agent_check CHECK ((length(user_agent) <= 256))
+);
+comment on table rowgate.event_clients is '@behavior -insert -update -delete
+The client address and User-Agent of the request that wrote an event (SPEC §21): for users with organization:manage, 90 days.';
+alter table rowgate.event_clients enable row level security;
+grant select (organization_id, event_id, audience, user_id, ip, user_agent, created_at) on rowgate.event_clients to rowgate_analyst, rowgate_organization, rowgate_user;
+CREATE INDEX event_clients_created ON rowgate.event_clients USING btree (created_at);
+CREATE INDEX event_clients_user ON rowgate.event_clients USING btree (user_id) WHERE (user_id IS NOT NULL);
+create policy select_manage on rowgate.event_clients as permissive for select to rowgate_user, rowgate_organization, rowgate_analyst
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND (( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('events_read'::text) AS has_scope) AND (created_at > (now() - '90 days'::interval)) AND
+CASE audience
+    WHEN 'members'::text THEN true
+    WHEN 'organization_managers'::text THEN true
+    WHEN 'finance_permission'::text THEN (organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('finance:read'::text) AS current_organization_ids)::uuid[]))
+    WHEN 'finance_policy'::text THEN (rowgate_hidden.finance_read_denial(organization_id) IS NULL)
+    WHEN 'payouts'::text THEN ((rowgate_hidden.finance_read_denial(organization_id) IS NULL) AND (( SELECT rowgate_hidden.current_credential_kind() AS current_credential_kind) = 'web_session'::text) AND ( SELECT rowgate_hidden.has_scope('payouts:read'::text) AS has_scope))
+    WHEN 'access_tokens'::text THEN (organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('access_tokens:manage'::text) AS current_organization_ids)::uuid[]))
+    WHEN 'member_managers'::text THEN (organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('members:manage'::text) AS current_organization_ids)::uuid[]))
+    ELSE false
+END));
+
 -- Table rowgate.events
 create table rowgate.events (
   id uuid default uuidv7() not null,
@@ -160,15 +194,18 @@ create table rowgate.events (
   request_id text,
   audience text not null,
   created_at timestamp with time zone default now() not null,
+  previous jsonb,
   constraint events_pkey PRIMARY KEY (organization_id, id),
-  constraint events_audience_check CHECK ((audience = ANY (ARRAY['members'::text, 'finance_permission'::text, 'finance_policy'::text, 'payouts'::text, 'access_tokens'::text, 'organization_managers'::text]))),
+  constraint events_audience_check CHECK ((audience = ANY (ARRAY['members'::text, 'finance_permission'::text, 'finance_policy'::text, 'payouts'::text, 'access_tokens'::text, 'organization_managers'::text, 'member_managers'::text]))),
   constraint events_type_check CHECK ((type ~ '^[a-z_]+\.[a-z_]+$'::text))
 );
 comment on table rowgate.events is '@behavior -insert -update -delete
 What happened to an organization''s data (SPEC §17): one row per change, written with the change.';
+comment on column rowgate.events.previous is 'On a *.updated event, the changed fields'' values before the change; null otherwise.';
 alter table rowgate.events enable row level security;
-grant select (id, organization_id, type, resource_id, data, actor, request_id, audience, created_at) on rowgate.events to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (id, organization_id, type, resource_id, data, actor, request_id, audience, created_at, previous) on rowgate.events to rowgate_analyst, rowgate_organization, rowgate_user;
 CREATE INDEX events_id ON rowgate.events USING btree (id);
+CREATE INDEX events_organization_actor ON rowgate.events USING btree (organization_id, ((actor ->> 'id'::text)), created_at, id);
 CREATE INDEX events_organization_created ON rowgate.events USING btree (organization_id, created_at, id);
 CREATE INDEX events_resource ON rowgate.events USING btree (resource_id, created_at, id);
 create policy select_audience on rowgate.events as permissive for select to rowgate_user, rowgate_organization, rowgate_analyst
@@ -180,9 +217,45 @@ CASE audience
     WHEN 'payouts'::text THEN ((rowgate_hidden.finance_read_denial(organization_id) IS NULL) AND (( SELECT rowgate_hidden.current_credential_kind() AS current_credential_kind) = 'web_session'::text) AND ( SELECT rowgate_hidden.has_scope('payouts:read'::text) AS has_scope))
     WHEN 'access_tokens'::text THEN ((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('access_tokens:manage'::text) AS current_organization_ids)::uuid[])) AND (( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = 'user'::text))
     WHEN 'organization_managers'::text THEN (organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[]))
+    WHEN 'member_managers'::text THEN ((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('members:manage'::text) AS current_organization_ids)::uuid[])) AND (( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = 'user'::text))
     ELSE false
 END));
 CREATE TRIGGER _500_enqueue_deliveries AFTER INSERT ON rowgate.events REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg_events__enqueue_deliveries();
+
+-- Table rowgate.invitations
+create table rowgate.invitations (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  email text not null,
+  role text not null,
+  status text default 'pending'::text not null,
+  invited_by uuid not null,
+  expires_at timestamp with time zone default (now() + rowgate_private.invitation_lifetime()) not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  constraint invitations_pkey PRIMARY KEY (organization_id, id),
+  constraint invitations_invited_by_fkey FOREIGN KEY (invited_by) REFERENCES rowgate.users(id),
+  constraint invitations_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint invitations_email_check CHECK (((email = lower(email)) AND (email ~ '^[^@\s]+@[^@\s]+$'::text) AND (length(email) <= 320))),
+  constraint invitations_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'accepted'::text, 'declined'::text, 'revoked'::text, 'expired'::text])))
+);
+comment on table rowgate.invitations is '@behavior -insert -update -delete
+Invitations to join an organization (SPEC §21). A pending invitation past expires_at is expired.';
+comment on column rowgate.invitations.status is 'pending, accepted, declined, revoked or expired (a pending row past expires_at is expired too).';
+alter table rowgate.invitations enable row level security;
+grant select (id, organization_id, email, role, status, invited_by, expires_at, created_at, updated_at) on rowgate.invitations to rowgate_analyst, rowgate_user;
+CREATE INDEX invitations_email_pending ON rowgate.invitations USING btree (email, created_at) WHERE (status = 'pending'::text);
+CREATE INDEX invitations_expiring ON rowgate.invitations USING btree (expires_at) WHERE (status = 'pending'::text);
+CREATE INDEX invitations_id ON rowgate.invitations USING btree (id);
+CREATE INDEX invitations_organization_created ON rowgate.invitations USING btree (organization_id, created_at, id);
+CREATE UNIQUE INDEX invitations_pending_email ON rowgate.invitations USING btree (organization_id, email) WHERE (status = 'pending'::text);
+create policy select_invitee_web_session on rowgate.invitations as permissive for select to rowgate_user, rowgate_analyst
+  using (((email = ( SELECT rowgate_hidden.current_user_email() AS current_user_email)) AND (( SELECT rowgate_hidden.current_credential_kind() AS current_credential_kind) = 'web_session'::text) AND ( SELECT rowgate_hidden.has_scope('user:read'::text) AS has_scope)));
+create policy select_manage on rowgate.invitations as permissive for select to rowgate_user, rowgate_analyst
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('members:manage'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('members_read'::text) AS has_scope)));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.invitations FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _200_check_role BEFORE INSERT OR UPDATE OF role ON rowgate.invitations FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__check_role();
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.invitations FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('invitation', 'member_managers', 'id,organization_id,email,role,status,invited_by,expires_at,created_at,updated_at', 'status');
 
 -- Table rowgate.memberships
 create table rowgate.memberships (
@@ -195,7 +268,6 @@ create table rowgate.memberships (
   deleted_at timestamp with time zone,
   constraint memberships_pkey PRIMARY KEY (id),
   constraint memberships_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
-  constraint memberships_role_fkey FOREIGN KEY (role) REFERENCES rowgate.roles(name) ON UPDATE CASCADE,
   constraint memberships_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id)
 );
 comment on table rowgate.memberships is '@foreignKey (user_id) references rowgate.colleagues (id)';
@@ -211,7 +283,9 @@ create policy update_manage on rowgate.memberships as permissive for update to p
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('members:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (rowgate_hidden.current_subject_kind() = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('members_write'::text) AS has_scope)))
   with check ((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('members:manage'::text) AS current_organization_ids)::uuid[])));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _200_check_role BEFORE INSERT OR UPDATE OF role ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__check_role();
 CREATE TRIGGER _200_keep_an_admin BEFORE UPDATE ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_memberships__keep_an_admin();
+CREATE TRIGGER _210_no_escalation BEFORE INSERT OR UPDATE ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_memberships__no_escalation();
 CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('membership', 'members', 'user_id,organization_id,role,created_at,updated_at');
 
 -- Table rowgate.oauth2_clients
@@ -325,6 +399,36 @@ create policy select_manage on rowgate.organization_access_tokens as permissive 
 CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__at_most('organization_id', '100', 'true', 'organization', 'organization access tokens', 'revoke');
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization_access_token', 'access_tokens', 'id,organization_id,comment,scopes,expires_at,last_used_at,allowed_ips,created_at,updated_at');
+
+-- Table rowgate.organization_roles
+create table rowgate.organization_roles (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  name text not null,
+  description text,
+  permissions text[] not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint organization_roles_pkey PRIMARY KEY (organization_id, id),
+  constraint organization_roles_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint organization_roles_description_check CHECK ((length(description) <= 500)),
+  constraint organization_roles_name_check CHECK ((name ~ '^[a-z][a-z0-9_-]{0,49}$'::text)),
+  constraint organization_roles_permissions_check CHECK ((cardinality(permissions) <= 50))
+);
+comment on table rowgate.organization_roles is '@behavior -insert -update -delete
+Roles an organization defines (SPEC §21): a name, a description and permissions; the built-in roles are rowgate.roles.';
+alter table rowgate.organization_roles enable row level security;
+grant select (id, organization_id, name, description, permissions, created_at, updated_at) on rowgate.organization_roles to rowgate_organization, rowgate_user;
+grant select (id, organization_id, name, description, permissions, created_at, updated_at, deleted_at) on rowgate.organization_roles to rowgate_analyst;
+CREATE UNIQUE INDEX organization_roles_name_live ON rowgate.organization_roles USING btree (organization_id, name) WHERE (deleted_at IS NULL);
+CREATE INDEX organization_roles_organization ON rowgate.organization_roles USING btree (organization_id, created_at, id) WHERE (deleted_at IS NULL);
+create policy select_member on rowgate.organization_roles as permissive for select to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('members_read'::text) AS has_scope)));
+CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.organization_roles FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__at_most('organization_id', '100', 'false', 'organization', 'roles', 'delete');
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.organization_roles FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _200_check BEFORE INSERT OR UPDATE ON rowgate.organization_roles FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_organization_roles__check();
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organization_roles FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('role', 'members', 'id,organization_id,name,description,permissions,created_at,updated_at');
 
 -- Table rowgate.organizations
 create table rowgate.organizations (
@@ -511,8 +615,8 @@ create table rowgate.role_permissions (
 );
 alter table rowgate.role_permissions enable row level security;
 grant select (role, permission) on rowgate.role_permissions to rowgate_analyst, rowgate_organization, rowgate_user;
-create policy select_all on rowgate.role_permissions as permissive for select to public
-  using (true);
+create policy select_signed_in on rowgate.role_permissions as permissive for select to public
+  using ((( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = ANY (ARRAY['user'::text, 'organization'::text])));
 
 -- Table rowgate.roles
 create table rowgate.roles (
@@ -522,8 +626,8 @@ create table rowgate.roles (
 );
 alter table rowgate.roles enable row level security;
 grant select (name, description) on rowgate.roles to rowgate_analyst, rowgate_organization, rowgate_user;
-create policy select_all on rowgate.roles as permissive for select to public
-  using (true);
+create policy select_signed_in on rowgate.roles as permissive for select to public
+  using ((( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = ANY (ARRAY['user'::text, 'organization'::text])));
 
 -- Table rowgate.transactions
 create table rowgate.transactions (
@@ -577,6 +681,7 @@ create policy update_self_web_session on rowgate.users as permissive for update 
   using (((id = ( SELECT rowgate_hidden.current_user_id() AS current_user_id)) AND (deleted_at IS NULL) AND (( SELECT rowgate_hidden.current_credential_kind() AS current_credential_kind) = 'web_session'::text) AND ( SELECT rowgate_hidden.has_scope('user:write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.users FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _500_leave_organizations AFTER UPDATE OF deleted_at ON rowgate.users FOR EACH ROW WHEN (((old.deleted_at IS NULL) AND (new.deleted_at IS NOT NULL))) EXECUTE FUNCTION rowgate_private.tg_users__leave_organizations();
+CREATE TRIGGER _600_erase_clients AFTER UPDATE OF deleted_at ON rowgate.users FOR EACH ROW WHEN (((old.deleted_at IS NULL) AND (new.deleted_at IS NOT NULL))) EXECUTE FUNCTION rowgate_private.tg_users__erase_clients();
 
 -- Table rowgate.webhook_attempts
 create table rowgate.webhook_attempts (
@@ -974,6 +1079,32 @@ create view rowgate.revenue_by_day with (security_invoker=true) as
 comment on view rowgate.revenue_by_day is 'Payments, refunds and net revenue per organization, UTC day and currency (finance:read).';
 grant select on table rowgate.revenue_by_day to rowgate_analyst, rowgate_organization, rowgate_user;
 
+-- Function rowgate.accept_invitation(uuid)
+CREATE OR REPLACE FUNCTION rowgate.accept_invitation(p_id uuid)
+ RETURNS rowgate.memberships
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_invitation rowgate.invitations := rowgate_private.invitee_invitation(p_id);
+  v_membership rowgate.memberships;
+begin
+  if exists (select 1 from rowgate.memberships m where m.organization_id = v_invitation.organization_id
+      and m.user_id = rowgate_hidden.current_user_id() and m.deleted_at is null) then
+    raise exception 'You are a member of this organization already' using errcode = 'RG422', detail = 'path.id';
+  end if;
+  update rowgate.invitations set status = 'accepted' where id = v_invitation.id;
+  insert into rowgate.memberships (user_id, organization_id, role)
+    values (rowgate_hidden.current_user_id(), v_invitation.organization_id, v_invitation.role)
+    returning * into v_membership;
+  return v_membership;
+end;
+$function$;
+comment on function rowgate.accept_invitation(uuid) is '@behavior -*
+The invitee accepts: the membership is created in the same transaction.';
+grant execute on function rowgate.accept_invitation(uuid) to rowgate_user;
+
 -- Function rowgate.add_member(uuid,text,text)
 CREATE OR REPLACE FUNCTION rowgate.add_member(p_organization_id uuid, p_email text, p_role text)
  RETURNS rowgate.memberships
@@ -1297,6 +1428,70 @@ $function$;
 comment on function rowgate.create_impersonation_session(uuid,bytea) is '@behavior -*';
 grant execute on function rowgate.create_impersonation_session(uuid,bytea) to rowgate_user;
 
+-- Function rowgate.create_invitation(uuid,text,text)
+CREATE OR REPLACE FUNCTION rowgate.create_invitation(p_organization_id uuid, p_email text, p_role text)
+ RETURNS rowgate.invitations
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_email text := lower(p_email);
+  v_denial text;
+  v_permissions text[];
+  v_invitation rowgate.invitations;
+  v_oldest timestamptz;
+begin
+  perform rowgate_hidden.assert_scope('members_write');
+  if not (p_organization_id = any (rowgate_hidden.current_organization_ids())) then
+    raise exception 'Not found' using errcode = 'RG404';
+  end if;
+  v_denial := rowgate_hidden.members_management_denial(p_organization_id);
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG403';
+  end if;
+  v_permissions := rowgate_private.role_permissions(p_organization_id, p_role);
+  if v_permissions is null then
+    raise exception 'Unknown role' using errcode = 'RG422', detail = 'body.role';
+  end if;
+  if not v_permissions <@ rowgate_hidden.current_permissions(p_organization_id) then
+    raise exception 'You can''t invite with a role that has permissions you don''t have' using errcode = 'RG403';
+  end if;
+  if exists (select 1 from rowgate.memberships m join rowgate.users u on u.id = m.user_id
+      where m.organization_id = p_organization_id and m.deleted_at is null and u.email = v_email and u.deleted_at is null) then
+    raise exception 'This address belongs to a member already' using errcode = 'RG422', detail = 'body.email';
+  end if;
+  perform pg_advisory_xact_lock(hashtextextended('rowgate invitations ' || p_organization_id::text, 0));
+  update rowgate.invitations set status = 'expired'
+    where organization_id = p_organization_id and email = v_email and status = 'pending' and expires_at <= now();
+  if exists (select 1 from rowgate.invitations i
+      where i.organization_id = p_organization_id and i.email = v_email and i.status = 'pending') then
+    raise exception 'This address has a pending invitation already: revoke it to invite it again'
+      using errcode = 'RG422', detail = 'body.email';
+  end if;
+  if (select count(*) from (select 1 from rowgate.invitations i
+      where i.organization_id = p_organization_id and i.status = 'pending' and i.expires_at > now() limit 50) pending) >= 50 then
+    raise exception 'At most 50 invitations may be pending in an organization: revoke one, or wait for answers'
+      using errcode = 'RG429';
+  end if;
+  select min(created_at) into v_oldest from (select i.created_at from rowgate.invitations i
+      where i.organization_id = p_organization_id and i.created_at > now() - interval '1 day'
+      order by i.created_at desc limit 100) sent
+    having count(*) >= 100;
+  if v_oldest is not null then
+    raise exception 'At most 100 invitation mails a day may leave an organization' using errcode = 'RG429',
+      detail = greatest(1, ceil(extract(epoch from v_oldest + interval '1 day' - now())))::integer::text;
+  end if;
+  insert into rowgate.invitations (organization_id, email, role, invited_by)
+    values (p_organization_id, v_email, p_role, rowgate_hidden.current_user_id())
+    returning * into v_invitation;
+  return v_invitation;
+end;
+$function$;
+comment on function rowgate.create_invitation(uuid,text,text) is '@behavior -*
+Invites an address to the organization (SPEC §21). Past a cap, RG429 (detail: the seconds to wait, when known).';
+grant execute on function rowgate.create_invitation(uuid,text,text) to rowgate_organization, rowgate_user;
+
 -- Function rowgate.create_oauth2_authorization_code(text,text,text[],uuid,text,text,bytea)
 CREATE OR REPLACE FUNCTION rowgate.create_oauth2_authorization_code(p_client_id text, p_redirect_uri text, p_scopes text[], p_organization_id uuid, p_code_challenge text, p_code_challenge_method text, p_code_hash bytea)
  RETURNS timestamp with time zone
@@ -1426,6 +1621,34 @@ $function$;
 comment on function rowgate.create_organization_access_token(uuid,text,text[],timestamp with time zone,bytea,text[]) is '@behavior -*';
 grant execute on function rowgate.create_organization_access_token(uuid,text,text[],timestamp with time zone,bytea,text[]) to rowgate_user;
 
+-- Function rowgate.create_organization_role(uuid,text,text,text[])
+CREATE OR REPLACE FUNCTION rowgate.create_organization_role(p_organization_id uuid, p_name text, p_description text, p_permissions text[])
+ RETURNS rowgate.organization_roles
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_role rowgate.organization_roles;
+begin
+  perform rowgate_private.organization_role_for_change(p_organization_id, null, 'members_write');
+  if exists (select 1 from rowgate.roles r where r.name = p_name) then
+    raise exception 'A built-in role has this name' using errcode = 'RG422', detail = 'body.name';
+  end if;
+  if exists (select 1 from rowgate.organization_roles r
+      where r.organization_id = p_organization_id and r.name = p_name and r.deleted_at is null) then
+    raise exception 'The organization has a role with this name already' using errcode = 'RG422', detail = 'body.name';
+  end if;
+  perform rowgate_private.assert_grantable(p_organization_id, p_permissions);
+  insert into rowgate.organization_roles (organization_id, name, description, permissions)
+    values (p_organization_id, p_name, p_description, p_permissions)
+    returning * into v_role;
+  return v_role;
+end;
+$function$;
+comment on function rowgate.create_organization_role(uuid,text,text,text[]) is '@behavior -*';
+grant execute on function rowgate.create_organization_role(uuid,text,text,text[]) to rowgate_organization, rowgate_user;
+
 -- Function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea,text[])
 CREATE OR REPLACE FUNCTION rowgate.create_personal_access_token(p_comment text, p_scopes text[], p_expires_at timestamp with time zone, p_token_hash bytea, p_allowed_ips text[] DEFAULT NULL::text[])
  RETURNS rowgate.personal_access_tokens
@@ -1537,6 +1760,22 @@ $function$;
 comment on function rowgate.create_webhook_endpoint(uuid,text,text[],text,boolean,bytea) is '@behavior -*';
 grant execute on function rowgate.create_webhook_endpoint(uuid,text,text[],text,boolean,bytea) to rowgate_organization, rowgate_user;
 
+-- Function rowgate.decline_invitation(uuid)
+CREATE OR REPLACE FUNCTION rowgate.decline_invitation(p_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_invitation rowgate.invitations := rowgate_private.invitee_invitation(p_id);
+begin
+  update rowgate.invitations set status = 'declined' where id = v_invitation.id;
+end;
+$function$;
+comment on function rowgate.decline_invitation(uuid) is '@behavior -*';
+grant execute on function rowgate.decline_invitation(uuid) to rowgate_user;
+
 -- Function rowgate.delete_current_user()
 CREATE OR REPLACE FUNCTION rowgate.delete_current_user()
  RETURNS boolean
@@ -1620,6 +1859,30 @@ $function$;
 comment on function rowgate.delete_oauth2_client(uuid) is '@behavior -*
 Deletes one of the current user''s OAuth2 clients and revokes its tokens.';
 grant execute on function rowgate.delete_oauth2_client(uuid) to rowgate_user;
+
+-- Function rowgate.delete_organization_role(uuid,text)
+CREATE OR REPLACE FUNCTION rowgate.delete_organization_role(p_organization_id uuid, p_name text)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_role rowgate.organization_roles := rowgate_private.organization_role_for_change(p_organization_id, p_name, 'members_write');
+begin
+  if exists (select 1 from rowgate.memberships m
+      where m.organization_id = p_organization_id and m.role = p_name and m.deleted_at is null) then
+    raise exception 'The role is in use: a member has it' using errcode = 'RG422', detail = 'path.name';
+  end if;
+  if exists (select 1 from rowgate.invitations i
+      where i.organization_id = p_organization_id and i.role = p_name and i.status = 'pending' and i.expires_at > now()) then
+    raise exception 'The role is in use: a pending invitation names it' using errcode = 'RG422', detail = 'path.name';
+  end if;
+  update rowgate.organization_roles set deleted_at = now() where id = v_role.id;
+end;
+$function$;
+comment on function rowgate.delete_organization_role(uuid,text) is '@behavior -*';
+grant execute on function rowgate.delete_organization_role(uuid,text) to rowgate_organization, rowgate_user;
 
 -- Function rowgate.delete_resource(text,uuid)
 CREATE OR REPLACE FUNCTION rowgate.delete_resource(p_resource text, p_id uuid)
@@ -1794,6 +2057,43 @@ comment on function rowgate.introspect_oauth2_token(text,bytea,text,bytea) is '@
 RFC 7662 token introspection.';
 grant execute on function rowgate.introspect_oauth2_token(text,bytea,text,bytea) to rowgate_anonymous;
 
+-- Function rowgate.leave_organization(uuid)
+CREATE OR REPLACE FUNCTION rowgate.leave_organization(p_organization_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_membership rowgate.memberships;
+begin
+  perform rowgate_hidden.assert_scope('user:write');
+  if rowgate_hidden.current_credential_kind() is distinct from 'web_session' then
+    raise exception 'Leaving an organization takes a web session' using errcode = 'RG403';
+  end if;
+  select m.* into v_membership from rowgate.memberships m join rowgate.organizations o on o.id = m.organization_id
+    where m.organization_id = p_organization_id and m.user_id = rowgate_hidden.current_user_id()
+      and m.deleted_at is null and o.deleted_at is null
+    for update of m;
+  if not found then
+    raise exception 'Not found' using errcode = 'RG404';
+  end if;
+  -- the organization's admins, locked in one order: two last admins leaving at once are one after the other
+  perform 1 from rowgate.memberships m
+    where m.organization_id = p_organization_id and m.role = 'admin' and m.deleted_at is null
+    order by m.id for update;
+  if v_membership.role = 'admin' and not exists (select 1 from rowgate.memberships m
+      where m.organization_id = p_organization_id and m.role = 'admin' and m.deleted_at is null and m.id <> v_membership.id) then
+    raise exception 'The last admin cannot leave the organization: make another member admin first'
+      using errcode = 'RG422', detail = 'path.id';
+  end if;
+  update rowgate.memberships set deleted_at = now() where id = v_membership.id;
+end;
+$function$;
+comment on function rowgate.leave_organization(uuid) is '@behavior -*
+The current user leaves an organization (SPEC §21).';
+grant execute on function rowgate.leave_organization(uuid) to rowgate_user;
+
 -- Function rowgate.oauth2_scopes_supported()
 CREATE OR REPLACE FUNCTION rowgate.oauth2_scopes_supported()
  RETURNS text[]
@@ -1819,7 +2119,7 @@ AS $function$
 $function$;
 comment on function rowgate.record_outbox_mail(text,text,text) is '@behavior -*
 Keeps a message in the development outbox (no mail server configured).';
-grant execute on function rowgate.record_outbox_mail(text,text,text) to rowgate_anonymous;
+grant execute on function rowgate.record_outbox_mail(text,text,text) to rowgate_anonymous, rowgate_user;
 
 -- Function rowgate.redeliver_webhook_event(uuid,uuid)
 CREATE OR REPLACE FUNCTION rowgate.redeliver_webhook_event(p_endpoint_id uuid, p_event_id uuid)
@@ -2014,6 +2314,34 @@ comment on function rowgate.revoke_current_session() is '@behavior -*
 Signs out: revokes the web session of this request.';
 grant execute on function rowgate.revoke_current_session() to rowgate_user;
 
+-- Function rowgate.revoke_invitation(uuid,uuid)
+CREATE OR REPLACE FUNCTION rowgate.revoke_invitation(p_organization_id uuid, p_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_denial text;
+begin
+  perform rowgate_hidden.assert_scope('members_write');
+  if not (p_organization_id = any (rowgate_hidden.current_organization_ids())) then
+    raise exception 'Not found' using errcode = 'RG404';
+  end if;
+  v_denial := rowgate_hidden.members_management_denial(p_organization_id);
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG403';
+  end if;
+  update rowgate.invitations set status = 'revoked'
+    where id = p_id and organization_id = p_organization_id and status = 'pending' and expires_at > now();
+  if not found then
+    raise exception 'Not found' using errcode = 'RG404';
+  end if;
+end;
+$function$;
+comment on function rowgate.revoke_invitation(uuid,uuid) is '@behavior -*';
+grant execute on function rowgate.revoke_invitation(uuid,uuid) to rowgate_organization, rowgate_user;
+
 -- Function rowgate.revoke_oauth2_token(text,bytea,text,bytea)
 CREATE OR REPLACE FUNCTION rowgate.revoke_oauth2_token(p_client_id text, p_client_secret_hash bytea, p_client_auth_method text, p_token_hash bytea)
  RETURNS text
@@ -2167,6 +2495,30 @@ $function$;
 comment on function rowgate.store_idempotent_answer(text,bytea,integer,text) is '@behavior -*
 Keeps a 2xx answer with its Idempotency-Key, in the transaction of its effect.';
 grant execute on function rowgate.store_idempotent_answer(text,bytea,integer,text) to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate.update_organization_role(uuid,text,boolean,text,text[])
+CREATE OR REPLACE FUNCTION rowgate.update_organization_role(p_organization_id uuid, p_name text, p_set_description boolean, p_description text, p_permissions text[])
+ RETURNS rowgate.organization_roles
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_role rowgate.organization_roles := rowgate_private.organization_role_for_change(p_organization_id, p_name, 'members_write');
+begin
+  if p_permissions is not null then
+    perform rowgate_private.assert_grantable(p_organization_id, p_permissions);
+  end if;
+  update rowgate.organization_roles r set
+      description = case when p_set_description then p_description else r.description end,
+      permissions = coalesce(p_permissions, r.permissions)
+    where r.id = v_role.id
+    returning * into v_role;
+  return v_role;
+end;
+$function$;
+comment on function rowgate.update_organization_role(uuid,text,boolean,text,text[]) is '@behavior -*';
+grant execute on function rowgate.update_organization_role(uuid,text,boolean,text,text[]) to rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.access_token_management_denial(uuid)
 CREATE OR REPLACE FUNCTION rowgate_hidden.access_token_management_denial(p_organization_id uuid)
@@ -2475,7 +2827,7 @@ declare
 begin
   if v_kind is null then
     return jsonb_build_object('kind', 'system', 'id', null, 'credential_kind', null, 'credential_id', null,
-      'impersonator_id', null, 'oauth2_client_id', null);
+      'impersonator_id', null, 'oauth2_client_id', null, 'ip', null, 'user_agent', null);
   end if;
   if v_credential_kind = 'web_session' then
     select s.impersonator_id into v_impersonator_id from rowgate_private.sessions s where s.id = v_credential_id;
@@ -2485,7 +2837,7 @@ begin
   end if;
   return jsonb_build_object('kind', v_kind, 'id', rowgate_hidden.current_subject_id(),
     'credential_kind', v_credential_kind, 'credential_id', v_credential_id,
-    'impersonator_id', v_impersonator_id, 'oauth2_client_id', v_client_id);
+    'impersonator_id', v_impersonator_id, 'oauth2_client_id', v_client_id, 'ip', null, 'user_agent', null);
 end;
 $function$;
 comment on function rowgate_hidden.current_actor() is 'Who is making the changes of this transaction, as events record it (SPEC §17).';
@@ -2571,7 +2923,10 @@ begin
       select m.organization_id
       from rowgate.memberships m join rowgate.organizations o on o.id = m.organization_id
       where m.user_id = rowgate_hidden.current_user_id() and m.deleted_at is null and o.deleted_at is null
-        and exists (select 1 from rowgate.role_permissions rp where rp.role = m.role and rp.permission = p_permission));
+        and (exists (select 1 from rowgate.role_permissions rp where rp.role = m.role and rp.permission = p_permission)
+          or exists (select 1 from rowgate.organization_roles r
+            where r.organization_id = m.organization_id and r.name = m.role and r.deleted_at is null
+              and p_permission = any (r.permissions))));
   elsif v_kind = 'organization' then
     return array(
       select o.id from rowgate.organizations o
@@ -2582,6 +2937,30 @@ end;
 $function$;
 comment on function rowgate_hidden.current_organization_ids(text) is 'The organizations the current subject reaches; with a permission, a User''s only where its role grants it (Organization subjects bypass the filter).';
 grant execute on function rowgate_hidden.current_organization_ids(text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.current_permissions(uuid)
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_permissions(p_organization_id uuid)
+ RETURNS text[]
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_kind text := rowgate_hidden.current_subject_kind();
+begin
+  if v_kind = 'organization' and p_organization_id = rowgate_hidden.current_subject_id() then
+    return array(select p.name from rowgate.permissions p order by 1);
+  elsif v_kind = 'user' then
+    return coalesce((select rowgate_private.role_permissions(m.organization_id, m.role)
+      from rowgate.memberships m join rowgate.organizations o on o.id = m.organization_id
+      where m.user_id = rowgate_hidden.current_user_id() and m.organization_id = p_organization_id
+        and m.deleted_at is null and o.deleted_at is null), '{}');
+  end if;
+  return '{}';
+end;
+$function$;
+comment on function rowgate_hidden.current_permissions(uuid) is 'The permissions the current subject holds in an organization (its role''s; all of them for the organization itself); empty out of reach.';
+grant execute on function rowgate_hidden.current_permissions(uuid) to rowgate_analyst, rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.current_role_in(uuid)
 CREATE OR REPLACE FUNCTION rowgate_hidden.current_role_in(p_organization_id uuid)
@@ -2638,6 +3017,20 @@ $function$;
 comment on function rowgate_hidden.current_subject_kind() is 'The kind of the request''s subject (user, organization, customer, member), or null.';
 grant execute on function rowgate_hidden.current_subject_kind() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
+-- Function rowgate_hidden.current_user_email()
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_user_email()
+ RETURNS text
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  return (select u.email from rowgate.users u where u.id = rowgate_hidden.current_user_id() and u.deleted_at is null);
+end;
+$function$;
+comment on function rowgate_hidden.current_user_email() is 'The e-mail address of the current User subject, or null.';
+grant execute on function rowgate_hidden.current_user_email() to rowgate_analyst, rowgate_user;
+
 -- Function rowgate_hidden.current_user_id()
 CREATE OR REPLACE FUNCTION rowgate_hidden.current_user_id()
  RETURNS uuid
@@ -2685,11 +3078,15 @@ CREATE OR REPLACE FUNCTION rowgate_hidden.event_type_denial(p_organization_id uu
  STABLE
 AS $function$
   select case
-    when not (p_type ~ '^[a-z_]+\.(created|updated|deleted)$' or p_type in ('order.paid', 'order.refunded')) then 'Unknown event type'
+    when not (p_type ~ '^[a-z_]+\.(created|updated|deleted)$' or p_type in ('order.paid', 'order.refunded')
+      or p_type in ('invitation.accepted', 'invitation.declined', 'invitation.revoked', 'invitation.expired')) then 'Unknown event type'
     else case split_part(p_type, '.', 1)
       when 'organization' then null when 'membership' then null when 'product' then null
       when 'customer' then null when 'order' then null when 'member' then null when 'refund' then null
       when 'webhook_endpoint' then null
+      when 'role' then case when p_type = 'role.deleted' or p_type ~ '^role\.(created|updated)$' then null else 'Unknown event type' end
+      when 'invitation' then case when p_type ~ '\.(updated|deleted)$' then 'Unknown event type'
+        else rowgate_hidden.members_management_denial(p_organization_id) end
       when 'transaction' then case when p_organization_id = any (rowgate_hidden.current_organization_ids('finance:read')) then null
         else 'You don''t have permission to read transactions' end
       when 'account' then rowgate_hidden.finance_read_denial(p_organization_id)
@@ -2768,6 +3165,27 @@ AS $function$
 $function$;
 comment on function rowgate_hidden.has_scope(text) is 'Does the credential of this transaction carry the scope?';
 grant execute on function rowgate_hidden.has_scope(text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.invitation_names(uuid)
+CREATE OR REPLACE FUNCTION rowgate_hidden.invitation_names(p_id uuid)
+ RETURNS TABLE(organization_name text, inviter_name text)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  return query
+    select o.name, u.name from rowgate.invitations i
+      join rowgate.organizations o on o.id = i.organization_id
+      left join rowgate.users u on u.id = i.invited_by and u.deleted_at is null
+    where i.id = p_id
+      and ((i.email = rowgate_hidden.current_user_email() and rowgate_hidden.current_credential_kind() = 'web_session')
+        or i.organization_id = any (rowgate_hidden.current_organization_ids('members:manage')));
+end;
+$function$;
+comment on function rowgate_hidden.invitation_names(uuid) is '@behavior -*
+The organization''s and the inviter''s names of an invitation the caller may see.';
+grant execute on function rowgate_hidden.invitation_names(uuid) to rowgate_analyst, rowgate_user;
 
 -- Function rowgate_hidden.members_management_denial(uuid)
 CREATE OR REPLACE FUNCTION rowgate_hidden.members_management_denial(p_organization_id uuid)
@@ -3125,6 +3543,31 @@ begin
 end;
 $function$;
 
+-- Function rowgate_private.assert_grantable(uuid,text[])
+CREATE OR REPLACE FUNCTION rowgate_private.assert_grantable(p_organization_id uuid, p_permissions text[])
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_lacking text;
+begin
+  select p into v_lacking from unnest(p_permissions) p
+    where p is null or not exists (select 1 from rowgate.permissions k where k.name = p) limit 1;
+  if found then
+    raise exception 'Unknown permission: %', coalesce(v_lacking, 'null') using errcode = 'RG422', detail = 'body.permissions';
+  end if;
+  select p into v_lacking from unnest(p_permissions) p
+    where not p = any (rowgate_hidden.current_permissions(p_organization_id)) limit 1;
+  if found then
+    raise exception 'You can''t give a role a permission you don''t have: %', v_lacking
+      using errcode = 'RG422', detail = 'body.permissions';
+  end if;
+end;
+$function$;
+comment on function rowgate_private.assert_grantable(uuid,text[]) is 'Refuses permissions that are unknown or that the current subject does not hold in the organization (RG422 at body.permissions).';
+
 -- Function rowgate_private.assert_known_scopes(text[])
 CREATE OR REPLACE FUNCTION rowgate_private.assert_known_scopes(p_scopes text[])
  RETURNS void
@@ -3254,7 +3697,7 @@ $function$;
 
 -- Function rowgate_private.claim_webhook_delivery()
 CREATE OR REPLACE FUNCTION rowgate_private.claim_webhook_delivery()
- RETURNS TABLE(delivery_id bigint, attempt integer, endpoint_id uuid, url text, sealed_secret bytea, event_id uuid, organization_id uuid, type text, resource_id uuid, data jsonb, actor jsonb, request_id text, created_at timestamp with time zone)
+ RETURNS TABLE(delivery_id bigint, attempt integer, endpoint_id uuid, url text, sealed_secret bytea, event_id uuid, organization_id uuid, type text, resource_id uuid, data jsonb, actor jsonb, request_id text, created_at timestamp with time zone, previous jsonb)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -3330,10 +3773,12 @@ begin
   end if;
   return query
     select v_delivery.id, v_delivery.attempts + 1, e.id, e.url, s.sealed_secret,
-      ev.id, ev.organization_id, ev.type, ev.resource_id, ev.data, ev.actor, ev.request_id, ev.created_at
+      ev.id, ev.organization_id, ev.type, ev.resource_id, ev.data,
+      ev.actor || jsonb_build_object('ip', c.ip, 'user_agent', c.user_agent), ev.request_id, ev.created_at, ev.previous
     from rowgate.webhook_endpoints e
       join rowgate_private.webhook_secrets s on s.organization_id = e.organization_id and s.endpoint_id = e.id
       join rowgate.events ev on ev.id = v_delivery.event_id
+      left join rowgate.event_clients c on c.organization_id = ev.organization_id and c.event_id = ev.id
     where e.id = v_delivery.endpoint_id;
 end;
 $function$;
@@ -3373,6 +3818,27 @@ begin
 end;
 $function$;
 grant execute on function rowgate_private.enforce_analyst_limits() to rowgate_authenticator;
+
+-- Function rowgate_private.erase_event_clients(integer)
+CREATE OR REPLACE FUNCTION rowgate_private.erase_event_clients(p_batch integer DEFAULT 5000)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_erased integer;
+begin
+  delete from rowgate.event_clients c using (
+    select organization_id, event_id from rowgate.event_clients
+    where created_at <= now() - interval '90 days' limit greatest(p_batch, 1)) old
+  where c.organization_id = old.organization_id and c.event_id = old.event_id;
+  get diagnostics v_erased = row_count;
+  return v_erased;
+end;
+$function$;
+comment on function rowgate_private.erase_event_clients(integer) is 'Erases up to p_batch client addresses and user agents of events older than 90 days; returns how many.';
+grant execute on function rowgate_private.erase_event_clients(integer) to rowgate_authenticator;
 
 -- Function rowgate_private.exchange_rate_limit_counts(uuid,text[],text[],bigint[],integer[],integer[])
 CREATE OR REPLACE FUNCTION rowgate_private.exchange_rate_limit_counts(p_server uuid, p_policies text[], p_keys text[], p_windows bigint[], p_points integer[], p_expires_in integer[])
@@ -3421,6 +3887,28 @@ AS $function$
   ) t;
 $function$;
 
+-- Function rowgate_private.expire_invitations(integer)
+CREATE OR REPLACE FUNCTION rowgate_private.expire_invitations(p_batch integer DEFAULT 1000)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_expired integer;
+begin
+  with due as (
+    select i.id from rowgate.invitations i where i.status = 'pending' and i.expires_at <= now()
+    order by i.expires_at limit greatest(p_batch, 1) for update skip locked
+  )
+  update rowgate.invitations i set status = 'expired' from due where i.id = due.id;
+  get diagnostics v_expired = row_count;
+  return v_expired;
+end;
+$function$;
+comment on function rowgate_private.expire_invitations(integer) is 'Marks up to p_batch pending invitations past expires_at expired; returns how many.';
+grant execute on function rowgate_private.expire_invitations(integer) to rowgate_authenticator;
+
 -- Function rowgate_private.idempotency_key_lifetime()
 CREATE OR REPLACE FUNCTION rowgate_private.idempotency_key_lifetime()
  RETURNS interval
@@ -3429,6 +3917,40 @@ CREATE OR REPLACE FUNCTION rowgate_private.idempotency_key_lifetime()
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
   select interval '24 hours';
+$function$;
+
+-- Function rowgate_private.invitation_lifetime()
+CREATE OR REPLACE FUNCTION rowgate_private.invitation_lifetime()
+ RETURNS interval
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$ select interval '7 days'; $function$;
+comment on function rowgate_private.invitation_lifetime() is 'How long an invitation can be accepted.';
+
+-- Function rowgate_private.invitee_invitation(uuid)
+CREATE OR REPLACE FUNCTION rowgate_private.invitee_invitation(p_id uuid)
+ RETURNS rowgate.invitations
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_invitation rowgate.invitations;
+begin
+  perform rowgate_hidden.assert_scope('user:write');
+  if rowgate_hidden.current_credential_kind() is distinct from 'web_session' then
+    raise exception 'Not found' using errcode = 'RG404';
+  end if;
+  select i.* into v_invitation from rowgate.invitations i join rowgate.organizations o on o.id = i.organization_id
+    where i.id = p_id and i.email = rowgate_hidden.current_user_email()
+      and i.status = 'pending' and i.expires_at > now() and o.deleted_at is null
+    for update of i;
+  if not found then
+    raise exception 'Not found' using errcode = 'RG404';
+  end if;
+  return v_invitation;
+end;
 $function$;
 
 -- Function rowgate_private.issue_oauth2_tokens(uuid,text[],bytea,bytea)
@@ -3547,6 +4069,44 @@ AS $function$
   select exists (select 1 from rowgate.users u where u.id = p_user_id and u.deleted_at is null)
     and (p_organization_id is null or rowgate_private.user_manages_access_tokens(p_user_id, p_organization_id));
 $function$;
+
+-- Function rowgate_private.organization_role_for_change(uuid,text,text)
+CREATE OR REPLACE FUNCTION rowgate_private.organization_role_for_change(p_organization_id uuid, p_name text, p_scope text)
+ RETURNS rowgate.organization_roles
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_denial text;
+  v_role rowgate.organization_roles;
+begin
+  perform rowgate_hidden.assert_scope(p_scope);
+  if not (p_organization_id = any (rowgate_hidden.current_organization_ids())) then
+    raise exception 'Not found' using errcode = 'RG404';
+  end if;
+  if p_name is not null then
+    select * into v_role from rowgate.organization_roles r
+      where r.organization_id = p_organization_id and r.name = p_name and r.deleted_at is null
+      for update;
+    if not found and not exists (select 1 from rowgate.roles r where r.name = p_name) then
+      raise exception 'Not found' using errcode = 'RG404';
+    end if;
+  end if;
+  v_denial := rowgate_hidden.members_management_denial(p_organization_id);
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG403';
+  end if;
+  if p_name is not null and v_role.id is null then
+    raise exception 'Built-in roles cannot be changed or deleted' using errcode = 'RG403';
+  end if;
+  if p_name is not null and not v_role.permissions <@ rowgate_hidden.current_permissions(p_organization_id) then
+    raise exception 'You can''t change a role that has permissions you don''t have' using errcode = 'RG403';
+  end if;
+  return v_role;
+end;
+$function$;
+comment on function rowgate_private.organization_role_for_change(uuid,text,text) is 'The organization''s role a User may change (locked), after the checks of SPEC §5 and §21; with no name, only the checks.';
 
 -- Function rowgate_private.prune_events(interval,integer)
 CREATE OR REPLACE FUNCTION rowgate_private.prune_events(p_older_than interval, p_batch integer DEFAULT 5000)
@@ -3736,6 +4296,20 @@ AS $function$
   update rowgate_private.oauth2_access_tokens set revoked_at = now() where family_id = p_family_id and revoked_at is null;
 $function$;
 
+-- Function rowgate_private.role_permissions(uuid,text)
+CREATE OR REPLACE FUNCTION rowgate_private.role_permissions(p_organization_id uuid, p_role text)
+ RETURNS text[]
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select case when exists (select 1 from rowgate.roles r where r.name = p_role)
+    then array(select rp.permission from rowgate.role_permissions rp where rp.role = p_role order by 1)
+    else (select r.permissions from rowgate.organization_roles r
+      where r.organization_id = p_organization_id and r.name = p_role and r.deleted_at is null) end;
+$function$;
+comment on function rowgate_private.role_permissions(uuid,text) is 'The permissions of a built-in role, or of the organization''s own role of that name; null when neither exists.';
+
 -- Function rowgate_private.tg__at_most()
 CREATE OR REPLACE FUNCTION rowgate_private.tg__at_most()
  RETURNS trigger
@@ -3761,6 +4335,28 @@ begin
 end;
 $function$;
 comment on function rowgate_private.tg__at_most() is 'Refuses an insert past the owner''s number of rows not deleted (revoked), expired ones included (RG403, the reason as the message).';
+
+-- Function rowgate_private.tg__check_role()
+CREATE OR REPLACE FUNCTION rowgate_private.tg__check_role()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if exists (select 1 from rowgate.roles r where r.name = new.role) then
+    return new;
+  end if;
+  perform 1 from rowgate.organization_roles r
+    where r.organization_id = new.organization_id and r.name = new.role and r.deleted_at is null
+    for share;
+  if not found then
+    raise exception 'Unknown role' using errcode = 'RG422', detail = 'body.role';
+  end if;
+  return new;
+end;
+$function$;
+comment on function rowgate_private.tg__check_role() is 'Refuses a role that is neither built in nor one of the row''s organization''s (RG422 at body.role).';
 
 -- Function rowgate_private.tg__count_rows()
 CREATE OR REPLACE FUNCTION rowgate_private.tg__count_rows()
@@ -3812,11 +4408,15 @@ AS $function$
 declare
   v_resource text := tg_argv[0];
   v_columns text[] := string_to_array(tg_argv[2], ',');
+  v_status_column text := case when tg_nargs > 3 then tg_argv[3] end;
   v_row jsonb := to_jsonb(case when tg_op = 'DELETE' then old else new end);
   v_old jsonb := case when tg_op = 'UPDATE' then to_jsonb(old) end;
   v_data jsonb;
+  v_previous jsonb;
   v_types text[];
   v_resource_id uuid;
+  v_ip text;
+  v_user_agent text;
 begin
   select jsonb_object_agg(key, value) into v_data from jsonb_each(v_row) where key = any (v_columns);
   if tg_op = 'INSERT' then
@@ -3827,11 +4427,16 @@ begin
     return null; -- a deleted row stays deleted
   elsif v_row->>'deleted_at' is not null then
     v_types := array[v_resource || '.deleted'];
+  elsif v_status_column is not null and v_row->v_status_column is distinct from v_old->v_status_column then
+    v_types := array[v_resource || '.' || (v_row->>v_status_column)];
   elsif (v_data - '{updated_at,last_used_at}'::text[])
       = (select coalesce(jsonb_object_agg(key, value), '{}') from jsonb_each(v_old) where key = any (v_columns) and key not in ('updated_at', 'last_used_at')) then
     return null;
   else
     v_types := array[v_resource || '.updated'];
+    select jsonb_object_agg(o.key, o.value) into v_previous from jsonb_each(v_old) o
+      where o.key = any (v_columns) and o.key not in ('updated_at', 'last_used_at')
+        and o.value is distinct from v_row->o.key;
   end if;
   if v_resource = 'order' and tg_op <> 'DELETE' and v_row->>'status' in ('paid', 'refunded')
       and v_row->>'status' is distinct from v_old->>'status' then
@@ -3842,13 +4447,31 @@ begin
     -- a membership is known by its user (REST: /organizations/{id}/members/{user_id})
     v_resource_id := (v_row->>'user_id')::uuid;
     select v_data || jsonb_build_object('email', u.email, 'name', u.name) into v_data from rowgate.users u where u.id = v_resource_id;
+  elsif v_resource = 'role' then
+    v_data := v_data || jsonb_build_object('built_in', false);
+  elsif v_resource = 'invitation' then
+    select v_data || jsonb_build_object('organization_name', o.name, 'inviter_name', u.name) into v_data
+      from rowgate.organizations o left join rowgate.users u on u.id = (v_row->>'invited_by')::uuid
+      where o.id = (v_row->>'organization_id')::uuid;
   end if;
-  insert into rowgate.events (organization_id, type, resource_id, data, actor, request_id, audience)
-  select coalesce((v_row->>'organization_id')::uuid, (v_row->>'id')::uuid), t.type, v_resource_id, v_data,
-    actor.value, nullif(current_setting('rowgate.request_id', true), ''), tg_argv[1]
-  from unnest(v_types) with ordinality as t(type, n)
-    cross join (select rowgate_hidden.current_actor() as value) actor
-  order by t.n;
+  if session_user = 'rowgate_authenticator' then
+    v_ip := nullif(current_setting('rowgate.client_address', true), '');
+    v_user_agent := left(nullif(current_setting('rowgate.user_agent', true), ''), 256);
+  end if;
+  with inserted as (
+    insert into rowgate.events (organization_id, type, resource_id, data, previous, actor, request_id, audience)
+    select coalesce((v_row->>'organization_id')::uuid, (v_row->>'id')::uuid), t.type, v_resource_id, v_data,
+      case when t.type = v_resource || '.updated' then v_previous end,
+      actor.value, nullif(current_setting('rowgate.request_id', true), ''), tg_argv[1]
+    from unnest(v_types) with ordinality as t(type, n)
+      cross join (select rowgate_hidden.current_actor() as value) actor
+    order by t.n
+    returning organization_id, id, audience
+  )
+  insert into rowgate.event_clients (organization_id, event_id, audience, user_id, ip, user_agent)
+  select i.organization_id, i.id, i.audience, rowgate_hidden.current_user_id(), left(v_ip, 100), v_user_agent
+  from inserted i
+  where v_ip is not null or v_user_agent is not null;
   return null;
 end;
 $function$;
@@ -3951,6 +4574,52 @@ begin
 end;
 $function$;
 
+-- Function rowgate_private.tg_memberships__no_escalation()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_memberships__no_escalation()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_user_id uuid := rowgate_hidden.current_user_id();
+  v_mine text[];
+begin
+  if v_user_id is null then
+    return new;
+  end if;
+  if tg_op = 'INSERT' then
+    if new.user_id = v_user_id then
+      return new; -- creating an organization, accepting an invitation
+    end if;
+    if not coalesce(rowgate_private.role_permissions(new.organization_id, new.role), '{}')
+        <@ rowgate_hidden.current_permissions(new.organization_id) then
+      raise exception 'You can''t give a member a role with permissions you don''t have' using errcode = 'RG403';
+    end if;
+    return new;
+  end if;
+  if new.role is not distinct from old.role and (new.deleted_at is null or old.deleted_at is not null) then
+    return new;
+  end if;
+  if old.user_id = v_user_id then
+    if new.role is distinct from old.role then
+      raise exception 'You can''t change your own role' using errcode = 'RG403';
+    end if;
+    return new; -- leaving
+  end if;
+  v_mine := rowgate_hidden.current_permissions(old.organization_id);
+  if not coalesce(rowgate_private.role_permissions(old.organization_id, old.role), '{}') <@ v_mine then
+    raise exception 'You can''t change or remove a member whose role has permissions you don''t have' using errcode = 'RG403';
+  end if;
+  if new.role is distinct from old.role
+      and not coalesce(rowgate_private.role_permissions(new.organization_id, new.role), '{}') <@ v_mine then
+    raise exception 'You can''t give a member a role with permissions you don''t have' using errcode = 'RG403';
+  end if;
+  return new;
+end;
+$function$;
+comment on function rowgate_private.tg_memberships__no_escalation() is 'SPEC §21''s escalation rules for a User''s changes of memberships (RG403 with the reason).';
+
 -- Function rowgate_private.tg_orders__check()
 CREATE OR REPLACE FUNCTION rowgate_private.tg_orders__check()
  RETURNS trigger
@@ -4013,6 +4682,29 @@ begin
 end;
 $function$;
 
+-- Function rowgate_private.tg_organization_roles__check()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_organization_roles__check()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_unknown text;
+begin
+  select p into v_unknown from unnest(new.permissions) p
+    where p is null or not exists (select 1 from rowgate.permissions k where k.name = p) limit 1;
+  if found then
+    raise exception 'Unknown permission: %', coalesce(v_unknown, 'null') using errcode = 'RG422', detail = 'body.permissions';
+  end if;
+  new.permissions := array(select distinct p from unnest(new.permissions) p order by p);
+  if exists (select 1 from rowgate.roles r where r.name = new.name) then
+    raise exception 'A built-in role has this name' using errcode = 'RG422', detail = 'body.name';
+  end if;
+  return new;
+end;
+$function$;
+
 -- Function rowgate_private.tg_platform_admins__touch_user()
 CREATE OR REPLACE FUNCTION rowgate_private.tg_platform_admins__touch_user()
  RETURNS trigger
@@ -4027,6 +4719,20 @@ begin
   return null;
 end;
 $function$;
+
+-- Function rowgate_private.tg_users__erase_clients()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_users__erase_clients()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  delete from rowgate.event_clients where user_id = new.id;
+  return null;
+end;
+$function$;
+comment on function rowgate_private.tg_users__erase_clients() is 'A deleted user''s client addresses and user agents are erased from the audit trail.';
 
 -- Function rowgate_private.tg_users__leave_organizations()
 CREATE OR REPLACE FUNCTION rowgate_private.tg_users__leave_organizations()
@@ -4121,11 +4827,11 @@ CREATE OR REPLACE FUNCTION rowgate_private.user_manages_access_tokens(p_user_id 
 AS $function$
   select exists (
     select 1 from rowgate.memberships m
-      join rowgate.role_permissions rp on rp.role = m.role and rp.permission = 'access_tokens:manage'
       join rowgate.organizations o on o.id = m.organization_id
       join rowgate.users u on u.id = m.user_id
     where m.user_id = p_user_id and m.organization_id = p_organization_id
-      and m.deleted_at is null and o.deleted_at is null and u.deleted_at is null);
+      and m.deleted_at is null and o.deleted_at is null and u.deleted_at is null
+      and 'access_tokens:manage' = any (rowgate_private.role_permissions(m.organization_id, m.role)));
 $function$;
 
 -- Function rowgate_private.web_session_lifetime()

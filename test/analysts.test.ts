@@ -782,11 +782,14 @@ describe('bypass attempts fail', () => {
         'rowgate.colleagues',
         'rowgate.customer_members',
         'rowgate.customers',
+        'rowgate.event_clients',
         'rowgate.events',
+        'rowgate.invitations',
         'rowgate.memberships',
         'rowgate.orders',
         'rowgate.orders_by_day',
         'rowgate.organization_access_tokens',
+        'rowgate.organization_roles',
         'rowgate.organizations',
         'rowgate.payout_accounts',
         'rowgate.permissions',
@@ -809,9 +812,14 @@ describe('bypass attempts fail', () => {
         'rowgate_hidden.current_colleague_ids()',
         'rowgate_hidden.current_customer_id()',
         'rowgate_hidden.current_organization_ids(text)',
+        // the analyst's own permissions and address (SPEC §21)
+        'rowgate_hidden.current_permissions(uuid)',
         // the analyst's own role, only in organizations it reaches (rowgate.check's basis)
         'rowgate_hidden.current_role_in(uuid)',
+        'rowgate_hidden.current_user_email()',
         'rowgate_hidden.finance_denial(uuid,boolean)',
+        // the names beside an invitation the analyst may see
+        'rowgate_hidden.invitation_names(uuid)',
         // counts only over the organizations the subject reaches
         'rowgate_hidden.organization_row_count(text,uuid[])',
         // the names of the scopes a web session carries (rowgate.check answers as one)

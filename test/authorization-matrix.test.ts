@@ -130,12 +130,35 @@ const EP = {
   createImpersonation: ep('POST', '/v1/impersonations/', ACCEPTS.web, ['user:write']),
   listEvents: ep('GET', '/v1/events/', ACCEPTS.organization, ['events_read']),
   getEvent: ep('GET', '/v1/events/{id}', ACCEPTS.organization, ['events_read']),
+  // SPEC §21
+  listRoles: ep('GET', '/v1/organizations/{id}/roles', ACCEPTS.organization, rw('members')),
+  createRole: ep('POST', '/v1/organizations/{id}/roles', ACCEPTS.organization, w('members')),
+  updateRole: ep('PATCH', '/v1/organizations/{id}/roles/{name}', ACCEPTS.organization, w('members')),
+  deleteRole: ep('DELETE', '/v1/organizations/{id}/roles/{name}', ACCEPTS.organization, w('members')),
+  leave: ep('DELETE', '/v1/organizations/{id}/members/me', ACCEPTS.web, ['user:write']),
+  listInvitations: ep('GET', '/v1/organizations/{id}/invitations', ACCEPTS.organization, rw('members')),
+  createInvitation: ep('POST', '/v1/organizations/{id}/invitations', ACCEPTS.organization, w('members')),
+  revokeInvitation: ep('DELETE', '/v1/organizations/{id}/invitations/{invitation_id}', ACCEPTS.organization, w('members')),
+  myInvitations: ep('GET', '/v1/invitations/', ACCEPTS.web, ['user:read', 'user:write']),
+  acceptInvitation: ep('POST', '/v1/invitations/{id}/accept', ACCEPTS.web, ['user:write']),
+  declineInvitation: ep('POST', '/v1/invitations/{id}/decline', ACCEPTS.web, ['user:write']),
 } satisfies Record<string, Endpoint>;
 
 // ---------------------------------------------------------------------------------
 // Subjects and their credentials
 
-const USER_PRINCIPALS = ['adminA', 'memberA', 'financeA', 'outsider', 'removedA', 'adminB'] as const;
+/**
+ * supportA and auditorA hold roles organization A defined (SPEC §21) with exactly the
+ * permissions of `member` and `finance`: where a case does not name them, they expect
+ * what memberA and financeA do, so every case checks that a custom role grants exactly
+ * its permissions, everywhere.
+ */
+const USER_PRINCIPALS = ['adminA', 'memberA', 'financeA', 'supportA', 'auditorA', 'outsider', 'removedA', 'adminB'] as const;
+/** the roles A defines, and the built-in role each equals */
+const CUSTOM_ROLES = [
+  { name: 'support', permissions: ['customers:write', 'orders:write', 'products:write'], holder: 'supportA', like: 'memberA' },
+  { name: 'auditor', permissions: ['finance:read'], holder: 'auditorA', like: 'financeA' },
+] as const;
 type UserPrincipal = (typeof USER_PRINCIPALS)[number] | 'platformAdmin';
 type Principal =
   | UserPrincipal
@@ -181,6 +204,8 @@ const FALLBACK: Partial<Record<Principal, Principal>> = {
   narrowPat: 'adminA',
   oauthOrgA: 'oatA',
   narrowOat: 'oatA',
+  supportA: 'memberA',
+  auditorA: 'financeA',
 };
 
 // ---------------------------------------------------------------------------------
@@ -222,6 +247,8 @@ interface World {
   tokensA: string[];
   tokensB: string[];
   tokensC: string[];
+  /** A's pending invitation to the outsider (SPEC §21) */
+  invitationA: string;
   /** every event the fixtures wrote (SPEC §17) */
   events: { id: string; organization_id: string; type: string }[];
   credentials: Map<string, RequestOptions>;
@@ -244,6 +271,19 @@ async function buildWorld(): Promise<World> {
   await app.membership(A, users.memberA.id, 'member');
   await app.membership(A, users.financeA.id, 'finance');
   await app.membership(A, users.removedA.id, 'member');
+  for (const role of CUSTOM_ROLES) {
+    await app.sql('insert into rowgate.organization_roles (organization_id, name, permissions) values ($1, $2, $3)', [
+      A,
+      role.name,
+      role.permissions,
+    ]);
+    await app.membership(A, users[role.holder].id, role.name);
+  }
+  // an invitation of A to the outsider's address (seen by A's member managers and by the outsider)
+  const [invitation] = await app.sql<{ id: string }>(
+    `insert into rowgate.invitations (organization_id, email, role, invited_by) values ($1, $2, 'member', $3) returning id`,
+    [A, users.outsider.email, users.adminA.id],
+  );
   await app.sql('update rowgate.memberships set deleted_at = now() where organization_id = $1 and user_id = $2', [A, users.removedA.id]);
   const accountA = await app.account(A, users.adminA.id);
   const accountB = await app.account(B, users.adminB.id);
@@ -340,6 +380,7 @@ async function buildWorld(): Promise<World> {
     tokensA: await tokensOf(A),
     tokensB: await tokensOf(B),
     tokensC: await tokensOf(C),
+    invitationA: invitation!.id,
     events: await app.sql('select id, organization_id, type from rowgate.events'),
     credentials,
     userOf: {
@@ -364,6 +405,14 @@ const fresh = {
        select id from o`,
       [slug(), w.u.adminA.id, w.u.memberA.id, w.u.financeA.id, w.u.removedA.id],
     );
+    for (const role of CUSTOM_ROLES) {
+      await app.sql('insert into rowgate.organization_roles (organization_id, name, permissions) values ($1, $2, $3)', [
+        row!.id,
+        role.name,
+        role.permissions,
+      ]);
+      await app.membership(row!.id, w.u[role.holder].id, role.name);
+    }
     return row!.id;
   },
   /** a user (no credential); with an organization, a `member` of it */
@@ -518,7 +567,7 @@ read(EP.getOrganization, 'an unknown id', () => ({ path: `/v1/organizations/${un
 read(EP.listMembers, 'of A (the removed member is not listed)', (w) => ({ path: `/v1/organizations/${w.A}/members?limit=100` }), {
   ...each(
     ['adminA', 'memberA', 'financeA', 'oatA'],
-    rows((w) => [w.u.adminA.id, w.u.memberA.id, w.u.financeA.id], 'user_id'),
+    rows((w) => [w.u.adminA.id, w.u.memberA.id, w.u.financeA.id, w.u.supportA.id, w.u.auditorA.id], 'user_id'),
   ),
   others: notFound,
 });
@@ -741,8 +790,9 @@ const eventsOf =
   (organization: 'A' | 'B' | 'C', visible: (type: string) => boolean = () => true) =>
   (w: World) =>
     w.events.filter((e) => e.organization_id === w[organization] && visible(e.type)).map((e) => e.id);
-const memberVisible = (type: string) => !/^(transaction|account|payout_account|organization_access_token)\./.test(type);
-const notTokens = (type: string) => !type.startsWith('organization_access_token.');
+const memberVisible = (type: string) => !/^(transaction|account|payout_account|organization_access_token|invitation)\./.test(type);
+/** organization tokens: not token events, nor invitation events (member managers are users) */
+const notTokens = (type: string) => !type.startsWith('organization_access_token.') && !type.startsWith('invitation.');
 const eventsPath = (w: World) =>
   `/v1/events/?limit=100&${[...new Set(w.events.map((e) => e.type).filter((t) => !t.startsWith('payout_account.')))]
     .map((t) => `type=${t}`)
@@ -886,6 +936,39 @@ read(EP.listAllCustomerMembers, 'narrowed to B', (w) => ({ path: `/v1/members/?l
     ['adminB', 'oatB'],
     rows((w) => [w.seatB]),
   ),
+  others: none,
+});
+
+// roles and invitations (SPEC §21): A's own roles to A's members only; invitations to
+// member managers (users), and to the invited address's web session
+const BUILT_IN_ROLES = ['admin', 'finance', 'member'];
+read(EP.listRoles, 'of A', (w) => ({ path: `/v1/organizations/${w.A}/roles?limit=100` }), {
+  ...each(
+    ['adminA', 'memberA', 'financeA', 'oatA'],
+    rows(() => [...BUILT_IN_ROLES, ...CUSTOM_ROLES.map((r) => r.name)], 'name'),
+  ),
+  others: notFound,
+});
+read(EP.listRoles, 'of B (built-in roles only)', (w) => ({ path: `/v1/organizations/${w.B}/roles?limit=100` }), {
+  ...each(
+    ['adminB', 'oatB'],
+    rows(() => BUILT_IN_ROLES, 'name'),
+  ),
+  others: notFound,
+});
+read(EP.listInvitations, 'of A', (w) => ({ path: `/v1/organizations/${w.A}/invitations?limit=100` }), {
+  adminA: rows((w) => [w.invitationA]),
+  ...each(['memberA', 'financeA'], denied(R.manageMembers)),
+  oatA: denied(R.onlyUsersMembers),
+  others: notFound,
+});
+read(EP.listInvitations, 'of B', (w) => ({ path: `/v1/organizations/${w.B}/invitations?limit=100` }), {
+  adminB: none,
+  oatB: denied(R.onlyUsersMembers),
+  others: notFound,
+});
+read(EP.myInvitations, 'the pending invitations to my address', () => ({ path: '/v1/invitations/?limit=100' }), {
+  outsider: rows((w) => [w.invitationA]),
   others: none,
 });
 
@@ -1941,6 +2024,156 @@ write(
 write(EP.deleteCustomerMember, 'an unknown seat of custA', (w) => ({ path: `/v1/customers/${w.custA}/members/${unknownId()}` }), {
   others: notFound,
 });
+
+// roles (SPEC §21): defined, changed and deleted by member managers (users)
+const roleOf = async (organizationId: string, name: string) =>
+  (
+    await app.sql<{ description: string | null }>(
+      'select description from rowgate.organization_roles where organization_id = $1 and name = $2 and deleted_at is null',
+      [organizationId, name],
+    )
+  )[0];
+const freshRole = async (organizationId: string) => {
+  const name = `r-${randomUUID().slice(0, 8)}`;
+  await app.sql('insert into rowgate.organization_roles (organization_id, name, permissions) values ($1, $2, $3)', [
+    organizationId,
+    name,
+    ['products:write'],
+  ]);
+  return name;
+};
+const manageMembersInA: Expectations = {
+  ...each(['memberA', 'financeA'], denied(R.manageMembers)),
+  oatA: denied(R.onlyUsersMembers),
+  others: notFound,
+};
+write(
+  EP.createRole,
+  'in A',
+  (w) => {
+    const name = `r-${randomUUID().slice(0, 8)}`;
+    return {
+      path: `/v1/organizations/${w.A}/roles`,
+      body: { name, permissions: ['products:write'] },
+      verify: async (_res: ApiResponse, accepted: boolean) => expect(!!(await roleOf(w.A, name))).toBe(accepted),
+    };
+  },
+  { adminA: created(), ...manageMembersInA },
+);
+write(
+  EP.updateRole,
+  'a fresh role of A',
+  async (w) => {
+    const name = await freshRole(w.A);
+    return {
+      path: `/v1/organizations/${w.A}/roles/${name}`,
+      body: { description: 'changed' },
+      verify: async (_res: ApiResponse, accepted: boolean) =>
+        expect((await roleOf(w.A, name))!.description).toBe(accepted ? 'changed' : null),
+    };
+  },
+  { adminA: ok(), ...manageMembersInA },
+);
+write(
+  EP.deleteRole,
+  'a fresh role of A',
+  async (w) => {
+    const name = await freshRole(w.A);
+    return {
+      path: `/v1/organizations/${w.A}/roles/${name}`,
+      verify: async (_res: ApiResponse, accepted: boolean) => expect(!!(await roleOf(w.A, name))).toBe(!accepted),
+    };
+  },
+  { adminA: noContent, ...manageMembersInA },
+);
+write(EP.deleteRole, 'a role of B', async (w) => ({ path: `/v1/organizations/${w.B}/roles/${await freshRole(w.B)}` }), {
+  adminB: noContent,
+  oatB: denied(R.onlyUsersMembers),
+  others: notFound,
+});
+
+// invitations
+const invitationStatus = async (id: string) =>
+  (await app.sql<{ status: string }>('select status from rowgate.invitations where id = $1', [id]))[0]?.status ?? null;
+const freshInvitation = async (organizationId: string, email: string, invitedBy: string) =>
+  (
+    await app.sql<{ id: string }>(
+      `insert into rowgate.invitations (organization_id, email, role, invited_by) values ($1, $2, 'member', $3) returning id`,
+      [organizationId, email, invitedBy],
+    )
+  )[0]!.id;
+write(
+  EP.createInvitation,
+  'to A',
+  (w) => {
+    const email = `invited-${randomUUID()}@example.com`;
+    return {
+      path: `/v1/organizations/${w.A}/invitations`,
+      body: { email, role: 'member' },
+      verify: async (_res: ApiResponse, accepted: boolean) => {
+        const [row] = await app.sql('select count(*)::int as n from rowgate.invitations where organization_id = $1 and email = $2', [
+          w.A,
+          email,
+        ]);
+        expect(row.n).toBe(accepted ? 1 : 0);
+      },
+    };
+  },
+  { adminA: created(), ...manageMembersInA },
+);
+write(
+  EP.revokeInvitation,
+  'a fresh invitation of A',
+  async (w) => {
+    const id = await freshInvitation(w.A, `invited-${randomUUID()}@example.com`, w.u.adminA.id);
+    return {
+      path: `/v1/organizations/${w.A}/invitations/${id}`,
+      verify: async (_res: ApiResponse, accepted: boolean) => expect(await invitationStatus(id)).toBe(accepted ? 'revoked' : 'pending'),
+    };
+  },
+  { adminA: noContent, ...manageMembersInA },
+);
+const invitedOutsider = (status: string) => async (w: World) => {
+  const organizationId = await fresh.organizationLikeA(w);
+  const id = await freshInvitation(organizationId, w.u.outsider.email, w.u.adminA.id);
+  return {
+    path: `/v1/invitations/${id}/${status === 'accepted' ? 'accept' : 'decline'}`,
+    verify: async (_res: ApiResponse, accepted: boolean) => {
+      expect(await invitationStatus(id)).toBe(accepted ? status : 'pending');
+      expect(await membershipOf(organizationId, w.u.outsider.id)).toBe(accepted && status === 'accepted' ? 'member' : null);
+    },
+  };
+};
+write(EP.acceptInvitation, "a fresh invitation to the outsider's address", invitedOutsider('accepted'), {
+  outsider: created((res) => expect(res.body.role).toBe('member')),
+  others: notFound,
+});
+write(EP.declineInvitation, "a fresh invitation to the outsider's address", invitedOutsider('declined'), {
+  outsider: noContent,
+  others: notFound,
+});
+
+// leaving: any member of a fresh organization like A; its only admin cannot
+write(
+  EP.leave,
+  'a fresh organization like A',
+  async (w) => {
+    const organizationId = await fresh.organizationLikeA(w);
+    return {
+      path: `/v1/organizations/${organizationId}/members/me`,
+      verify: async (_res: ApiResponse, accepted: boolean, principal: Principal) => {
+        const userId = w.userOf[principal];
+        if (accepted) expect(await membershipOf(organizationId, userId!)).toBe(null);
+        else expect(await membershipOf(organizationId, w.u.adminA.id)).toBe('admin');
+      },
+    };
+  },
+  {
+    adminA: invalid('path', 'id'),
+    ...each(['memberA', 'financeA'], noContent),
+    others: notFound,
+  },
+);
 
 // ---------------------------------------------------------------------------------
 // Generation

@@ -62,6 +62,8 @@ const credentialId = async (table: string, token: string) =>
     )
   )[0]!.id;
 
+/** where the change came from (SPEC §21): the request's address and user agent, or null (the system, or a reader without organization:manage) */
+const origin = { asymmetricMatch: (value: unknown) => value === null || typeof value === 'string' };
 const actor = (kind: string, id: string | null, credentialKind: string | null, credential: string | null, extra = {}) => ({
   kind,
   id,
@@ -69,6 +71,8 @@ const actor = (kind: string, id: string | null, credentialKind: string | null, c
   credential_id: credential,
   impersonator_id: null,
   oauth2_client_id: null,
+  ip: kind === 'system' ? null : origin,
+  user_agent: kind === 'system' ? null : origin,
   ...extra,
 });
 

@@ -405,7 +405,7 @@ const declarations: Record<string, Declaration> = {
   },
 
   'events:list': {
-    invalid: ['type=bogus', 'resource_id=nope', 'organization_id=nope', 'created_after=yesterday'],
+    invalid: ['type=bogus', 'resource_id=nope', 'organization_id=nope', 'created_after=yesterday', 'actor_id=nope'],
     seed: async (n) => {
       const { user, a, b, c } = await world();
       // only the rows seeded here: the events of making the organizations go
@@ -420,7 +420,7 @@ const declarations: Record<string, Declaration> = {
           type: row.type,
           resource_id: row.resource,
           data: { id: row.resource },
-          actor: SYSTEM_ACTOR,
+          actor: i % 5 === 0 ? { ...SYSTEM_ACTOR, kind: 'user', id: user.id } : SYSTEM_ACTOR,
           audience: 'members',
           // distinct-but-tied creation times, as stamp() gives other tables
           created_at: new Date(BASE + Math.floor(((i * 7) % n) / 2) * 1000).toISOString(),
@@ -445,6 +445,8 @@ const declarations: Record<string, Declaration> = {
           { query: 'type=order.paid&type=product.created', expect: ids(rows, (r) => r.type !== 'customer.updated') },
           { query: 'type=order.refunded', expect: [] },
           { query: `resource_id=${resources[1]}`, expect: ids(rows, (r) => r.resource === resources[1]) },
+          { query: `actor_id=${user.id}`, expect: ids(rows).filter((_, i) => i % 5 === 0) },
+          { query: `actor_id=${randomUUID()}`, expect: [] },
           {
             query: `resource_id=${resources[0]}&resource_id=${resources[2]}&type=product.created`,
             expect: ids(rows, (r) => (r.resource === resources[0] || r.resource === resources[2]) && r.type === 'product.created'),
@@ -819,6 +821,133 @@ const declarations: Record<string, Declaration> = {
     },
   },
 
+  'roles:list': {
+    invalid: ['built_in=maybe', 'sorting=permissions'],
+    seed: async (n) => {
+      const admin = await app.user();
+      const a = (await app.organization(admin.id)).id;
+      const builtIn = ['admin', 'finance', 'member'];
+      const rows: { id: string; name: string }[] = [];
+      for (let i = 0; i < n - builtIn.length; i++) {
+        const name = `r${pad((i * 5) % n)}${unique()}`;
+        rows.push({
+          name,
+          id: await insertRow('rowgate.organization_roles', { organization_id: a, name, permissions: ['products:write'] }),
+        });
+      }
+      await stamp(
+        'rowgate.organization_roles',
+        rows.map((r) => r.id),
+      );
+      // out of sight: a deleted role, and another organization's
+      await insertRow('rowgate.organization_roles', { organization_id: a, name: 'gone', permissions: [], deleted_at: new Date() });
+      const other = await app.organization(admin.id);
+      await insertRow('rowgate.organization_roles', { organization_id: other.id, name: 'elsewhere', permissions: [] });
+      return {
+        path: `/v1/organizations/${a}/roles`,
+        auth: { session: admin.session },
+        keys: [...builtIn, ...rows.map((r) => r.name)],
+        key: (item) => item.name,
+        filters: [
+          { query: 'built_in=true', expect: builtIn },
+          { query: 'built_in=false', expect: rows.map((r) => r.name) },
+        ],
+      };
+    },
+  },
+  'invitations:list': {
+    invalid: ['status=bogus'],
+    seed: async (n) => {
+      const admin = await app.user();
+      const a = (await app.organization(admin.id)).id;
+      const statuses = ['pending', 'accepted', 'declined', 'revoked', 'expired'];
+      const rows: { id: string; status: string }[] = [];
+      for (let i = 0; i < n; i++) {
+        const status = statuses[i % 5]!;
+        const id = await insertRow('rowgate.invitations', {
+          organization_id: a,
+          email: `i${pad((i * 5) % n)}${unique()}@example.com`,
+          role: 'member',
+          invited_by: admin.id,
+          status: status === 'expired' ? 'pending' : status,
+          ...(status === 'expired' ? { expires_at: new Date(Date.now() - 3_600_000 - i * 1000) } : {}),
+        });
+        rows.push({ id, status });
+      }
+      await stamp(
+        'rowgate.invitations',
+        rows.map((r) => r.id),
+      );
+      const other = await app.organization(admin.id);
+      await insertRow('rowgate.invitations', {
+        organization_id: other.id,
+        email: `o${unique()}@example.com`,
+        role: 'member',
+        invited_by: admin.id,
+      });
+      return {
+        path: `/v1/organizations/${a}/invitations`,
+        auth: { session: admin.session },
+        keys: ids(rows),
+        filters: [
+          { query: 'status=pending', expect: ids(rows, (r) => r.status === 'pending') },
+          { query: 'status=expired', expect: ids(rows, (r) => r.status === 'expired') },
+          { query: 'status=accepted&status=declined', expect: ids(rows, (r) => r.status === 'accepted' || r.status === 'declined') },
+        ],
+      };
+    },
+  },
+  'invitations:mine': {
+    seed: async (n) => {
+      const inviter = await app.user();
+      const invitee = await app.user();
+      const rows: { id: string; org: string }[] = [];
+      for (let i = 0; i < n; i++) {
+        const org = (await app.organization(inviter.id)).id;
+        rows.push({
+          org,
+          id: await insertRow('rowgate.invitations', {
+            organization_id: org,
+            email: invitee.email,
+            role: 'member',
+            invited_by: inviter.id,
+          }),
+        });
+      }
+      await stamp(
+        'rowgate.invitations',
+        rows.map((r) => r.id),
+      );
+      // out of sight: answered and expired invitations to the invitee, and someone else's
+      const org = (await app.organization(inviter.id)).id;
+      await insertRow('rowgate.invitations', {
+        organization_id: org,
+        email: invitee.email,
+        role: 'member',
+        invited_by: inviter.id,
+        status: 'declined',
+      });
+      await insertRow('rowgate.invitations', {
+        organization_id: org,
+        email: invitee.email,
+        role: 'member',
+        invited_by: inviter.id,
+        expires_at: new Date(Date.now() - 1000),
+      });
+      await insertRow('rowgate.invitations', { organization_id: org, email: inviter.email, role: 'member', invited_by: inviter.id });
+      return {
+        path: '/v1/invitations/',
+        auth: { session: invitee.session },
+        keys: ids(rows),
+        filters: [
+          { query: `organization_id=${rows[0]!.org}`, expect: [rows[0]!.id] },
+          { query: `organization_id=${rows[0]!.org}&organization_id=${rows[1]!.org}`, expect: [rows[0]!.id, rows[1]!.id] },
+          { query: `organization_id=${org}`, expect: [] },
+          { query: `organization_id=${randomUUID()}`, expect: [] },
+        ],
+      };
+    },
+  },
   'members:list': {
     invalid: [`role=${'x'.repeat(51)}`],
     seed: async (n) => {
@@ -974,7 +1103,9 @@ const declarations: Record<string, Declaration> = {
 describe('the declarations cover every list route', () => {
   test('there are list routes, found both by response schema and by path', () => {
     const byPath = apiRoutes.filter(
-      (r) => r.method === 'get' && (r.path.endsWith('/') || r.path.endsWith('/members') || r.path.endsWith('/deliveries')),
+      (r) =>
+        r.method === 'get' &&
+        (r.path.endsWith('/') || ['/members', '/deliveries', '/roles', '/invitations'].some((end) => r.path.endsWith(end))),
     );
     expect(listRoutes.map((r) => r.operationId).sort()).toEqual(byPath.map((r) => r.operationId).sort());
     expect(listRoutes.length).toBeGreaterThanOrEqual(10);

@@ -24,6 +24,9 @@ beforeAll(async () => {
     delete: await definition('rowgate.delete_resource(text, uuid)'),
     addMember: await definition('rowgate.add_member(uuid, text, text)'),
     createWebhookEndpoint: await definition('rowgate.create_webhook_endpoint(uuid, text, text[], text, boolean, bytea)'),
+    roleChange: await definition('rowgate_private.organization_role_for_change(uuid, text, text)'),
+    invite: await definition('rowgate.create_invitation(uuid, text, text)'),
+    revokeInvitation: await definition('rowgate.revoke_invitation(uuid, uuid)'),
   };
   policies = await app.sql(
     `select tablename as table, cmd as command, coalesce(qual, '') || ' ' || coalesce(with_check, '') as expression
@@ -74,6 +77,13 @@ const appliedIn: Record<string, { table: string } | { function: keyof typeof fun
   'members:list': { table: 'memberships' },
   'members:update': { table: 'memberships' },
   'members:add': { function: 'addMember' },
+  'roles:list': { table: 'organization_roles' },
+  'roles:create': { function: 'roleChange' },
+  'roles:update': { function: 'roleChange' },
+  'roles:delete': { function: 'roleChange' },
+  'invitations:create': { function: 'invite' },
+  'invitations:list': { table: 'invitations' },
+  'invitations:revoke': { function: 'revokeInvitation' },
   'webhook_deliveries:list': { table: 'webhook_attempts' },
   // a resource a body names: the policy applies to the row the operation inserts
   'orders:create': { table: 'orders' },

@@ -22,8 +22,10 @@ export const AUTHENTICATE = `
     set_config('rowgate.credential_id', a.credential_id::text, true) as credential_id,
     set_config('rowgate.scopes', array_to_string(a.scopes, ' '), true) as scopes,
     set_config('rowgate.request_id', $3, true) as request_id,
+    set_config('rowgate.client_address', coalesce($4::text, ''), true) as client_address,
+    set_config('rowgate.user_agent', $5, true) as user_agent,
     a.expires_at
-  from rowgate_private.authenticate($1, $2, $4::inet) a`;
+  from rowgate_private.authenticate($1, $2, nullif($4::text, '')::inet) a`;
 
 /** The role of a request without a credential ($1: its request id); no setting names a subject. */
 export const ANONYMOUS = `select set_config('role', 'rowgate_anonymous', true) as role, set_config('rowgate.request_id', $1, true) as request_id`;
@@ -40,6 +42,8 @@ export interface AuthenticatedRow {
   credential_id: string;
   scopes: string;
   request_id: string;
+  client_address: string;
+  user_agent: string;
   expires_at: string | null;
 }
 
@@ -56,15 +60,33 @@ export interface Authenticated {
 /** Runs one parameterised statement and returns its first row. */
 export type RunOne = <T extends object>(text: string, values: unknown[]) => Promise<T | undefined>;
 
+/** Where a request came from, as the audit trail keeps it (SPEC §21): its client address (SPEC §14) and User-Agent. */
+export interface RequestOrigin {
+  clientAddress?: string;
+  userAgent?: string;
+}
+
 /**
  * The authentication statement's parameters for a credential: its token only as
- * the keyed hash, and the client address it came from, which the database checks
- * against the token's `allowed_ips` (SPEC §22; refused: SQLSTATE RG401). Only the
- * authenticator may call rowgate_private.authenticate, so only the API says
- * where a request came from.
+ * the keyed hash, and where it came from. The database checks the client address
+ * against the token's `allowed_ips` (SPEC §22; refused: SQLSTATE RG401) and keeps
+ * it with the User-Agent for the audit trail (SPEC §21). Only the authenticator
+ * may call rowgate_private.authenticate, so only the API says where a request
+ * came from.
  */
-export function authenticationValues(secret: string, credential: PresentedCredential, requestId = ''): unknown[] {
-  return [credential.kind, hashToken(secret, credential.token), requestId, credential.from ?? null];
+export function authenticationValues(
+  secret: string,
+  credential: PresentedCredential,
+  requestId = '',
+  origin: RequestOrigin = {},
+): unknown[] {
+  return [
+    credential.kind,
+    hashToken(secret, credential.token),
+    requestId,
+    credential.from ?? origin.clientAddress ?? null,
+    (origin.userAgent ?? '').slice(0, 256),
+  ];
 }
 
 /** What the statement's row says: null (no row) when the credential authenticates nobody. */
@@ -82,6 +104,8 @@ export function authenticatedFrom(row: AuthenticatedRow | undefined): Authentica
       'rowgate.credential_id': row.credential_id,
       'rowgate.scopes': row.scopes,
       'rowgate.request_id': row.request_id,
+      'rowgate.client_address': row.client_address,
+      'rowgate.user_agent': row.user_agent,
     },
   };
 }
@@ -92,6 +116,7 @@ export async function authenticate(
   secret: string,
   credential: PresentedCredential,
   requestId = '',
+  origin: RequestOrigin = {},
 ): Promise<Authenticated | null> {
-  return authenticatedFrom(await run<AuthenticatedRow>(AUTHENTICATE, authenticationValues(secret, credential, requestId)));
+  return authenticatedFrom(await run<AuthenticatedRow>(AUTHENTICATE, authenticationValues(secret, credential, requestId, origin)));
 }

@@ -7,7 +7,7 @@ import type pg from 'pg';
 import { insufficientScope, notPermitted, unauthorized } from '../core/errors.ts';
 import { publicUrl } from '../core/public-url.ts';
 import { poolStatements, statementName, type Tx } from '../db/pool.ts';
-import { ANONYMOUS, authenticate, type Authenticated } from './authenticate.ts';
+import { ANONYMOUS, authenticate, type Authenticated, type RequestOrigin } from './authenticate.ts';
 import { credentialNames, type PresentedCredential, readCredential } from './credentials.ts';
 import type { CredentialKind } from './tokens.ts';
 
@@ -96,12 +96,13 @@ export async function authenticateIn(
   secret: string,
   credential: PresentedCredential | null,
   requestId: string,
+  origin: RequestOrigin = {},
 ): Promise<Authenticated | null> {
   if (!credential) {
     await tx.rows(ANONYMOUS, [requestId]);
     return null;
   }
-  const subject = await authenticate((text, values) => tx.one(text, values), secret, credential, requestId);
+  const subject = await authenticate((text, values) => tx.one(text, values), secret, credential, requestId, origin);
   if (!subject) throw unknownCredential();
   return subject;
 }
@@ -112,11 +113,12 @@ export function authenticateOnPool(
   secret: string,
   credential: PresentedCredential,
   requestId: string,
+  origin: RequestOrigin = {},
 ): Promise<Authenticated | null> {
   const { named } = poolStatements(pool);
   const run = async <T extends object>(text: string, values: unknown[]) =>
     (await pool.query<T>(named ? { name: statementName(text), text, values } : { text, values })).rows[0];
-  return authenticate(run, secret, credential, requestId);
+  return authenticate(run, secret, credential, requestId, origin);
 }
 
 /** A 403 unless the subject holds one of the scopes (no check without a subject: anonymous endpoints). */

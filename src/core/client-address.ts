@@ -120,3 +120,12 @@ function connectingAddress(req: IncomingMessage, trusted: BlockList | null): str
 export function requestClient(req: IncomingMessage): string {
   return requestRecord(req).clientAddress ?? clientAddress(req, null);
 }
+
+/** Where a request came from, as the audit trail keeps it (SPEC §21): its client address and User-Agent (at most 256 characters). */
+export function requestOrigin(req: IncomingMessage & { res?: { locals: Record<string, unknown> } }) {
+  // a request made up in process (no socket) comes from nowhere the audit trail could name
+  return {
+    clientAddress: req.socket ? (requestAddress(req) ?? undefined) : undefined,
+    userAgent: req.headers['user-agent']?.slice(0, 256),
+  };
+}

@@ -209,7 +209,9 @@ const constraintFields: Record<string, { loc: string[]; msg: string }> = {
  * why: a client address outside the token's allow-list), answered as any
  * credential that authenticates nobody; RG403, a policy denied (message = the reason); RG404, not found or out
  * of reach; RG422, bad input (detail = the field's location, dotted:
- * `body.email`); RGSCO, the credential lacks a scope (detail = the scope).
+ * `body.email`); RGSCO, the credential lacks a scope (detail = the scope); RG429,
+ * past a cap (message = which; detail = the seconds until it allows one more,
+ * when known).
  */
 export function fromDatabaseError(error: unknown, statementTimeoutMs?: number): ApiError | null {
   const e = error as Partial<DatabaseError>;
@@ -229,6 +231,13 @@ export function fromDatabaseError(error: unknown, statementTimeoutMs?: number): 
       return insufficientScope([e.detail ?? 'unknown']);
     case 'refused':
       return unauthorized(e.message ?? 'The credential is refused', true);
+    case 'capped':
+      return new ApiError(
+        429,
+        'TooManyRequests',
+        e.message ?? 'Too many requests',
+        /^\d+$/.test(e.detail ?? '') ? { 'Retry-After': e.detail! } : {},
+      );
     case 'invalid':
       // an index in the location is a number, as in the schemas' own issues (`body.allowed_ips.1`)
       return invalidField(

@@ -18,6 +18,7 @@
  * - `badValue`: a data exception (22…), a value not of its column's type;
  * - `privilege`: a grant is missing or row-level security refused a row;
  * - `nobody`: the credential authenticates nobody (a GraphQL query's statements after its verdict);
+ * - `capped`: past a cap our SQL keeps (RG429: invitations), a 429;
  * - `refused`: a live credential refused where it was presented (RG401: a
  *   client address outside the token's allow-list), a 401 like `nobody`;
  * - `readOnly`: a write on a hot standby.
@@ -37,6 +38,7 @@ export type DatabaseFailure =
   | 'privilege'
   | 'nobody'
   | 'refused'
+  | 'capped'
   | 'readOnly';
 
 export const SQLSTATE = {
@@ -60,6 +62,7 @@ const BY_CODE: Readonly<Record<string, DatabaseFailure>> = {
   '40P01': 'collision', // deadlock_detected
   '40001': 'collision', // serialization_failure
   RG401: 'refused',
+  RG429: 'capped',
   RG403: 'denied',
   RG404: 'notFound',
   RGSCO: 'scope',

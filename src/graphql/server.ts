@@ -26,6 +26,7 @@ import type pg from 'pg';
 import type { PostGraphileInstance } from 'postgraphile';
 import { jsonBody } from '../http/input.ts';
 import { ANONYMOUS_SETTINGS, authenticationValues, type Settings } from '../auth/authenticate.ts';
+import { requestOrigin } from '../core/client-address.ts';
 import { credentialKey, type PresentedCredential, readCredential } from '../auth/credentials.ts';
 import { CONSISTENCY_HEADER, type Consistency, type Position } from '../db/consistency.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
@@ -65,7 +66,7 @@ export async function requestSettings(pool: pg.Pool, secret: string, req: Reques
 }
 
 async function authenticated(pool: pg.Pool, secret: string, req: Request, credential: PresentedCredential): Promise<Settings> {
-  const found = await authenticateOnPool(pool, secret, credential, requestId(req));
+  const found = await authenticateOnPool(pool, secret, credential, requestId(req), requestOrigin(req));
   if (!found) throw unknownCredential();
   return found.settings;
 }
@@ -85,7 +86,7 @@ async function requestAuthentication(
   const credential = presentedCredential(req);
   if (!credential) return ANONYMOUS_SETTINGS;
   if (recent?.has(credentialKey(credential)))
-    return new DeferredAuthentication(pool, authenticationValues(secret, credential, requestId(req)));
+    return new DeferredAuthentication(pool, authenticationValues(secret, credential, requestId(req), requestOrigin(req)));
   const settings = await authenticated(pool, secret, req, credential);
   recent?.add(credentialKey(credential));
   return settings;

@@ -109,6 +109,12 @@ const explained: Record<string, Explanation> = {
   'login_code:request': none,
   'login_code:authenticate': none,
   'credentials:revoke': none,
+  // leaving: the organization must be in reach; the last-admin rule depends on the data (a 422, not predicted)
+  'members:leave': read('organizations'),
+  // an invitation is the invitee's by its address, which the SQL of accept and decline checks (a 404 otherwise)
+  'invitations:mine': none,
+  'invitations:accept': none,
+  'invitations:decline': none,
   'auth:logout': none,
   'oauth2:register': none,
   'oauth2_clients:list': none,

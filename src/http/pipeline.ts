@@ -58,6 +58,7 @@ import { Replay, send, sendReplay } from './respond.ts';
 import { type ApiRoute, isAnonymous } from './route-declaration.ts';
 import { requestRecord } from '../core/request-record.ts';
 import { requestId } from '../operating/request-id.ts';
+import { requestOrigin } from '../core/client-address.ts';
 
 /** What the hooks see of a request, filled in as the pipeline goes. */
 export interface RequestState {
@@ -134,7 +135,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
         pool,
         async (tx) => {
           state.tx = tx;
-          const subject = authenticateIn(tx, options.secret, state.credential, requestId(req)); // 2. sent now, awaited in its turn
+          const subject = authenticateIn(tx, options.secret, state.credential, requestId(req), requestOrigin(req)); // 2. sent now, awaited in its turn
           const input = attempt(() => parseInput(route, req)); // read now, refused in its turn (4.)
           const context = input.ok ? new HandlerContext(tx, options, input.value, state) : undefined;
           // a JSON read sends everything now, in the authentication's write: the policy's question, then its one statement with the commit

@@ -41,17 +41,25 @@ export function mountRoutes(app: express.Express, routes: readonly Route[], hand
   const methodsByPath = new Map<string, { template: string; methods: string[] }>();
   for (const route of routes) {
     const path = expressPath(route.path);
-    const { router, rest } = resourceRouter(routers, path);
-    router[route.method](rest, ...routeMiddleware(route), handlerOf(route));
     methodsByPath.set(path, { template: route.path, methods: [...(methodsByPath.get(path)?.methods ?? []), route.method.toUpperCase()] });
   }
-  for (const [path, { template, methods }] of methodsByPath) {
+  const guarded = new Set<string>();
+  for (const route of routes) {
+    const path = expressPath(route.path);
     const { router, rest } = resourceRouter(routers, path);
-    router.all(rest, (req, _res, next) => {
-      requestRecord(req).route = template; // the access log's route: the path has routes, not this method
-      // in the shape of the path's errors (errorFormats: an OAuth2 protocol endpoint's are RFC 6749's)
-      next(new ApiError(405, 'MethodNotAllowed', `Allowed: ${methods.join(', ')}`, { Allow: methods.join(', ') }));
-    });
+    // a path's other methods are a 405, guarded where the path first appears: before the routes
+    // of a templated sibling listed after it (`/members/me` before `/members/{user_id}`)
+    if (!guarded.has(path)) {
+      guarded.add(path);
+      const { template, methods } = methodsByPath.get(path)!;
+      router.all(rest, (req, _res, next) => {
+        if (methods.includes(req.method) || (req.method === 'HEAD' && methods.includes('GET'))) return next();
+        requestRecord(req).route = template; // the access log's route: the path has routes, not this method
+        // in the shape of the path's errors (errorFormats: an OAuth2 protocol endpoint's are RFC 6749's)
+        next(new ApiError(405, 'MethodNotAllowed', `Allowed: ${methods.join(', ')}`, { Allow: methods.join(', ') }));
+      });
+    }
+    router[route.method](rest, ...routeMiddleware(route), handlerOf(route));
   }
   for (const [prefix, router] of routers) app.use(prefix, router);
 }

@@ -24,6 +24,16 @@ export const Actor = z
     credential_id: nullableUuid('The credential it used (a token or session id, never the token).'),
     impersonator_id: nullableUuid('The platform admin impersonating the user, if any.'),
     oauth2_client_id: doc(z.string().nullable(), 'The OAuth2 client the token was issued to, if any.', 'rg_client_3f2b1c9e'),
+    ip: doc(
+      z.string().nullable(),
+      "The request's client address (SPEC §14). Shown only to users with `organization:manage` (null for everyone else, and for the system); erased after 90 days or when the user is deleted.",
+      '203.0.113.7',
+    ),
+    user_agent: doc(
+      z.string().max(256).nullable(),
+      "The request's `User-Agent`, at most 256 characters. Shown and erased like `ip`.",
+      'rowgate-cli/1.0',
+    ),
   })
   .meta({ id: 'EventActor', description: 'Who made a change: the subject and its credential when it was made.' });
 
@@ -40,6 +50,11 @@ export const EventRead = z
     type: eventType,
     resource_id: uuid('The resource that changed (for a membership, its user).'),
     data: doc(z.record(z.string(), z.unknown()), 'The resource as its REST endpoint answered at that moment.', { id: '…' }),
+    previous: doc(
+      z.record(z.string(), z.unknown()).nullable(),
+      'On a `*.updated` event, the changed fields’ values before the change; null on any other event.',
+      { role: 'member' },
+    ),
     actor: Actor,
     request_id: doc(
       z.string().nullable(),
@@ -50,7 +65,12 @@ export const EventRead = z
   })
   .meta({ id: 'Event', description: 'A change of an organization’s data, written in the same transaction as the change.' });
 
-export const eventColumns = 'id, organization_id, type, resource_id, data, actor, request_id, created_at';
+// an actor's client address and user agent come from rowgate.event_clients, whose policy shows
+// them to users with organization:manage only (older events' actors lack the two keys)
+export const eventColumns = `id, organization_id, type, resource_id, data, previous,
+  actor || coalesce((select jsonb_build_object('ip', c.ip, 'user_agent', c.user_agent) from rowgate.event_clients c
+    where c.organization_id = events.organization_id and c.event_id = events.id), '{"ip": null, "user_agent": null}') as actor,
+  request_id, created_at`;
 const eventListSpec: ListSpec = {
   from: 'rowgate.events',
   columns: eventColumns,
@@ -74,6 +94,11 @@ export const eventRoutes = [
       organization_id: organizationFilter,
       type: multi(eventType, 'Only events of this type (repeatable).', 'order.paid'),
       resource_id: multi(z.uuid(), 'Only events of this resource (repeatable).', '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b'),
+      actor_id: multi(
+        z.uuid(),
+        'Only events made by this actor: a user, organization, customer or member seat id (repeatable).',
+        '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b',
+      ),
       ...createdWindow,
     }),
     status: 200,
@@ -87,6 +112,7 @@ export const eventRoutes = [
           .organizations(query.organization_id)
           .anyOf('type', query.type)
           .anyOf('resource_id', query.resource_id, 'uuid')
+          .anyOf("(actor ->> 'id')", query.actor_id)
           .created(query),
       ),
   }),

@@ -8,9 +8,13 @@ import type { Tx } from '../db/pool.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, timestamps, uuid } from '../core/fields.ts';
 
-const role = doc(z.string().min(1).max(50), 'The role: `admin`, `member` or `finance` (roles are data; more may exist).', 'member');
+const role = doc(
+  z.string().min(1).max(50),
+  'The role: a built-in one (`admin`, `member`, `finance`) or one the organization defined (GET /v1/organizations/{id}/roles).',
+  'member',
+);
 
-const MembershipRead = z
+export const MembershipRead = z
   .object({
     user_id: uuid("The member's user id."),
     organization_id: uuid('The organization.'),

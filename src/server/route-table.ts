@@ -21,6 +21,9 @@ import { impersonationRoutes } from '../resources/impersonations.ts';
 import { loginCodeRoutes } from '../signin/login-code.ts';
 import { oauth2Routes } from '../oauth2/routes.ts';
 import { memberRoutes } from '../resources/members.ts';
+import { invitationRoutes } from '../resources/invitations.ts';
+import { leaveRoutes } from '../resources/leaving.ts';
+import { roleRoutes } from '../resources/roles.ts';
 import { organizationAccessTokenRoutes } from '../resources/organization-access-tokens.ts';
 import { organizationRoutes } from '../resources/organizations.ts';
 import { personalAccessTokenRoutes } from '../resources/personal-access-tokens.ts';
@@ -32,7 +35,10 @@ export const apiRoutes: readonly Route[] = [
   ...userRoutes,
   ...personalAccessTokenRoutes,
   ...organizationRoutes,
+  ...leaveRoutes,
   ...memberRoutes,
+  ...roleRoutes,
+  ...invitationRoutes,
   ...accountRoutes,
   ...organizationAccessTokenRoutes,
   ...impersonationRoutes,

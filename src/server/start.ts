@@ -16,6 +16,7 @@ import { watchAnalysts } from '../db/analyst-limits.ts';
 import { connect } from '../db/connect.ts';
 import { Consistency } from '../db/consistency.ts';
 import { keepEvents } from '../db/event-retention.ts';
+import { keepTeams } from '../db/team-upkeep.ts';
 import { createPool, poolStatements } from '../db/pool.ts';
 import { ReadReplicas } from '../db/read-replicas.ts';
 import { createGraphql, type Graphql } from '../graphql/server.ts';
@@ -207,6 +208,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const analysts = watchAnalysts(pool, { log });
   const retention =
     config.ROWGATE_EVENT_RETENTION_DAYS === undefined ? undefined : keepEvents(pool, { days: config.ROWGATE_EVENT_RETENTION_DAYS, log });
+  // expired invitations marked, the audit trail's client addresses erased when due
+  const teams = keepTeams(pool, { log });
   // deliveries go out from every server process unless turned off; LISTEN needs a session of its own
   const webhooks =
     config.ROWGATE_WEBHOOKS === 'on'
@@ -237,6 +240,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         await counts.stop();
         await countsPool.end();
         await retention?.stop();
+        await teams.stop();
         await reads?.stop();
         await pool.end();
         await connection.embedded?.stop();

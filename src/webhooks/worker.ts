@@ -48,10 +48,11 @@ interface Claimed {
   actor: unknown;
   request_id: string | null;
   created_at: string;
+  previous: unknown;
 }
 
 const CLAIM = `select delivery_id, attempt, url, sealed_secret, event_id, organization_id, type, resource_id, data, actor, request_id,
-  created_at::text as created_at from rowgate_private.claim_webhook_delivery()`;
+  created_at::text as created_at, previous from rowgate_private.claim_webhook_delivery()`;
 const RECORD = 'select rowgate_private.record_webhook_attempt($1, $2, $3, $4, $5, make_interval(secs => $6::double precision / 1000))';
 
 /** The request body: `{type, timestamp, data}`, data being the event as GET /v1/events/{id} answers it. */
@@ -63,6 +64,7 @@ export function webhookBody(row: Claimed): string {
     type: row.type,
     resource_id: row.resource_id,
     data: row.data,
+    previous: row.previous ?? null,
     actor: row.actor,
     request_id: row.request_id,
     created_at: createdAt,

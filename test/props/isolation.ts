@@ -131,6 +131,7 @@ const GRAPHQL_FIELDS: Record<keyof Visible, string> = {
   refunds: 'allRefunds { nodes { orderId } }',
   accounts: 'allAccounts { nodes { rowId } }',
   payout_accounts: 'allPayoutAccounts { nodes { rowId } }',
+  organization_roles: 'allOrganizationRoles { nodes { rowId } }',
 };
 /**
  * allOrders as PostGraphile reads it (the primary key's order) and in REST's
@@ -225,7 +226,8 @@ const ANALYST_QUERY = `
   union all select 'transactions', order_id::text || '/' || type from rowgate.transactions
   union all select 'refunds', order_id::text from rowgate.refunds
   union all select 'accounts', id::text from rowgate.accounts
-  union all select 'payout_accounts', id::text from rowgate.payout_accounts`;
+  union all select 'payout_accounts', id::text from rowgate.payout_accounts
+  union all select 'organization_roles', id::text from rowgate.organization_roles`;
 
 export interface Analyst {
   login: string;

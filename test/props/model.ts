@@ -5,7 +5,8 @@
 // model follows SPEC §2–§6 and §9; it knows nothing of the SQL that implements them.
 import fc from 'fast-check';
 
-export type Role = 'admin' | 'member' | 'finance';
+/** a built-in role, or one an organization defined (SPEC §21): `c<n>` in the model's worlds */
+export type Role = string;
 export const ROLES: readonly Role[] = ['admin', 'member', 'finance'];
 
 export const PERMISSIONS: Record<Role, readonly string[]> = {
@@ -22,6 +23,9 @@ export const PERMISSIONS: Record<Role, readonly string[]> = {
   member: ['products:write', 'customers:write', 'orders:write'],
   finance: ['finance:read'],
 };
+
+/** every permission of SPEC §5 (the admin role's) */
+export const ALL_PERMISSIONS: readonly string[] = PERMISSIONS.admin!;
 
 export const USER_SCOPES = ['user:read', 'user:write', 'payouts:read', 'payouts:write'] as const;
 export const ORGANIZATION_SCOPES = [
@@ -74,8 +78,14 @@ export interface OrgSpec {
 export interface MembershipSpec {
   user: number;
   org: number;
+  /** a built-in role, or `custom<k>`: the k-th role its organization defined (a built-in `member` when it defined none) */
   role: Role;
   removed: boolean;
+}
+/** a role an organization defines (SPEC §21), with a generated set of permissions */
+export interface CustomRoleSpec {
+  org: number;
+  permissions: string[];
 }
 export interface ProductSpec {
   org: number;
@@ -111,6 +121,7 @@ export type CredentialSpec =
 export interface WorldSpec {
   users: { deleted: boolean }[];
   orgs: OrgSpec[];
+  customRoles: CustomRoleSpec[];
   memberships: MembershipSpec[];
   products: ProductSpec[];
   customers: CustomerSpec[];
@@ -145,12 +156,15 @@ export function worldArb(): fc.Arbitrary<WorldSpec> {
           minLength: nOrgs,
           maxLength: nOrgs,
         }),
+        customRoles: fc.array(fc.record({ org, permissions: fc.subarray([...ALL_PERMISSIONS]) }), { maxLength: 4 }),
         // at most one membership per (user, organization): present or not, removed or live
         memberships: fc
           .tuple(
             ...pairs.map((p) =>
               fc
-                .option(fc.record({ role: fc.constantFrom(...ROLES), removed: sometimes(20) }), { freq: 4 })
+                .option(fc.record({ role: fc.constantFrom(...ROLES, 'custom0', 'custom1', 'custom2'), removed: sometimes(20) }), {
+                  freq: 4,
+                })
                 .map((m) => (m ? { ...p, ...m } : null)),
             ),
           )
@@ -278,6 +292,12 @@ export interface MOrg {
   deleted: boolean;
   account: { id: string; admin: number } | null;
 }
+export interface MRole {
+  id: string;
+  org: number;
+  name: string;
+  permissions: readonly string[];
+}
 export interface MMembership {
   id: string;
   user: number;
@@ -326,6 +346,7 @@ export type MCredential = CredentialSpec & { token: string };
 export interface Model {
   users: MUser[];
   orgs: MOrg[];
+  customRoles: MRole[];
   memberships: MMembership[];
   products: MProduct[];
   customers: MCustomer[];
@@ -391,9 +412,19 @@ export function liveMembership(m: Model, user: number, org: number): MMembership
   return m.memberships.find((x) => x.user === user && x.org === org && !x.removed);
 }
 
+/** what a role grants in an organization: a built-in role's permissions, or the organization's own role's (SPEC §21) */
+export function rolePermissions(m: Model, org: number, role: Role): readonly string[] {
+  return PERMISSIONS[role] ?? m.customRoles.find((r) => r.org === org && r.name === role)?.permissions ?? [];
+}
+
 function hasPermission(m: Model, user: number, org: number, permission: string): boolean {
   const membership = liveMembership(m, user, org);
-  return !!membership && live(m.orgs[org]) && PERMISSIONS[membership.role].includes(permission);
+  return !!membership && live(m.orgs[org]) && rolePermissions(m, org, membership.role).includes(permission);
+}
+
+/** every permission of `role` is one the user holds in the organization (SPEC §21: no escalation) */
+function holdsAll(m: Model, user: number, org: number, role: Role): boolean {
+  return rolePermissions(m, org, role).every((p) => hasPermission(m, user, org, p));
 }
 
 /** the organizations a subject reaches; with a permission, a User's only where its role grants it */
@@ -401,7 +432,7 @@ export function reach(m: Model, s: Subject | null, permission?: string): Set<num
   const out = new Set<number>();
   if (s?.kind === 'user') {
     for (const x of m.memberships) {
-      if (x.user === s.user && !x.removed && live(m.orgs[x.org]) && (!permission || PERMISSIONS[x.role].includes(permission)))
+      if (x.user === s.user && !x.removed && live(m.orgs[x.org]) && (!permission || rolePermissions(m, x.org, x.role).includes(permission)))
         out.add(x.org);
     }
   } else if (s?.kind === 'organization' && live(m.orgs[s.org])) {
@@ -457,6 +488,8 @@ export interface Visible {
   refunds: string[];
   accounts: string[];
   payout_accounts: string[];
+  /** the roles organizations defined (SPEC §21): their members see them */
+  organization_roles: string[];
 }
 
 /** a payment once paid, and one refund transaction per refund */
@@ -486,6 +519,7 @@ export const COLLECTION_SCOPES: Record<keyof Visible, readonly string[]> = {
   refunds: ['refunds_read'],
   accounts: ['transactions_read', 'payouts_read'],
   payout_accounts: ['payouts:read'],
+  organization_roles: ['members_read'],
 };
 
 /**
@@ -538,6 +572,7 @@ export function visible(m: Model, s: Subject | null, scoped = true): Visible {
       has('payouts:read') && (!scoped || (s?.kind === 'user' && s.web))
         ? m.payouts.filter((p) => !p.deleted && financeVisible(p.org)).map((p) => p.id)
         : [],
+    organization_roles: m.customRoles.filter((r) => organizationData('members_read')(r.org)).map((r) => r.id),
   };
 }
 
@@ -694,7 +729,8 @@ export function expect(
       const [org, o] = pick(m.orgs, a);
       const [user, u] = pick(m.users, b);
       if (!org || !user) return null;
-      const role = ROLES[c % ROLES.length]!;
+      const roles = [...ROLES, ...m.customRoles.filter((r) => r.org === o).map((r) => r.name)];
+      const role = roles[c % roles.length]!;
       const path = `/v1/organizations/${org.id}/members/${user.id}`;
       const request: Request = op === 'members:update' ? { method: 'PATCH', path, body: { role } } : { method: 'DELETE', path };
       const denied = gate(ORG_DATA, ['members_write']);
@@ -707,11 +743,29 @@ export function expect(
       if (!membership || (op === 'members:update' && user.deleted)) return { credential, request, expected: { status: 404 } };
       const denial = managementDenial();
       if (denial) return { credential, request, expected: { status: 403, error: 'NotPermitted', detail: denial } };
+      // (a deleted user's membership may go: rowgate_private.tg_memberships__keep_an_admin)
       const leavesNoAdmin =
+        !user.deleted &&
         membership.role === 'admin' &&
         (op === 'members:remove' || role !== 'admin') &&
         !m.memberships.some((x) => x !== membership && x.org === o && x.role === 'admin' && !x.removed);
       if (leavesNoAdmin) return { credential, request, expected: { status: 422, loc: 'path.user_id' } };
+      // no escalation (SPEC §21): one's own role stays, and a manager changes or removes only
+      // members whose role it holds entirely, to roles it holds entirely
+      const self = (s as Extract<Subject, { kind: 'user' }>).user;
+      const changes = op === 'members:remove' || role !== membership.role;
+      const refuse = (detail: string) => ({
+        credential,
+        request,
+        expected: { status: 403 as const, error: 'NotPermitted' as const, detail },
+      });
+      if (changes && u === self && op === 'members:update') return refuse("You can't change your own role");
+      if (changes && u !== self) {
+        if (!holdsAll(m, self, o, membership.role))
+          return refuse("You can't change or remove a member whose role has permissions you don't have");
+        if (op === 'members:update' && !holdsAll(m, self, o, role))
+          return refuse("You can't give a member a role with permissions you don't have");
+      }
       const index = m.memberships.indexOf(membership);
       return op === 'members:update'
         ? { credential, request, expected: { status: 200, id: user.id, apply: (model) => void (model.memberships[index]!.role = role) } }
@@ -995,6 +1049,7 @@ export function describeModel(m: Model): string {
   const o = (i: number) => `org${i}${m.orgs[i]?.deleted ? '(deleted)' : ''}`;
   lines.push(`users: ${m.users.map((_, i) => u(i)).join(', ')}`);
   lines.push(`organizations: ${m.orgs.map((x, i) => `${o(i)}${x.account ? ` account admin ${u(x.account.admin)}` : ''}`).join('; ')}`);
+  lines.push(`roles: ${m.customRoles.map((r) => `${r.name}@${o(r.org)}:[${r.permissions.join(' ')}]`).join(', ') || '-'}`);
   lines.push(
     `memberships: ${m.memberships.map((x) => `${u(x.user)}@${o(x.org)}:${x.role}${x.removed ? '(removed)' : ''}`).join(', ') || '-'}`,
   );

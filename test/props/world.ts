@@ -22,6 +22,7 @@ export const tag = () => randomBytes(5).toString('hex');
 export function normalize(spec: WorldSpec): WorldSpec {
   const nUsers = spec.users.length;
   const nOrgs = spec.orgs.length;
+  const customRoles = spec.customRoles.map((r) => ({ ...r, org: r.org % nOrgs }));
   const customers = spec.customers.map((c) => ({ ...c, org: c.org % nOrgs }));
   const products = spec.products.map((p) => ({ ...p, org: p.org % nOrgs }));
   const seats = customers.length ? spec.seats.map((s) => ({ ...s, customer: s.customer % customers.length })) : [];
@@ -51,7 +52,15 @@ export function normalize(spec: WorldSpec): WorldSpec {
   return {
     ...spec,
     orgs: spec.orgs.map((o) => ({ ...o, accountAdmin: o.accountAdmin === null ? null : o.accountAdmin % nUsers })),
-    memberships: spec.memberships.map((m) => ({ ...m, user: m.user % nUsers, org: m.org % nOrgs })),
+    customRoles,
+    // `custom<k>`: the k-th role the membership's organization defined (named c<its index>), else `member`
+    memberships: spec.memberships.map((m) => {
+      const org = m.org % nOrgs;
+      const custom = /^custom(\d+)$/.exec(m.role);
+      const own = customRoles.flatMap((r, i) => (r.org === org ? [`c${i}`] : []));
+      const role = custom ? (own.length ? own[Number(custom[1]) % own.length]! : 'member') : m.role;
+      return { ...m, user: m.user % nUsers, org, role };
+    }),
     products,
     customers,
     seats,
@@ -84,6 +93,7 @@ export function buildWorld(input: WorldSpec, secret: string, analystLogin: strin
   const model: Model = {
     users: spec.users.map((u, i) => ({ id: randomUUID(), email: `u${i}-${t}@example.com`, deleted: u.deleted })),
     orgs: spec.orgs.map((o, i) => ({ id: randomUUID(), slug: `o${i}-${t}`, deleted: o.deleted, account: null })),
+    customRoles: spec.customRoles.map((r, i) => ({ id: randomUUID(), org: r.org, name: `c${i}`, permissions: r.permissions })),
     memberships: spec.memberships.map((m) => ({ id: randomUUID(), ...m })),
     products: spec.products.map((p, i) => ({ id: randomUUID(), ...p, tag: i % 3 })),
     customers: spec.customers.map((c, i) => ({ id: randomUUID(), ...c, tag: i % 3 })),
@@ -119,6 +129,11 @@ export function buildWorld(input: WorldSpec, secret: string, analystLogin: strin
     'rowgate.organizations',
     'id, name, slug, deleted_at',
     model.orgs.map((o) => [q(o.id), q(`Org ${o.slug}`), q(o.slug), deletedAt(o.deleted)]),
+  );
+  insert(
+    'rowgate.organization_roles',
+    'id, organization_id, name, permissions',
+    model.customRoles.map((r) => [q(r.id), q(model.orgs[r.org]!.id), q(r.name), array(r.permissions)]),
   );
   insert(
     'rowgate.memberships',

@@ -1,0 +1,24 @@
+// DELETE /v1/organizations/{id}/members/me: a member leaves (SPEC §21), with a web
+// session and no one's members:manage; the last admin cannot (rowgate.leave_organization
+// decides). Listed before the members' routes: `me` is not a user id.
+import { z } from 'zod';
+import { access, route } from '../http/route-declaration.ts';
+import { uuid } from '../core/fields.ts';
+
+export const leaveRoutes = [
+  route({
+    method: 'delete',
+    path: '/v1/organizations/{id}/members/me',
+    operationId: 'members:leave',
+    summary: 'Leave an organization',
+    description:
+      'Ends the signed-in user’s own membership at once. The last admin of an organization cannot leave it (422): make another member admin first.',
+    tag: 'members',
+    access: access.webUserWrite,
+    params: z.object({ id: uuid('The organization id.') }),
+    status: 204,
+    handler: async ({ tx, params }) => {
+      await tx.one('select rowgate.leave_organization($1)', [params.id]);
+    },
+  }),
+];
