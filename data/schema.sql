@@ -195,6 +195,7 @@ create table rowgate.events (
   audience text not null,
   created_at timestamp with time zone default now() not null,
   previous jsonb,
+  feed_position text collate "C" default ((lpad((pg_current_xact_id())::text, 20, '0'::text) || '-'::text) || lpad((nextval('rowgate_private.event_positions'::regclass))::text, 19, '0'::text)) not null,
   constraint events_pkey PRIMARY KEY (organization_id, id),
   constraint events_audience_check CHECK ((audience = ANY (ARRAY['members'::text, 'finance_permission'::text, 'finance_policy'::text, 'payouts'::text, 'access_tokens'::text, 'organization_managers'::text, 'member_managers'::text]))),
   constraint events_type_check CHECK ((type ~ '^[a-z_]+\.[a-z_]+$'::text))
@@ -202,11 +203,13 @@ create table rowgate.events (
 comment on table rowgate.events is '@behavior -insert -update -delete
 What happened to an organization''s data (SPEC §17): one row per change, written with the change.';
 comment on column rowgate.events.previous is 'On a *.updated event, the changed fields'' values before the change; null otherwise.';
+comment on column rowgate.events.feed_position is 'The event''s place in the feed (SPEC §17): its transaction, then its order within it. Order by it to read events as the feed hands them out.';
 alter table rowgate.events enable row level security;
-grant select (id, organization_id, type, resource_id, data, actor, request_id, audience, created_at, previous) on rowgate.events to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (id, organization_id, type, resource_id, data, actor, request_id, audience, created_at, previous, feed_position) on rowgate.events to rowgate_analyst, rowgate_organization, rowgate_user;
 CREATE INDEX events_id ON rowgate.events USING btree (id);
 CREATE INDEX events_organization_actor ON rowgate.events USING btree (organization_id, ((actor ->> 'id'::text)), created_at, id);
 CREATE INDEX events_organization_created ON rowgate.events USING btree (organization_id, created_at, id);
+CREATE INDEX events_organization_feed ON rowgate.events USING btree (organization_id, feed_position);
 CREATE INDEX events_resource ON rowgate.events USING btree (resource_id, created_at, id);
 create policy select_audience on rowgate.events as permissive for select to rowgate_user, rowgate_organization, rowgate_analyst
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('events_read'::text) AS has_scope) AND
@@ -800,6 +803,15 @@ create table rowgate_private.analysts (
   constraint analysts_statement_timeout_ms_check CHECK (((statement_timeout_ms >= 100) AND (statement_timeout_ms <= 86400000)))
 );
 
+-- Table rowgate_private.event_retention
+create table rowgate_private.event_retention (
+  singleton boolean default true not null,
+  pruned_before timestamp with time zone not null,
+  constraint event_retention_pkey PRIMARY KEY (singleton),
+  constraint event_retention_singleton_check CHECK (singleton)
+);
+comment on table rowgate_private.event_retention is 'Events created before pruned_before may have been pruned: a feed cursor older than that has lost what came after it.';
+
 -- Table rowgate_private.idempotency_keys
 create table rowgate_private.idempotency_keys (
   subject_kind text not null,
@@ -1019,16 +1031,43 @@ create table rowgate_private.webhook_deliveries (
   attempts integer default 0 not null,
   next_attempt_at timestamp with time zone default now() not null,
   created_at timestamp with time zone default now() not null,
+  xid xid8 default pg_current_xact_id() not null,
   constraint webhook_deliveries_pkey PRIMARY KEY (organization_id, id),
   constraint webhook_deliveries_organization_id_endpoint_id_fkey FOREIGN KEY (organization_id, endpoint_id) REFERENCES rowgate.webhook_endpoints(organization_id, id),
   constraint webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'paused'::text, 'succeeded'::text, 'failed'::text])))
 );
-CREATE INDEX webhook_deliveries_due ON rowgate_private.webhook_deliveries USING btree (next_attempt_at) WHERE (status = 'pending'::text);
+comment on column rowgate_private.webhook_deliveries.xid is 'The transaction that queued the delivery: taken into its endpoint''s lane once that transaction has ended, in this order.';
 CREATE INDEX webhook_deliveries_endpoint_paused ON rowgate_private.webhook_deliveries USING btree (endpoint_id) WHERE (status = 'paused'::text);
-CREATE INDEX webhook_deliveries_endpoint_pending ON rowgate_private.webhook_deliveries USING btree (endpoint_id, event_id) WHERE (status = 'pending'::text);
+CREATE INDEX webhook_deliveries_endpoint_pending ON rowgate_private.webhook_deliveries USING btree (endpoint_id, xid, id) WHERE (status = 'pending'::text);
+CREATE INDEX webhook_deliveries_endpoint_retry ON rowgate_private.webhook_deliveries USING btree (endpoint_id, next_attempt_at) WHERE ((status = 'pending'::text) AND (attempts > 0));
 CREATE INDEX webhook_deliveries_event ON rowgate_private.webhook_deliveries USING btree (event_id);
 CREATE INDEX webhook_deliveries_id ON rowgate_private.webhook_deliveries USING btree (id);
-CREATE INDEX webhook_deliveries_organization_pending ON rowgate_private.webhook_deliveries USING btree (organization_id, next_attempt_at, event_id) WHERE (status = 'pending'::text);
+CREATE INDEX webhook_deliveries_intake ON rowgate_private.webhook_deliveries USING btree (xid, id);
+
+-- Table rowgate_private.webhook_intake
+create table rowgate_private.webhook_intake (
+  singleton boolean default true not null,
+  xid xid8 not null,
+  delivery_id bigint not null,
+  constraint webhook_intake_pkey PRIMARY KEY (singleton),
+  constraint webhook_intake_singleton_check CHECK (singleton)
+);
+comment on table rowgate_private.webhook_intake is 'The last delivery (by its transaction, then its id) taken into its endpoint''s lane; those after it are taken once their transactions have ended.';
+
+-- Table rowgate_private.webhook_lanes
+create table rowgate_private.webhook_lanes (
+  organization_id uuid not null,
+  endpoint_id uuid not null,
+  due_at timestamp with time zone,
+  delivery_id bigint,
+  lease uuid,
+  failures integer default 0 not null,
+  constraint webhook_lanes_pkey PRIMARY KEY (organization_id, endpoint_id),
+  constraint webhook_lanes_organization_id_endpoint_id_fkey FOREIGN KEY (organization_id, endpoint_id) REFERENCES rowgate.webhook_endpoints(organization_id, id),
+  constraint webhook_lanes_check CHECK (((delivery_id IS NULL) = (lease IS NULL)))
+);
+comment on table rowgate_private.webhook_lanes is 'One endpoint''s delivery state: when a sender next has work for it (due_at; null: none until a delivery is taken in), the attempt in flight and its lease (due_at is then when the lease runs out), and its failed attempts in a row (more than 0: the breaker is open and due_at is the next probe).';
+CREATE INDEX webhook_lanes_due ON rowgate_private.webhook_lanes USING btree (due_at) WHERE (due_at IS NOT NULL);
 
 -- Table rowgate_private.webhook_secrets
 create table rowgate_private.webhook_secrets (
@@ -1038,6 +1077,10 @@ create table rowgate_private.webhook_secrets (
   constraint webhook_secrets_pkey PRIMARY KEY (organization_id, endpoint_id),
   constraint webhook_secrets_organization_id_endpoint_id_fkey FOREIGN KEY (organization_id, endpoint_id) REFERENCES rowgate.webhook_endpoints(organization_id, id)
 );
+
+-- Sequence rowgate_private.event_positions
+create sequence rowgate_private.event_positions as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 100;
+comment on sequence rowgate_private.event_positions is 'The order of events within their transaction (the second half of feed_position).';
 
 -- View rowgate.colleagues
 create view rowgate.colleagues with (security_barrier=true) as
@@ -2143,9 +2186,6 @@ begin
     for share;
   insert into rowgate_private.webhook_deliveries (organization_id, endpoint_id, event_id, status)
     values (v_organization_id, p_endpoint_id, p_event_id, v_status) returning id into v_id;
-  if v_status = 'pending' then
-    perform pg_notify('rowgate_webhooks', '');
-  end if;
   return v_id;
 end;
 $function$;
@@ -3099,6 +3139,18 @@ AS $function$
 $function$;
 grant execute on function rowgate_hidden.event_type_denial(uuid,text) to rowgate_organization, rowgate_user;
 
+-- Function rowgate_hidden.events_pruned_before()
+CREATE OR REPLACE FUNCTION rowgate_hidden.events_pruned_before()
+ RETURNS timestamp with time zone
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select pruned_before from rowgate_private.event_retention;
+$function$;
+comment on function rowgate_hidden.events_pruned_before() is 'Events created before this instant may have been pruned (null: none ever was); a feed cursor from before it has expired.';
+grant execute on function rowgate_hidden.events_pruned_before() to rowgate_organization, rowgate_user;
+
 -- Function rowgate_hidden.finance_denial(uuid,boolean)
 CREATE OR REPLACE FUNCTION rowgate_hidden.finance_denial(p_organization_id uuid, p_write boolean)
  RETURNS text
@@ -3695,94 +3747,187 @@ begin
 end;
 $function$;
 
--- Function rowgate_private.claim_webhook_delivery()
-CREATE OR REPLACE FUNCTION rowgate_private.claim_webhook_delivery()
- RETURNS TABLE(delivery_id bigint, attempt integer, endpoint_id uuid, url text, sealed_secret bytea, event_id uuid, organization_id uuid, type text, resource_id uuid, data jsonb, actor jsonb, request_id text, created_at timestamp with time zone, previous jsonb)
+-- Function rowgate_private.claim_webhook_deliveries(integer,interval)
+CREATE OR REPLACE FUNCTION rowgate_private.claim_webhook_deliveries(p_limit integer, p_lease interval)
+ RETURNS TABLE(delivery_id bigint, lease uuid, attempt integer, failures integer, organization_id uuid, endpoint_id uuid, url text, sealed_secret bytea, event_id uuid, type text, resource_id uuid, data jsonb, actor jsonb, request_id text, created_at timestamp with time zone, previous jsonb)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
 declare
-  v_candidate record;
+  v_horizon xid8 := pg_snapshot_xmin(pg_current_snapshot());
+  v_lane rowgate_private.webhook_lanes;
+  v_endpoint record;
+  v_secret bytea;
   v_delivery rowgate_private.webhook_deliveries;
-  v_unclaimable uuid[] := '{}';
+  v_event rowgate.events;
+  v_lease uuid;
+  v_claimed integer := 0;
 begin
-  for v_candidate in
-    with recursive organizations (id) as (
-      (select d.organization_id from rowgate_private.webhook_deliveries d
-        where d.status = 'pending' order by d.organization_id limit 1)
-      union all
-      select (select d.organization_id from rowgate_private.webhook_deliveries d
-          where d.status = 'pending' and d.organization_id > o.id order by d.organization_id limit 1)
-        from organizations o where o.id is not null
-    )
-    select o.id, due.next_attempt_at, due.event_id
-    from organizations o
-      cross join lateral (select d.next_attempt_at, d.event_id from rowgate_private.webhook_deliveries d
-        where d.organization_id = o.id and d.status = 'pending' and d.next_attempt_at <= now()
-        order by d.next_attempt_at, d.event_id limit 1) due
-    where o.id is not null
-    order by due.next_attempt_at, due.event_id
-    limit 100
-  loop
-    begin
-      continue when not pg_try_advisory_xact_lock(hashtextextended('rowgate webhook organization ' || v_candidate.id, 0));
-      select d.* into v_delivery from rowgate_private.webhook_deliveries d
-        join rowgate.webhook_endpoints e on e.id = d.endpoint_id
-        where d.organization_id = v_candidate.id and d.status = 'pending' and d.next_attempt_at <= now()
-          and e.enabled and e.deleted_at is null
-          and exists (select 1 from rowgate.events ev where ev.organization_id = d.organization_id and ev.id = d.event_id)
-          and exists (select 1 from rowgate_private.webhook_secrets s
-            where s.organization_id = d.organization_id and s.endpoint_id = d.endpoint_id)
-          and (d.attempts > 0 or not exists (
-            select 1 from rowgate_private.webhook_deliveries p
-            where p.endpoint_id = d.endpoint_id and p.status = 'pending' and p.attempts = 0 and p.event_id < d.event_id))
-        order by d.next_attempt_at, d.event_id
-        limit 1
-        for update of d skip locked;
-      if v_delivery.id is null then
-        -- nothing of this organization's to claim: the subtransaction, and its lock, are undone
-        raise exception 'nothing claimed' using errcode = 'RGNOC';
-      end if;
-      exit;
-    exception when sqlstate 'RGNOC' then
-      v_delivery := null;
-    end;
-    v_unclaimable := v_unclaimable || v_candidate.id;
-  end loop;
-  if v_delivery.id is null then
-    -- nothing claimed: what kept the organizations candidates with nothing to claim, when it is undeliverable,
-    -- repaired now and committed with this claim (never held across an attempt). The endpoint is read
-    -- locked, so that an enabling that has not committed skips the row (the next claim sees it again) and
-    -- one that commits after this sees it paused and resumes it
-    with stale as (
-      select d.id, (e.deleted_at is not null or ev.id is null or s.endpoint_id is null) as gone
-      from rowgate_private.webhook_deliveries d
-        join rowgate.webhook_endpoints e on e.organization_id = d.organization_id and e.id = d.endpoint_id
-        left join rowgate.events ev on ev.organization_id = d.organization_id and ev.id = d.event_id
-        left join rowgate_private.webhook_secrets s on s.organization_id = d.organization_id and s.endpoint_id = d.endpoint_id
-      where d.organization_id = any (v_unclaimable) and d.status = 'pending'
-        and (not e.enabled or e.deleted_at is not null or ev.id is null or s.endpoint_id is null)
-      for update of d skip locked
-      for share of e skip locked
-    ), removed as (
-      delete from rowgate_private.webhook_deliveries d using stale where d.id = stale.id and stale.gone
-    )
-    update rowgate_private.webhook_deliveries d set status = 'paused' from stale where d.id = stale.id and not stale.gone;
-    return;
+  if p_lease < interval '1 second' then
+    raise exception 'a lease lasts at least a second' using errcode = '22023';
   end if;
-  return query
-    select v_delivery.id, v_delivery.attempts + 1, e.id, e.url, s.sealed_secret,
-      ev.id, ev.organization_id, ev.type, ev.resource_id, ev.data,
-      ev.actor || jsonb_build_object('ip', c.ip, 'user_agent', c.user_agent), ev.request_id, ev.created_at, ev.previous
-    from rowgate.webhook_endpoints e
-      join rowgate_private.webhook_secrets s on s.organization_id = e.organization_id and s.endpoint_id = e.id
-      join rowgate.events ev on ev.id = v_delivery.event_id
-      left join rowgate.event_clients c on c.organization_id = ev.organization_id and c.event_id = ev.id
-    where e.id = v_delivery.endpoint_id;
+  perform rowgate_private.take_webhook_deliveries_in(v_horizon);
+  for v_lane in
+    select l.* from rowgate_private.webhook_lanes l
+    where l.due_at <= now()
+    order by l.due_at
+    limit greatest(p_limit, 1) + 20
+    for update skip locked
+  loop
+    exit when v_claimed >= p_limit;
+    begin
+      select e.enabled, e.deleted_at, e.url into v_endpoint from rowgate.webhook_endpoints e
+        where e.organization_id = v_lane.organization_id and e.id = v_lane.endpoint_id
+        for no key update skip locked;
+      continue when not found;
+      if v_lane.delivery_id is not null then
+        -- the lease ran out: its sender stopped or stalled before it recorded an answer
+        perform rowgate_private.end_webhook_attempt(v_lane.organization_id, v_lane.delivery_id, false, null, 0,
+          'No outcome was recorded: the sender stopped before its lease ran out', interval '0');
+        update rowgate_private.webhook_lanes l set delivery_id = null, lease = null
+          where l.organization_id = v_lane.organization_id and l.endpoint_id = v_lane.endpoint_id;
+        select e.enabled, e.deleted_at, e.url into v_endpoint from rowgate.webhook_endpoints e
+          where e.organization_id = v_lane.organization_id and e.id = v_lane.endpoint_id;
+      end if;
+      select s.sealed_secret into v_secret from rowgate_private.webhook_secrets s
+        where s.organization_id = v_lane.organization_id and s.endpoint_id = v_lane.endpoint_id;
+      if not v_endpoint.enabled or v_endpoint.deleted_at is not null or v_secret is null then
+        if v_endpoint.deleted_at is not null or v_secret is null then
+          delete from rowgate_private.webhook_deliveries d
+            where d.organization_id = v_lane.organization_id and d.endpoint_id = v_lane.endpoint_id and d.status = 'pending';
+        else
+          update rowgate_private.webhook_deliveries d set status = 'paused'
+            where d.organization_id = v_lane.organization_id and d.endpoint_id = v_lane.endpoint_id and d.status = 'pending';
+        end if;
+        update rowgate_private.webhook_lanes l set due_at = null
+          where l.organization_id = v_lane.organization_id and l.endpoint_id = v_lane.endpoint_id;
+        continue;
+      end if;
+      loop
+        v_delivery := null;
+        select d.* into v_delivery from rowgate_private.webhook_deliveries d
+          where d.endpoint_id = v_lane.endpoint_id and d.organization_id = v_lane.organization_id
+            and d.status = 'pending' and d.attempts > 0 and d.next_attempt_at <= now()
+          order by d.next_attempt_at
+          limit 1;
+        if v_delivery.id is null then
+          select d.* into v_delivery from rowgate_private.webhook_deliveries d
+            where d.endpoint_id = v_lane.endpoint_id and d.organization_id = v_lane.organization_id
+              and d.status = 'pending' and d.attempts = 0 and d.xid < v_horizon
+            order by d.xid, d.id
+            limit 1;
+        end if;
+        exit when v_delivery.id is null;
+        select ev.* into v_event from rowgate.events ev where ev.organization_id = v_delivery.organization_id and ev.id = v_delivery.event_id;
+        exit when v_event.id is not null;
+        delete from rowgate_private.webhook_deliveries d where d.organization_id = v_delivery.organization_id and d.id = v_delivery.id;
+      end loop;
+      if v_delivery.id is null then
+        -- nothing to send now: the lane falls due at its next retry, or when a delivery is taken in
+        update rowgate_private.webhook_lanes l set due_at = (
+            select min(d.next_attempt_at) from rowgate_private.webhook_deliveries d
+            where d.endpoint_id = v_lane.endpoint_id and d.organization_id = v_lane.organization_id
+              and d.status = 'pending' and d.attempts > 0)
+          where l.organization_id = v_lane.organization_id and l.endpoint_id = v_lane.endpoint_id;
+        continue;
+      end if;
+      v_lease := gen_random_uuid();
+      update rowgate_private.webhook_deliveries d set attempts = d.attempts + 1, next_attempt_at = now() + p_lease
+        where d.organization_id = v_delivery.organization_id and d.id = v_delivery.id;
+      update rowgate_private.webhook_lanes l set delivery_id = v_delivery.id, lease = v_lease, due_at = now() + p_lease
+        where l.organization_id = v_lane.organization_id and l.endpoint_id = v_lane.endpoint_id;
+      v_claimed := v_claimed + 1;
+      delivery_id := v_delivery.id;
+      lease := v_lease;
+      attempt := v_delivery.attempts + 1;
+      failures := v_lane.failures;
+      organization_id := v_lane.organization_id;
+      endpoint_id := v_lane.endpoint_id;
+      url := v_endpoint.url;
+      sealed_secret := v_secret;
+      event_id := v_event.id;
+      type := v_event.type;
+      resource_id := v_event.resource_id;
+      data := v_event.data;
+      -- the body is the event as its endpoint's managers read it: the actor's client address and user agent with it
+      actor := v_event.actor || coalesce((select jsonb_build_object('ip', c.ip, 'user_agent', c.user_agent)
+        from rowgate.event_clients c where c.organization_id = v_event.organization_id and c.event_id = v_event.id),
+        jsonb_build_object('ip', null, 'user_agent', null));
+      previous := v_event.previous;
+      request_id := v_event.request_id;
+      created_at := v_event.created_at;
+      return next;
+    exception when others then
+      -- a lane that cannot be claimed (a fault in its rows) is set aside for a minute; the others go on
+      raise warning 'webhook lane of endpoint % not claimed: %', v_lane.endpoint_id, sqlerrm;
+      update rowgate_private.webhook_lanes l set due_at = now() + interval '1 minute'
+        where l.organization_id = v_lane.organization_id and l.endpoint_id = v_lane.endpoint_id;
+    end;
+  end loop;
 end;
 $function$;
+comment on function rowgate_private.claim_webhook_deliveries(integer,interval) is 'Leases up to p_limit due attempts, one per endpoint, for p_lease; commit before sending. Each answer is recorded with record_webhook_attempt and its lease.';
+grant execute on function rowgate_private.claim_webhook_deliveries(integer,interval) to rowgate_authenticator;
+
+-- Function rowgate_private.claim_webhook_delivery()
+CREATE OR REPLACE FUNCTION rowgate_private.claim_webhook_delivery()
+ RETURNS TABLE(delivery_id bigint, attempt integer, endpoint_id uuid, url text, sealed_secret bytea, event_id uuid, organization_id uuid, type text, resource_id uuid, data jsonb, actor jsonb, request_id text, created_at timestamp with time zone, previous jsonb)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select null::bigint, null::integer, null::uuid, null::text, null::bytea, null::uuid, null::uuid, null::text, null::uuid,
+    null::jsonb, null::jsonb, null::text, null::timestamptz, null::jsonb
+  where false;
+$function$;
 grant execute on function rowgate_private.claim_webhook_delivery() to rowgate_authenticator;
+
+-- Function rowgate_private.end_webhook_attempt(uuid,bigint,boolean,integer,integer,text,interval)
+CREATE OR REPLACE FUNCTION rowgate_private.end_webhook_attempt(p_organization_id uuid, p_delivery_id bigint, p_succeeded boolean, p_response_code integer, p_duration_ms integer, p_error text, p_retry_delay interval)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_delivery rowgate_private.webhook_deliveries;
+  v_endpoint record;
+begin
+  select e.id, e.enabled, e.deleted_at into v_endpoint
+    from rowgate.webhook_endpoints e
+    where e.organization_id = p_organization_id
+      and e.id = (select d.endpoint_id from rowgate_private.webhook_deliveries d where d.organization_id = p_organization_id and d.id = p_delivery_id)
+    for no key update;
+  update rowgate_private.webhook_deliveries d set
+      status = case
+        when p_succeeded then 'succeeded'
+        when d.attempts >= 10 or v_endpoint.deleted_at is not null then 'failed'
+        when not v_endpoint.enabled then 'paused'
+        else 'pending' end,
+      next_attempt_at = now() + p_retry_delay
+    where d.organization_id = p_organization_id and d.id = p_delivery_id
+    returning d.* into v_delivery;
+  if v_delivery.id is null then
+    return;
+  end if;
+  insert into rowgate.webhook_attempts (organization_id, endpoint_id, event_id, delivery_id, attempt, status, response_code, duration_ms, error)
+    values (p_organization_id, v_delivery.endpoint_id, v_delivery.event_id, v_delivery.id, v_delivery.attempts,
+      case when p_succeeded then 'succeeded' else 'failed' end, p_response_code, p_duration_ms, left(p_error, 500));
+  if v_endpoint.deleted_at is not null then
+    return;
+  end if;
+  if p_succeeded then
+    update rowgate.webhook_endpoints e set consecutive_failures = 0
+      where e.organization_id = p_organization_id and e.id = v_delivery.endpoint_id and e.consecutive_failures > 0;
+  elsif v_delivery.status = 'failed' then
+    update rowgate.webhook_endpoints e set consecutive_failures = e.consecutive_failures + 1,
+        enabled = e.enabled and e.consecutive_failures + 1 < 10
+      where e.organization_id = p_organization_id and e.id = v_delivery.endpoint_id;
+  end if;
+end;
+$function$;
+comment on function rowgate_private.end_webhook_attempt(uuid,bigint,boolean,integer,integer,text,interval) is 'Records an attempt''s outcome on its delivery, its endpoint and the attempts list.';
 
 -- Function rowgate_private.enforce_analyst_limits()
 CREATE OR REPLACE FUNCTION rowgate_private.enforce_analyst_limits()
@@ -4055,7 +4200,7 @@ CREATE OR REPLACE FUNCTION rowgate_private.next_webhook_delivery_at()
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
-  select min(next_attempt_at) from rowgate_private.webhook_deliveries where status = 'pending';
+  select null::timestamptz;
 $function$;
 grant execute on function rowgate_private.next_webhook_delivery_at() to rowgate_authenticator;
 
@@ -4121,6 +4266,8 @@ begin
   if p_older_than < interval '1 day' then
     raise exception 'events are kept at least a day' using errcode = '22023';
   end if;
+  insert into rowgate_private.event_retention (singleton, pruned_before) values (true, now() - p_older_than)
+    on conflict (singleton) do update set pruned_before = greatest(excluded.pruned_before, rowgate_private.event_retention.pruned_before);
   with old as (
     select old_events.organization_id, old_events.id
     from rowgate.organizations o -- every event's organization is one (organizations are never removed, only marked deleted)
@@ -4286,6 +4433,62 @@ end;
 $function$;
 grant execute on function rowgate_private.record_webhook_attempt(bigint,boolean,integer,integer,text,interval) to rowgate_authenticator;
 
+-- Function rowgate_private.record_webhook_attempt(uuid,uuid,bigint,uuid,boolean,integer,integer,text,interval,interval,interval)
+CREATE OR REPLACE FUNCTION rowgate_private.record_webhook_attempt(p_organization_id uuid, p_endpoint_id uuid, p_delivery_id bigint, p_lease uuid, p_succeeded boolean, p_response_code integer, p_duration_ms integer, p_error text, p_retry_delay interval, p_breaker_delay interval, p_give_up_after interval)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_lane rowgate_private.webhook_lanes;
+  v_endpoint record;
+  v_given_up integer;
+begin
+  select l.* into v_lane from rowgate_private.webhook_lanes l
+    where l.organization_id = p_organization_id and l.endpoint_id = p_endpoint_id
+    for update;
+  if v_lane.lease is distinct from p_lease or v_lane.delivery_id is distinct from p_delivery_id then
+    return false;
+  end if;
+  perform rowgate_private.end_webhook_attempt(p_organization_id, p_delivery_id, p_succeeded, p_response_code, p_duration_ms, p_error,
+    p_retry_delay);
+  select e.enabled, e.deleted_at into v_endpoint from rowgate.webhook_endpoints e
+    where e.organization_id = p_organization_id and e.id = p_endpoint_id;
+  if not p_succeeded and v_lane.failures + 1 >= 10 and v_endpoint.enabled and v_endpoint.deleted_at is null then
+    with given_up as (
+      update rowgate_private.webhook_deliveries d set status = 'failed'
+        where d.organization_id = p_organization_id and d.endpoint_id = p_endpoint_id and d.status = 'pending'
+          and d.id <> p_delivery_id and d.created_at < now() - p_give_up_after
+        returning 1
+    )
+    select count(*)::integer into v_given_up from given_up;
+    if v_given_up > 0 then
+      update rowgate.webhook_endpoints e set consecutive_failures = e.consecutive_failures + v_given_up,
+          enabled = e.enabled and e.consecutive_failures + v_given_up < 10
+        where e.organization_id = p_organization_id and e.id = p_endpoint_id;
+      select e.enabled, e.deleted_at into v_endpoint from rowgate.webhook_endpoints e
+        where e.organization_id = p_organization_id and e.id = p_endpoint_id;
+    end if;
+  end if;
+  update rowgate_private.webhook_lanes l set delivery_id = null, lease = null,
+      failures = case when p_succeeded then 0 else l.failures + 1 end,
+      due_at = case
+        when not v_endpoint.enabled or v_endpoint.deleted_at is not null then null
+        when not p_succeeded and l.failures + 1 >= 3 then now() + p_breaker_delay
+        when exists (select 1 from rowgate_private.webhook_deliveries d
+            where d.endpoint_id = p_endpoint_id and d.organization_id = p_organization_id and d.status = 'pending' and d.attempts = 0)
+          then now()
+        else (select min(d.next_attempt_at) from rowgate_private.webhook_deliveries d
+            where d.endpoint_id = p_endpoint_id and d.organization_id = p_organization_id and d.status = 'pending' and d.attempts > 0)
+      end
+    where l.organization_id = p_organization_id and l.endpoint_id = p_endpoint_id;
+  return true;
+end;
+$function$;
+comment on function rowgate_private.record_webhook_attempt(uuid,uuid,bigint,uuid,boolean,integer,integer,text,interval,interval,interval) is 'Records a leased attempt''s answer (false: the lease was lost, nothing recorded), moves the endpoint''s breaker and sets when its lane is next due.';
+grant execute on function rowgate_private.record_webhook_attempt(uuid,uuid,bigint,uuid,boolean,integer,integer,text,interval,interval,interval) to rowgate_authenticator;
+
 -- Function rowgate_private.revoke_oauth2_family(uuid)
 CREATE OR REPLACE FUNCTION rowgate_private.revoke_oauth2_family(p_family_id uuid)
  RETURNS void
@@ -4309,6 +4512,49 @@ AS $function$
       where r.organization_id = p_organization_id and r.name = p_role and r.deleted_at is null) end;
 $function$;
 comment on function rowgate_private.role_permissions(uuid,text) is 'The permissions of a built-in role, or of the organization''s own role of that name; null when neither exists.';
+
+-- Function rowgate_private.take_webhook_deliveries_in(xid8)
+CREATE OR REPLACE FUNCTION rowgate_private.take_webhook_deliveries_in(p_horizon xid8)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_intake rowgate_private.webhook_intake;
+  v_next xid8;
+begin
+  select i.* into v_intake from rowgate_private.webhook_intake i;
+  -- the next delivery after the last taken, through the (xid, id) index: an idle poll reads one entry
+  select d.xid into v_next from rowgate_private.webhook_deliveries d
+    where (d.xid, d.id) > (v_intake.xid, v_intake.delivery_id)
+    order by d.xid, d.id
+    limit 1;
+  if v_next is null or v_next >= p_horizon then
+    return;
+  end if;
+  if not pg_try_advisory_xact_lock(hashtextextended('rowgate webhook intake', 0)) then
+    return;
+  end if;
+  -- read again under the lock: another sender may have taken them in meanwhile
+  select i.* into v_intake from rowgate_private.webhook_intake i;
+  with taken as (
+    select d.organization_id, d.endpoint_id, d.xid, d.id, d.status from rowgate_private.webhook_deliveries d
+    where (d.xid, d.id) > (v_intake.xid, v_intake.delivery_id) and d.xid < p_horizon
+    order by d.xid, d.id
+    limit 10000
+  ), last_taken as (
+    select t.xid, t.id from taken t order by t.xid desc, t.id desc limit 1
+  ), lanes as (
+    insert into rowgate_private.webhook_lanes as l (organization_id, endpoint_id, due_at)
+      select distinct t.organization_id, t.endpoint_id, now() from taken t where t.status = 'pending' order by 1, 2
+      on conflict (organization_id, endpoint_id) do update set due_at = now()
+        where l.delivery_id is null and (l.due_at is null or (l.failures = 0 and l.due_at > now()))
+  )
+  update rowgate_private.webhook_intake i set xid = last_taken.xid, delivery_id = last_taken.id from last_taken;
+end;
+$function$;
+comment on function rowgate_private.take_webhook_deliveries_in(xid8) is 'Takes the deliveries queued by transactions that have ended into their endpoints'' lanes (at most 10,000 a call), making idle lanes due.';
 
 -- Function rowgate_private.tg__at_most()
 CREATE OR REPLACE FUNCTION rowgate_private.tg__at_most()
@@ -4547,10 +4793,7 @@ begin
     from inserted i
       join rowgate.webhook_endpoints e on e.organization_id = i.organization_id
     where e.enabled and e.deleted_at is null and i.type = any (e.event_types)
-    order by i.id, e.id;
-  if found then
-    perform pg_notify('rowgate_webhooks', '');
-  end if;
+    order by i.feed_position, e.id;
   return null;
 end;
 $function$;
@@ -4770,23 +5013,25 @@ CREATE OR REPLACE FUNCTION rowgate_private.tg_webhook_endpoints__hold_deliveries
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
+declare
+  v_in_flight bigint := (select l.delivery_id from rowgate_private.webhook_lanes l
+    where l.organization_id = new.organization_id and l.endpoint_id = new.id);
 begin
   if new.deleted_at is not null and old.deleted_at is null then
     delete from rowgate_private.webhook_deliveries d
       where d.id in (select p.id from rowgate_private.webhook_deliveries p
         where p.organization_id = new.organization_id and p.endpoint_id = new.id and p.status in ('pending', 'paused')
+          and p.id is distinct from v_in_flight
         for update skip locked);
   elsif old.enabled and not new.enabled then
     update rowgate_private.webhook_deliveries d set status = 'paused'
       where d.id in (select p.id from rowgate_private.webhook_deliveries p
         where p.organization_id = new.organization_id and p.endpoint_id = new.id and p.status = 'pending'
+          and p.id is distinct from v_in_flight
         for update skip locked);
   elsif new.enabled and not old.enabled and new.deleted_at is null then
-    update rowgate_private.webhook_deliveries d set status = 'pending', next_attempt_at = now()
+    update rowgate_private.webhook_deliveries d set status = 'pending', next_attempt_at = now(), xid = pg_current_xact_id()
       where d.organization_id = new.organization_id and d.endpoint_id = new.id and d.status = 'paused';
-    if found then
-      perform pg_notify('rowgate_webhooks', '');
-    end if;
   end if;
   return null;
 end;

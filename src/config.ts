@@ -22,9 +22,6 @@ const schema = z.object({
   DATABASE_URL: url.optional().describe('the owner role (rowgate_owner): runs the migrations'),
   AUTH_DATABASE_URL: url.optional().describe('the authenticator role the server connects as'),
   ROOT_DATABASE_URL: url.optional().describe('a superuser, to create the roles (optional)'),
-  // the webhook worker's LISTEN needs a session: a direct connection when AUTH_DATABASE_URL
-  // goes through a transaction-pooling PgBouncer (docs/operations.md)
-  ROWGATE_LISTEN_DATABASE_URL: url.optional().describe('the authenticator, directly: where the webhook worker listens'),
   ROWGATE_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   ROWGATE_HOME: z.string().min(1).default('.rowgate'),
   ROWGATE_DB_PORT: port.optional(),
@@ -72,6 +69,9 @@ const schema = z.object({
   ROWGATE_PREPARED_STATEMENTS: z.enum(['named', 'unnamed']).default('named'),
   // the webhook delivery worker of this process (SPEC §17); off: this process delivers nothing (others may)
   ROWGATE_WEBHOOKS: z.enum(['on', 'off']).default('on'),
+  // how long a sender's claim on an attempt lasts; past it, another sender makes the attempt again.
+  // It outlasts the 10 s timeout and the answer's record (docs/operations.md)
+  ROWGATE_WEBHOOKS_LEASE_SECONDS: z.coerce.number().int().min(12).max(3_600).default(30),
   // events older than this many days are pruned (SPEC §17); unset: kept for good, an audit trail
   ROWGATE_EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
   // 1: webhook URLs may name loopback addresses, over http too (development and tests; never in production)

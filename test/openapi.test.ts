@@ -259,7 +259,10 @@ describe('GET /v1/openapi.json', () => {
       METHODS.flatMap((m) => (item[m]?.parameters ?? []).filter((p: Json) => p.in === 'query')),
     );
     const pages = query.filter((p) => p.name === 'page');
-    const limits = query.filter((p) => p.name === 'limit');
+    // the event feed's poll takes up to 100 by default (SPEC §17); every list's page 10
+    const feed = document.paths['/v1/events/feed'].get.parameters.find((p: Json) => p.name === 'limit');
+    expect(feed.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 100 });
+    const limits = query.filter((p) => p.name === 'limit' && p !== feed);
     expect(pages.length).toBeGreaterThan(10);
     for (const p of pages) expect(p.schema).toMatchObject({ type: 'integer', minimum: 1, default: 1 });
     for (const p of limits) expect(p.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 10 });
@@ -298,6 +301,7 @@ describe('GET /v1/openapi.json', () => {
     403: ['InsufficientScope', 'NotPermitted'],
     404: ['ResourceNotFound'],
     409: ['IdempotencyKeyInUse'],
+    410: ['CursorExpired'],
     413: ['PayloadTooLarge', 'invalid_request'],
     415: ['UnsupportedMediaType', 'invalid_request'],
     422: ['RequestValidationError'],

@@ -1,6 +1,6 @@
 // At least once (SPEC §17): a server killed (SIGKILL) in the middle of a
-// delivery loses nothing. Its claim dies with its connection, and the next
-// server on the same database makes the delivery again.
+// delivery loses nothing. Its lease runs out, and the next server on the same
+// database makes the delivery again.
 import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -24,7 +24,7 @@ test('a server killed mid-delivery: the restarted server delivers the event agai
   receiver.listen(0, '127.0.0.1');
   await once(receiver, 'listening');
   const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-  const env = { ROWGATE_WEBHOOKS_ALLOW_LOOPBACK: '1' };
+  const env = { ROWGATE_WEBHOOKS_ALLOW_LOOPBACK: '1', ROWGATE_WEBHOOKS_LEASE_SECONDS: '12' };
   const first = await startServerProcess(env);
   let second: ServerProcess | undefined;
   try {

@@ -141,6 +141,7 @@ export const groups: Record<string, string> = {
   analysts: "analysts' PostgreSQL logins (SPEC §15)",
   mail: 'the development outbox',
   db: 'the database: create, migrate, inspect',
+  webhooks: 'webhook delivery (SPEC §17)',
 };
 
 export const commands: Record<string, CommandSpec> = {
@@ -301,6 +302,37 @@ export const commands: Record<string, CommandSpec> = {
       const findings = await lintSchema(db, (o.schema as string[] | undefined) ?? undefined);
       if (findings.length) process.exitCode = 1;
       return findings;
+    },
+  },
+  // the deployment's senders, apart from its API servers (ROWGATE_WEBHOOKS=off on those): any number of
+  // them on any machines share the work through their leases in the database
+  'webhooks work': {
+    description: 'send webhook deliveries until SIGINT or SIGTERM, without the HTTP API; logs on stderr, {attempts} on stdout at the end',
+    options: [
+      { flags: '--concurrency <n>', description: 'attempts in flight at once (default 16)', parse: count },
+      { flags: '--poll-ms <n>', description: 'the sleep between two looks at the queue when idle (default 250)', parse: count },
+    ],
+    run: async (_db, o, c, config) => {
+      const { WebhookWorker } = await import('../webhooks/worker.ts');
+      let attempts = 0;
+      const worker = new WebhookWorker({
+        connectionString: c.authenticatorUrl,
+        secret: c.secret,
+        allowLoopback: config.ROWGATE_WEBHOOKS_ALLOW_LOOPBACK === '1',
+        leaseMs: config.ROWGATE_WEBHOOKS_LEASE_SECONDS * 1000,
+        concurrency: o.concurrency as number | undefined,
+        pollMs: o.pollMs as number | undefined,
+        log: (line) => process.stderr.write(`${line}\n`),
+        onAttempt: () => attempts++,
+      });
+      await worker.start();
+      process.stderr.write(`${JSON.stringify({ level: 'info', msg: 'webhooks: sending', pid: process.pid })}\n`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await worker.stop();
+      return { attempts };
     },
   },
   'db urls': {

@@ -47,6 +47,7 @@ const errorDescriptions: Record<number, string> = {
   403: 'The token lacks the scope (`InsufficientScope`), or a policy denies (`NotPermitted`, detail = the reason).',
   404: 'Not found, or out of reach (`ResourceNotFound`).',
   409: 'A request with the same `Idempotency-Key` is still running (`IdempotencyKeyInUse`).',
+  410: 'The feed cursor is older than what retention kept (`CursorExpired`): poll again without `after`.',
   413: 'The body is larger than 1 MiB (`PayloadTooLarge`).',
   415: 'The body is not of a media type this endpoint takes (`UnsupportedMediaType`).',
   422: 'The body, path or query is invalid (`RequestValidationError`), or the `Idempotency-Key` answered another request (`IdempotencyKeyReused`).',
@@ -82,6 +83,7 @@ const errorExamples: Record<number, { error: string; detail: unknown }> = {
     error: 'IdempotencyKeyInUse',
     detail: 'A request with this Idempotency-Key is still running; retry once it has answered',
   },
+  410: { error: 'CursorExpired', detail: 'Events after this cursor may have been pruned; poll again without `after`' },
   413: { error: 'PayloadTooLarge', detail: 'The request body is larger than 1 MiB' },
   415: { error: 'UnsupportedMediaType', detail: 'The request body must be application/json' },
   422: {

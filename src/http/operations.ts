@@ -97,6 +97,7 @@ const explained: Record<string, Explanation> = {
   'payout_accounts:create': target('finance_write'),
   'events:list': list,
   'events:get': read('events'),
+  'events:feed': list,
   'webhook_endpoints:list': list,
   'webhook_endpoints:create': target('organization:manage'),
   'webhook_endpoints:delete': { lookup: 'authorize', resource: 'webhook_endpoint', match: { id: 'id' }, policy: 'organization:manage' },

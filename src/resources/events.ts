@@ -2,10 +2,10 @@
 // written by the database, with the change itself (migration 000004), and read
 // under RLS: an event is visible exactly to those who may read its resource.
 import { z } from 'zod';
-import { found } from '../core/errors.ts';
+import { ApiError, found, invalidField } from '../core/errors.ts';
 import { access, route } from '../http/route-declaration.ts';
 import { doc, idParams, timestamp, uuid } from '../core/fields.ts';
-import { createdWindow, listQuery, listSchema, multi, organizationFilter } from './lists.ts';
+import { createdWindow, listQuery, listSchema, multi, organizationFilter, wholeNumber } from './lists.ts';
 import { runList, Where, type ListSpec } from './list-statement.ts';
 
 const nullableUuid = (description: string) => doc(z.uuid().nullable(), description, '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b');
@@ -71,6 +71,9 @@ export const eventColumns = `id, organization_id, type, resource_id, data, previ
   actor || coalesce((select jsonb_build_object('ip', c.ip, 'user_agent', c.user_agent) from rowgate.event_clients c
     where c.organization_id = events.organization_id and c.event_id = events.id), '{"ip": null, "user_agent": null}') as actor,
   request_id, created_at`;
+/** The answer's fields, as eventColumns names them (a page of events already computed holds them as they are) */
+const EVENT_FIELDS = 'id, organization_id, type, resource_id, data, previous, actor, request_id, created_at';
+
 const eventListSpec: ListSpec = {
   from: 'rowgate.events',
   columns: eventColumns,
@@ -80,7 +83,111 @@ const eventListSpec: ListSpec = {
 };
 const read = access.organization('events_read');
 
+/**
+ * A feed cursor: the position of the last event handed out ('' before the first) and an instant
+ * no later than what it covers (the last event's creation, or the poll that found nothing more),
+ * which tells whether retention has pruned past it. Opaque to clients.
+ */
+interface FeedCursor {
+  position: string;
+  at: number;
+}
+const POSITION = /^[0-9]{20}-[0-9]{19}$/;
+const encodeCursor = (c: FeedCursor) => Buffer.from(`${c.position}|${c.at}`).toString('base64url');
+function decodeCursor(value: string): FeedCursor {
+  const [position, at, ...rest] = Buffer.from(value, 'base64url').toString('latin1').split('|');
+  if (rest.length || position === undefined || (position !== '' && !POSITION.test(position)) || !/^[0-9]{1,12}$/.test(at ?? ''))
+    throw invalidField(['query', 'after'], 'Not a cursor this feed handed out');
+  return { position, at: Number(at) };
+}
+
+export const EventFeed = z
+  .object({
+    items: doc(z.array(EventRead), 'The events after the cursor, oldest first in the feed’s order.', []),
+    next_cursor: doc(
+      z.string(),
+      'Pass it as `after` in the next poll (with the same filters) to get what comes next; opaque.',
+      'MDAwMDAwMDAwMDAwMDAwMDA3NDItMDAwMDAwMDAwMDAwMDAwMDMxMnwxNzYzNzE2MjAw',
+    ),
+  })
+  .meta({ id: 'EventFeed', description: 'A poll of the event feed: what the cursor has not handed out yet, and the next cursor.' });
+
+/**
+ * One poll of the feed (SPEC §17), one statement. Positions below the horizon (the oldest
+ * transaction still running, pg_snapshot_xmin) belong to transactions that have all ended: no
+ * event can appear below it later, so a cursor there never skips one and never repeats one.
+ * Each reachable organization's range is read through its (organization_id, feed_position)
+ * index, and the pages are merged, as the lists are.
+ */
+function feedStatement(query: { organization_id?: string | string[]; type?: string | string[]; limit: number }, after: string) {
+  const values: unknown[] = [after, query.limit];
+  const reachable = 'rowgate_hidden.current_organization_ids()';
+  const organizations = query.organization_id === undefined ? undefined : [query.organization_id].flat();
+  const scope = organizations
+    ? `array(select unnest(${reachable}) intersect select unnest($${values.push(organizations)}::uuid[]))`
+    : reachable;
+  const types = query.type === undefined ? '' : `and type = any($${values.push([query.type].flat())}::text[])`;
+  const text = `with scope as (select ${scope} as ids),
+    horizon as (select lpad(pg_snapshot_xmin(pg_current_snapshot())::text, 20, '0') as below),
+    page as (
+      select top.* from unnest((select ids from scope)::uuid[]) as organization(id)
+        cross join lateral (
+          select feed_position, ${eventColumns} from rowgate.events
+          where organization_id = organization.id and feed_position > $1::text and feed_position < (select below from horizon) ${types}
+          order by feed_position limit $2::int
+        ) top
+      order by top.feed_position limit $2::int
+    ),
+    last as (select feed_position, created_at from page order by feed_position desc limit 1)
+    select coalesce((select json_agg(p) from (select ${EVENT_FIELDS} from page order by feed_position) p), '[]')::text as items,
+      (select count(*) from page)::int as n,
+      (select feed_position from last) as last_position,
+      (select floor(extract(epoch from created_at))::bigint from last) as last_at,
+      floor(extract(epoch from now()))::bigint as now_at,
+      floor(extract(epoch from rowgate_hidden.events_pruned_before()))::bigint as pruned_before`;
+  return { text, values };
+}
+
 export const eventRoutes = [
+  route({
+    method: 'get',
+    path: '/v1/events/feed',
+    operationId: 'events:feed',
+    summary: 'Poll the event feed',
+    description:
+      'Every event the caller may read that the cursor has not handed out yet, each exactly once across polls, in the feed’s order (`feed_position` in GraphQL and SQL). An event appears once no transaction that could still commit an earlier one is open: a poll may hold back committed events while an older write is still running, and never skips one that commits late. Without `after`, the feed starts at the oldest event kept. A cursor older than what retention kept is a 410 `CursorExpired`: start again without `after`.',
+    tag: 'events',
+    access: read,
+    query: z.strictObject({
+      organization_id: organizationFilter,
+      type: multi(eventType, 'Only events of this type (repeatable).', 'order.paid'),
+      after: doc(z.string().max(200).optional(), 'The `next_cursor` of the previous poll; none: from the oldest event kept.', 'MDAw…'),
+      limit: doc(wholeNumber(1, 100, 100), 'Events per poll, 1 to 100.', 100),
+    }),
+    status: 200,
+    errors: [410],
+    response: EventFeed,
+    handler: async ({ tx, query }) => {
+      const after = query.after === undefined ? undefined : decodeCursor(query.after);
+      const statement = feedStatement(query, after?.position ?? '');
+      const row = (await tx.one<{
+        items: string;
+        n: number;
+        last_position: string | null;
+        last_at: string | null;
+        now_at: string;
+        pruned_before: string | null;
+      }>(statement.text, statement.values))!;
+      if (after && row.pruned_before !== null && after.at < Number(row.pruned_before))
+        throw new ApiError(410, 'CursorExpired', 'Events after this cursor may have been pruned; poll again without `after`');
+      // a full page: more may follow at once; a short one: everything below the horizon was handed out
+      const next: FeedCursor =
+        row.n === query.limit
+          ? { position: row.last_position!, at: Number(row.last_at) }
+          : { position: row.last_position ?? after?.position ?? '', at: Number(row.now_at) };
+      return { items: JSON.parse(row.items) as unknown[], next_cursor: encodeCursor(next) };
+    },
+  }),
   route({
     method: 'get',
     path: '/v1/events/',

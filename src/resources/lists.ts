@@ -15,7 +15,7 @@ const MAX_LIMIT = 100;
  * and integer's own clearer messages; the document says what is accepted: an
  * integer within bounds, with its default.
  */
-function wholeNumber(min: number, max: number, fallback: number) {
+export function wholeNumber(min: number, max: number, fallback: number) {
   return z
     .string()
     .regex(/^-?[0-9]{1,9}(\.[0-9]+)?$/, 'Expected a whole number written in digits')

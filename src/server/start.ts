@@ -210,14 +210,14 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     config.ROWGATE_EVENT_RETENTION_DAYS === undefined ? undefined : keepEvents(pool, { days: config.ROWGATE_EVENT_RETENTION_DAYS, log });
   // expired invitations marked, the audit trail's client addresses erased when due
   const teams = keepTeams(pool, { log });
-  // deliveries go out from every server process unless turned off; LISTEN needs a session of its own
+  // deliveries go out from every server process unless turned off (then `rowgate webhooks work` sends them)
   const webhooks =
     config.ROWGATE_WEBHOOKS === 'on'
       ? new WebhookWorker({
           connectionString: connection.authenticatorUrl,
-          listenConnectionString: config.ROWGATE_LISTEN_DATABASE_URL ?? connection.authenticatorUrl,
           secret: connection.secret,
           allowLoopback: config.ROWGATE_WEBHOOKS_ALLOW_LOOPBACK === '1',
+          leaseMs: config.ROWGATE_WEBHOOKS_LEASE_SECONDS * 1000,
           log,
           onAttempt: metrics ? (result) => metrics.webhookAttempt(result) : undefined,
         })

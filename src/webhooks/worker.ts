@@ -1,30 +1,38 @@
-// The delivery worker (SPEC §17), running in every server process: it claims
-// due deliveries with FOR UPDATE SKIP LOCKED (rowgate_private.claim_webhook_delivery),
-// so several servers never make the same attempt, and holds the claim while the
-// attempt is made; a server killed mid-attempt releases it with its connection,
-// and the delivery is made again (at least once; `webhook-id` lets receivers
-// drop duplicates). It wakes on NOTIFY rowgate_webhooks (a notification naming
-// nothing) and polls as well: behind a transaction-pooling PgBouncer there is
-// no LISTEN, and retries fall due without any notification.
+// The webhook sender (SPEC §17): in each API server unless ROWGATE_WEBHOOKS=off,
+// or alone as `npx rowgate webhooks work`. It leases due attempts
+// (rowgate_private.claim_webhook_deliveries: one statement, committed), sends
+// them with no transaction open, and records each answer in a second short
+// statement with its lease. Endpoints are lanes of their own in the database:
+// at most one attempt per endpoint is in flight across every sender, first
+// attempts in feed order, and a failing endpoint is tried at its retry times
+// only (its breaker), so a slow or failing endpoint holds one of a sender's
+// slots at most and delays no other endpoint.
+//
+// A sender that dies mid-attempt leaves its lease to run out; the next claim
+// records that attempt as lost and makes it again with the same webhook-id
+// (at least once). Senders find work by polling the lanes' due index, a short
+// sleep apart when idle: nothing is notified on the write path (a notifying
+// commit serializes with every other; bench/webhooks.ts measures it), and
+// polling works through a transaction-pooling PgBouncer.
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { rfc3339 } from '../db/timestamps.ts';
-import { postWebhook, type AttemptResult } from './post.ts';
+import { DELIVERY_TIMEOUT_MS, postWebhook, type AttemptResult } from './post.ts';
 import { openSecret } from './secrets.ts';
 
 export interface WorkerOptions {
-  /** the authenticator, as the server's pool connects */
+  /** the authenticator, as the server's pool connects (a transaction-pooling PgBouncer is fine) */
   connectionString: string;
-  /** a direct (not transaction-pooled) authenticator URL to LISTEN on; none: polling only */
-  listenConnectionString?: string;
   /** the server secret, which seals the signing secrets */
   secret: string;
   allowLoopback: boolean;
-  /** attempts made at once by this process */
+  /** attempts this process has in flight at once (each holds no connection while it waits) */
   concurrency?: number;
-  /** the longest sleep between two looks at the queue */
+  /** the sleep between two looks at the lanes when nothing was due */
   pollMs?: number;
-  /** the wait after the n-th failed attempt */
+  /** how long a claimed attempt is this sender's; past it another sender makes it again */
+  leaseMs?: number;
+  /** the wait after the n-th failed attempt (of a delivery; of an endpoint in a row, for its breaker) */
   retryDelayMs?: (attempt: number) => number;
   timeoutMs?: number;
   log: (line: string) => void;
@@ -34,14 +42,20 @@ export interface WorkerOptions {
 
 /** 5 s, 15 s, 45 s, … ×3 each time, at most 6 hours: 10 attempts span about 14 hours. */
 export const defaultRetryDelayMs = (attempt: number) => Math.min(5_000 * 3 ** (attempt - 1), 6 * 3_600_000);
+export const DEFAULT_LEASE_MS = 30_000;
+export const DEFAULT_POLL_MS = 250;
+export const DEFAULT_CONCURRENCY = 16;
 
 interface Claimed {
   delivery_id: string;
+  lease: string;
   attempt: number;
+  failures: number;
+  organization_id: string;
+  endpoint_id: string;
   url: string;
   sealed_secret: Buffer;
   event_id: string;
-  organization_id: string;
   type: string;
   resource_id: string;
   data: unknown;
@@ -51,12 +65,15 @@ interface Claimed {
   previous: unknown;
 }
 
-const CLAIM = `select delivery_id, attempt, url, sealed_secret, event_id, organization_id, type, resource_id, data, actor, request_id,
-  created_at::text as created_at, previous from rowgate_private.claim_webhook_delivery()`;
-const RECORD = 'select rowgate_private.record_webhook_attempt($1, $2, $3, $4, $5, make_interval(secs => $6::double precision / 1000))';
+const CLAIM = `select delivery_id, lease, attempt, failures, organization_id, endpoint_id, url, sealed_secret, event_id, type,
+  resource_id, data, actor, request_id, created_at::text as created_at, previous
+  from rowgate_private.claim_webhook_deliveries($1, make_interval(secs => $2::double precision / 1000))`;
+const RECORD = `select rowgate_private.record_webhook_attempt($1, $2, $3, $4, $5, $6, $7, $8,
+  make_interval(secs => $9::double precision / 1000), make_interval(secs => $10::double precision / 1000),
+  make_interval(secs => $11::double precision / 1000)) as recorded`;
 
 /** The request body: `{type, timestamp, data}`, data being the event as GET /v1/events/{id} answers it. */
-export function webhookBody(row: Claimed): string {
+export function webhookBody(row: Omit<Claimed, 'lease' | 'failures' | 'endpoint_id' | 'delivery_id' | 'attempt'>): string {
   const createdAt = rfc3339(row.created_at);
   const event = {
     id: row.event_id,
@@ -75,118 +92,130 @@ export function webhookBody(row: Claimed): string {
 export class WebhookWorker {
   private readonly options: WorkerOptions;
   private readonly pool: pg.Pool;
-  private listener?: pg.Client;
+  private readonly concurrency: number;
+  private readonly timeoutMs: number;
+  private readonly leaseMs: number;
+  private readonly retryDelayMs: (attempt: number) => number;
+  private readonly giveUpAfterMs: number;
   private running = false;
-  private lanes: Promise<void>[] = [];
-  private wakers = new Set<() => void>();
-  private timeoutMs: number;
+  private loop?: Promise<void>;
+  private inFlight = new Set<Promise<void>>();
+  private wake?: () => void;
 
   constructor(options: WorkerOptions) {
     this.options = options;
-    this.timeoutMs = options.timeoutMs ?? 10_000;
-    const concurrency = options.concurrency ?? 2;
-    this.pool = new pg.Pool({ connectionString: options.connectionString, max: concurrency, application_name: 'rowgate-webhooks' });
+    this.timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS;
+    this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+    // the lease outlasts the attempt and its record by a margin: a sender that is merely slow keeps it
+    if (this.leaseMs < this.timeoutMs + 2_000) throw new Error(`the lease (${this.leaseMs} ms) must outlast the timeout by 2 s at least`);
+    this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
+    this.retryDelayMs = options.retryDelayMs ?? defaultRetryDelayMs;
+    // a delivery's whole retry schedule: past it, deliveries behind an endpoint that stays down fail
+    this.giveUpAfterMs = Array.from({ length: 9 }, (_, i) => this.retryDelayMs(i + 1)).reduce((a, b) => a + b, 0);
+    // connections only to claim and to record: a few serve many attempts in flight
+    this.pool = new pg.Pool({ connectionString: options.connectionString, max: 2, application_name: 'rowgate-webhooks' });
     this.pool.on('error', () => {});
     this.pool.on('connect', (client) => client.on('error', () => {}));
   }
 
   async start(): Promise<void> {
     this.running = true;
-    if (this.options.listenConnectionString) await this.listen();
-    for (let i = 0; i < (this.options.concurrency ?? 2); i++) this.lanes.push(this.lane());
+    this.loop = this.run();
   }
 
+  /** No new claims; the attempts in flight end (within their timeout) and are recorded. */
   async stop(): Promise<void> {
+    if (!this.loop) return;
     this.running = false;
-    this.wake();
-    await Promise.all(this.lanes);
-    this.lanes = [];
-    await this.listener?.end().catch(() => {});
+    this.wake?.();
+    await this.loop;
+    this.loop = undefined;
+    await Promise.all(this.inFlight);
     await this.pool.end();
   }
 
-  private wake() {
-    for (const wake of this.wakers) wake();
-    this.wakers.clear();
-  }
-
-  private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.options.listenConnectionString, application_name: 'rowgate-webhooks-listen' });
-    client.on('notification', () => this.wake());
-    client.on('error', () => {
-      this.listener = undefined;
-      // polling goes on meanwhile; listen again shortly
-      if (this.running) setTimeout(() => this.running && this.listen().catch(() => {}), 1_000).unref();
-    });
-    try {
-      await client.connect();
-      await client.query('listen rowgate_webhooks');
-      this.listener = client;
-    } catch (error) {
-      client.end().catch(() => {});
-      this.options.log(JSON.stringify({ level: 'warn', msg: 'webhooks: cannot LISTEN, polling only', error: String(error) }));
-    }
-  }
-
-  private async lane(): Promise<void> {
+  private async run(): Promise<void> {
     while (this.running) {
-      let worked = false;
+      const free = this.concurrency - this.inFlight.size;
+      let claimed = 0;
+      if (free > 0) {
+        try {
+          claimed = await this.claim(free);
+        } catch (error) {
+          this.options.log(JSON.stringify({ level: 'warn', msg: 'webhooks: claim failed', error: String(error) }));
+        }
+      }
+      // all slots busy, or more may be due: look again as soon as a slot frees (or at once)
+      if (claimed > 0 && claimed === free) continue;
+      if (!this.running) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, this.options.pollMs ?? DEFAULT_POLL_MS);
+        const self = this;
+        function done() {
+          clearTimeout(timer);
+          if (self.wake === done) self.wake = undefined;
+          resolve();
+        }
+        this.wake = done;
+      });
+    }
+  }
+
+  /** Leases up to `free` attempts and starts them; how many. */
+  private async claim(free: number): Promise<number> {
+    const { rows } = await this.pool.query<Claimed>(CLAIM, [free, this.leaseMs]);
+    for (const row of rows) {
+      const attempt: Promise<void> = this.attempt(row).finally(() => {
+        this.inFlight.delete(attempt);
+        // a slot is free, and the endpoint's next delivery may be due at once
+        this.wake?.();
+      });
+      this.inFlight.add(attempt);
+    }
+    return rows.length;
+  }
+
+  private async attempt(row: Claimed): Promise<void> {
+    const result = await this.post(row);
+    const retryDelay = result.succeeded ? 0 : this.retryDelayMs(row.attempt);
+    // the breaker opens at the third failure in a row (rowgate_private.record_webhook_attempt): its first wait is
+    // the first retry's, then each grows as a delivery's retries do
+    const breakerDelay = result.succeeded ? 0 : this.retryDelayMs(Math.max(1, row.failures - 1));
+    const values = [
+      row.organization_id,
+      row.endpoint_id,
+      row.delivery_id,
+      row.lease,
+      result.succeeded,
+      result.responseCode,
+      result.durationMs,
+      result.error,
+      retryDelay,
+      breakerDelay,
+      this.giveUpAfterMs,
+    ];
+    // recorded within the lease; a database away meanwhile: tried again, else the lease runs out and
+    // another sender makes the attempt again (a duplicate, never a loss)
+    const deadline = Date.now() + this.leaseMs - this.timeoutMs - 1_000;
+    for (let wait = 100; ; wait *= 2) {
       try {
-        worked = await this.attemptOne();
+        const { rows } = await this.pool.query<{ recorded: boolean }>(RECORD, values);
+        if (rows[0]?.recorded) this.options.onAttempt?.(result);
+        return;
       } catch (error) {
-        this.options.log(JSON.stringify({ level: 'warn', msg: 'webhooks: delivery loop error', error: String(error) }));
+        if (Date.now() + wait > deadline) {
+          this.options.log(
+            JSON.stringify({
+              level: 'warn',
+              msg: 'webhooks: an answer could not be recorded',
+              delivery: row.delivery_id,
+              error: String(error),
+            }),
+          );
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, wait));
       }
-      if (!worked && this.running) await this.idle();
-    }
-  }
-
-  /** Sleeps until notified, until the next delivery falls due, or for the poll interval. */
-  private async idle(): Promise<void> {
-    const pollMs = this.options.pollMs ?? 5_000;
-    let waitMs = pollMs;
-    try {
-      const { rows } = await this.pool.query<{ at: Date | null }>('select rowgate_private.next_webhook_delivery_at() as at');
-      if (rows[0]?.at) waitMs = Math.max(20, Math.min(pollMs, new Date(rows[0].at).getTime() - Date.now() + 10));
-    } catch {
-      // the database is away: wait the poll interval
-    }
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, waitMs);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wakers.add(done);
-    });
-  }
-
-  /** Claims one due delivery and makes its attempt; false when nothing was due. */
-  private async attemptOne(): Promise<boolean> {
-    const client = await this.pool.connect();
-    let healthy = true;
-    try {
-      // the claim is held for the attempt (at most the timeout), then recorded
-      await client.query(
-        `begin; set local statement_timeout = 10000; set local idle_in_transaction_session_timeout = ${this.timeoutMs + 30_000}`,
-      );
-      const { rows } = await client.query<Claimed>(CLAIM);
-      const row = rows[0];
-      if (!row) {
-        await client.query('commit');
-        return false;
-      }
-      const result = await this.post(row);
-      const delay = result.succeeded ? 0 : (this.options.retryDelayMs ?? defaultRetryDelayMs)(row.attempt);
-      await client.query(RECORD, [row.delivery_id, result.succeeded, result.responseCode, result.durationMs, result.error, delay]);
-      await client.query('commit');
-      this.options.onAttempt?.(result);
-      return true;
-    } catch (error) {
-      healthy = false;
-      throw error;
-    } finally {
-      if (!healthy) await client.query('rollback').catch(() => {});
-      client.release(!healthy);
     }
   }
 

@@ -4,8 +4,8 @@
 // deployment uses (DATABASE_URL, AUTH_DATABASE_URL, ROWGATE_SECRET). The npm
 // script runs it twice: against its own embedded PostgreSQL, and through
 // PgBouncer in transaction mode (scripts/test-pgbouncer.ts sets
-// TEST_DATABASE_URL and TEST_PGBOUNCER_PORT; the webhook workers then listen
-// on a direct connection, ROWGATE_LISTEN_DATABASE_URL).
+// TEST_DATABASE_URL and TEST_PGBOUNCER_PORT; the webhook senders poll through
+// it too).
 //  - a change through one instance is seen through the others on their next
 //    request, with or without the write's Rowgate-Consistency token;
 //  - SIGTERM to one, under load on all three, loses no request of the others,
@@ -62,7 +62,6 @@ beforeAll(async () => {
   env = {
     DATABASE_URL: ownerUrl,
     AUTH_DATABASE_URL: bounced.toString(),
-    ROWGATE_LISTEN_DATABASE_URL: authenticatorUrl,
     ROWGATE_SECRET: secret,
     ROWGATE_POOL_SIZE: '4',
     ROWGATE_WEBHOOKS_ALLOW_LOOPBACK: '1',
