@@ -50,6 +50,9 @@ const payoutAccount = async (organizationId: string, deleted = false) =>
 beforeAll(async () => {
   app = await startTestApp();
   authenticator = new pg.Pool({ connectionString: app.authenticatorUrl, max: 2 });
+  // the database is dropped at close while a client may still be closing
+  authenticator.on('error', () => {});
+  authenticator.on('connect', (client) => client.on('error', () => {}));
   [{ scopes: allScopes }] = (await app.sql('select rowgate_private.all_scopes() as scopes')) as [{ scopes: string[] }];
   [{ scopes: _readScopes }] = (await app.sql('select rowgate_private.read_scopes() as scopes')) as [{ scopes: string[] }];
   w.adminA = await app.user({ name: 'Admin A' });
