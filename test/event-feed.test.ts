@@ -64,8 +64,15 @@ const insertEvent = (client: { query: (t: string, v: unknown[]) => Promise<{ row
     .then((r) => r.rows[0]!.id);
 
 test('two transactions committing out of order: the feed holds the later back until the earlier commits, then hands out both, once each', async () => {
-  const start = await drain(undefined, `organization_id=${A}&organization_id=${B}`);
   const filter = `organization_id=${A}&organization_id=${B}`;
+  // from past every event written so far (another database's open transaction may hold the feed back a moment)
+  const [{ n }] = (await app.sql<{ n: number }>('select count(*)::int as n from rowgate.events where organization_id = any ($1)', [
+    [A, B],
+  ])) as [{ n: number }];
+  const start = await until(
+    () => drain(undefined, filter),
+    (d) => d.ids.length >= n,
+  );
   const early = await app.owner.connect();
   const late = await app.owner.connect();
   try {
