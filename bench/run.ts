@@ -1,13 +1,15 @@
-// `npm run bench [-- --quick] [-- --json FILE] [-- --scales 100k,1m,10m] [-- --standby] [-- --only writes,metadata]`
+// `npm run bench [-- --quick] [-- --json FILE] [-- --scales 100k,1m,10m] [-- --standby] [-- --only writes,metadata,webhooks]`
 //
 // Measures, in one run on this machine: the REST API against pgbench running the
 // API's own SQL (the database ceiling), pgbench running the straightforward SQL
 // (initPlan policy, ORDER BY … LIMIT, count(*)), PostGraphile asking for the same
 // page, and a bare Express route (the HTTP ceiling); the paid order's write, spread
 // over organizations, into one, and without the events triggers; the orders page
-// filtered by metadata; with --standby, reads served by a hot standby. Writes
-// bench/results/<date>.json and .md, and with --json FILE the summary {scenarios, ratios}.
-// --only runs some groups of scenarios (reads, writes, metadata, standby), for iterating.
+// filtered by metadata; webhooks: deliveries to 50 endpoints beside a hanging one, and
+// the paid order's write with every organization subscribed; with --standby, reads
+// served by a hot standby. Writes bench/results/<date>.json and .md, and with --json
+// FILE the summary {scenarios, ratios}. --only runs some groups of scenarios (reads,
+// writes, metadata, webhooks, standby), for iterating.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -17,13 +19,14 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { AUTHENTICATE } from '../src/auth/authenticate.ts';
-import { ensureDatabase, ensureRoles, migrateDatabase, projectRoot } from '../src/db/setup.ts';
+import { ensureDatabase, ensureRoles, hardenDatabase, migrateDatabase, projectRoot } from '../src/db/setup.ts';
 import { embeddedUrl, type EmbeddedDatabase, freePort, openEmbeddedDatabase } from '../src/db/embedded.ts';
 import { listStatement, Where } from '../src/resources/list-statement.ts';
 import { orderColumns, orderListSpec } from '../src/resources/orders.ts';
 import { hashToken } from '../src/auth/tokens.ts';
 import { ME } from '../src/resources/users.ts';
 import { processTree, readProc } from './process-tree.ts';
+import { deliveryRuns, openWebhookBench } from './webhook-scenarios.ts';
 import {
   type BenchUsers,
   benchUsers,
@@ -57,7 +60,7 @@ const { values: args } = parseArgs({
   },
 });
 
-const GROUPS = ['reads', 'writes', 'metadata', 'standby'] as const;
+const GROUPS = ['reads', 'writes', 'metadata', 'webhooks', 'standby'] as const;
 type Group = (typeof GROUPS)[number];
 const only = args.only?.split(',').map((g) => g.trim());
 for (const g of only ?? []) if (!GROUPS.includes(g as Group)) throw new Error(`unknown group ${g}; known: ${GROUPS.join(', ')}`);
@@ -83,10 +86,11 @@ const log = (line: string) => console.error(line);
 
 interface Scenario {
   name: string;
-  /** of the median run */
+  /** of the median run (a rate other than requests: deliveries per second, for the webhooks' deliveries) */
   rps: number;
-  p50_ms: number;
-  p99_ms: number;
+  /** (none for the deliveries) */
+  p50_ms?: number;
+  p99_ms?: number;
   /** every run's rps, in order */
   runs_rps?: number[];
 }
@@ -96,9 +100,8 @@ function median(name: string, runs: Run[]): Scenario {
   const sorted = [...runs].sort((a, b) => a.rps - b.rps);
   const middle = sorted[Math.floor(sorted.length / 2)]!;
   const scenario = { name, rps: middle.rps, p50_ms: middle.p50_ms, p99_ms: middle.p99_ms, runs_rps: runs.map((r) => Math.round(r.rps)) };
-  log(
-    `  ${name}: ${scenario.rps.toFixed(0)}/s (runs ${scenario.runs_rps.join(', ')}), p50 ${scenario.p50_ms} ms, p99 ${scenario.p99_ms} ms`,
-  );
+  const latency = scenario.p50_ms === undefined ? '' : `, p50 ${scenario.p50_ms} ms, p99 ${scenario.p99_ms} ms`;
+  log(`  ${name}: ${scenario.rps.toFixed(0)}/s (runs ${scenario.runs_rps.join(', ')})${latency}`);
   scenarios.push(scenario);
   return scenario;
 }
@@ -348,6 +351,7 @@ async function main() {
     for (const scale of scales) {
       await benchScale(scale, db, superuser, children, p50ByScale);
     }
+    if (runs('webhooks')) await benchDeliveries(db, superuser);
   } finally {
     for (const child of children) await stopProcess(child);
     if (db.startedHere) await db.stop();
@@ -405,6 +409,26 @@ async function main() {
     standby_rest_vs_sql_paired: paired(find(`${main}/standby_rest_orders_small_user`), find(`${main}/standby_sql_api_orders_small_user`)),
     standby_sql_vs_primary_sql: ratio(find(`${main}/standby_sql_api_orders_small_user`), find(`${main}/primary_sql_api_orders_small_user`)),
     standby_read_share: extra.standby_read_share ?? null,
+    // issue 34: deliveries/s to 50 healthy endpoints with a hanging one beside them, against without it (in turns)
+    deliveries_with_hanging_vs_without: ratio(find('webhooks/deliveries_with_hanging'), find('webhooks/deliveries_without_hanging')),
+    deliveries_with_hanging_vs_without_paired: paired(
+      find('webhooks/deliveries_with_hanging'),
+      find('webhooks/deliveries_without_hanging'),
+    ),
+    // issue 34: the paid order's POST with every organization subscribed to its events, against without the events triggers
+    write_with_events_vs_without_subscribed: ratio(
+      find(`${main}/rest_create_order_spread_subscribed`),
+      find(`${main}/rest_create_order_spread_subscribed_without_events`),
+    ),
+    write_with_events_vs_without_subscribed_paired: paired(
+      find(`${main}/rest_create_order_spread_subscribed`),
+      find(`${main}/rest_create_order_spread_subscribed_without_events`),
+    ),
+    // what queueing the deliveries costs of that: the same write with its events but the queueing trigger off
+    write_queueing_vs_without_subscribed_paired: paired(
+      find(`${main}/rest_create_order_spread_subscribed`),
+      find(`${main}/rest_create_order_spread_subscribed_without_queueing`),
+    ),
   };
   if (p50ByScale['10m'] && p50ByScale['100k']) {
     ratios.scale_p50_10m_vs_100k = Math.round((p50ByScale['10m'] / p50ByScale['100k']) * 100) / 100;
@@ -426,7 +450,9 @@ async function main() {
   const table = [
     '| scenario | req/s (median run) | p50 ms | p99 ms | runs |',
     '|---|---:|---:|---:|---|',
-    ...scenarios.map((s) => `| ${s.name} | ${s.rps.toFixed(0)} | ${s.p50_ms} | ${s.p99_ms} | ${s.runs_rps?.join(', ') ?? ''} |`),
+    ...scenarios.map(
+      (s) => `| ${s.name} | ${s.rps.toFixed(0)} | ${s.p50_ms ?? ''} | ${s.p99_ms ?? ''} | ${s.runs_rps?.join(', ') ?? ''} |`,
+    ),
     '',
     '| ratio | value |',
     '|---|---:|',
@@ -497,6 +523,7 @@ async function benchScale(
   if (runs('metadata')) await benchMetadata(ctx);
   if (runs('writes')) await benchWrites(ctx);
   await stopProcess(server);
+  if (runs('webhooks')) await benchSubscribedWrites(ctx, startServer);
   if (runs('standby')) await benchStandby(ctx, db, startServer);
 }
 
@@ -568,7 +595,7 @@ async function benchReads(ctx: ScaleContext, server: ChildProcess, p50ByScale: R
           })
         : null;
     const [rest] = await interleaved([{ runner: restRunner }, ...(graphqlRunner ? [{ runner: graphqlRunner }] : [])]);
-    if (who === 'small') p50ByScale[scale] = rest!.p50_ms;
+    if (who === 'small') p50ByScale[scale] = rest!.p50_ms!;
   }
   // GET /v1/users/me's own transaction: what the database alone does per request
   const auth = authenticateForPgbench();
@@ -680,6 +707,18 @@ async function benchMetadata(ctx: ScaleContext) {
 const EVENTS_TRIGGERS = (action: 'enable' | 'disable') =>
   ['rowgate.orders', 'rowgate.transactions'].map((table) => `alter table ${table} ${action} trigger _400_events`).join('; ');
 
+/** The events triggers off for one scenario's runs only (ALTER TABLE as the owner, between runs): an `around` of interleaved. */
+const withoutEventsOf =
+  (owner: pg.Client) =>
+  async <T>(work: () => Promise<T>): Promise<T> => {
+    await owner.query(EVENTS_TRIGGERS('disable'));
+    try {
+      return await work();
+    } finally {
+      await owner.query(EVENTS_TRIGGERS('enable'));
+    }
+  };
+
 /**
  * Removes what the write scenarios wrote: the orders that have a payment
  * transaction (the loaded orders have none: their triggers were off), their
@@ -712,6 +751,52 @@ async function removeWrittenOrdersWith(owner: pg.Client) {
   }
 }
 
+/** The big user's 50 organizations, each with its products and customers, for paid orders' bodies. */
+type WriteOrganizations = { products: { id: string; price: number }[]; customers: string[] }[];
+
+/**
+ * The paid order's POST /v1/orders/ as the admin of 50 organizations: its
+ * organizations, a body for each (k varies the product and customer), and a wrk
+ * runner of the server at `base` writing into some of them (each request one of
+ * 20 bodies of each organization, at random).
+ */
+async function paidOrderWrites(ctx: ScaleContext, owner: pg.Client, base: string) {
+  const { rows: organizations } = await owner.query<WriteOrganizations[number]>(
+    `select (select json_agg(json_build_object('id', p.id, 'price', p.price_amount) order by p.name)
+              from rowgate.products p where p.organization_id = o.id and p.deleted_at is null) as products,
+            array(select c.id::text from rowgate.customers c where c.organization_id = o.id and c.deleted_at is null
+              order by c.email) as customers
+     from rowgate.organizations o join rowgate.memberships m on m.organization_id = o.id
+     where m.user_id = $1 order by o.slug`,
+    [ctx.users.big],
+  );
+  const body = (o: WriteOrganizations[number], k: number) => ({
+    product_id: o.products[k % o.products.length]!.id,
+    customer_id: o.customers[k % o.customers.length]!,
+    amount: o.products[k % o.products.length]!.price,
+    currency: 'usd',
+    status: 'paid',
+  });
+  // wrk: each request one of these bodies, at random (every product and customer of each organization)
+  const lua = (orgs: WriteOrganizations) => {
+    const bodies = orgs.flatMap((o) => Array.from({ length: 20 }, (_, k) => JSON.stringify(body(o, k))));
+    return [
+      'wrk.method = "POST"',
+      'wrk.headers["content-type"] = "application/json"',
+      `local bodies = {${bodies.map((b) => JSON.stringify(b)).join(',\n')}}`,
+      'request = function() return wrk.format(nil, nil, nil, bodies[math.random(#bodies)]) end',
+      '',
+    ].join('\n');
+  };
+  const write = (name: string, orgs: WriteOrganizations) =>
+    wrkRunner(`${ctx.scale}/${name}`, {
+      url: `${base}/v1/orders/`,
+      headers: { cookie: `rowgate_session=${ctx.sessions.big}` },
+      lua: lua(orgs),
+    });
+  return { organizations, body, write };
+}
+
 /**
  * The write path (issue 16, part 4): `POST /v1/orders/` of a paid order (the
  * order, its payment transaction, three events), as the admin of 50
@@ -720,45 +805,13 @@ async function removeWrittenOrdersWith(owner: pg.Client) {
  * triggers off (turned off by the owner for that scenario only).
  */
 async function benchWrites(ctx: ScaleContext) {
-  const { scale, authenticatorUrl, sessions, base } = ctx;
+  const { scale, authenticatorUrl } = ctx;
   const owner = new pg.Client({ connectionString: ctx.ownerUrl });
   await owner.connect();
   try {
     // a run that stopped halfway may have left them off, or its orders behind
     await owner.query(EVENTS_TRIGGERS('enable'));
-    const { rows: organizations } = await owner.query<{ products: { id: string; price: number }[]; customers: string[] }>(
-      `select (select json_agg(json_build_object('id', p.id, 'price', p.price_amount) order by p.name)
-                from rowgate.products p where p.organization_id = o.id and p.deleted_at is null) as products,
-              array(select c.id::text from rowgate.customers c where c.organization_id = o.id and c.deleted_at is null
-                order by c.email) as customers
-       from rowgate.organizations o join rowgate.memberships m on m.organization_id = o.id
-       where m.user_id = $1 order by o.slug`,
-      [ctx.users.big],
-    );
-    const body = (o: (typeof organizations)[number], k: number) => ({
-      product_id: o.products[k % o.products.length]!.id,
-      customer_id: o.customers[k % o.customers.length]!,
-      amount: o.products[k % o.products.length]!.price,
-      currency: 'usd',
-      status: 'paid',
-    });
-    // wrk: each request one of these bodies, at random (every product and customer of each organization)
-    const lua = (orgs: typeof organizations) => {
-      const bodies = orgs.flatMap((o) => Array.from({ length: 20 }, (_, k) => JSON.stringify(body(o, k))));
-      return [
-        'wrk.method = "POST"',
-        'wrk.headers["content-type"] = "application/json"',
-        `local bodies = {${bodies.map((b) => JSON.stringify(b)).join(',\n')}}`,
-        'request = function() return wrk.format(nil, nil, nil, bodies[math.random(#bodies)]) end',
-        '',
-      ].join('\n');
-    };
-    const write = (name: string, orgs: typeof organizations) =>
-      wrkRunner(`${scale}/${name}`, {
-        url: `${base}/v1/orders/`,
-        headers: { cookie: `rowgate_session=${sessions.big}` },
-        lua: lua(orgs),
-      });
+    const { organizations, body, write } = await paidOrderWrites(ctx, owner, ctx.base);
 
     // pgbench: the server's transaction for this request, one script per organization (chosen at random)
     const create = toPgbench(`select ${orderColumns} from rowgate.create_order($1, $2, $3, $4, $5, null::jsonb)`, []);
@@ -776,15 +829,7 @@ async function benchWrites(ctx: ScaleContext) {
         .replace(':p5', ':status');
       return `begin;\n${authenticateForPgbench()};\n${statement};\ncommit;\n`;
     });
-    // the events triggers off for one scenario's runs only (ALTER TABLE as the owner, between runs)
-    const withoutEvents = async <T>(work: () => Promise<T>) => {
-      await owner.query(EVENTS_TRIGGERS('disable'));
-      try {
-        return await work();
-      } finally {
-        await owner.query(EVENTS_TRIGGERS('enable'));
-      }
-    };
+    const withoutEvents = withoutEventsOf(owner);
     await interleaved([
       { runner: pgbenchRunner(`${scale}/sql_create_order`, authenticatorUrl, scripts, variables) },
       { runner: pgbenchRunner(`${scale}/sql_create_order_hot`, authenticatorUrl, scripts[0]!, variables) },
@@ -796,6 +841,121 @@ async function benchWrites(ctx: ScaleContext) {
     await removeWrittenOrdersWith(owner);
   } finally {
     await owner.end();
+  }
+}
+
+/** The bench's subscriptions (benchSubscribedWrites): one endpoint of every organization, at a URL no sender is asked to reach. */
+const SUBSCRIBED_URL = 'https://subscribed.bench.invalid/';
+
+/** Removes the bench's subscriptions and what they queued (a run that stopped halfway leaves them; the next removes them). */
+async function unsubscribe(owner: pg.Client) {
+  const endpoints = 'select id from rowgate.webhook_endpoints where url = $1';
+  await owner.query('begin');
+  // a write still queueing a delivery to one of them commits first, or waits and finds it gone
+  await owner.query(`${endpoints} for update`, [SUBSCRIBED_URL]);
+  const removed = await owner.query(`delete from rowgate_private.webhook_deliveries where endpoint_id in (${endpoints})`, [SUBSCRIBED_URL]);
+  await owner.query(`delete from rowgate_private.webhook_lanes where endpoint_id in (${endpoints})`, [SUBSCRIBED_URL]);
+  await owner.query(`delete from rowgate.webhook_attempts where endpoint_id in (${endpoints})`, [SUBSCRIBED_URL]);
+  await owner.query(`delete from rowgate_private.webhook_secrets where endpoint_id in (${endpoints})`, [SUBSCRIBED_URL]);
+  await owner.query('delete from rowgate.webhook_endpoints where url = $1', [SUBSCRIBED_URL]);
+  await owner.query('commit');
+  return removed.rowCount ?? 0;
+}
+
+/** The owner's statement that turns the queueing of deliveries (for the events inserted) off or on. */
+const ENQUEUE_TRIGGER = (action: 'enable' | 'disable') => `alter table rowgate.events ${action} trigger _500_enqueue_deliveries`;
+
+/**
+ * The write path with every organization subscribed (issue 34): every
+ * organization gets an endpoint for the three events of a paid order
+ * (order.created, order.paid, transaction.created), so each POST /v1/orders/
+ * of the writes scenario also queues three deliveries in its transaction; in
+ * turns with the same POST with the events triggers off (no event, nothing
+ * queued), and with the events but the queueing trigger off (what queueing the
+ * deliveries itself costs, reported). The server runs with ROWGATE_WEBHOOKS=off, as API servers do beside
+ * the deployment's own senders (`rowgate webhooks work`): this measures the
+ * write path, not delivery (the deliveries scenario measures that); no sender
+ * takes the deliveries, removed afterwards with the endpoints.
+ */
+async function benchSubscribedWrites(ctx: ScaleContext, startServer: StartServer) {
+  const owner = new pg.Client({ connectionString: ctx.ownerUrl });
+  await owner.connect();
+  const server = await startServer({ ROWGATE_WEBHOOKS: 'off' });
+  let stopped = false;
+  try {
+    // a run that stopped halfway may have left them off, or its subscriptions behind
+    await owner.query(EVENTS_TRIGGERS('enable'));
+    await owner.query(ENQUEUE_TRIGGER('enable'));
+    await unsubscribe(owner);
+    const subscribed = await owner.query(
+      `insert into rowgate.webhook_endpoints (organization_id, url, event_types, description)
+       select id, $1, '{order.created,order.paid,transaction.created}', 'rowgate bench: every organization subscribed'
+       from rowgate.organizations`,
+      [SUBSCRIBED_URL],
+    );
+    log(`  webhooks: ${subscribed.rowCount} organizations subscribed to order.created, order.paid, transaction.created`);
+    const { organizations, write } = await paidOrderWrites(ctx, owner, server.url);
+    const withoutQueueing = async <T>(work: () => Promise<T>): Promise<T> => {
+      await owner.query(ENQUEUE_TRIGGER('disable'));
+      try {
+        return await work();
+      } finally {
+        await owner.query(ENQUEUE_TRIGGER('enable'));
+      }
+    };
+    await interleaved([
+      { runner: write('rest_create_order_spread_subscribed', organizations) },
+      { runner: write('rest_create_order_spread_subscribed_without_events', organizations), around: withoutEventsOf(owner) },
+      { runner: write('rest_create_order_spread_subscribed_without_queueing', organizations), around: withoutQueueing },
+    ]);
+    // its requests finished (a graceful stop) before what they wrote is removed
+    await stopProcess(server.child);
+    stopped = true;
+    const queued = await unsubscribe(owner);
+    log(`  webhooks: the subscribed writes queued ${queued} deliveries (removed)`);
+    if (!queued) throw new Error('the subscribed writes queued no delivery');
+    await removeWrittenOrdersWith(owner);
+  } finally {
+    if (!stopped) await stopProcess(server.child);
+    await owner.end();
+  }
+}
+
+/**
+ * Deliveries to 50 healthy endpoints with one hanging endpoint beside them
+ * (issue 34; bench/webhook-scenarios.ts's deliveryRuns, as bench/webhooks.ts
+ * runs it): deliveries per second until every healthy endpoint has its 40
+ * events, with and without the hanging endpoint's 40 (it never answers; its
+ * attempt holds one of the sender's 16 slots until the 10 s timeout), in
+ * turns, REPEATS runs each. In a database of its own, made afresh each run
+ * (it adds organizations; the scale databases keep their 2,000).
+ */
+async function benchDeliveries(db: EmbeddedDatabase, superuser: string) {
+  const database = 'bench_webhooks';
+  const admin = new pg.Client({ connectionString: superuser });
+  await admin.connect();
+  await admin.query(`drop database if exists ${database} with (force)`).finally(() => admin.end());
+  await ensureDatabase(superuser, database);
+  await hardenDatabase(superuser, database);
+  const ownerUrl = embeddedUrl(db.state, 'owner', database);
+  await migrateDatabase(ownerUrl);
+  log('webhooks:');
+  const bench = await openWebhookBench(ownerUrl, embeddedUrl(db.state, 'authenticator', database, db.socketDir));
+  try {
+    const run = await deliveryRuns(bench);
+    const rates = { without: [] as number[], with: [] as number[] };
+    // a first run of each, unmeasured: the worker's statements, the receiver's connections
+    await run(false);
+    await run(true);
+    for (let i = 0; i < REPEATS; i++) {
+      rates.without.push(await run(false));
+      rates.with.push(await run(true));
+    }
+    const asRuns = (xs: number[]): Run[] => xs.map((rps) => ({ rps }));
+    median('webhooks/deliveries_without_hanging', asRuns(rates.without));
+    median('webhooks/deliveries_with_hanging', asRuns(rates.with));
+  } finally {
+    await bench.close();
   }
 }
 
