@@ -44,7 +44,7 @@ const authenticateForPgbench = () =>
   AUTHENTICATE.replace('$1', ':kind')
     .replace('$2', ':hash')
     .replace('$3', "'bench-request-id'")
-    .replace('$4', "'127.0.0.1'")
+    .replaceAll('$4', "'127.0.0.1'")
     .replace('$5', "'bench'")
     .replace(/\s+/g, ' ')
     .trim();
