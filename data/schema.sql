@@ -149,6 +149,38 @@ CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.customers FOR EACH 
 CREATE TRIGGER _500_remove_seats AFTER UPDATE OF deleted_at ON rowgate.customers FOR EACH ROW WHEN (((old.deleted_at IS NULL) AND (new.deleted_at IS NOT NULL))) EXECUTE FUNCTION rowgate_private.tg_customers__remove_seats();
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE OR UPDATE OF deleted_at ON rowgate.customers FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('customers', 'soft');
 
+-- Table rowgate.denials
+create table rowgate.denials (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  request_id text,
+  operation text,
+  credential_kind text not null,
+  credential_id uuid,
+  user_id uuid,
+  step text,
+  error text,
+  reason text,
+  count integer default 1 not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  constraint denials_pkey PRIMARY KEY (organization_id, id),
+  constraint denials_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint denials_count_check CHECK ((count >= 1)),
+  constraint denials_step_check CHECK ((step = ANY (ARRAY['scope'::text, 'resource'::text, 'organization'::text, 'policy'::text])))
+);
+comment on table rowgate.denials is '@behavior -*
+The 403 answers on an organization''s data (SPEC §20), kept although the request rolled back; at most 1,000 rows per credential, organization and hour, then one row counting the rest.';
+comment on column rowgate.denials.count is '1 for a denial; on the hour''s overflow row of a credential (operation null), how many denials past 1,000 it stands for.';
+alter table rowgate.denials enable row level security;
+grant select (id, organization_id, request_id, operation, credential_kind, credential_id, user_id, step, error, reason, count, created_at, updated_at) on rowgate.denials to rowgate_analyst, rowgate_user;
+CREATE INDEX denials_created ON rowgate.denials USING btree (created_at);
+CREATE INDEX denials_organization_created ON rowgate.denials USING btree (organization_id, created_at, id);
+CREATE INDEX denials_organization_user ON rowgate.denials USING btree (organization_id, user_id, created_at, id);
+create policy select_manage on rowgate.denials as permissive for select to rowgate_user, rowgate_analyst
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('organizations_read'::text) AS has_scope)));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.denials FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+
 -- Table rowgate.event_clients
 create table rowgate.event_clients (
   organization_id uuid not null,
@@ -802,6 +834,18 @@ create table rowgate_private.analysts (
   constraint analysts_idle_in_transaction_timeout_ms_check CHECK (((idle_in_transaction_timeout_ms >= 100) AND (idle_in_transaction_timeout_ms <= 86400000))),
   constraint analysts_statement_timeout_ms_check CHECK (((statement_timeout_ms >= 100) AND (statement_timeout_ms <= 86400000)))
 );
+
+-- Table rowgate_private.denial_counts
+create table rowgate_private.denial_counts (
+  organization_id uuid not null,
+  credential_id uuid not null,
+  hour timestamp with time zone not null,
+  recorded integer default 0 not null,
+  overflow_id uuid,
+  constraint denial_counts_pkey PRIMARY KEY (organization_id, credential_id, hour)
+);
+comment on table rowgate_private.denial_counts is 'Denials recorded per credential, organization and hour (SPEC §20: at most 1,000, then one overflow row).';
+CREATE INDEX denial_counts_hour ON rowgate_private.denial_counts USING btree (hour);
 
 -- Table rowgate_private.event_retention
 create table rowgate_private.event_retention (
@@ -2646,16 +2690,15 @@ CREATE OR REPLACE FUNCTION rowgate_hidden.authorize(p_resource text, p_id uuid, 
  LANGUAGE sql
  STABLE
 AS $function$
-  with resolved as (
-    select rowgate_hidden.resource_organization_id(p_resource, p_id) as organization_id
-  ), reachable as (
-    select r.organization_id from resolved r
-    where r.organization_id = any (rowgate_hidden.current_organization_ids())
+  with reachable as (
+    select r.organization_id
+    from (select rowgate_hidden.reachable_resource_organization_id(p_resource, p_id) as organization_id) r
+    where r.organization_id is not null
   )
   select r.organization_id, rowgate_hidden.policy_denial(r.organization_id, p_policy)
   from (select 1) one left join reachable r on true;
 $function$;
-grant execute on function rowgate_hidden.authorize(text,uuid,text) to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.authorize(text,uuid,text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.authorize_webhook_endpoint(uuid,text)
 CREATE OR REPLACE FUNCTION rowgate_hidden.authorize_webhook_endpoint(p_id uuid, p_scope text)
@@ -3094,7 +3137,7 @@ begin
 end;
 $function$;
 comment on function rowgate_hidden.current_user_is_platform_admin() is 'Is the User of this transaction a platform admin (SPEC §2)? Its own flag only.';
-grant execute on function rowgate_hidden.current_user_is_platform_admin() to rowgate_user;
+grant execute on function rowgate_hidden.current_user_is_platform_admin() to rowgate_analyst, rowgate_user;
 
 -- Function rowgate_hidden.customer_ids_by_external_id(text[])
 CREATE OR REPLACE FUNCTION rowgate_hidden.customer_ids_by_external_id(p_external_ids text[])
@@ -3410,6 +3453,22 @@ AS $function$
     else 'Not permitted' end;
 $function$;
 grant execute on function rowgate_hidden.portal_write_denial() to rowgate_customer, rowgate_member;
+
+-- Function rowgate_hidden.reachable_resource_organization_id(text,uuid)
+CREATE OR REPLACE FUNCTION rowgate_hidden.reachable_resource_organization_id(p_resource text, p_id uuid)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_organization_id uuid := rowgate_hidden.resource_organization_id(p_resource, p_id);
+begin
+  return case when v_organization_id = any (rowgate_hidden.current_organization_ids()) then v_organization_id end;
+end;
+$function$;
+comment on function rowgate_hidden.reachable_resource_organization_id(text,uuid) is 'The organization of a resource, only when the subject reaches it; null otherwise.';
+grant execute on function rowgate_hidden.reachable_resource_organization_id(text,uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.resource_organization_id(text,uuid)
 CREATE OR REPLACE FUNCTION rowgate_hidden.resource_organization_id(p_resource text, p_id uuid)
@@ -4262,6 +4321,7 @@ CREATE OR REPLACE FUNCTION rowgate_private.prune_events(p_older_than interval, p
 AS $function$
 declare
   v_pruned integer;
+  v_denials integer;
 begin
   if p_older_than < interval '1 day' then
     raise exception 'events are kept at least a day' using errcode = '22023';
@@ -4294,10 +4354,23 @@ begin
     returning 1
   )
   select count(*)::integer into v_pruned from pruned;
-  return v_pruned;
+  with old as (
+    select d.organization_id, d.id from rowgate.denials d
+    where d.created_at < now() - p_older_than
+    order by d.created_at
+    limit greatest(p_batch, 1)
+    for update skip locked
+  ), pruned as (
+    delete from rowgate.denials d using old
+    where d.organization_id = old.organization_id and d.id = old.id
+    returning 1
+  )
+  select count(*)::integer into v_denials from pruned;
+  delete from rowgate_private.denial_counts c where c.hour < date_trunc('hour', now()) - interval '1 hour';
+  return v_pruned + v_denials;
 end;
 $function$;
-comment on function rowgate_private.prune_events(interval,integer) is 'Deletes up to p_batch events older than p_older_than (at least a day) whose deliveries are over, with those deliveries and their attempts; returns how many events went.';
+comment on function rowgate_private.prune_events(interval,integer) is 'Deletes up to p_batch events older than p_older_than (at least a day) whose deliveries are over, with those deliveries and their attempts, and up to p_batch denials as old (SPEC §20); returns how many events and denials went.';
 grant execute on function rowgate_private.prune_events(interval,integer) to rowgate_authenticator;
 
 -- Function rowgate_private.prune_rate_limit_counts()
@@ -4332,6 +4405,64 @@ AS $function$
   select array_agg(name order by name) from rowgate_private.scopes
   where name like '%read' and name not like 'customer_portal_%';
 $function$;
+
+-- Function rowgate_private.record_denial(text,uuid,text,uuid,text,text,text,jsonb,uuid,uuid,text,text,text)
+CREATE OR REPLACE FUNCTION rowgate_private.record_denial(p_subject_kind text, p_subject_id uuid, p_credential_kind text, p_credential_id uuid, p_scopes text, p_request_id text, p_operation text, p_params jsonb, p_organization_id uuid, p_named_organization_id uuid, p_step text, p_error text, p_reason text)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_saved text[] := array[current_setting('rowgate.subject_kind', true), current_setting('rowgate.subject_id', true),
+    current_setting('rowgate.credential_kind', true), current_setting('rowgate.scopes', true)];
+  v_organization_id uuid := p_organization_id;
+  v_reached boolean;
+  v_credential_id uuid := coalesce(p_credential_id, p_subject_id);
+  v_recorded integer;
+  v_overflow_id uuid;
+begin
+  if p_subject_kind is null or p_subject_id is null or p_credential_kind is null then
+    return false;
+  end if;
+  perform set_config('rowgate.subject_kind', p_subject_kind, true), set_config('rowgate.subject_id', p_subject_id::text, true),
+    set_config('rowgate.credential_kind', p_credential_kind, true), set_config('rowgate.scopes', coalesce(p_scopes, ''), true);
+  if v_organization_id is null and p_operation is not null then
+    begin
+      v_organization_id := (rowgate_hidden.check_operation(p_operation, coalesce(p_params, '{}'), p_named_organization_id)
+        ->> 'organization_id')::uuid;
+    exception when others then
+      v_organization_id := null;
+    end;
+  end if;
+  v_reached := v_organization_id is not null and v_organization_id = any (rowgate_hidden.current_organization_ids());
+  perform rowgate_hidden.restore_subject(v_saved);
+  if not v_reached then
+    return false;
+  end if;
+
+  insert into rowgate_private.denial_counts as c (organization_id, credential_id, hour, recorded)
+    values (v_organization_id, v_credential_id, date_trunc('hour', now()), 1)
+    on conflict (organization_id, credential_id, hour) do update set recorded = c.recorded + 1
+    returning c.recorded, c.overflow_id into v_recorded, v_overflow_id;
+  if v_recorded <= 1000 then
+    insert into rowgate.denials (organization_id, request_id, operation, credential_kind, credential_id, user_id, step, error, reason)
+      values (v_organization_id, nullif(p_request_id, ''), p_operation, p_credential_kind, p_credential_id,
+        case when p_subject_kind = 'user' then p_subject_id end, p_step, p_error, p_reason);
+  elsif v_overflow_id is null then
+    insert into rowgate.denials (organization_id, credential_kind, credential_id, user_id)
+      values (v_organization_id, p_credential_kind, p_credential_id, case when p_subject_kind = 'user' then p_subject_id end)
+      returning id into v_overflow_id;
+    update rowgate_private.denial_counts c set overflow_id = v_overflow_id
+      where c.organization_id = v_organization_id and c.credential_id = v_credential_id and c.hour = date_trunc('hour', now());
+  else
+    update rowgate.denials d set count = d.count + 1 where d.organization_id = v_organization_id and d.id = v_overflow_id;
+  end if;
+  return true;
+end;
+$function$;
+comment on function rowgate_private.record_denial(text,uuid,text,uuid,text,text,text,jsonb,uuid,uuid,text,text,text) is 'Keeps a 403 answer (SPEC §20) in the organization it concerns, if the subject reaches it, within the cap of 1,000 rows per credential, organization and hour; the API calls it after the request rolled back.';
+grant execute on function rowgate_private.record_denial(text,uuid,text,uuid,text,text,text,jsonb,uuid,uuid,text,text,text) to rowgate_authenticator;
 
 -- Function rowgate_private.record_refund(rowgate.orders,bigint,text,text,jsonb)
 CREATE OR REPLACE FUNCTION rowgate_private.record_refund(p_order rowgate.orders, p_amount bigint, p_reason text, p_comment text, p_metadata jsonb)

@@ -83,6 +83,7 @@ const appliedIn: Record<string, { table: string } | { function: keyof typeof fun
   'roles:delete': { function: 'roleChange' },
   'invitations:create': { function: 'invite' },
   'invitations:list': { table: 'invitations' },
+  'denials:list': { table: 'denials' },
   'invitations:revoke': { function: 'revokeInvitation' },
   'webhook_deliveries:list': { table: 'webhook_attempts' },
   // a resource a body names: the policy applies to the row the operation inserts

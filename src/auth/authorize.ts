@@ -84,6 +84,12 @@ export function authorizationSentence(authorization: Authorization<never>): stri
   return `**Authorization:** ${who}. ${outOfReach}; a denial is a 403 with its reason.`;
 }
 
+/** The organization of a policy's denial, for the record of it (SPEC §20). */
+const deniedIn = new WeakMap<Error, string>();
+
+/** The organization whose policy refused with this error, when authorize() did. */
+export const organizationOfDenial = (error: unknown): string | undefined => (error instanceof Error ? deniedIn.get(error) : undefined);
+
 /**
  * Asks the policy about the resource a request names. Returns the owning
  * organization's id; throws 404 or 403 with the reason.
@@ -94,7 +100,11 @@ async function authorize(tx: Tx, resource: Resource, id: string, policy: Policy)
     [resource, id, policy],
   );
   if (!row?.organization_id) throw notFound();
-  if (row.denial) throw notPermitted(row.denial);
+  if (row.denial) {
+    const denial = notPermitted(row.denial);
+    deniedIn.set(denial, row.organization_id);
+    throw denial;
+  }
   return row.organization_id;
 }
 

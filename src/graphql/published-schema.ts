@@ -11,7 +11,15 @@ import type { ObjectStep, Step } from 'postgraphile/grafast';
  * tables are listed, and functions are published only when listed below, so a
  * lost comment or a new REST-only function cannot appear in GraphQL.
  */
-const HIDDEN_TABLES = ['personal_access_tokens', 'organization_access_tokens', 'oauth2_clients', 'webhook_endpoints', 'webhook_attempts'];
+const HIDDEN_TABLES = [
+  'personal_access_tokens',
+  'organization_access_tokens',
+  'oauth2_clients',
+  'webhook_endpoints',
+  'webhook_attempts',
+  // recorded denials (SPEC §20) are read through REST and analysts' SQL
+  'denials',
+];
 /** the rowgate functions GraphQL publishes (as mutations); every other one is hidden */
 const GRAPHQL_FUNCTIONS = ['create_organization', 'add_member', 'create_account', 'create_order', 'create_refund'];
 /**

@@ -39,7 +39,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type pg from 'pg';
 import type { Authenticated } from '../auth/authenticate.ts';
 import { credentialKey, type PresentedCredential } from '../auth/credentials.ts';
-import { askedBeforeHandler, authorizeRequest } from '../auth/authorize.ts';
+import { askedBeforeHandler, authorizeRequest, organizationOfDenial } from '../auth/authorize.ts';
 import { CONSISTENCY_HEADER, type Consistency } from '../db/consistency.ts';
 import { inTransaction, type Tx } from '../db/pool.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
@@ -52,7 +52,8 @@ import {
   otherKindRefusal,
   requireScopes,
 } from '../auth/credential-checks.ts';
-import { ApiError } from '../core/errors.ts';
+import { ApiError, toApiError } from '../core/errors.ts';
+import { recordDenial } from './denials.ts';
 import { type Input, parseInput } from './input.ts';
 import { Replay, send, sendReplay } from './respond.ts';
 import { type ApiRoute, isAnonymous } from './route-declaration.ts';
@@ -129,6 +130,8 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     if (hooks.accepted.length) await run(hooks.accepted, state);
     // what a read must see: its credential's last write here, or the position it sends (any instance's)
     const key = state.credential && options.consistency ? credentialKey(state.credential) : undefined;
+    // what a 403 past the scope check is recorded with (SPEC §20), filled in as the checks pass
+    const denial: DenialFacts = { scoped: false };
     const position = route.method === 'get' ? (options.consistency?.required(key, req.headers['rowgate-consistency']) ?? null) : null;
     const transaction = (pool: pg.Pool) =>
       inTransaction(
@@ -145,12 +148,16 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
             state.subject = await subject; // 2.
             record.subject = state.subject?.settings;
             requireScopes(route.access.scopes, state.subject); // 3.
-            input.take(); // 4.
+            denial.scoped = true;
+            denial.input = input.take(); // 4.
             if (hooks.authenticated.length) {
               const replay = await replayOf(hooks.authenticated, state);
               if (replay) return replay;
             }
-            if (authorization) await (asked ?? authorizeRequest(tx, authorization, context!.params)); // 5.
+            if (authorization) {
+              const organizationId = await (asked ?? authorizeRequest(tx, authorization, context!.params)); // 5.
+              if (typeof organizationId === 'string') denial.organizationId = organizationId;
+            }
           } catch (refusal) {
             // a read started early ends before its transaction does: nothing of it
             // may reach the connection once it is back in the pool
@@ -167,7 +174,13 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
       );
     // a read on a standby that will do (a failed one: again on the primary), anything else on the primary
     const onStandby = route.method === 'get' && options.reads && !options.consistency?.onPrimary(key);
-    const result = onStandby ? await options.reads!.read(position, transaction) : await transaction(options.pool);
+    let result: unknown;
+    try {
+      result = onStandby ? await options.reads!.read(position, transaction) : await transaction(options.pool);
+    } catch (error) {
+      if (denial.scoped && state.subject?.settings) await keepDenial(options.pool, state, error, denial);
+      throw error;
+    }
     if (route.method !== 'get' && options.consistency) {
       // a replayed write: what its client must see to read it, as after the write itself (SPEC §19)
       const token = await options.consistency.written(key, result instanceof Replay ? undefined : state.tx?.position);
@@ -176,7 +189,10 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     if (result instanceof Replay) return sendReplay(res, result);
     // a handler that *returns* an error has recorded something that must stay
     // (a failed attempt, a revoked token family): the transaction committed
-    if (result instanceof ApiError) throw result;
+    if (result instanceof ApiError) {
+      if (state.subject?.settings) await keepDenial(options.pool, state, result, denial);
+      throw result;
+    }
     send(route, res, result, validateResponses); // 7.
   };
 
@@ -189,6 +205,36 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
       return Promise.reject(error);
     }
   }
+}
+
+/** What a refused request is recorded with, filled in as its checks pass. */
+interface DenialFacts {
+  /** the scope check passed: a refusal now concerns a resource */
+  scoped: boolean;
+  input?: Input;
+  /** the organization the declared policy resolved */
+  organizationId?: string;
+}
+
+/** A 403 on an organization's data, past the scope check, kept after the rollback (SPEC §20). */
+async function keepDenial(pool: pg.Pool, state: RequestState, error: unknown, facts: DenialFacts): Promise<void> {
+  const answer = toApiError(error);
+  if (answer.status !== 403 || !state.subject?.settings) return;
+  const { params, query, body } = facts.input ?? ({} as Partial<Input>);
+  const named =
+    (body as { organization_id?: unknown } | null | undefined)?.organization_id ??
+    (query as { organization_id?: unknown } | null | undefined)?.organization_id;
+  await recordDenial(
+    pool,
+    {
+      operation: state.route.operationId,
+      settings: state.subject.settings,
+      params: params as Record<string, unknown> | undefined,
+      organizationId: facts.organizationId ?? organizationOfDenial(error),
+      namedOrganizationId: Array.isArray(named) && named.length === 1 ? named[0] : named,
+    },
+    answer,
+  );
 }
 
 const refuse = (error: Error): never => {

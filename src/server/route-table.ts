@@ -4,6 +4,7 @@ import type pg from 'pg';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import { accountRoutes } from '../resources/accounts.ts';
 import { authorizationRoutes } from '../resources/authorization.ts';
+import { denialRoutes } from '../resources/denials.ts';
 import { customerPortalRoutes } from '../resources/customer-portal.ts';
 import { customerSessionRoutes } from '../resources/customer-sessions.ts';
 import { customerRoutes } from '../resources/customers.ts';
@@ -58,6 +59,7 @@ export const apiRoutes: readonly Route[] = [
   ...reportedCredentialRoutes,
   ...oauth2Routes,
   ...authorizationRoutes(() => apiRoutes),
+  ...denialRoutes,
 ];
 
 export function allRoutes(pool: pg.Pool, reads?: ReadReplicas): Route[] {
