@@ -3137,7 +3137,7 @@ begin
 end;
 $function$;
 comment on function rowgate_hidden.current_user_is_platform_admin() is 'Is the User of this transaction a platform admin (SPEC §2)? Its own flag only.';
-grant execute on function rowgate_hidden.current_user_is_platform_admin() to rowgate_analyst, rowgate_user;
+grant execute on function rowgate_hidden.current_user_is_platform_admin() to rowgate_user;
 
 -- Function rowgate_hidden.customer_ids_by_external_id(text[])
 CREATE OR REPLACE FUNCTION rowgate_hidden.customer_ids_by_external_id(p_external_ids text[])

@@ -680,7 +680,13 @@ describe('bypass attempts fail', () => {
   test("9. security-definer resolution with another organization's ids is refused", async () => {
     await session(async (client) => {
       await expectDenied(client, `select rowgate_hidden.resource_organization_id('organization', $1)`, [org.C]);
-      await expectDenied(client, `select * from rowgate_hidden.authorize('organization', $1, 'read')`, [org.C]);
+      // authorize() and its reachable-only lookup answer nothing for an organization the analyst does not reach
+      const { rows } = await client.query(`select * from rowgate_hidden.authorize('organization', $1, 'read')`, [org.C]);
+      expect(rows).toEqual([{ organization_id: null, denial: null }]);
+      const { rows: lookup } = await client.query(`select rowgate_hidden.reachable_resource_organization_id('organization', $1) as id`, [
+        org.C,
+      ]);
+      expect(lookup).toEqual([{ id: null }]);
     });
   });
 
@@ -782,6 +788,7 @@ describe('bypass attempts fail', () => {
         'rowgate.colleagues',
         'rowgate.customer_members',
         'rowgate.customers',
+        'rowgate.denials',
         'rowgate.event_clients',
         'rowgate.events',
         'rowgate.invitations',
@@ -822,6 +829,8 @@ describe('bypass attempts fail', () => {
         'rowgate_hidden.invitation_names(uuid)',
         // counts only over the organizations the subject reaches
         'rowgate_hidden.organization_row_count(text,uuid[])',
+        // the organization of a resource, only when the analyst reaches it (rowgate.check's lookups)
+        'rowgate_hidden.reachable_resource_organization_id(text,uuid)',
         // the names of the scopes a web session carries (rowgate.check answers as one)
         'rowgate_hidden.web_session_scopes()',
       ],

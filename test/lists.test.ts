@@ -493,6 +493,45 @@ const declarations: Record<string, Declaration> = {
     },
   },
 
+  'denials:list': {
+    invalid: ['user_id=nope', 'created_after=yesterday'],
+    seed: async (n) => {
+      const { user, a } = await world();
+      const operations = ['products:create', 'orders:update', 'customers:delete'];
+      const users = [user.id, randomUUID()];
+      const rows: { id: string; operation: string; user: string }[] = [];
+      for (let i = 0; i < n; i++) {
+        const row = { operation: operations[i % 3]!, user: users[i % 2]! };
+        const id = await insertRow('rowgate.denials', {
+          organization_id: a,
+          operation: row.operation,
+          credential_kind: 'web_session',
+          user_id: row.user,
+          step: 'policy',
+          error: 'NotPermitted',
+          reason: 'not allowed',
+        });
+        rows.push({ id, ...row });
+      }
+      const stamps = await stamp('rowgate.denials', ids(rows));
+      return {
+        path: `/v1/organizations/${a}/denials`,
+        auth: { session: user.session },
+        keys: ids(rows),
+        filters: [
+          { query: `user_id=${users[0]}`, expect: ids(rows, (r) => r.user === users[0]) },
+          { query: 'operation=orders:update', expect: ids(rows, (r) => r.operation === 'orders:update') },
+          {
+            query: `operation=products:create&user_id=${users[1]}`,
+            expect: ids(rows, (r) => r.operation === 'products:create' && r.user === users[1]),
+          },
+          ...windowCases(stamps),
+          { query: `user_id=${randomUUID()}`, expect: [] },
+        ],
+      };
+    },
+  },
+
   'webhook_deliveries:list': {
     invalid: ['status=bogus', 'event_id=nope'],
     seed: async (n) => {
@@ -1105,7 +1144,7 @@ describe('the declarations cover every list route', () => {
     const byPath = apiRoutes.filter(
       (r) =>
         r.method === 'get' &&
-        (r.path.endsWith('/') || ['/members', '/deliveries', '/roles', '/invitations'].some((end) => r.path.endsWith(end))),
+        (r.path.endsWith('/') || ['/members', '/deliveries', '/roles', '/invitations', '/denials'].some((end) => r.path.endsWith(end))),
     );
     expect(listRoutes.map((r) => r.operationId).sort()).toEqual(byPath.map((r) => r.operationId).sort());
     expect(listRoutes.length).toBeGreaterThanOrEqual(10);

@@ -1,6 +1,6 @@
 --! Previous: sha1:9f93546e64e7e92930b34deabfb628b779fb5a58
---! Hash: sha1:8495e792ebf938affe02566e6d257c7bd254052a
---! Message: Recorded denials, kept after the rollback; rowgate.check for analysts
+--! Hash: sha1:efebdcd9c59e9b5f770f637076d30b481d2c41f0
+--! Message: Recorded denials kept after the rollback; rowgate.check for analysts
 
 --! split: 001-denials.sql
 -- Recorded denials (SPEC §20): every 403 answer on an organization's data is kept as one
@@ -192,8 +192,8 @@ comment on function rowgate_private.prune_events(interval, integer) is 'Deletes 
 -- so they are not given rowgate_hidden.resource_organization_id(), which names the
 -- organization of any id; authorize() now asks it through reachable_resource_organization_id(),
 -- which answers only for an organization the subject reaches (what authorize() kept anyway),
--- and analysts may call both. A check of impersonations:create asks whether the analyst's own
--- user is a platform admin.
+-- and analysts may call both. A check of impersonations:create is refused to analysts: it
+-- would tell whether their own user is a platform admin, which analysts never learn.
 create function rowgate_hidden.reachable_resource_organization_id(p_resource text, p_id uuid) returns uuid
 language plpgsql stable security definer set search_path = pg_catalog, pg_temp as $$
 declare
@@ -219,7 +219,6 @@ language sql stable as $$
   from (select 1) one left join reachable r on true;
 $$;
 grant execute on function rowgate_hidden.authorize(text, uuid, text) to rowgate_analyst;
-grant execute on function rowgate_hidden.current_user_is_platform_admin() to rowgate_analyst;
 
 --! split: 005-operations.sql
 -- The operations of the API (SPEC §20), as the route table declares them: written by
