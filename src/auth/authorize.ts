@@ -17,16 +17,20 @@ type Resource =
   | 'payout_account'
   | 'webhook_endpoint';
 
-/** A role permission (rowgate.permissions). */
-type Permission =
-  | 'products:write'
-  | 'customers:write'
-  | 'orders:write'
-  | 'finance:read'
-  | 'organization:manage'
-  | 'members:manage'
-  | 'finance:manage'
-  | 'access_tokens:manage';
+/** The role permissions (rowgate.permissions: SPEC §5's fixed set) */
+export const PERMISSIONS = [
+  'products:write',
+  'customers:write',
+  'orders:write',
+  'finance:read',
+  'organization:manage',
+  'members:manage',
+  'finance:manage',
+  'access_tokens:manage',
+] as const;
+
+/** A role permission */
+export type Permission = (typeof PERMISSIONS)[number];
 
 /**
  * What rowgate_hidden.policy_denial decides: 'read' (organization access only), a

@@ -8,7 +8,7 @@
 // A route that declares `authorize` says how its resource is found and which policy
 // guards it; for the others (lists, creates, reads through row-level security,
 // user-personal endpoints), `explained` below says it, for every operationId.
-import type { Policy } from '../auth/authorize.ts';
+import { PERMISSIONS, type Policy } from '../auth/authorize.ts';
 import { access, type Access, isAnonymous, type Route } from './route-declaration.ts';
 
 /**
@@ -152,16 +152,7 @@ export interface OperationRow {
   policy_key: string | null;
 }
 
-const permissions = new Set([
-  'products:write',
-  'customers:write',
-  'orders:write',
-  'finance:read',
-  'organization:manage',
-  'members:manage',
-  'finance:manage',
-  'access_tokens:manage',
-]);
+const permissions = new Set<string>(PERMISSIONS);
 
 const same = (a: Access, b: Access) =>
   a.credentials.join() === b.credentials.join() && [...a.scopes].sort().join() === [...b.scopes].sort().join();

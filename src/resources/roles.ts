@@ -2,6 +2,7 @@
 // (SPEC §21). The rules (who may define or change a role, which permissions it may hold,
 // that a role in use stays) are the database's: rowgate.create_organization_role and its
 // siblings; what members see is rowgate.organization_roles under RLS.
+import { PERMISSIONS } from '../auth/authorize.ts';
 import { z } from 'zod';
 import { notFound } from '../core/errors.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
@@ -10,16 +11,6 @@ import { doc, uuid } from '../core/fields.ts';
 import { listQuery, listSchema } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 
-export const PERMISSIONS = [
-  'products:write',
-  'customers:write',
-  'orders:write',
-  'finance:read',
-  'organization:manage',
-  'members:manage',
-  'finance:manage',
-  'access_tokens:manage',
-] as const;
 
 const roleName = doc(
   z.string().regex(/^[a-z][a-z0-9_-]{0,49}$/, 'A lower-case letter, then up to 49 lower-case letters, digits, _ and -'),
