@@ -11,7 +11,6 @@ import { doc, uuid } from '../core/fields.ts';
 import { listQuery, listSchema } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 
-
 const roleName = doc(
   z.string().regex(/^[a-z][a-z0-9_-]{0,49}$/, 'A lower-case letter, then up to 49 lower-case letters, digits, _ and -'),
   'The role’s name, its key within the organization: a lower-case letter, then up to 49 lower-case letters, digits, `_` and `-`.',
