@@ -8,7 +8,7 @@
 // filtered by metadata; webhooks: deliveries to 50 endpoints beside a hanging one, and
 // the paid order's write with every organization subscribed; with --standby, reads
 // served by a hot standby. Writes bench/results/<date>.json and .md, and with --json
-// FILE the summary {scenarios, ratios}. --only runs some groups of scenarios (reads,
+// FILE the summary {scenarios, ratios}. --only runs some groups of scenarios (explain: SPEC §20 check of 100 vs 100 requests; reads,
 // writes, metadata, webhooks, standby), for iterating.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
@@ -60,7 +60,7 @@ const { values: args } = parseArgs({
   },
 });
 
-const GROUPS = ['reads', 'writes', 'metadata', 'webhooks', 'standby'] as const;
+const GROUPS = ['reads', 'writes', 'metadata', 'webhooks', 'standby', 'explain'] as const;
 type Group = (typeof GROUPS)[number];
 const only = args.only?.split(',').map((g) => g.trim());
 for (const g of only ?? []) if (!GROUPS.includes(g as Group)) throw new Error(`unknown group ${g}; known: ${GROUPS.join(', ')}`);
@@ -400,6 +400,8 @@ async function main() {
     ),
     write_sql_with_events_vs_without_paired: paired(find(`${main}/sql_create_order`), find(`${main}/sql_create_order_without_events`)),
     // issue 17: the orders page filtered by metadata
+    // SPEC §20: one check of 100 items against the 100 real requests it answers for (issue 35: ≥ 5)
+    check_100_vs_requests_100: ratio(find(`${main}/check_100`), find(`${main}/requests_100`)),
     metadata_rest_vs_sql: ratio(find(`${main}/rest_orders_metadata_small_user`), find(`${main}/sql_api_orders_metadata_small_user`)),
     // an ERP id's lookup (one order) by the admin of 50 organizations, against that user's unfiltered page
     metadata_erp_id_vs_page_big_user: ratio(find(`${main}/rest_orders_metadata_erp_id_big_user`), find(`${main}/rest_orders_big_user`)),
@@ -521,10 +523,69 @@ async function benchScale(
   const ctx: ScaleContext = { scale: scale.name, database, ownerUrl, authenticatorUrl, secret, sessions, users, base };
   if (runs('reads')) await benchReads(ctx, server, p50ByScale);
   if (runs('metadata')) await benchMetadata(ctx);
+  if (runs('explain')) await benchExplain(ctx);
   if (runs('writes')) await benchWrites(ctx);
   await stopProcess(server);
   if (runs('webhooks')) await benchSubscribedWrites(ctx, startServer);
   if (runs('standby')) await benchStandby(ctx, db, startServer);
+}
+
+/**
+ * SPEC §20: POST /v1/authorization/check of 100 orders:get items against the 100
+ * GET /v1/orders/{id} it answers for (the small user's web session, 10 in flight),
+ * in turns, REPEATS rounds; each scenario's rate is in units (one check, or one set
+ * of 100 requests) per second, so their ratio is what a check of 100 saves.
+ */
+async function benchExplain(ctx: ScaleContext) {
+  const { scale, sessions, base } = ctx;
+  const headers = { cookie: `rowgate_session=${sessions.small}` };
+  const list = (await (await fetch(`${base}/v1/orders/?limit=100`, { headers })).json()) as { items: { id: string }[] };
+  const ids = list.items.map((o) => o.id);
+  if (ids.length < 100) log(`  explain: the small user reaches ${ids.length} orders, the scenario uses them`);
+  const body = JSON.stringify({ checks: ids.map((id) => ({ operation: 'orders:get', params: { id } })) });
+  const check = async () => {
+    const response = await fetch(`${base}/v1/authorization/check`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body,
+    });
+    if (!response.ok) throw new Error(`check: ${response.status} ${await response.text()}`);
+    await response.arrayBuffer();
+  };
+  const requests = async () => {
+    for (let i = 0; i < ids.length; i += 10) {
+      await Promise.all(
+        ids.slice(i, i + 10).map(async (id) => {
+          const response = await fetch(`${base}/v1/orders/${id}`, { headers });
+          if (!response.ok) throw new Error(`GET /v1/orders/${id}: ${response.status}`);
+          await response.arrayBuffer();
+        }),
+      );
+    }
+  };
+  /** units a second over a second and a half of back-to-back units */
+  const rate = async (unit: () => Promise<void>) => {
+    const started = performance.now();
+    let done = 0;
+    while (performance.now() - started < 1_500) {
+      await unit();
+      done++;
+    }
+    return done / ((performance.now() - started) / 1000);
+  };
+  await rate(check); // warm-up
+  await rate(requests);
+  const runsOf: Record<'check_100' | 'requests_100', number[]> = { check_100: [], requests_100: [] };
+  for (let round = 0; round < REPEATS; round++) {
+    runsOf.check_100.push(await rate(check));
+    runsOf.requests_100.push(await rate(requests));
+  }
+  for (const [name, runs] of Object.entries(runsOf)) {
+    const sorted = [...runs].sort((a, b) => a - b);
+    const scenario = { name: `${scale}/${name}`, rps: sorted[Math.floor(sorted.length / 2)]!, runs_rps: runs.map((r) => Math.round(r)) };
+    log(`  ${scenario.name}: ${scenario.rps.toFixed(1)}/s (runs ${scenario.runs_rps.join(', ')})`);
+    scenarios.push(scenario);
+  }
 }
 
 /** What every group of one scale's scenarios needs: its database, sessions and running server. */

@@ -214,6 +214,12 @@ export function forQuery(pool: pg.Pool, settings: Settings, fallBack?: FallBack,
   return reads.settings;
 }
 
+/** The request's own settings behind PostGraphile's settings object: a query's verdict when its authentication was deferred. */
+export function subjectSettings(settings: Settings): Settings | Promise<Settings> {
+  const reads = readTransactions.get(settings);
+  return reads ? reads.ownSettings() : settings;
+}
+
 /** What a mutation's commits tell: the WAL position after each (src/db/consistency.ts), awaited before the mutation's result */
 type Committed = (position: string | null) => Promise<void>;
 const mutationCommits = new WeakMap<object, Committed>();

@@ -42,6 +42,8 @@ import { RecentCredentials } from '../auth/recent-credentials.ts';
 import { errorAnswers } from '../http/respond.ts';
 import { poolStatements } from '../db/pool.ts';
 import { OmitArchivedPlugin } from './omit-archived.ts';
+import { explainingPlugin } from './explaining.ts';
+import type { Route } from '../http/route-declaration.ts';
 import { CountedTotalPlugin } from './counted-total.ts';
 import { OrganizationPagesPlugin } from './organization-pages.ts';
 import { pageSecurityHeaders } from '../http/security-headers.ts';
@@ -130,6 +132,8 @@ export interface GraphqlOptions {
   reads?: ReadReplicas;
   /** the credentials this server has seen authenticate, shared with the rate limits (default: GraphQL's own) */
   recentCredentials?: RecentCredentials;
+  /** the route table whose operations checkAuthorization may name (SPEC §20; REST's 422 for others) */
+  routes?: () => readonly Route[];
 }
 
 export interface Graphql {
@@ -174,6 +178,7 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
     { GraphQLError, getOperationAST },
     { isSafeError },
     { TYPES },
+    ExplainingPlugin,
   ] = await Promise.all([
     import('postgraphile'),
     import('postgraphile/adaptors/pg'),
@@ -182,6 +187,7 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
     import('postgraphile/graphql'),
     import('postgraphile/grafast'),
     import('postgraphile/@dataplan/pg'),
+    explainingPlugin(options.routes),
   ]);
   castsAfterTheSort(TYPES);
   const settings = new WeakMap<IncomingMessage, Settings | DeferredAuthentication>();
@@ -206,6 +212,7 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
       DefaultPagePlugin,
       CountedTotalPlugin,
       OrganizationPagesPlugin,
+      ExplainingPlugin,
       rowgateLimitsPlugin((code) => options.metrics?.graphqlRefusals.inc({ code })),
     ].filter((plugin) => !options.preset?.disablePlugins?.includes(plugin.name)),
     pgServices: [pgService],

@@ -68,7 +68,7 @@ const CheckResult = z
   })
   .meta({ id: 'AuthorizationCheckResult', description: 'What one request would answer, and why.' });
 
-const CheckItem = z.strictObject({
+export const CheckItem = z.strictObject({
   operation: doc(z.string().min(1).max(100), 'An `operationId` (GET /v1/authorization/operations lists them).', 'products:update'),
   params: doc(z.record(z.string(), z.string()).optional(), "The operation's path parameters.", {
     id: '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b',
@@ -109,7 +109,7 @@ const Permissions = z
   .meta({ id: 'OrganizationPermissions', description: 'What a user (or the organization token) may do in an organization.' });
 
 /** Items a check cannot ask (unknown operation, a malformed path parameter): a 422 at their place. */
-async function checkItems(
+export async function checkItems(
   table: readonly Route[],
   checks: z.infer<typeof CheckItem>[],
   subjectKind: string | undefined,

@@ -77,8 +77,10 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   const { pool, reads, consistency } = options;
   // one memory of the credentials seen to authenticate, whichever of REST and GraphQL saw them
   const operating = { recentCredentials: new RecentCredentials(), ...options.operating };
+  const routes = options.routes ?? allRoutes(pool, reads);
   const graphql = await createGraphql({
     pool,
+    routes: () => routes,
     secret: options.secret,
     development: options.development,
     log: options.log,
@@ -91,7 +93,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     const app = createApp({
       pool,
       secret: options.secret,
-      routes: options.routes ?? allRoutes(pool, reads),
+      routes,
       validateResponses: options.validateResponses,
       log: options.log,
       mailer: options.mailer,
