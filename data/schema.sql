@@ -2829,6 +2829,10 @@ begin
   elsif v_op.lookup <> 'authorize' and v_op.policy_key is not null and v_organization_id is not null then
     v_denial := rowgate_hidden.policy_denial(v_organization_id, v_op.policy_key);
   end if;
+  -- removing another member: the teams' escalation rule depends on that member's role, not on a body
+  if v_denial is null and v_op.operation = 'members:remove' then
+    v_denial := rowgate_hidden.member_removal_denial(v_organization_id, (p_params ->> 'user_id')::uuid);
+  end if;
   if v_denial is not null then
     return rowgate_hidden.check_answer(v_op, false, 403, 'NotPermitted', 'policy', v_denial, v_kind, v_held, v_organization_id,
       rowgate_hidden.current_role_in(v_organization_id));
@@ -3281,6 +3285,34 @@ $function$;
 comment on function rowgate_hidden.invitation_names(uuid) is '@behavior -*
 The organization''s and the inviter''s names of an invitation the caller may see.';
 grant execute on function rowgate_hidden.invitation_names(uuid) to rowgate_analyst, rowgate_user;
+
+-- Function rowgate_hidden.member_removal_denial(uuid,uuid)
+CREATE OR REPLACE FUNCTION rowgate_hidden.member_removal_denial(p_organization_id uuid, p_user_id uuid)
+ RETURNS text
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_user_id uuid := rowgate_hidden.current_user_id();
+  v_role text;
+begin
+  -- only a user is limited (as the trigger), never about itself (leaving), only where it reaches
+  if v_user_id is null or p_user_id is null or p_user_id = v_user_id
+      or not (p_organization_id = any (rowgate_hidden.current_organization_ids())) then
+    return null;
+  end if;
+  select m.role into v_role from rowgate.memberships m
+    where m.organization_id = p_organization_id and m.user_id = p_user_id and m.deleted_at is null;
+  if v_role is not null and not coalesce(rowgate_private.role_permissions(p_organization_id, v_role), '{}')
+      <@ rowgate_hidden.current_permissions(p_organization_id) then
+    return 'You can''t change or remove a member whose role has permissions you don''t have';
+  end if;
+  return null;
+end;
+$function$;
+comment on function rowgate_hidden.member_removal_denial(uuid,uuid) is 'Why the current user may not remove this member of an organization it reaches (SPEC §21''s escalation rule), or null.';
+grant execute on function rowgate_hidden.member_removal_denial(uuid,uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.members_management_denial(uuid)
 CREATE OR REPLACE FUNCTION rowgate_hidden.members_management_denial(p_organization_id uuid)

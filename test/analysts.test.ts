@@ -827,6 +827,8 @@ describe('bypass attempts fail', () => {
         'rowgate_hidden.finance_denial(uuid,boolean)',
         // the names beside an invitation the analyst may see
         'rowgate_hidden.invitation_names(uuid)',
+        // why a member's removal is refused, in organizations the analyst reaches (rowgate.check)
+        'rowgate_hidden.member_removal_denial(uuid,uuid)',
         // counts only over the organizations the subject reaches
         'rowgate_hidden.organization_row_count(text,uuid[])',
         // the organization of a resource, only when the analyst reaches it (rowgate.check's lookups)
