@@ -361,6 +361,8 @@ export async function runCheck(
          (select id from rowgate.organization_access_tokens u where u.organization_id = t.organization_id order by created_at desc limit 20)`,
       [[w.own.id, w.other.id]],
     );
+    // organization roles at 100 an organization: only the world's own stay between cases
+    await app.sql(`delete from rowgate.organization_roles where organization_id = any($1) and name <> 'people'`, [[w.own.id, w.other.id]]);
     // personal tokens at 100 a user: keep each user's newest few
     await app.sql(
       `delete from rowgate.personal_access_tokens t where t.user_id = any($1) and t.id not in
