@@ -164,15 +164,6 @@ export class Tx {
     if (this.read) this.commitWithNext = true;
   }
 
-  /**
-   * The transaction's last statement, its commit pipelined right behind it; its
-   * answer does not wait for the commit (inTransaction does, for a write).
-   */
-  async withCommit<T extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T | undefined> {
-    if (this.committed || this.ended) throw new Error('a statement after the last statement of its transaction');
-    return (await this.sendWithCommit<T>(text, values)).rows[0];
-  }
-
   private sendWithCommit<T extends object>(text: string, values: unknown[]): Promise<pg.QueryResult<T>> {
     const answer = this.send<T>(text, values);
     this.commitWithNext = false;
