@@ -23,8 +23,7 @@ export const AUTHENTICATE = `
     set_config('rowgate.scopes', array_to_string(a.scopes, ' '), true) as scopes,
     set_config('rowgate.request_id', $3, true) as request_id,
     set_config('rowgate.client_address', coalesce($4::text, ''), true) as client_address,
-    set_config('rowgate.user_agent', $5, true) as user_agent,
-    a.expires_at
+    set_config('rowgate.user_agent', $5, true) as user_agent
   from rowgate_private.authenticate($1, $2, nullif($4::text, '')::inet) a`;
 
 /** The role of a request without a credential ($1: its request id); no setting names a subject. */
@@ -44,15 +43,12 @@ export interface AuthenticatedRow {
   request_id: string;
   client_address: string;
   user_agent: string;
-  expires_at: string | null;
 }
 
 export interface Authenticated {
   /** with the read scopes its write scopes imply */
   scopes: ReadonlySet<string>;
   subjectId: string;
-  /** RFC 3339; null: it does not expire */
-  expiresAt: string | null;
   /** the role and transaction-local settings the statement applied */
   settings: Settings;
 }
@@ -95,7 +91,6 @@ export function authenticatedFrom(row: AuthenticatedRow | undefined): Authentica
   return {
     scopes: new Set(row.scopes.split(' ').filter(Boolean)),
     subjectId: row.subject_id,
-    expiresAt: row.expires_at,
     settings: {
       role: row.role,
       'rowgate.subject_kind': row.subject_kind,
