@@ -192,7 +192,6 @@ create table rowgate.event_clients (
   created_at timestamp with time zone default now() not null,
   constraint event_clients_pkey PRIMARY KEY (organization_id, event_id),
   constraint event_clients_organization_id_event_id_fkey FOREIGN KEY (organization_id, event_id) REFERENCES rowgate.events(organization_id, id) ON DELETE CASCADE,
-  constraint event_clients_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id),
   constraint event_clients_ip_check CHECK ((length(ip) <= 100)),
   constraint event_clients_user_agent_check CHECK ((length(user_agent) <= 256))
 );
@@ -1077,7 +1076,6 @@ create table rowgate_private.webhook_deliveries (
   created_at timestamp with time zone default now() not null,
   xid xid8 default pg_current_xact_id() not null,
   constraint webhook_deliveries_pkey PRIMARY KEY (organization_id, id),
-  constraint webhook_deliveries_organization_id_endpoint_id_fkey FOREIGN KEY (organization_id, endpoint_id) REFERENCES rowgate.webhook_endpoints(organization_id, id),
   constraint webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'paused'::text, 'succeeded'::text, 'failed'::text])))
 );
 comment on column rowgate_private.webhook_deliveries.xid is 'The transaction that queued the delivery: taken into its endpoint''s lane once that transaction has ended, in this order.';
@@ -4350,6 +4348,17 @@ AS $function$
 $function$;
 comment on function rowgate_private.issue_web_session(uuid,bytea) is 'A new web session for a user, lasting web_session_lifetime().';
 
+-- Function rowgate_private.json_in_utc(anyelement)
+CREATE OR REPLACE FUNCTION rowgate_private.json_in_utc(p_row anyelement)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET "TimeZone" TO 'UTC'
+AS $function$
+  select to_jsonb(p_row);
+$function$;
+comment on function rowgate_private.json_in_utc(anyelement) is 'A row as JSON with its timestamps in UTC, whatever the session''s time zone.';
+
 -- Function rowgate_private.leave_rate_limit_counts(uuid)
 CREATE OR REPLACE FUNCTION rowgate_private.leave_rate_limit_counts(p_server uuid)
  RETURNS void
@@ -4911,14 +4920,16 @@ CREATE OR REPLACE FUNCTION rowgate_private.tg__events()
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
- SET "TimeZone" TO 'UTC'
 AS $function$
 declare
   v_resource text := tg_argv[0];
   v_columns text[] := string_to_array(tg_argv[2], ',');
   v_status_column text := case when tg_nargs > 3 then tg_argv[3] end;
-  v_row jsonb := to_jsonb(case when tg_op = 'DELETE' then old else new end);
-  v_old jsonb := case when tg_op = 'UPDATE' then to_jsonb(old) end;
+  -- the data as REST renders it: timestamps in UTC, which the session's time zone usually is already
+  v_utc boolean := current_setting('TimeZone') in ('UTC', 'Etc/UTC');
+  v_row jsonb := case when v_utc then to_jsonb(case when tg_op = 'DELETE' then old else new end)
+    else rowgate_private.json_in_utc(case when tg_op = 'DELETE' then old else new end) end;
+  v_old jsonb := case when tg_op <> 'UPDATE' then null when v_utc then to_jsonb(old) else rowgate_private.json_in_utc(old) end;
   v_data jsonb;
   v_previous jsonb;
   v_types text[];

@@ -318,6 +318,35 @@ describe('an event per change, with its data as REST answers it and the actor of
     }
   });
 
+  test('an event renders its timestamps in UTC whatever the writing session’s time zone', async () => {
+    const client = new pg.Client({ connectionString: app.ownerUrl });
+    await client.connect();
+    try {
+      for (const zone of ['UTC', 'Asia/Kolkata', 'America/St_Johns']) {
+        await client.query('begin');
+        await client.query(`select set_config('TimeZone', $1, true)`, [zone]);
+        const { rows } = await client.query(
+          `insert into rowgate.products (organization_id, name, price_amount, price_currency) values ($1, 'Z', 1, 'usd') returning id`,
+          [A],
+        );
+        await client.query(`update rowgate.products set name = 'Z2' where id = $1`, [rows[0].id]);
+        await client.query('commit');
+        const events = await app.sql<{ data: Record<string, string>; previous: unknown }>(
+          'select data, previous from rowgate.events where resource_id = $1 order by created_at, id',
+          [rows[0].id],
+        );
+        expect(events.length, zone).toBe(2);
+        for (const { data } of events) {
+          expect(data.created_at, zone).toMatch(/\+00:00$/);
+          expect(data.updated_at, zone).toMatch(/\+00:00$/);
+        }
+        expect(events[1]!.previous, zone).toEqual({ name: 'Z' });
+      }
+    } finally {
+      await client.end();
+    }
+  });
+
   test('settings set by hand outside the API’s login make the change the system’s', async () => {
     const client = new pg.Client({ connectionString: app.ownerUrl });
     await client.connect();
