@@ -2868,6 +2868,9 @@ begin
         when not x.found then rowgate_hidden.check_answer(x.op, false, 404, 'ResourceNotFound', 'resource', null, v_kind, x.held, null, null)
         when d.denial is not null then rowgate_hidden.check_answer(x.op, false, 403, 'NotPermitted', 'policy', d.denial, v_kind, x.held,
           x.organization_id, o.role)
+        -- an organization's account is the one resource found after its organization's policy
+        when (x.op).operation = 'organizations:get_account' and not rowgate_hidden.organization_account_exists(x.organization_id)
+          then rowgate_hidden.check_answer(x.op, false, 404, 'ResourceNotFound', 'resource', null, v_kind, x.held, null, null)
         else rowgate_hidden.check_answer(x.op, true, (x.op).status, null, null, null, v_kind, x.held, x.organization_id, o.role)
       end order by x.n), '[]')
     into v_answers
@@ -3462,6 +3465,25 @@ AS $function$
 $function$;
 comment on function rowgate_hidden.metadata_is_valid(jsonb) is 'At most 50 keys of 1-40 characters of [A-Za-z0-9_-], not __proto__; values strings of at most 500 characters, integers within ±(2^53-1), or booleans.';
 grant execute on function rowgate_hidden.metadata_is_valid(jsonb) to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.organization_account_exists(uuid)
+CREATE OR REPLACE FUNCTION rowgate_hidden.organization_account_exists(p_organization_id uuid)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  -- only where the subject may read the organization's finances; elsewhere it learns nothing
+  if not (p_organization_id = any (rowgate_hidden.current_organization_ids())
+      and rowgate_hidden.finance_read_denial(p_organization_id) is null) then
+    return null;
+  end if;
+  return exists (select from rowgate.accounts a where a.organization_id = p_organization_id and a.deleted_at is null);
+end;
+$function$;
+comment on function rowgate_hidden.organization_account_exists(uuid) is 'Whether an organization whose finances the subject may read has a live account; null where it may not read them.';
+grant execute on function rowgate_hidden.organization_account_exists(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.organization_permissions(uuid,uuid)
 CREATE OR REPLACE FUNCTION rowgate_hidden.organization_permissions(p_organization_id uuid, p_user_id uuid DEFAULT NULL::uuid)

@@ -183,6 +183,25 @@ describe('POST /v1/authorization/check', () => {
     }
   });
 
+  test("an organization without an account: the check answers the request's 404 or 403", async () => {
+    const credentialsOfOther = {
+      token: { token: await app.oat(other, ['transactions_read']) },
+      owner: { session: users.outsider.session },
+    };
+    for (const [name, credential] of Object.entries(credentialsOfOther)) {
+      const real = await app.request('GET', `/v1/organizations/${other}/account`, credential);
+      expect(real.status, name).toBe(name === 'token' ? 404 : 403);
+      const check = await app.post(
+        '/v1/authorization/check',
+        { checks: [{ operation: 'organizations:get_account', params: { id: other } }] },
+        credential,
+      );
+      expect(check.status, name).toBe(200);
+      const [result] = check.body.results;
+      expect({ status: result.status, error: result.error, reason: result.reason }, name).toEqual(outcome(real));
+    }
+  });
+
   test('the answer names the step and its basis', async () => {
     const r = await app.post(
       '/v1/authorization/check',
