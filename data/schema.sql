@@ -3072,18 +3072,17 @@ CREATE OR REPLACE FUNCTION rowgate_hidden.current_organization_ids(p_permission 
 AS $function$
 declare
   v_kind text := rowgate_hidden.current_subject_kind();
+  v_user_id uuid;
 begin
-  if v_kind = 'user' and p_permission is null then
+  if v_kind = 'user' then
+    v_user_id := rowgate_hidden.current_user_id();
     return array(
       select m.organization_id
-      from rowgate.memberships m join rowgate.organizations o on o.id = m.organization_id
-      where m.user_id = rowgate_hidden.current_user_id() and m.deleted_at is null and o.deleted_at is null);
-  elsif v_kind = 'user' then
-    return array(
-      select m.organization_id
-      from rowgate.memberships m join rowgate.organizations o on o.id = m.organization_id
-      where m.user_id = rowgate_hidden.current_user_id() and m.deleted_at is null and o.deleted_at is null
-        and (exists (select 1 from rowgate.role_permissions rp where rp.role = m.role and rp.permission = p_permission)
+      from rowgate.memberships m
+      where m.user_id = v_user_id and m.deleted_at is null
+        and (select o.deleted_at is null from rowgate.organizations o where o.id = m.organization_id)
+        and (p_permission is null
+          or exists (select 1 from rowgate.role_permissions rp where rp.role = m.role and rp.permission = p_permission)
           or exists (select 1 from rowgate.organization_roles r
             where r.organization_id = m.organization_id and r.name = m.role and r.deleted_at is null
               and p_permission = any (r.permissions))));
