@@ -2825,8 +2825,7 @@ begin
     -- the organizations of the resources named by their id, reached by the subject: one statement per resource
     select g.resource, r.id, r.organization_id
     from (select (i.op).resource, array_agg(i.target_id) as ids from items i where i.target_id is not null group by (i.op).resource) g
-      cross join lateral rowgate_hidden.resource_organization_ids(g.resource, g.ids) r
-    where r.organization_id = any ((select rowgate_hidden.current_organization_ids())::uuid[])
+      cross join lateral rowgate_hidden.reachable_resource_organization_ids(g.resource, g.ids) r
   ), resolved as materialized (
     -- 3. and 4. the resource and its organization, as each operation finds them
     select i.n, i.op, i.params, i.step, i.held, null::boolean as found, null::uuid as organization_id
@@ -3599,6 +3598,22 @@ $function$;
 comment on function rowgate_hidden.reachable_resource_organization_id(text,uuid) is 'The organization of a resource, only when the subject reaches it; null otherwise.';
 grant execute on function rowgate_hidden.reachable_resource_organization_id(text,uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
+-- Function rowgate_hidden.reachable_resource_organization_ids(text,uuid[])
+CREATE OR REPLACE FUNCTION rowgate_hidden.reachable_resource_organization_ids(p_resource text, p_ids uuid[])
+ RETURNS TABLE(id uuid, organization_id uuid)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  return query
+    select r.id, r.organization_id from rowgate_hidden.resource_organization_ids(p_resource, p_ids) r
+    where r.organization_id = any (rowgate_hidden.current_organization_ids());
+end;
+$function$;
+comment on function rowgate_hidden.reachable_resource_organization_ids(text,uuid[]) is 'The organization of each live resource of a kind among p_ids that the subject reaches.';
+grant execute on function rowgate_hidden.reachable_resource_organization_ids(text,uuid[]) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
 -- Function rowgate_hidden.resource_organization_id(text,uuid)
 CREATE OR REPLACE FUNCTION rowgate_hidden.resource_organization_id(p_resource text, p_id uuid)
  RETURNS uuid
@@ -3642,7 +3657,7 @@ begin
 end;
 $function$;
 comment on function rowgate_hidden.resource_organization_ids(text,uuid[]) is 'The organization of each live resource of a kind among p_ids, whether or not the subject reaches it.';
-grant execute on function rowgate_hidden.resource_organization_ids(text,uuid[]) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.resource_organization_ids(text,uuid[]) to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.restore_subject(text[])
 CREATE OR REPLACE FUNCTION rowgate_hidden.restore_subject(p_saved text[])

@@ -829,10 +829,13 @@ describe('bypass attempts fail', () => {
         'rowgate_hidden.invitation_names(uuid)',
         // why a member's removal is refused, in organizations the analyst reaches (rowgate.check)
         'rowgate_hidden.member_removal_denial(uuid,uuid)',
+        // whether an organization whose finances the analyst may read has an account (rowgate.check)
+        'rowgate_hidden.organization_account_exists(uuid)',
         // counts only over the organizations the subject reaches
         'rowgate_hidden.organization_row_count(text,uuid[])',
         // the organization of a resource, only when the analyst reaches it (rowgate.check's lookups)
         'rowgate_hidden.reachable_resource_organization_id(text,uuid)',
+        'rowgate_hidden.reachable_resource_organization_ids(text,uuid[])',
         // the names of the scopes a web session carries (rowgate.check answers as one)
         'rowgate_hidden.web_session_scopes()',
       ],

@@ -19,7 +19,7 @@ beforeAll(async () => {
   const definition = async (signature: string) =>
     (await app.sql<{ d: string }>('select pg_get_functiondef($1::regprocedure) as d', [signature]))[0]!.d;
   functions = {
-    resolve: await definition('rowgate_hidden.resource_organization_id(text, uuid)'),
+    resolve: await definition('rowgate_hidden.resource_organization_ids(text, uuid[])'),
     policy: await definition('rowgate_hidden.policy_denial(uuid, text)'),
     delete: await definition('rowgate.delete_resource(text, uuid)'),
     addMember: await definition('rowgate.add_member(uuid, text, text)'),
@@ -97,7 +97,7 @@ const commands: Record<string, string> = { get: 'SELECT', patch: 'UPDATE', post:
 function disagreements(operationId: string, method: string, authorization: Authorization): string[] {
   const { resource, policy } = authorization;
   const problems: string[] = [];
-  if (!functions.resolve!.includes(`when '${resource}'`)) problems.push(`resource_organization_id does not know ${resource}`);
+  if (!functions.resolve!.includes(`when '${resource}'`)) problems.push(`resource_organization_ids does not know ${resource}`);
   if (!functions.policy!.includes(`when '${policy}'`) && !permissions.has(policy)) problems.push(`policy_denial does not know ${policy}`);
   const forms = sqlForms(policy);
   if (authorization.checkedBy === 'rowgate.delete_resource') {
