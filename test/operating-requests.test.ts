@@ -13,7 +13,6 @@ import fc from 'fast-check';
 import { accessLog } from '../src/operating/access-log.ts';
 import { createLogger } from '../src/operating/logger.ts';
 import { createMetricsServer, Metrics } from '../src/operating/metrics.ts';
-import { RateLimits } from '../src/operating/rate-limit.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
 const RATE = 5;
