@@ -20,6 +20,10 @@ grant usage on schema rowgate to rowgate_analyst, rowgate_anonymous, rowgate_cus
 create schema rowgate_hidden;
 grant usage on schema rowgate_hidden to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
+-- Schema rowgate_partitions
+create schema rowgate_partitions;
+comment on schema rowgate_partitions is 'The daily partitions of rowgate.events, rowgate.event_clients and rowgate.webhook_attempts: reached only through those tables.';
+
 -- Schema rowgate_private
 create schema rowgate_private;
 grant usage on schema rowgate_private to rowgate_authenticator;
@@ -191,16 +195,15 @@ create table rowgate.event_clients (
   user_agent text,
   created_at timestamp with time zone default now() not null,
   constraint event_clients_pkey PRIMARY KEY (organization_id, event_id),
-  constraint event_clients_organization_id_event_id_fkey FOREIGN KEY (organization_id, event_id) REFERENCES rowgate.events(organization_id, id) ON DELETE CASCADE,
   constraint event_clients_ip_check CHECK ((length(ip) <= 100)),
   constraint event_clients_user_agent_check CHECK ((length(user_agent) <= 256))
-);
+) partition by range (event_id);
 comment on table rowgate.event_clients is '@behavior -insert -update -delete
 The client address and User-Agent of the request that wrote an event (SPEC §21): for users with organization:manage, 90 days.';
 alter table rowgate.event_clients enable row level security;
 grant select (organization_id, event_id, audience, user_id, ip, user_agent, created_at) on rowgate.event_clients to rowgate_analyst, rowgate_organization, rowgate_user;
-CREATE INDEX event_clients_created ON rowgate.event_clients USING btree (created_at);
-CREATE INDEX event_clients_user ON rowgate.event_clients USING btree (user_id) WHERE (user_id IS NOT NULL);
+CREATE INDEX event_clients_created ON ONLY rowgate.event_clients USING btree (created_at);
+CREATE INDEX event_clients_user ON ONLY rowgate.event_clients USING btree (user_id) WHERE (user_id IS NOT NULL);
 create policy select_manage on rowgate.event_clients as permissive for select to rowgate_user, rowgate_organization, rowgate_analyst
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND (( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('events_read'::text) AS has_scope) AND (created_at > (now() - '90 days'::interval)) AND
 CASE audience
@@ -230,18 +233,18 @@ create table rowgate.events (
   constraint events_pkey PRIMARY KEY (organization_id, id),
   constraint events_audience_check CHECK ((audience = ANY (ARRAY['members'::text, 'finance_permission'::text, 'finance_policy'::text, 'payouts'::text, 'access_tokens'::text, 'organization_managers'::text, 'member_managers'::text]))),
   constraint events_type_check CHECK ((type ~ '^[a-z_]+\.[a-z_]+$'::text))
-);
+) partition by range (id);
 comment on table rowgate.events is '@behavior -insert -update -delete
 What happened to an organization''s data (SPEC §17): one row per change, written with the change.';
 comment on column rowgate.events.previous is 'On a *.updated event, the changed fields'' values before the change; null otherwise.';
 comment on column rowgate.events.feed_position is 'The event''s place in the feed (SPEC §17): its transaction, then its order within it. Order by it to read events as the feed hands them out.';
 alter table rowgate.events enable row level security;
 grant select (id, organization_id, type, resource_id, data, actor, request_id, audience, created_at, previous, feed_position) on rowgate.events to rowgate_analyst, rowgate_organization, rowgate_user;
-CREATE INDEX events_id ON rowgate.events USING btree (id);
-CREATE INDEX events_organization_actor ON rowgate.events USING btree (organization_id, ((actor ->> 'id'::text)), created_at, id);
-CREATE INDEX events_organization_created ON rowgate.events USING btree (organization_id, created_at, id);
-CREATE INDEX events_organization_feed ON rowgate.events USING btree (organization_id, feed_position);
-CREATE INDEX events_resource ON rowgate.events USING btree (resource_id, created_at, id);
+CREATE INDEX events_id ON ONLY rowgate.events USING btree (id);
+CREATE INDEX events_organization_actor ON ONLY rowgate.events USING btree (organization_id, ((actor ->> 'id'::text)), created_at, id);
+CREATE INDEX events_organization_created ON ONLY rowgate.events USING btree (organization_id, created_at, id);
+CREATE INDEX events_organization_feed ON ONLY rowgate.events USING btree (organization_id, feed_position);
+CREATE INDEX events_resource ON ONLY rowgate.events USING btree (resource_id, created_at, id);
 create policy select_audience on rowgate.events as permissive for select to rowgate_user, rowgate_organization, rowgate_analyst
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('events_read'::text) AS has_scope) AND
 CASE audience
@@ -733,13 +736,13 @@ create table rowgate.webhook_attempts (
   constraint webhook_attempts_pkey PRIMARY KEY (organization_id, id),
   constraint webhook_attempts_organization_id_endpoint_id_fkey FOREIGN KEY (organization_id, endpoint_id) REFERENCES rowgate.webhook_endpoints(organization_id, id),
   constraint webhook_attempts_status_check CHECK ((status = ANY (ARRAY['succeeded'::text, 'failed'::text])))
-);
+) partition by range (id);
 comment on table rowgate.webhook_attempts is '@behavior -*
 Webhook delivery attempts (REST only).';
 alter table rowgate.webhook_attempts enable row level security;
 grant select (id, organization_id, endpoint_id, event_id, delivery_id, attempt, status, response_code, duration_ms, error, created_at) on rowgate.webhook_attempts to rowgate_analyst, rowgate_organization, rowgate_user;
-CREATE INDEX webhook_attempts_endpoint ON rowgate.webhook_attempts USING btree (endpoint_id, created_at, id);
-CREATE INDEX webhook_attempts_event ON rowgate.webhook_attempts USING btree (event_id);
+CREATE INDEX webhook_attempts_endpoint ON ONLY rowgate.webhook_attempts USING btree (endpoint_id, created_at, id);
+CREATE INDEX webhook_attempts_event ON ONLY rowgate.webhook_attempts USING btree (event_id);
 create policy select_manage on rowgate.webhook_attempts as permissive for select to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('webhooks_read'::text) AS has_scope)));
 
@@ -3758,6 +3761,65 @@ end;
 $function$;
 grant execute on function rowgate_hidden.web_session_scopes() to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
+-- Function rowgate_private.add_event_partitions()
+CREATE OR REPLACE FUNCTION rowgate_private.add_event_partitions()
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET lock_timeout TO '5s'
+AS $function$
+declare
+  v_table record;
+  v_day timestamptz;
+  v_until timestamptz := now() + interval '7 days';
+  v_added integer := 0;
+begin
+  -- one server at a time: the others find the partitions made
+  perform pg_advisory_xact_lock(hashtext('rowgate_private.event_partitions'));
+  for v_table in
+    select t.parent, t.key, c.relname as name
+    from (values ('rowgate.events'::regclass, 'id'), ('rowgate.event_clients'::regclass, 'event_id'),
+                 ('rowgate.webhook_attempts'::regclass, 'id')) t (parent, key)
+      join pg_class c on c.oid = t.parent
+  loop
+    v_day := coalesce(
+      rowgate_private.uuidv7_time((select r.upper_id from rowgate_private.partition_ranges(v_table.parent) r order by r.upper_id desc limit 1)),
+      date_trunc('day', now(), 'UTC'));
+    while v_day < v_until loop
+      perform rowgate_private.add_partition(v_table.parent, v_table.key,
+        v_table.name || '_' || to_char(v_day at time zone 'UTC', 'YYYYMMDD'),
+        rowgate_private.uuidv7_bound(v_day), rowgate_private.uuidv7_bound(v_day + interval '24 hours'));
+      v_day := v_day + interval '24 hours';
+      v_added := v_added + 1;
+    end loop;
+  end loop;
+  return v_added;
+end;
+$function$;
+comment on function rowgate_private.add_event_partitions() is 'Makes the daily partitions of events, their client addresses and webhook attempts up to a week ahead; returns how many it made.';
+grant execute on function rowgate_private.add_event_partitions() to rowgate_authenticator;
+
+-- Function rowgate_private.add_partition(regclass,text,text,uuid,uuid)
+CREATE OR REPLACE FUNCTION rowgate_private.add_partition(p_parent regclass, p_key text, p_name text, p_from uuid, p_to uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_default regclass;
+begin
+  execute format('create table rowgate_partitions.%I (like %s including constraints)', p_name, p_parent);
+  select p.partdefid::regclass into v_default from pg_partitioned_table p where p.partrelid = p_parent and p.partdefid <> 0;
+  if v_default is not null then
+    execute format('with moved as (delete from %s where %I >= $1 and %I < $2 returning *) insert into rowgate_partitions.%I select * from moved',
+      v_default, p_key, p_key, p_name) using p_from, p_to;
+  end if;
+  execute format('alter table %s attach partition rowgate_partitions.%I for values from (%L) to (%L)', p_parent, p_name, p_from, p_to);
+end;
+$function$;
+comment on function rowgate_private.add_partition(regclass,text,text,uuid,uuid) is 'Attaches a partition [p_from, p_to) named p_name to p_parent, with the rows its default partition held in that range.';
+
 -- Function rowgate_private.all_scopes()
 CREATE OR REPLACE FUNCTION rowgate_private.all_scopes()
  RETURNS text[]
@@ -4488,28 +4550,90 @@ end;
 $function$;
 comment on function rowgate_private.organization_role_for_change(uuid,text,text) is 'The organization''s role a User may change (locked), after the checks of SPEC §5 and §21; with no name, only the checks.';
 
+-- Function rowgate_private.partition_ranges(regclass)
+CREATE OR REPLACE FUNCTION rowgate_private.partition_ranges(p_parent regclass)
+ RETURNS TABLE(partition regclass, lower_id uuid, upper_id uuid)
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select c.oid::regclass,
+    case when b.bound ~ '^FOR VALUES FROM \(MINVALUE\)' then '00000000-0000-0000-0000-000000000000'::uuid
+      else substring(b.bound from 'FROM \(''([0-9a-f-]+)''\)')::uuid end,
+    substring(b.bound from ' TO \(''([0-9a-f-]+)''\)')::uuid
+  from pg_inherits i
+    join pg_class c on c.oid = i.inhrelid
+    cross join lateral (select pg_get_expr(c.relpartbound, c.oid) as bound) b
+  where i.inhparent = p_parent and b.bound <> 'DEFAULT'
+$function$;
+comment on function rowgate_private.partition_ranges(regclass) is 'The range partitions of p_parent (not its default one) and their bounds.';
+
 -- Function rowgate_private.prune_events(interval,integer)
 CREATE OR REPLACE FUNCTION rowgate_private.prune_events(p_older_than interval, p_batch integer DEFAULT 5000)
  RETURNS integer
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
+ SET lock_timeout TO '1s'
 AS $function$
 declare
+  v_before timestamptz;
+  v_before_id uuid;
   v_pruned integer;
   v_denials integer;
+  v_deliveries integer;
+  v_dropped bigint := 0;
+  v_oldest_pending timestamptz;
+  v_days text;
+  v_day record;
 begin
   if p_older_than < interval '1 day' then
     raise exception 'events are kept at least a day' using errcode = '22023';
   end if;
-  insert into rowgate_private.event_retention (singleton, pruned_before) values (true, now() - p_older_than)
+  v_before := date_trunc('day', now() - p_older_than, 'UTC');
+  v_before_id := rowgate_private.uuidv7_bound(v_before);
+  insert into rowgate_private.event_retention (singleton, pruned_before) values (true, v_before)
     on conflict (singleton) do update set pruned_before = greatest(excluded.pruned_before, rowgate_private.event_retention.pruned_before);
+  -- whole days, by one server at a time (another one pruning now takes them)
+  if pg_try_advisory_xact_lock(hashtext('rowgate_private.event_partitions')) then
+    -- the days an earlier call detached: no parent is locked to drop them
+    select string_agg(c.oid::regclass::text, ', ') into v_days from pg_class c
+      where c.relnamespace = 'rowgate_partitions'::regnamespace and c.relkind = 'r' and not c.relispartition;
+    if v_days is not null then
+      execute 'drop table ' || v_days;
+    end if;
+    select min(d.created_at) into v_oldest_pending from rowgate_private.webhook_deliveries d where d.status = 'pending';
+    begin
+      for v_day in
+        with pending as materialized (
+          select d.event_id from rowgate_private.webhook_deliveries d where d.status = 'pending'
+        )
+        select r.parent, r.partition, r.parent = 'rowgate.events'::regclass as of_events
+        from (select 'rowgate.events'::regclass as parent, * from rowgate_private.partition_ranges('rowgate.events')
+              union all
+              select 'rowgate.event_clients'::regclass, * from rowgate_private.partition_ranges('rowgate.event_clients')) r
+        where r.upper_id <= v_before_id
+          and not exists (select 1 from pending where pending.event_id >= r.lower_id and pending.event_id < r.upper_id)
+        union all
+        select 'rowgate.webhook_attempts'::regclass, r.partition, false from rowgate_private.partition_ranges('rowgate.webhook_attempts') r
+        where r.upper_id <= v_before_id
+          and (v_oldest_pending is null or rowgate_private.uuidv7_time(r.upper_id) <= v_oldest_pending)
+      loop
+        if v_day.of_events then
+          v_dropped := v_dropped + (select greatest(c.reltuples, 0)::bigint from pg_class c where c.oid = v_day.partition);
+        end if;
+        execute format('alter table %s detach partition %s', v_day.parent, v_day.partition);
+      end loop;
+    exception when lock_not_available then
+      v_dropped := 0;
+    end;
+  end if;
   with old as (
     select old_events.organization_id, old_events.id
     from rowgate.organizations o -- every event's organization is one (organizations are never removed, only marked deleted)
       cross join lateral (
         select e.organization_id, e.id from rowgate.events e
-        where e.organization_id = o.id and e.created_at < now() - p_older_than
+        where e.organization_id = o.id and e.created_at < v_before
           and not exists (
             select 1 from rowgate_private.webhook_deliveries d
             where d.organization_id = e.organization_id and d.event_id = e.id and d.status = 'pending')
@@ -4524,12 +4648,28 @@ begin
   ), deliveries as (
     delete from rowgate_private.webhook_deliveries d using old
     where d.organization_id = old.organization_id and d.event_id = old.id
+  ), clients as (
+    delete from rowgate.event_clients c using old
+    where c.organization_id = old.organization_id and c.event_id = old.id
   ), pruned as (
     delete from rowgate.events e using old
     where e.organization_id = old.organization_id and e.id = old.id
     returning 1
   )
   select count(*)::integer into v_pruned from pruned;
+  -- deliveries whose event went with its partition
+  with orphaned as (
+    select d.organization_id, d.id from rowgate_private.webhook_deliveries d
+    where d.event_id < v_before_id and d.status <> 'pending'
+      and not exists (select 1 from rowgate.events e where e.organization_id = d.organization_id and e.id = d.event_id)
+    limit greatest(p_batch, 1)
+    for update of d skip locked
+  ), swept as (
+    delete from rowgate_private.webhook_deliveries d using orphaned
+    where d.organization_id = orphaned.organization_id and d.id = orphaned.id
+    returning 1
+  )
+  select count(*)::integer into v_deliveries from swept;
   with old as (
     select d.organization_id, d.id from rowgate.denials d
     where d.created_at < now() - p_older_than
@@ -4543,10 +4683,10 @@ begin
   )
   select count(*)::integer into v_denials from pruned;
   delete from rowgate_private.denial_counts c where c.hour < date_trunc('hour', now()) - interval '1 hour';
-  return v_pruned + v_denials;
+  return least(v_pruned + v_denials + v_deliveries + v_dropped, 2147483647)::integer;
 end;
 $function$;
-comment on function rowgate_private.prune_events(interval,integer) is 'Deletes up to p_batch events older than p_older_than (at least a day) whose deliveries are over, with those deliveries and their attempts, and up to p_batch denials as old (SPEC §20); returns how many events and denials went.';
+comment on function rowgate_private.prune_events(interval,integer) is 'Prunes what is older than the UTC day of now() - p_older_than (at least a day), never an event with a pending delivery: detaches whole days of events, their client addresses and webhook attempts (dropped by the next call), and deletes up to p_batch older events left in other partitions (with their deliveries and attempts), p_batch finished deliveries of dropped events and p_batch denials (SPEC §20); returns how many rows went, a detached partition''s by its statistics.';
 grant execute on function rowgate_private.prune_events(interval,integer) to rowgate_authenticator;
 
 -- Function rowgate_private.prune_rate_limit_counts()
@@ -5387,6 +5527,28 @@ AS $function$
       and m.deleted_at is null and o.deleted_at is null and u.deleted_at is null
       and 'access_tokens:manage' = any (rowgate_private.role_permissions(m.organization_id, m.role)));
 $function$;
+
+-- Function rowgate_private.uuidv7_bound(timestamp with time zone)
+CREATE OR REPLACE FUNCTION rowgate_private.uuidv7_bound(p_at timestamp with time zone)
+ RETURNS uuid
+ LANGUAGE sql
+ IMMUTABLE STRICT
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select (lpad(to_hex(floor(extract(epoch from p_at) * 1000)::bigint), 12, '0') || '00000000000000000000')::uuid
+$function$;
+comment on function rowgate_private.uuidv7_bound(timestamp with time zone) is 'The smallest UUIDv7 of p_at''s millisecond: ids at or after p_at sort at or after it.';
+
+-- Function rowgate_private.uuidv7_time(uuid)
+CREATE OR REPLACE FUNCTION rowgate_private.uuidv7_time(p_id uuid)
+ RETURNS timestamp with time zone
+ LANGUAGE sql
+ IMMUTABLE STRICT
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select to_timestamp((('x' || left(replace(p_id::text, '-', ''), 12))::bit(48)::bigint) / 1000.0)
+$function$;
+comment on function rowgate_private.uuidv7_time(uuid) is 'The millisecond a UUIDv7 was made in.';
 
 -- Function rowgate_private.web_session_lifetime()
 CREATE OR REPLACE FUNCTION rowgate_private.web_session_lifetime()

@@ -4,7 +4,8 @@
 // created things in. There is no pg_dump among the embedded binaries, and the
 // project's CI has only Node: the catalogs' own deparsers (pg_get_functiondef,
 // pg_get_constraintdef, pg_get_indexdef, pg_get_triggerdef, pg_get_viewdef, pg_get_expr)
-// write each definition. graphile-migrate's own bookkeeping schema is left out.
+// write each definition. graphile-migrate's own bookkeeping schema is left out, and
+// so are partitions: their parent shows what they hold, and their names are dates.
 import type pg from 'pg';
 
 type Client = Pick<pg.ClientBase, 'query'>;
@@ -144,11 +145,13 @@ async function relations(client: Client): Promise<string[]> {
        c.relrowsecurity as rls, c.relforcerowsecurity as force_rls,
        format('create %s%s %s', case c.relpersistence when 'u' then 'unlogged ' else '' end,
          case c.relkind when 'v' then 'view' when 'm' then 'materialized view' when 'S' then 'sequence' else 'table' end,
-         c.oid::regclass) || coalesce(' with (' || array_to_string(c.reloptions, ', ') || ')', '') as header,
+         c.oid::regclass) || coalesce(' partition by ' || lower(pg_get_partkeydef(c.oid)), '')
+         || coalesce(' with (' || array_to_string(c.reloptions, ', ') || ')', '') as header,
        (${GRANTS("coalesce(c.relacl, acldefault(case c.relkind when 'S' then 's' else 'r' end::\"char\", c.relowner))", 'c.relowner', "case c.relkind when 'S' then 'sequence ' else 'table ' end || c.oid::regclass::text")}) as grants
      from pg_class c join pg_namespace n on n.oid = c.relnamespace
-     where ${SCHEMAS} and c.relkind in ('r', 'p', 'v', 'm', 'S')
-       and not exists (select 1 from pg_depend d where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype = 'i')
+     where ${SCHEMAS} and c.relkind in ('r', 'p', 'v', 'm', 'S') and not c.relispartition
+       and not exists (select 1 from pg_depend d where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype = 'i'
+         and d.refobjid <> c.oid) -- a partitioned table depends on its own key's columns
      order by case when c.relkind in ('r', 'p') then 0 when c.relkind = 'S' then 1 else 2 end, n.nspname, c.relname`,
   );
   // one query per kind of detail for every relation at once, each ordered within its relation
@@ -162,7 +165,7 @@ async function relations(client: Client): Promise<string[]> {
     const kind = r.relkind === 'v' ? 'View' : r.relkind === 'm' ? 'Materialized view' : r.relkind === 'S' ? 'Sequence' : 'Table';
     out.push('', `-- ${kind} ${r.name}`);
     if (r.relkind === 'r' || r.relkind === 'p') {
-      const options = / with \(.*$/.exec(r.header)?.[0] ?? '';
+      const options = / (partition by|with \().*$/.exec(r.header)?.[0] ?? '';
       out.push(`${r.header.slice(0, r.header.length - options.length)} (`);
       out.push([...of(columns), ...of(constraints)].map((line) => `  ${line}`).join(',\n'), `)${options};`);
     } else if (r.relkind === 'S') out.push(`${r.header} ${of(sequences).join('')}`);
