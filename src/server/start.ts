@@ -15,6 +15,7 @@ import { setPublicUrl } from '../core/public-url.ts';
 import { watchAnalysts } from '../db/analyst-limits.ts';
 import { connect } from '../db/connect.ts';
 import { Consistency } from '../db/consistency.ts';
+import { keepEventPartitions } from '../db/event-partitions.ts';
 import { keepEvents } from '../db/event-retention.ts';
 import { keepTeams } from '../db/team-upkeep.ts';
 import { createPool, poolStatements } from '../db/pool.ts';
@@ -208,6 +209,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     throw error;
   });
   const analysts = watchAnalysts(pool, { log });
+  // the days ahead get their partitions of events, whether or not retention prunes
+  const partitions = keepEventPartitions(pool, { log });
   const retention =
     config.ROWGATE_EVENT_RETENTION_DAYS === undefined ? undefined : keepEvents(pool, { days: config.ROWGATE_EVENT_RETENTION_DAYS, log });
   // expired invitations marked, the audit trail's client addresses erased when due
@@ -241,6 +244,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         analysts.stop();
         await counts.stop();
         await countsPool.end();
+        await partitions.stop();
         await retention?.stop();
         await teams.stop();
         await reads?.stop();
