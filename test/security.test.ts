@@ -100,7 +100,7 @@ test('a token the API creates is shown once and stored nowhere in the clear, onl
   // and the clear token is in no row of any table of the database
   const tables = await app.sql<{ name: string }>(
     `select format('%I.%I', n.nspname, c.relname) as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
-     where c.relkind = 'r' and n.nspname in ('rowgate', 'rowgate_private', 'rowgate_hidden')`,
+     where c.relkind = 'r' and n.nspname in ('rowgate', 'rowgate_private', 'rowgate_hidden', 'rowgate_partitions')`,
   );
   expect(tables.length).toBeGreaterThan(10);
   const body = token.slice('rg_pat_'.length);
