@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [-- --json FILE] [-- --scales 100k,1m,10m] [-- --standby] [-- --only writes,metadata,webhooks]`
+// `npm run bench [-- --quick] [-- --json FILE] [-- --scales 100k,1m,10m] [-- --standby] [-- --only writes,metadata,webhooks,prune]`
 //
 // Measures, in one run on this machine: the REST API against pgbench running the
 // API's own SQL (the database ceiling), pgbench running the straightforward SQL
@@ -7,9 +7,10 @@
 // over organizations, into one, and without the events triggers; the orders page
 // filtered by metadata; webhooks: deliveries to 50 endpoints beside a hanging one, and
 // the paid order's write with every organization subscribed; with --standby, reads
-// served by a hot standby. Writes bench/results/<date>.json and .md, and with --json
+// served by a hot standby; with --only prune, one retention call pruning 10M events
+// (minutes of filling: never run by default). Writes bench/results/<date>.json and .md, and with --json
 // FILE the summary {scenarios, ratios}. --only runs some groups of scenarios (explain: SPEC §20 check of 100 vs 100 requests; reads,
-// writes, metadata, webhooks, standby), for iterating.
+// writes, metadata, webhooks, standby, prune), for iterating.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -60,12 +61,14 @@ const { values: args } = parseArgs({
   },
 });
 
-const GROUPS = ['reads', 'writes', 'metadata', 'webhooks', 'standby', 'explain'] as const;
+const GROUPS = ['reads', 'writes', 'metadata', 'webhooks', 'standby', 'explain', 'prune'] as const;
 type Group = (typeof GROUPS)[number];
 const only = args.only?.split(',').map((g) => g.trim());
 for (const g of only ?? []) if (!GROUPS.includes(g as Group)) throw new Error(`unknown group ${g}; known: ${GROUPS.join(', ')}`);
-/** the scenarios this run measures: every group but the standby's (--standby), or those of --only */
-const runs = (group: Group) => (only ? only.includes(group) : group !== 'standby' || args.standby!);
+/** the scenarios this run measures: every group but the standby's (--standby) and prune, or those of --only */
+const runs = (group: Group) => (only ? only.includes(group) : group === 'standby' ? args.standby! : group !== 'prune');
+/** the groups measured on the loaded scales (prune fills a database of its own) */
+const atScales = GROUPS.filter((g) => g !== 'prune').some(runs);
 
 const quick = args.quick!;
 const scales = (args.scales ?? (quick ? '1m' : '100k,1m,10m')).split(',').map((s) => {
@@ -348,10 +351,11 @@ async function main() {
   const children: ChildProcess[] = [];
   const p50ByScale: Record<string, number> = {};
   try {
-    for (const scale of scales) {
+    for (const scale of atScales ? scales : []) {
       await benchScale(scale, db, superuser, children, p50ByScale);
     }
     if (runs('webhooks')) await benchDeliveries(db, superuser);
+    if (runs('prune')) await benchPrune(db, superuser);
   } finally {
     for (const child of children) await stopProcess(child);
     if (db.startedHere) await db.stop();
@@ -411,6 +415,10 @@ async function main() {
     standby_rest_vs_sql_paired: paired(find(`${main}/standby_rest_orders_small_user`), find(`${main}/standby_sql_api_orders_small_user`)),
     standby_sql_vs_primary_sql: ratio(find(`${main}/standby_sql_api_orders_small_user`), find(`${main}/primary_sql_api_orders_small_user`)),
     standby_read_share: extra.standby_read_share ?? null,
+    // issue 34, item 6 (--only prune): seconds of one rowgate_private.prune_events call removing 9M of 10M events (target < 1)
+    prune_10m_events_s: extra.prune_10m_events_s ?? null,
+    prune_10m_events_drop_s: extra.prune_10m_events_drop_s ?? null,
+    prune_10m_events_left: extra.prune_10m_events_left ?? null,
     // issue 34: deliveries/s to 50 healthy endpoints with a hanging one beside them, against without it (in turns)
     deliveries_with_hanging_vs_without: ratio(find('webhooks/deliveries_with_hanging'), find('webhooks/deliveries_without_hanging')),
     deliveries_with_hanging_vs_without_paired: paired(
@@ -1017,6 +1025,129 @@ async function benchDeliveries(db: EmbeddedDatabase, superuser: string) {
     median('webhooks/deliveries_with_hanging', asRuns(rates.with));
   } finally {
     await bench.close();
+  }
+}
+
+/**
+ * Retention at scale: 10M events over the past 100 days, 100k a day spread over
+ * 2,000 organizations, each day in its partition as the servers would have made
+ * them; then one call of rowgate_private.prune_events as the servers' role with
+ * 10 days' retention, timed: it detaches 90 days of partitions (9M events) and
+ * looks for single rows older than the retention in what is left; then the next
+ * call, timed too, which drops the detached tables. Filled straight into the
+ * table as the owner with the deliveries trigger off, in a database of its own
+ * made afresh each run (the calls empty it).
+ */
+async function benchPrune(db: EmbeddedDatabase, superuser: string) {
+  const database = 'bench_prune';
+  const DAYS = 100;
+  const PER_DAY = 100_000;
+  const admin = new pg.Client({ connectionString: superuser });
+  await admin.connect();
+  await admin.query(`drop database if exists ${database} with (force)`).finally(() => admin.end());
+  await ensureDatabase(superuser, database);
+  await hardenDatabase(superuser, database);
+  const ownerUrl = embeddedUrl(db.state, 'owner', database);
+  await migrateDatabase(ownerUrl);
+  log('prune:');
+  const owner = new pg.Client({ connectionString: ownerUrl });
+  await owner.connect();
+  try {
+    await owner.query(`insert into rowgate.organizations (name, slug)
+      select 'prune ' || i, 'prune-' || i from generate_series(1, 2000) i`);
+    // the partitions of the past 100 days, in place of the one the migration made for the rows before it (empty here)
+    for (const [parent, key] of [
+      ['rowgate.events', 'id'],
+      ['rowgate.event_clients', 'event_id'],
+      ['rowgate.webhook_attempts', 'id'],
+    ] as const) {
+      const name = parent.slice('rowgate.'.length);
+      const { rows } = await owner.query<{ partition: string }>(
+        `select partition::text from rowgate_private.partition_ranges($1::regclass) where lower_id = '00000000-0000-0000-0000-000000000000'`,
+        [parent],
+      );
+      for (const { partition } of rows) await owner.query(`drop table ${partition}`);
+      await owner.query(
+        `select rowgate_private.add_partition($1::regclass, $2, $3 || '_before_bench', '00000000-0000-0000-0000-000000000000',
+           rowgate_private.uuidv7_bound(date_trunc('day', now(), 'UTC') - make_interval(days => $4)))`,
+        [parent, key, name, DAYS],
+      );
+      await owner.query(
+        `select rowgate_private.add_partition($1::regclass, $2, $3 || '_bench_' || d, rowgate_private.uuidv7_bound(at), rowgate_private.uuidv7_bound(at + interval '24 hours'))
+         from generate_series($4::int, 1, -1) d, lateral (select date_trunc('day', now(), 'UTC') - make_interval(days => d) as at) x`,
+        [parent, key, name, DAYS],
+      );
+    }
+    await owner.query('alter table rowgate.events disable trigger _500_enqueue_deliveries');
+    const started = Date.now();
+    for (let day = DAYS; day >= 1; day--) {
+      // a day's events, evenly over its 24 hours, ids and created_at alike
+      await owner.query(
+        `with o as (select array_agg(id order by id) as ids from rowgate.organizations)
+         insert into rowgate.events (id, organization_id, type, resource_id, data, actor, audience, created_at)
+         select uuidv7(-at), o.ids[1 + i % 2000], 'order.created', gen_random_uuid(),
+           jsonb_build_object('id', gen_random_uuid(), 'amount', i % 10000, 'currency', 'usd', 'status', 'pending'),
+           '{"kind": "system", "id": null, "credential_kind": null, "credential_id": null, "impersonator_id": null, "oauth2_client_id": null}',
+           'members', now() - at
+         from o, generate_series(0, $2::int - 1) i,
+           lateral (select (now() - date_trunc('day', now(), 'UTC')) + make_interval(days => $1::int - 1) + make_interval(secs => 86400.0 * (i + 0.5) / $2::int) as at) x`,
+        [day, PER_DAY],
+      );
+      if (day % 10 === 1) log(`  filled ${(DAYS - day + 1) * PER_DAY} events (${Math.round((Date.now() - started) / 1000)} s)`);
+    }
+    await owner.query('alter table rowgate.events enable trigger _500_enqueue_deliveries');
+    await owner.query('vacuum analyze rowgate.events');
+    // the fill's dirty pages written out: the call's own writes are what it is timed with
+    const checkpoint = new pg.Client({ connectionString: embeddedUrl(db.state, 'superuser', database) });
+    await checkpoint.connect();
+    await checkpoint.query('checkpoint').finally(() => checkpoint.end());
+  } finally {
+    await owner.end();
+  }
+  const count = async () => {
+    const client = new pg.Client({ connectionString: ownerUrl });
+    await client.connect();
+    try {
+      return (await client.query<{ n: number }>('select count(*)::int as n from rowgate.events')).rows[0]!.n;
+    } finally {
+      await client.end();
+    }
+  };
+  // the steady state the call meets: no autovacuum on the fresh days (it yields to a detach only after deadlock_timeout)
+  const monitor = new pg.Client({ connectionString: embeddedUrl(db.state, 'superuser', database) });
+  await monitor.connect();
+  try {
+    for (let waited = 0; waited < 300; waited++) {
+      const { rows } = await monitor.query<{ n: number }>(
+        `select count(*)::int as n from pg_stat_activity where backend_type = 'autovacuum worker' and datname = current_database()`,
+      );
+      if (rows[0]!.n === 0) break;
+      if (waited === 0) log('  waiting for autovacuum to finish');
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  } finally {
+    await monitor.end();
+  }
+  const authenticator = new pg.Client({ connectionString: embeddedUrl(db.state, 'authenticator', database, db.socketDir) });
+  await authenticator.connect();
+  try {
+    const before = await count();
+    const t0 = performance.now();
+    const [pruned] = (await authenticator.query<{ n: number }>('select rowgate_private.prune_events(make_interval(days => 10), 5000) as n'))
+      .rows;
+    const seconds = (performance.now() - t0) / 1000;
+    const after = await count();
+    log(`  prune_events: ${before} events, one call in ${seconds.toFixed(3)} s reporting ${pruned?.n} gone; ${after} left`);
+    // the next call drops the tables the first detached: freeing their files, under no parent's lock
+    const t1 = performance.now();
+    await authenticator.query('select rowgate_private.prune_events(make_interval(days => 10), 5000) as n');
+    const dropSeconds = (performance.now() - t1) / 1000;
+    log(`  prune_events again (dropping what the first call detached): ${dropSeconds.toFixed(3)} s`);
+    extra.prune_10m_events_s = Math.round(seconds * 1000) / 1000;
+    extra.prune_10m_events_drop_s = Math.round(dropSeconds * 1000) / 1000;
+    extra.prune_10m_events_left = after;
+  } finally {
+    await authenticator.end();
   }
 }
 
