@@ -1,9 +1,10 @@
 // Event retention (SPEC §17): events are an audit trail, kept for good unless
 // ROWGATE_EVENT_RETENTION_DAYS is set. Then each server prunes what is older,
-// through rowgate_private.prune_events, in batches of BATCH rows so that no
-// statement holds many locks or runs long; several servers pruning at once skip
-// each other's rows. Which events may go (never one with a pending webhook
-// delivery) is the database's rule, not this file's.
+// through rowgate_private.prune_events: whole days of events are dropped (they
+// are daily partitions), and what no whole day takes goes in batches of BATCH
+// rows so that no statement holds many locks or runs long; several servers
+// pruning at once skip each other's rows. Which events may go (never one with a
+// pending webhook delivery) is the database's rule, not this file's.
 import type pg from 'pg';
 import { inBatches, repeat } from './repeated-work.ts';
 
