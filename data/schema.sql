@@ -2956,15 +2956,23 @@ begin
         where m.organization_id = (a.value ->> 'organization_id')::uuid and m.user_id = p_user_id);
   if v_asked is not null then
     v_saved := rowgate_hidden.become_web_session(p_user_id);
-    v_second := rowgate_hidden.check_batch((select jsonb_agg(p_checks -> (s.n - 1)::int order by s.n) from unnest(v_asked) s(n)), true);
+    -- each item asked in the organization the caller's own look found, and nowhere else: a resource
+    -- named by a column unique only within an organization must not be found in another of the user's
+    v_second := rowgate_hidden.check_batch((
+      select jsonb_agg(jsonb_set(p_checks -> (s.n - 1)::int, '{organization_id}', v_first -> (s.n - 1)::int -> 'organization_id')
+        order by s.n)
+      from unnest(v_asked) s(n)), true);
     perform rowgate_hidden.restore_subject(v_saved);
   end if;
   return (
     select jsonb_agg(
-        case when s.k is not null then (v_second -> (s.k - 1)::int) - 'organization_id'
-        else jsonb_build_object('allowed', false, 'status', 404, 'error', 'ResourceNotFound', 'step', 'resource', 'reason', null,
-          'basis', jsonb_build_object('credential_kind', 'web_session', 'scopes', '[]'::jsonb, 'role', null,
-            'permission', o.permission, 'policy', o.policy))
+        case when s.k is not null
+            and (v_second -> (s.k - 1)::int ->> 'organization_id') is not distinct from (v_first -> (c.n - 1)::int ->> 'organization_id')
+            and (v_second -> (s.k - 1)::int ->> 'status')::int <> 404
+          then (v_second -> (s.k - 1)::int) - 'organization_id'
+        -- every 404 alike: the one the user's own look would answer
+        else rowgate_hidden.check_answer(o, false, 404, 'ResourceNotFound', 'resource', null, 'web_session',
+          array(select x from unnest(o.scopes) x where x = any (rowgate_hidden.web_session_scopes())), null, null) - 'organization_id'
         end order by c.n)
     from jsonb_array_elements(p_checks) with ordinality c(value, n)
       left join unnest(v_asked) with ordinality s(n, k) on s.n = c.n
@@ -3608,10 +3616,12 @@ CREATE OR REPLACE FUNCTION rowgate_hidden.reachable_resource_organization_ids(p_
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
+declare
+  v_reached uuid[] := rowgate_hidden.current_organization_ids();
 begin
   return query
     select r.id, r.organization_id from rowgate_hidden.resource_organization_ids(p_resource, p_ids) r
-    where r.organization_id = any (rowgate_hidden.current_organization_ids());
+    where r.organization_id = any (v_reached);
 end;
 $function$;
 comment on function rowgate_hidden.reachable_resource_organization_ids(text,uuid[]) is 'The organization of each live resource of a kind among p_ids that the subject reaches.';
@@ -3625,7 +3635,6 @@ CREATE OR REPLACE FUNCTION rowgate_hidden.resource_organization_id(p_resource te
 AS $function$
   select (select r.organization_id from rowgate_hidden.resource_organization_ids(p_resource, array[p_id]) r);
 $function$;
-grant execute on function rowgate_hidden.resource_organization_id(text,uuid) to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.resource_organization_ids(text,uuid[])
 CREATE OR REPLACE FUNCTION rowgate_hidden.resource_organization_ids(p_resource text, p_ids uuid[])
@@ -3660,7 +3669,6 @@ begin
 end;
 $function$;
 comment on function rowgate_hidden.resource_organization_ids(text,uuid[]) is 'The organization of each live resource of a kind among p_ids, whether or not the subject reaches it.';
-grant execute on function rowgate_hidden.resource_organization_ids(text,uuid[]) to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.restore_subject(text[])
 CREATE OR REPLACE FUNCTION rowgate_hidden.restore_subject(p_saved text[])

@@ -284,6 +284,55 @@ describe('POST /v1/authorization/check', () => {
         [404, null],
       ]);
     }
+    // every 404 alike, whether the caller may not ask (another organization's event) or the member does not
+    // see what the caller does (a payment's event is for finance:read)
+    const [hidden] = await app.sql<{ id: string }>(
+      `select id from rowgate.events where organization_id = $1 and type = 'transaction.created'`,
+      [org],
+    );
+    const [elsewhere] = await app.sql<{ id: string }>('select id from rowgate.events where organization_id = $1 limit 1', [other]);
+    const events = await app.post(
+      '/v1/authorization/check',
+      {
+        user_id: users.member.id,
+        checks: [hidden, elsewhere].map((e) => ({ operation: 'events:get', params: { id: e!.id } })),
+      },
+      { session: users.admin.session },
+    );
+    expect(events.body.results[0]).toMatchObject({ status: 404, step: 'resource' });
+    expect(events.body.results[0]).toEqual(events.body.results[1]);
+  });
+
+  test('user_id: the member is asked about where the caller found the resource, never in its other organizations', async () => {
+    // the member is an admin of an organization the caller does not reach, and a finance member of the caller's;
+    // both have a customer with the same external id
+    const member = await app.user();
+    const theirs = (await app.organization(member.id)).id;
+    const mine = await app.organization(users.admin.id);
+    await app.membership(mine.id, member.id, 'finance');
+    for (const organization of [theirs, mine.id]) {
+      const customer = await app.customer(organization);
+      await app.sql(`update rowgate.customers set external_id = 'shared-external-id' where id = $1`, [customer]);
+    }
+    const asked = await app.post(
+      '/v1/authorization/check',
+      {
+        user_id: member.id,
+        checks: [
+          { operation: 'customers:update_external', params: { external_id: 'shared-external-id' } },
+          { operation: 'customers:update_external', params: { external_id: 'shared-external-id' }, organization_id: mine.id },
+        ],
+      },
+      { session: users.admin.session },
+    );
+    expect(asked.status).toBe(200);
+    for (const result of asked.body.results) {
+      expect(result).toMatchObject({
+        status: 403,
+        reason: "You don't have permission to write customers",
+        basis: { role: 'finance' },
+      });
+    }
   });
 });
 
