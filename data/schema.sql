@@ -57,7 +57,7 @@ create policy select_finance on rowgate.accounts as permissive for select to pub
 create policy update_finance on rowgate.accounts as permissive for update to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (rowgate_hidden.finance_write_denial(organization_id) IS NULL) AND ( SELECT (rowgate_hidden.has_scope('payouts_write'::text) OR rowgate_hidden.has_scope('transactions_write'::text)))));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.accounts FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.accounts FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('account', 'finance_policy', 'id,organization_id,admin_id,country,currency,status,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.accounts FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('account', 'finance_policy', 'id,organization_id,admin_id,country,currency,status,created_at,updated_at', 'deleted_at');
 
 -- Table rowgate.customer_members
 create table rowgate.customer_members (
@@ -101,7 +101,7 @@ create policy update_write on rowgate.customer_members as permissive for update 
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('customers:write'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('customers_write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.customer_members FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _200_organization BEFORE INSERT ON rowgate.customer_members FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_customer_members__organization();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.customer_members FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('member', 'members', 'id,organization_id,customer_id,email,name,role,metadata,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.customer_members FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('member', 'members', 'id,organization_id,customer_id,email,name,role,metadata,created_at,updated_at', 'deleted_at');
 CREATE TRIGGER _500_end_sessions AFTER UPDATE OF deleted_at ON rowgate.customer_members FOR EACH ROW WHEN (((old.deleted_at IS NULL) AND (new.deleted_at IS NOT NULL))) EXECUTE FUNCTION rowgate_private.tg_customer_members__end_sessions();
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE OR UPDATE OF deleted_at ON rowgate.customer_members FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('customer_members', 'soft');
 
@@ -149,7 +149,7 @@ create policy update_self on rowgate.customers as permissive for update to rowga
 create policy update_write on rowgate.customers as permissive for update to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('customers:write'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('customers_write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.customers FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.customers FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('customer', 'members', 'id,organization_id,email,first_name,last_name,status,external_id,metadata,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.customers FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('customer', 'members', 'id,organization_id,email,first_name,last_name,status,external_id,metadata,created_at,updated_at', 'deleted_at');
 CREATE TRIGGER _500_remove_seats AFTER UPDATE OF deleted_at ON rowgate.customers FOR EACH ROW WHEN (((old.deleted_at IS NULL) AND (new.deleted_at IS NOT NULL))) EXECUTE FUNCTION rowgate_private.tg_customers__remove_seats();
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE OR UPDATE OF deleted_at ON rowgate.customers FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('customers', 'soft');
 
@@ -292,7 +292,7 @@ create policy select_manage on rowgate.invitations as permissive for select to r
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('members:manage'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('members_read'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.invitations FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _200_check_role BEFORE INSERT OR UPDATE OF role ON rowgate.invitations FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__check_role();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.invitations FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('invitation', 'member_managers', 'id,organization_id,email,role,status,invited_by,expires_at,created_at,updated_at', 'status');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.invitations FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('invitation', 'member_managers', 'id,organization_id,email,role,status,invited_by,expires_at,created_at,updated_at', '', 'status');
 
 -- Table rowgate.memberships
 create table rowgate.memberships (
@@ -323,7 +323,7 @@ CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.memberships FO
 CREATE TRIGGER _200_check_role BEFORE INSERT OR UPDATE OF role ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__check_role();
 CREATE TRIGGER _200_keep_an_admin BEFORE UPDATE ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_memberships__keep_an_admin();
 CREATE TRIGGER _210_no_escalation BEFORE INSERT OR UPDATE ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_memberships__no_escalation();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('membership', 'members', 'user_id,organization_id,role,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('membership', 'members', 'user_id,organization_id,role,created_at,updated_at', 'id,deleted_at');
 
 -- Table rowgate.oauth2_clients
 create table rowgate.oauth2_clients (
@@ -401,7 +401,7 @@ create policy update_write on rowgate.orders as permissive for update to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('orders:write'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('orders_write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _200_check BEFORE INSERT OR UPDATE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_orders__check();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('order', 'members', 'id,organization_id,customer_id,product_id,amount,currency,status,refunded_amount,metadata,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('order', 'members', 'id,organization_id,customer_id,product_id,amount,currency,status,refunded_amount,metadata,created_at,updated_at', '');
 CREATE TRIGGER _500_transactions AFTER INSERT OR UPDATE OF status ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_orders__transactions();
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE ON rowgate.orders FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('orders', 'hard');
 
@@ -435,7 +435,7 @@ create policy select_manage on rowgate.organization_access_tokens as permissive 
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('access_tokens:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('organization_access_tokens_read'::text) AS has_scope)));
 CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__at_most('organization_id', '100', 'true', 'organization', 'organization access tokens', 'revoke');
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization_access_token', 'access_tokens', 'id,organization_id,comment,scopes,expires_at,last_used_at,allowed_ips,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization_access_token', 'access_tokens', 'id,organization_id,comment,scopes,expires_at,last_used_at,allowed_ips,created_at,updated_at', 'created_by,deleted_at');
 
 -- Table rowgate.organization_roles
 create table rowgate.organization_roles (
@@ -465,7 +465,7 @@ create policy select_member on rowgate.organization_roles as permissive for sele
 CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.organization_roles FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__at_most('organization_id', '100', 'false', 'organization', 'roles', 'delete');
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.organization_roles FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _200_check BEFORE INSERT OR UPDATE ON rowgate.organization_roles FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_organization_roles__check();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organization_roles FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('role', 'members', 'id,organization_id,name,description,permissions,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organization_roles FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('role', 'members', 'id,organization_id,name,description,permissions,created_at,updated_at', 'deleted_at');
 
 -- Table rowgate.organizations
 create table rowgate.organizations (
@@ -495,7 +495,7 @@ create policy select_member on rowgate.organizations as permissive for select to
 create policy update_manage on rowgate.organizations as permissive for update to public
   using (((id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('organizations_write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.organizations FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organizations FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization', 'members', 'id,name,slug,account_id,max_token_lifetime_days,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organizations FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization', 'members', 'id,name,slug,account_id,max_token_lifetime_days,created_at,updated_at', 'deleted_at');
 
 -- Table rowgate.payout_accounts
 create table rowgate.payout_accounts (
@@ -523,7 +523,7 @@ create policy insert_finance_web_session on rowgate.payout_accounts as permissiv
 create policy select_finance_web_session on rowgate.payout_accounts as permissive for select to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (rowgate_hidden.finance_read_denial(organization_id) IS NULL) AND (( SELECT rowgate_hidden.current_credential_kind() AS current_credential_kind) = 'web_session'::text) AND ( SELECT rowgate_hidden.has_scope('payouts:read'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.payout_accounts FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.payout_accounts FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('payout_account', 'payouts', 'id,organization_id,type,country,currency,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.payout_accounts FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('payout_account', 'payouts', 'id,organization_id,type,country,currency,created_at,updated_at', 'deleted_at');
 
 -- Table rowgate.permissions
 create table rowgate.permissions (
@@ -603,7 +603,7 @@ create policy select_member on rowgate.products as permissive for select to publ
 create policy update_write on rowgate.products as permissive for update to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('products:write'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('products_write'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.products FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.products FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('product', 'members', 'id,organization_id,name,description,price_amount,price_currency,is_archived,metadata,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.products FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('product', 'members', 'id,organization_id,name,description,price_amount,price_currency,is_archived,metadata,created_at,updated_at', 'deleted_at');
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE OR UPDATE OF deleted_at ON rowgate.products FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('products', 'soft');
 
 -- Table rowgate.refunds
@@ -639,7 +639,7 @@ CREATE INDEX refunds_organization_created ON rowgate.refunds USING btree (organi
 create policy select_member on rowgate.refunds as permissive for select to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('refunds_read'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.refunds FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.refunds FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('refund', 'members', 'id,organization_id,order_id,amount,currency,reason,comment,metadata,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.refunds FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('refund', 'members', 'id,organization_id,order_id,amount,currency,reason,comment,metadata,created_at,updated_at', '');
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE ON rowgate.refunds FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('refunds', 'hard');
 
 -- Table rowgate.role_permissions
@@ -690,7 +690,7 @@ CREATE INDEX transactions_organization_created ON rowgate.transactions USING btr
 create policy select_finance on rowgate.transactions as permissive for select to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('finance:read'::text) AS current_organization_ids)::uuid[])) AND ( SELECT (rowgate_hidden.has_scope('transactions_read'::text) OR rowgate_hidden.has_scope('payouts_read'::text)))));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.transactions FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.transactions FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('transaction', 'finance_permission', 'id,organization_id,order_id,type,amount,currency,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.transactions FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('transaction', 'finance_permission', 'id,organization_id,order_id,type,amount,currency,created_at,updated_at', '');
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE ON rowgate.transactions FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('transactions', 'hard');
 
 -- Table rowgate.users
@@ -780,7 +780,7 @@ CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.webhook_endpoints FOR EACH 
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _200_reset BEFORE UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__reset();
 CREATE TRIGGER _300_check_types BEFORE UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__check_types();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('webhook_endpoint', 'organization_managers', 'id,organization_id,url,event_types,description,enabled,created_at,updated_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('webhook_endpoint', 'organization_managers', 'id,organization_id,url,event_types,description,enabled,created_at,updated_at', 'consecutive_failures,deleted_at');
 CREATE TRIGGER _500_hold_deliveries AFTER UPDATE OF enabled, deleted_at ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__hold_deliveries();
 
 -- Table rowgate_hidden.operations
@@ -5107,21 +5107,20 @@ CREATE OR REPLACE FUNCTION rowgate_private.tg__events()
 AS $function$
 declare
   v_resource text := tg_argv[0];
-  v_columns text[] := string_to_array(tg_argv[2], ',');
-  v_status_column text := case when tg_nargs > 3 then tg_argv[3] end;
+  v_hidden text[] := string_to_array(tg_argv[3], ',');
+  v_status_column text := case when tg_nargs > 4 then tg_argv[4] end;
   -- the data as REST renders it: timestamps in UTC, which the session's time zone usually is already
   v_utc boolean := current_setting('TimeZone') in ('UTC', 'Etc/UTC');
   v_row jsonb := case when v_utc then to_jsonb(case when tg_op = 'DELETE' then old else new end)
     else rowgate_private.json_in_utc(case when tg_op = 'DELETE' then old else new end) end;
   v_old jsonb := case when tg_op <> 'UPDATE' then null when v_utc then to_jsonb(old) else rowgate_private.json_in_utc(old) end;
-  v_data jsonb;
+  v_data jsonb := v_row - v_hidden;
   v_previous jsonb;
   v_types text[];
   v_resource_id uuid;
   v_ip text;
   v_user_agent text;
 begin
-  select jsonb_object_agg(key, value) into v_data from jsonb_each(v_row) where key = any (v_columns);
   if tg_op = 'INSERT' then
     v_types := array[v_resource || '.created'];
   elsif tg_op = 'DELETE' then
@@ -5132,14 +5131,12 @@ begin
     v_types := array[v_resource || '.deleted'];
   elsif v_status_column is not null and v_row->v_status_column is distinct from v_old->v_status_column then
     v_types := array[v_resource || '.' || (v_row->>v_status_column)];
-  elsif (v_data - '{updated_at,last_used_at}'::text[])
-      = (select coalesce(jsonb_object_agg(key, value), '{}') from jsonb_each(v_old) where key = any (v_columns) and key not in ('updated_at', 'last_used_at')) then
+  elsif v_data - '{updated_at,last_used_at}'::text[] = (v_old - v_hidden) - '{updated_at,last_used_at}'::text[] then
     return null;
   else
     v_types := array[v_resource || '.updated'];
-    select jsonb_object_agg(o.key, o.value) into v_previous from jsonb_each(v_old) o
-      where o.key = any (v_columns) and o.key not in ('updated_at', 'last_used_at')
-        and o.value is distinct from v_row->o.key;
+    select jsonb_object_agg(o.key, o.value) into v_previous from jsonb_each(v_old - v_hidden) o
+      where o.key not in ('updated_at', 'last_used_at') and o.value is distinct from v_row->o.key;
   end if;
   if v_resource = 'order' and tg_op <> 'DELETE' and v_row->>'status' in ('paid', 'refunded')
       and v_row->>'status' is distinct from v_old->>'status' then
@@ -5178,6 +5175,7 @@ begin
   return null;
 end;
 $function$;
+comment on function rowgate_private.tg__events() is 'Writes the events of a change (SPEC §17) with their client address and User-Agent (SPEC §21). Arguments: the resource, the audience, the columns the data shows, the columns it leaves out, and optionally the column whose new value names the event.';
 
 -- Function rowgate_private.tg__timestamps()
 CREATE OR REPLACE FUNCTION rowgate_private.tg__timestamps()

@@ -363,6 +363,21 @@ describe('an event per change, with its data as REST answers it and the actor of
       await client.end();
     }
   });
+
+  // the trigger removes the hidden columns from the row: a column added to a table is in one list or the other
+  test('every events trigger names each column of its table once, as shown or as hidden', async () => {
+    const triggers = await app.sql<{ table: string; shown: string; hidden: string; columns: string[] }>(
+      `select t.tgrelid::regclass::text as table, a[3] as shown, a[4] as hidden,
+         array(select attname::text from pg_attribute where attrelid = t.tgrelid and attnum > 0 and not attisdropped order by attname) as columns
+       from pg_trigger t, lateral (select string_to_array(encode(t.tgargs, 'escape'), '\\000') as a) args
+       where t.tgname = '_400_events' and t.tgfoid = 'rowgate_private.tg__events()'::regprocedure`,
+    );
+    expect(triggers.length).toBeGreaterThanOrEqual(14);
+    for (const { table, shown, hidden, columns } of triggers) {
+      const named = [...shown.split(','), ...hidden.split(',')].filter(Boolean).sort();
+      expect(named, table).toEqual([...columns].sort());
+    }
+  });
 });
 
 test('a request that fails after its change leaves no event (the change and its events roll back together)', async () => {
