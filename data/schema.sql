@@ -2981,34 +2981,45 @@ end;
 $function$;
 grant execute on function rowgate_hidden.check_operations(jsonb,uuid) to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
--- Function rowgate_hidden.current_actor()
-CREATE OR REPLACE FUNCTION rowgate_hidden.current_actor()
- RETURNS jsonb
- LANGUAGE plpgsql
+-- Function rowgate_hidden.credential_impersonator_id()
+CREATE OR REPLACE FUNCTION rowgate_hidden.credential_impersonator_id()
+ RETURNS uuid
+ LANGUAGE sql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
-declare
-  v_kind text := rowgate_hidden.current_subject_kind();
-  v_credential_kind text := rowgate_hidden.current_credential_kind();
-  v_credential_id uuid := rowgate_hidden.current_credential_id();
-  v_impersonator_id uuid;
-  v_client_id text;
-begin
-  if v_kind is null then
-    return jsonb_build_object('kind', 'system', 'id', null, 'credential_kind', null, 'credential_id', null,
-      'impersonator_id', null, 'oauth2_client_id', null, 'ip', null, 'user_agent', null);
-  end if;
-  if v_credential_kind = 'web_session' then
-    select s.impersonator_id into v_impersonator_id from rowgate_private.sessions s where s.id = v_credential_id;
-  elsif v_credential_kind in ('oauth2_user_token', 'oauth2_organization_token') then
-    select t.client_id into v_client_id from rowgate_private.oauth2_access_tokens t where t.id = v_credential_id;
-    v_credential_kind := 'oauth2_token';
-  end if;
-  return jsonb_build_object('kind', v_kind, 'id', rowgate_hidden.current_subject_id(),
-    'credential_kind', v_credential_kind, 'credential_id', v_credential_id,
-    'impersonator_id', v_impersonator_id, 'oauth2_client_id', v_client_id, 'ip', null, 'user_agent', null);
-end;
+  select s.impersonator_id from rowgate_private.sessions s where s.id = rowgate_hidden.current_credential_id();
+$function$;
+comment on function rowgate_hidden.credential_impersonator_id() is 'The user impersonating through this transaction''s web session, looked up by its id, or null.';
+grant execute on function rowgate_hidden.credential_impersonator_id() to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.credential_oauth2_client_id()
+CREATE OR REPLACE FUNCTION rowgate_hidden.credential_oauth2_client_id()
+ RETURNS text
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select t.client_id from rowgate_private.oauth2_access_tokens t where t.id = rowgate_hidden.current_credential_id();
+$function$;
+comment on function rowgate_hidden.credential_oauth2_client_id() is 'The OAuth2 client of this transaction''s access token, looked up by its id, or null.';
+grant execute on function rowgate_hidden.credential_oauth2_client_id() to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.current_actor()
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_actor()
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case when rowgate_hidden.current_subject_kind() is null then
+      '{"kind": "system", "id": null, "credential_kind": null, "credential_id": null, "impersonator_id": null, "oauth2_client_id": null, "ip": null, "user_agent": null}'::jsonb
+    else jsonb_build_object('kind', rowgate_hidden.current_subject_kind(), 'id', rowgate_hidden.current_subject_id(),
+      'credential_kind', case when rowgate_hidden.current_credential_kind() in ('oauth2_user_token', 'oauth2_organization_token')
+        then 'oauth2_token' else rowgate_hidden.current_credential_kind() end,
+      'credential_id', rowgate_hidden.current_credential_id(),
+      'impersonator_id', rowgate_hidden.current_impersonator_id(),
+      'oauth2_client_id', rowgate_hidden.current_oauth2_client_id(),
+      'ip', null, 'user_agent', null) end;
 $function$;
 comment on function rowgate_hidden.current_actor() is 'Who is making the changes of this transaction, as events record it (SPEC §17).';
 grant execute on function rowgate_hidden.current_actor() to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
@@ -3038,6 +3049,7 @@ AS $function$
     then nullif(current_setting('rowgate.credential_id', true), '')::uuid end;
 $function$;
 comment on function rowgate_hidden.current_credential_id() is 'The id of the session or token that authenticated this transaction, or null.';
+grant execute on function rowgate_hidden.current_credential_id() to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.current_credential_kind()
 CREATE OR REPLACE FUNCTION rowgate_hidden.current_credential_kind()
@@ -3072,6 +3084,35 @@ begin
 end;
 $function$;
 grant execute on function rowgate_hidden.current_customer_id() to rowgate_analyst, rowgate_customer, rowgate_member;
+
+-- Function rowgate_hidden.current_impersonator_id()
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_impersonator_id()
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case when session_user = 'rowgate_authenticator' and rowgate_hidden.current_credential_kind() = 'web_session' then
+    case when left(current_setting('rowgate.credential_impersonator', true), 37) = current_setting('rowgate.credential_id', true) || ':'
+      then nullif(substr(current_setting('rowgate.credential_impersonator', true), 38), '')::uuid
+      else rowgate_hidden.credential_impersonator_id() end end;
+$function$;
+comment on function rowgate_hidden.current_impersonator_id() is 'The user impersonating through this transaction''s web session, or null.';
+grant execute on function rowgate_hidden.current_impersonator_id() to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.current_oauth2_client_id()
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_oauth2_client_id()
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case when session_user = 'rowgate_authenticator'
+      and rowgate_hidden.current_credential_kind() in ('oauth2_user_token', 'oauth2_organization_token') then
+    case when left(current_setting('rowgate.credential_client', true), 37) = current_setting('rowgate.credential_id', true) || ':'
+      then nullif(substr(current_setting('rowgate.credential_client', true), 38), '')
+      else rowgate_hidden.credential_oauth2_client_id() end end;
+$function$;
+comment on function rowgate_hidden.current_oauth2_client_id() is 'The OAuth2 client whose token authenticated this transaction, or null.';
+grant execute on function rowgate_hidden.current_oauth2_client_id() to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.current_organization_ids(text)
 CREATE OR REPLACE FUNCTION rowgate_hidden.current_organization_ids(p_permission text DEFAULT NULL::text)
@@ -3934,7 +3975,7 @@ $function$;
 
 -- Function rowgate_private.authenticate(text,bytea,inet)
 CREATE OR REPLACE FUNCTION rowgate_private.authenticate(p_kind text, p_token_hash bytea, p_client_address inet DEFAULT NULL::inet)
- RETURNS TABLE(credential_id uuid, subject_kind text, subject_id uuid, scopes text[], is_impersonation boolean, expires_at timestamp with time zone)
+ RETURNS TABLE(credential_id uuid, subject_kind text, subject_id uuid, scopes text[], is_impersonation boolean, expires_at timestamp with time zone, impersonator_id uuid, oauth2_client_id text)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -3950,7 +3991,7 @@ begin
     return query
       select s.id, 'user'::text, s.user_id,
         case when s.is_impersonation then rowgate_private.read_scopes() else rowgate_private.all_scopes() end,
-        s.is_impersonation, s.expires_at
+        s.is_impersonation, s.expires_at, s.impersonator_id, null::text
       from rowgate_private.sessions s join rowgate.users u on u.id = s.user_id
       where s.token_hash = p_token_hash and s.kind = 'user' and s.revoked_at is null
         and s.expires_at > now() and u.deleted_at is null;
@@ -3966,7 +4007,7 @@ begin
     end if;
     perform rowgate_private.assert_client_allowed(v_allowed_ips, p_client_address);
     perform rowgate_private.record_token_use(p_kind, p_token_hash);
-    return query select v_id, 'user'::text, v_subject_id, rowgate_private.expand_scopes(v_scopes), false, v_expires_at;
+    return query select v_id, 'user'::text, v_subject_id, rowgate_private.expand_scopes(v_scopes), false, v_expires_at, null::uuid, null::text;
   elsif p_kind = 'organization_access_token' then
     select t.id, t.organization_id, t.scopes, t.expires_at, t.allowed_ips into v_id, v_subject_id, v_scopes, v_expires_at, v_allowed_ips
       from rowgate_private.access_token_hashes h
@@ -3979,16 +4020,16 @@ begin
     end if;
     perform rowgate_private.assert_client_allowed(v_allowed_ips, p_client_address);
     perform rowgate_private.record_token_use(p_kind, p_token_hash);
-    return query select v_id, 'organization'::text, v_subject_id, rowgate_private.expand_scopes(v_scopes), false, v_expires_at;
+    return query select v_id, 'organization'::text, v_subject_id, rowgate_private.expand_scopes(v_scopes), false, v_expires_at, null::uuid, null::text;
   elsif p_kind = 'oauth2_user_token' then
     return query
-      select t.id, 'user'::text, t.user_id, rowgate_private.expand_scopes(t.scopes), false, t.expires_at
+      select t.id, 'user'::text, t.user_id, rowgate_private.expand_scopes(t.scopes), false, t.expires_at, null::uuid, t.client_id
       from rowgate_private.oauth2_access_tokens t join rowgate.users u on u.id = t.user_id
       where t.token_hash = p_token_hash and t.organization_id is null and t.revoked_at is null
         and t.expires_at > now() and u.deleted_at is null;
   elsif p_kind = 'oauth2_organization_token' then
     return query
-      select t.id, 'organization'::text, t.organization_id, rowgate_private.expand_scopes(t.scopes), false, t.expires_at
+      select t.id, 'organization'::text, t.organization_id, rowgate_private.expand_scopes(t.scopes), false, t.expires_at, null::uuid, t.client_id
       from rowgate_private.oauth2_access_tokens t
         join rowgate.users u on u.id = t.user_id
         join rowgate.organizations o on o.id = t.organization_id
@@ -3997,7 +4038,7 @@ begin
         and rowgate_private.user_manages_access_tokens(t.user_id, t.organization_id);
   elsif p_kind = 'customer_session' then
     return query
-      select s.id, 'customer'::text, s.customer_id, array['customer_portal_read', 'customer_portal_write'], false, s.expires_at
+      select s.id, 'customer'::text, s.customer_id, array['customer_portal_read', 'customer_portal_write'], false, s.expires_at, null::uuid, null::text
       from rowgate_private.sessions s
         join rowgate.customers c on c.id = s.customer_id
         join rowgate.organizations o on o.id = c.organization_id
@@ -4005,7 +4046,7 @@ begin
         and c.deleted_at is null and o.deleted_at is null;
   elsif p_kind = 'member_session' then
     return query
-      select s.id, 'member'::text, s.member_id, array['customer_portal_read', 'customer_portal_write'], false, s.expires_at
+      select s.id, 'member'::text, s.member_id, array['customer_portal_read', 'customer_portal_write'], false, s.expires_at, null::uuid, null::text
       from rowgate_private.sessions s
         join rowgate.customer_members m on m.id = s.member_id
         join rowgate.customers c on c.id = m.customer_id
@@ -4015,6 +4056,7 @@ begin
   end if;
 end;
 $function$;
+comment on function rowgate_private.authenticate(text,bytea,inet) is 'The credential''s subject, scopes and expiry when it is good (none otherwise), with the impersonator of a web session and the client of an OAuth2 token, which events record.';
 grant execute on function rowgate_private.authenticate(text,bytea,inet) to rowgate_authenticator;
 
 -- Function rowgate_private.authenticate_oauth2_client(text,bytea,text)
@@ -5120,6 +5162,9 @@ declare
   v_resource_id uuid;
   v_ip text;
   v_user_agent text;
+  -- read into variables: inlined into the statement below, their expressions are planned with it
+  v_actor jsonb := rowgate_hidden.current_actor();
+  v_user_id uuid := rowgate_hidden.current_user_id();
 begin
   if tg_op = 'INSERT' then
     v_types := array[v_resource || '.created'];
@@ -5164,12 +5209,12 @@ begin
       case when t.type = v_resource || '.updated' then v_previous end,
       actor.value, nullif(current_setting('rowgate.request_id', true), ''), tg_argv[1]
     from unnest(v_types) with ordinality as t(type, n)
-      cross join (select rowgate_hidden.current_actor() as value) actor
+      cross join (select v_actor as value) actor
     order by t.n
     returning organization_id, id, audience
   )
   insert into rowgate.event_clients (organization_id, event_id, audience, user_id, ip, user_agent)
-  select i.organization_id, i.id, i.audience, rowgate_hidden.current_user_id(), left(v_ip, 100), v_user_agent
+  select i.organization_id, i.id, i.audience, v_user_id, left(v_ip, 100), v_user_agent
   from inserted i
   where v_ip is not null or v_user_agent is not null;
   return null;

@@ -286,6 +286,17 @@ describe('an event per change, with its data as REST answers it and the actor of
           'rowgate.credential_id': await credentialId('sessions', impersonation),
         }),
       ).toEqual(actor('user', member.id, 'web_session', await credentialId('sessions', impersonation), { impersonator_id: admin.id }));
+      // the authentication statement's setting counts only beside the credential it names: another's is looked past
+      const impersonationId = await credentialId('sessions', impersonation);
+      const settingsOf = (origin: string) => ({
+        'rowgate.subject_kind': 'user',
+        'rowgate.subject_id': member.id,
+        'rowgate.credential_kind': 'web_session',
+        'rowgate.credential_id': impersonationId,
+        'rowgate.credential_impersonator': origin,
+      });
+      expect((await actorOf(settingsOf(`${impersonationId}:${outsider.id}`))).impersonator_id).toBe(outsider.id);
+      expect((await actorOf(settingsOf(`${await credentialId('sessions', admin.session)}:`))).impersonator_id).toBe(admin.id);
       expect(
         await actorOf({
           'rowgate.subject_kind': 'member',

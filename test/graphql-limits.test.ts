@@ -286,6 +286,9 @@ describe('one authentication for REST and GraphQL', () => {
       // nor a client address or user agent (SPEC §21: an event's origin)
       'rowgate.client_address': '',
       'rowgate.user_agent': '',
+      // a personal access token has neither an impersonator nor an OAuth2 client
+      'rowgate.credential_impersonator': `${token!.id}:`,
+      'rowgate.credential_client': `${token!.id}:`,
     });
   });
 });

@@ -23,7 +23,9 @@ export const AUTHENTICATE = `
     set_config('rowgate.scopes', array_to_string(a.scopes, ' '), true) as scopes,
     set_config('rowgate.request_id', $3, true) as request_id,
     set_config('rowgate.client_address', coalesce($4::text, ''), true) as client_address,
-    set_config('rowgate.user_agent', $5, true) as user_agent
+    set_config('rowgate.user_agent', $5, true) as user_agent,
+    set_config('rowgate.credential_impersonator', a.credential_id || ':' || coalesce(a.impersonator_id::text, ''), true) as credential_impersonator,
+    set_config('rowgate.credential_client', a.credential_id || ':' || coalesce(a.oauth2_client_id, ''), true) as credential_client
   from rowgate_private.authenticate($1, $2, nullif($4::text, '')::inet) a`;
 
 /** The role of a request without a credential ($1: its request id); no setting names a subject. */
@@ -43,6 +45,9 @@ export interface AuthenticatedRow {
   request_id: string;
   client_address: string;
   user_agent: string;
+  /** the credential's id, a colon, and who impersonates through a web session or the client of an OAuth2 token (events record them) */
+  credential_impersonator: string;
+  credential_client: string;
 }
 
 export interface Authenticated {
@@ -101,6 +106,8 @@ export function authenticatedFrom(row: AuthenticatedRow | undefined): Authentica
       'rowgate.request_id': row.request_id,
       'rowgate.client_address': row.client_address,
       'rowgate.user_agent': row.user_agent,
+      'rowgate.credential_impersonator': row.credential_impersonator,
+      'rowgate.credential_client': row.credential_client,
     },
   };
 }
