@@ -40,13 +40,17 @@ import {
   tagOrderMetadata,
 } from './data.ts';
 
-/** The API's authentication statement for pgbench: its credential as pgbench variables, a request id as the server sets one. */
-const authenticateForPgbench = () =>
+/**
+ * The API's authentication statement for pgbench: its credential as pgbench variables, a request id as the server
+ * sets one, and the request's origin (a client address and User-Agent, as every HTTP request has; without it, as a
+ * transaction opened outside the API, its events have no client row).
+ */
+const authenticateForPgbench = ({ origin = true } = {}) =>
   AUTHENTICATE.replace('$1', ':kind')
     .replace('$2', ':hash')
     .replace('$3', "'bench-request-id'")
-    .replaceAll('$4', "'127.0.0.1'")
-    .replace('$5', "'bench'")
+    .replaceAll('$4', origin ? "'127.0.0.1'" : "''")
+    .replace('$5', origin ? "'bench'" : "''")
     .replace(/\s+/g, ' ')
     .trim();
 
@@ -439,6 +443,15 @@ async function main() {
       find(`${main}/rest_create_order_spread_subscribed`),
       find(`${main}/rest_create_order_spread_subscribed_without_queueing`),
     ),
+    // where the events' cost goes (pgbench on the same transaction, in turns): each step against the write without events
+    ...Object.fromEntries(
+      ['', '_without_queueing', '_without_queueing_or_client_rows', '_events_in_plain_table', '_events_trigger_writing_nothing'].map(
+        (step) => [
+          `events_cost_sql${step || '_as_deployed'}_vs_without_events`,
+          ratio(find(`${main}/sql_create_order_subscribed${step}`), find(`${main}/sql_create_order_subscribed_without_events`)),
+        ],
+      ),
+    ),
   };
   if (p50ByScale['10m'] && p50ByScale['100k']) {
     ratios.scale_p50_10m_vs_100k = Math.round((p50ByScale['10m'] / p50ByScale['100k']) * 100) / 100;
@@ -535,6 +548,7 @@ async function benchScale(
   if (runs('writes')) await benchWrites(ctx);
   await stopProcess(server);
   if (runs('webhooks')) await benchSubscribedWrites(ctx, startServer);
+  if (runs('webhooks')) await benchEventCosts(ctx);
   if (runs('standby')) await benchStandby(ctx, db, startServer);
 }
 
@@ -867,6 +881,34 @@ async function paidOrderWrites(ctx: ScaleContext, owner: pg.Client, base: string
 }
 
 /**
+ * pgbench scripts of the paid order's transaction as the server runs it (its authentication, create_order, commit),
+ * one per organization (pgbench picks one at random each time), and their variables.
+ */
+function paidOrderScripts(
+  ctx: ScaleContext,
+  organizations: WriteOrganizations,
+  body: Awaited<ReturnType<typeof paidOrderWrites>>['body'],
+  { origin = true } = {},
+) {
+  const create = toPgbench(`select ${orderColumns} from rowgate.create_order($1, $2, $3, $4, $5, null::jsonb)`, []);
+  const variables: Record<string, string> = { kind: 'web_session', hash: sessionHash(ctx, 'big'), currency: 'usd', status: 'paid' };
+  const scripts = organizations.map((o, i) => {
+    const b = body(o, i);
+    variables[`product${i}`] = b.product_id;
+    variables[`customer${i}`] = b.customer_id;
+    variables[`amount${i}`] = String(b.amount);
+    const statement = create.text
+      .replace(':p1', `:product${i}`)
+      .replace(':p2', `:customer${i}`)
+      .replace(':p3', `:amount${i}`)
+      .replace(':p4', ':currency')
+      .replace(':p5', ':status');
+    return `begin;\n${authenticateForPgbench({ origin })};\n${statement};\ncommit;\n`;
+  });
+  return { scripts, variables };
+}
+
+/**
  * The write path (issue 16, part 4): `POST /v1/orders/` of a paid order (the
  * order, its payment transaction, three events), as the admin of 50
  * organizations, spread over them and into one; pgbench on the API's own
@@ -881,23 +923,7 @@ async function benchWrites(ctx: ScaleContext) {
     // a run that stopped halfway may have left them off, or its orders behind
     await owner.query(EVENTS_TRIGGERS('enable'));
     const { organizations, body, write } = await paidOrderWrites(ctx, owner, ctx.base);
-
-    // pgbench: the server's transaction for this request, one script per organization (chosen at random)
-    const create = toPgbench(`select ${orderColumns} from rowgate.create_order($1, $2, $3, $4, $5, null::jsonb)`, []);
-    const variables: Record<string, string> = { kind: 'web_session', hash: sessionHash(ctx, 'big'), currency: 'usd', status: 'paid' };
-    const scripts = organizations.map((o, i) => {
-      const b = body(o, i);
-      variables[`product${i}`] = b.product_id;
-      variables[`customer${i}`] = b.customer_id;
-      variables[`amount${i}`] = String(b.amount);
-      const statement = create.text
-        .replace(':p1', `:product${i}`)
-        .replace(':p2', `:customer${i}`)
-        .replace(':p3', `:amount${i}`)
-        .replace(':p4', ':currency')
-        .replace(':p5', ':status');
-      return `begin;\n${authenticateForPgbench()};\n${statement};\ncommit;\n`;
-    });
+    const { scripts, variables } = paidOrderScripts(ctx, organizations, body);
     const withoutEvents = withoutEventsOf(owner);
     await interleaved([
       { runner: pgbenchRunner(`${scale}/sql_create_order`, authenticatorUrl, scripts, variables) },
@@ -931,6 +957,17 @@ async function unsubscribe(owner: pg.Client) {
   return removed.rowCount ?? 0;
 }
 
+/** One endpoint of every organization subscribed to the paid order's three events, at the bench's URL. */
+async function subscribeEveryOrganization(owner: pg.Client) {
+  const subscribed = await owner.query(
+    `insert into rowgate.webhook_endpoints (organization_id, url, event_types, description)
+     select id, $1, '{order.created,order.paid,transaction.created}', 'rowgate bench: every organization subscribed'
+     from rowgate.organizations`,
+    [SUBSCRIBED_URL],
+  );
+  log(`  webhooks: ${subscribed.rowCount} organizations subscribed to order.created, order.paid, transaction.created`);
+}
+
 /** The owner's statement that turns the queueing of deliveries (for the events inserted) off or on. */
 const ENQUEUE_TRIGGER = (action: 'enable' | 'disable') => `alter table rowgate.events ${action} trigger _500_enqueue_deliveries`;
 
@@ -956,13 +993,7 @@ async function benchSubscribedWrites(ctx: ScaleContext, startServer: StartServer
     await owner.query(EVENTS_TRIGGERS('enable'));
     await owner.query(ENQUEUE_TRIGGER('enable'));
     await unsubscribe(owner);
-    const subscribed = await owner.query(
-      `insert into rowgate.webhook_endpoints (organization_id, url, event_types, description)
-       select id, $1, '{order.created,order.paid,transaction.created}', 'rowgate bench: every organization subscribed'
-       from rowgate.organizations`,
-      [SUBSCRIBED_URL],
-    );
-    log(`  webhooks: ${subscribed.rowCount} organizations subscribed to order.created, order.paid, transaction.created`);
+    await subscribeEveryOrganization(owner);
     const { organizations, write } = await paidOrderWrites(ctx, owner, server.url);
     const withoutQueueing = async <T>(work: () => Promise<T>): Promise<T> => {
       await owner.query(ENQUEUE_TRIGGER('disable'));
@@ -989,6 +1020,91 @@ async function benchSubscribedWrites(ctx: ScaleContext, startServer: StartServer
     await owner.end();
   }
 }
+
+/**
+ * Where the events' cost goes: pgbench on the paid order's transaction as the server runs it, every organization
+ * subscribed, in turns: as deployed; without the events triggers; without queueing the deliveries; without queueing
+ * or client rows (the transactions carry no request origin); the events written by a copy of the trigger into a
+ * table without partitions or secondary indexes, and nothing else (the least a row trigger that writes event rows
+ * does); and a trigger that writes nothing (what calling one costs). Each step is reported against the write
+ * without events. The copy and its table live in a schema of their own, dropped at the end (and at the start, after
+ * a run that stopped halfway).
+ */
+async function benchEventCosts(ctx: ScaleContext) {
+  const scratch = 'rowgate_bench';
+  const owner = new pg.Client({ connectionString: ctx.ownerUrl });
+  await owner.connect();
+  try {
+    await owner.query(EVENTS_TRIGGERS('enable'));
+    await owner.query(ENQUEUE_TRIGGER('enable'));
+    await owner.query(`drop schema if exists ${scratch} cascade`);
+    await unsubscribe(owner);
+    await subscribeEveryOrganization(owner);
+    const { organizations, body } = await paidOrderWrites(ctx, owner, ctx.base);
+    const withOrigin = paidOrderScripts(ctx, organizations, body);
+    const withoutOrigin = paidOrderScripts(ctx, organizations, body, { origin: false });
+
+    const { rows } = await owner.query<{ def: string }>(`select pg_get_functiondef('rowgate_private.tg__events()'::regprocedure) as def`);
+    const write =
+      /with inserted as \(\s*insert into rowgate\.events ([\s\S]*?)\s*returning [^)]*\)\s*insert into rowgate\.event_clients[\s\S]*?;/;
+    if (!write.test(rows[0]!.def)) throw new Error('rowgate_private.tg__events no longer writes events as benchEventCosts copies it');
+    await owner.query(`create schema ${scratch}`);
+    await owner.query(`create table ${scratch}.events (like rowgate.events including defaults, primary key (organization_id, id))`);
+    await owner.query(
+      rows[0]!.def
+        .replace('rowgate_private.tg__events()', `${scratch}.tg_events_plain()`)
+        .replace(write, `insert into ${scratch}.events $1;`),
+    );
+    await owner.query(`create function ${scratch}.tg_events_empty() returns trigger language plpgsql volatile
+      security definer set search_path to pg_catalog, pg_temp as $$ begin return null; end $$`);
+    // both beside the events triggers, with their arguments, off until their scenario
+    const { rows: triggers } = await owner.query<{ sql: string }>(
+      `select format('create trigger _401_bench_%s after insert or update on %s for each row execute function ${scratch}.tg_events_%s(%s); alter table %2$s disable trigger _401_bench_%1$s',
+         kind, t.tgrelid::regclass, kind,
+         (select string_agg(quote_literal(a), ', ') from unnest((string_to_array(encode(t.tgargs, 'escape'), '\\000'))[1:t.tgnargs]) a)) as sql
+       from pg_trigger t, unnest(array['plain', 'empty']) kind
+       where t.tgname = '_400_events' and t.tgrelid in ('rowgate.orders'::regclass, 'rowgate.transactions'::regclass)`,
+    );
+    for (const { sql } of triggers) await owner.query(sql);
+    const around =
+      (on: string, off: string) =>
+      async <T>(work: () => Promise<T>): Promise<T> => {
+        await owner.query(on);
+        try {
+          return await work();
+        } finally {
+          await owner.query(off);
+        }
+      };
+    const bench = (kind: 'plain' | 'empty') =>
+      around(
+        `${EVENTS_TRIGGERS('disable')}; ${BENCH_TRIGGERS(kind, 'enable')}`,
+        `${BENCH_TRIGGERS(kind, 'disable')}; ${EVENTS_TRIGGERS('enable')}`,
+      );
+    const withoutQueueing = around(ENQUEUE_TRIGGER('disable'), ENQUEUE_TRIGGER('enable'));
+    const run = (name: string, { scripts, variables }: typeof withOrigin) =>
+      pgbenchRunner(`${ctx.scale}/sql_create_order_subscribed${name}`, ctx.authenticatorUrl, scripts, variables);
+    await interleaved([
+      { runner: run('', withOrigin) },
+      { runner: run('_without_events', withOrigin), around: withoutEventsOf(owner) },
+      { runner: run('_without_queueing', withOrigin), around: withoutQueueing },
+      { runner: run('_without_queueing_or_client_rows', withoutOrigin), around: withoutQueueing },
+      { runner: run('_events_in_plain_table', withoutOrigin), around: bench('plain') },
+      { runner: run('_events_trigger_writing_nothing', withoutOrigin), around: bench('empty') },
+    ]);
+  } finally {
+    await owner.query(`drop schema if exists ${scratch} cascade`);
+    await owner.query(EVENTS_TRIGGERS('enable'));
+    await owner.query(ENQUEUE_TRIGGER('enable'));
+    await unsubscribe(owner);
+    await removeWrittenOrdersWith(owner);
+    await owner.end();
+  }
+}
+
+/** The owner's statements that turn benchEventCosts' copy of the events trigger (or its empty one) on or off. */
+const BENCH_TRIGGERS = (kind: 'plain' | 'empty', action: 'enable' | 'disable') =>
+  ['rowgate.orders', 'rowgate.transactions'].map((table) => `alter table ${table} ${action} trigger _401_bench_${kind}`).join('; ');
 
 /**
  * Deliveries to 50 healthy endpoints with one hanging endpoint beside them
