@@ -46,7 +46,7 @@ import {
  * transaction opened outside the API, its events have no client row).
  */
 const authenticateForPgbench = ({ origin = true } = {}) =>
-  AUTHENTICATE.replace('$1', ':kind')
+  AUTHENTICATE.replaceAll('$1', ':kind')
     .replace('$2', ':hash')
     .replace('$3', "'bench-request-id'")
     .replaceAll('$4', origin ? "'127.0.0.1'" : "''")
