@@ -1,5 +1,5 @@
 --! Previous: sha1:8d14d1a4b942c33ba4bdf2d556f3914eb87e8991
---! Hash: sha1:05341f020b3b27c36a781b5bd013335cafaf8718
+--! Hash: sha1:6886a4beb75aa55bb353b66bf82919cb2e9c35e1
 --! Message: An event's actor is read from the transaction settings
 
 --! split: 001-the-authentication-returns-the-impersonator-and-oauth2-client.sql
@@ -99,8 +99,8 @@ grant execute on function rowgate_private.authenticate(text, bytea, inet) to row
 
 --! split: 002-an-event-s-actor-is-read-from-the-transaction-settings.sql
 -- An event's actor is read from the transaction's settings, trusted only under the
--- API's login as every subject setting is: an expression PostgreSQL inlines into the
--- statement that writes the events. The authentication statement sets each of the two
+-- API's login as every subject setting is: an expression PostgreSQL inlines where it
+-- is read, with no table to look in. The authentication statement sets each of the two
 -- to the credential's id, a colon and the value, so a setting counts only beside the
 -- credential it was read with; a transaction without them (authenticated by a server of
 -- the release before, or with settings made by hand) has them looked up as before, by
