@@ -790,17 +790,24 @@ async function benchMetadata(ctx: ScaleContext) {
 const EVENTS_TRIGGERS = (action: 'enable' | 'disable') =>
   ['rowgate.orders', 'rowgate.transactions'].map((table) => `alter table ${table} ${action} trigger _400_events`).join('; ');
 
-/** The events triggers off for one scenario's runs only (ALTER TABLE as the owner, between runs): an `around` of interleaved. */
-const withoutEventsOf =
+/** An `around` of interleaved: the owner's `on` before one scenario's runs, its `off` after (ALTER TABLE between runs). */
+const aroundOf =
   (owner: pg.Client) =>
+  (on: string, off: string) =>
   async <T>(work: () => Promise<T>): Promise<T> => {
-    await owner.query(EVENTS_TRIGGERS('disable'));
+    await owner.query(on);
     try {
       return await work();
     } finally {
-      await owner.query(EVENTS_TRIGGERS('enable'));
+      await owner.query(off);
     }
   };
+
+/** The events triggers off for one scenario's runs only. */
+const withoutEventsOf = (owner: pg.Client) => aroundOf(owner)(EVENTS_TRIGGERS('disable'), EVENTS_TRIGGERS('enable'));
+
+/** The queueing of deliveries off for one scenario's runs only. */
+const withoutQueueingOf = (owner: pg.Client) => aroundOf(owner)(ENQUEUE_TRIGGER('disable'), ENQUEUE_TRIGGER('enable'));
 
 /**
  * Removes what the write scenarios wrote: the orders that have a payment
@@ -995,14 +1002,7 @@ async function benchSubscribedWrites(ctx: ScaleContext, startServer: StartServer
     await unsubscribe(owner);
     await subscribeEveryOrganization(owner);
     const { organizations, write } = await paidOrderWrites(ctx, owner, server.url);
-    const withoutQueueing = async <T>(work: () => Promise<T>): Promise<T> => {
-      await owner.query(ENQUEUE_TRIGGER('disable'));
-      try {
-        return await work();
-      } finally {
-        await owner.query(ENQUEUE_TRIGGER('enable'));
-      }
-    };
+    const withoutQueueing = withoutQueueingOf(owner);
     await interleaved([
       { runner: write('rest_create_order_spread_subscribed', organizations) },
       { runner: write('rest_create_order_spread_subscribed_without_events', organizations), around: withoutEventsOf(owner) },
@@ -1066,22 +1066,12 @@ async function benchEventCosts(ctx: ScaleContext) {
        where t.tgname = '_400_events' and t.tgrelid in ('rowgate.orders'::regclass, 'rowgate.transactions'::regclass)`,
     );
     for (const { sql } of triggers) await owner.query(sql);
-    const around =
-      (on: string, off: string) =>
-      async <T>(work: () => Promise<T>): Promise<T> => {
-        await owner.query(on);
-        try {
-          return await work();
-        } finally {
-          await owner.query(off);
-        }
-      };
     const bench = (kind: 'plain' | 'empty') =>
-      around(
+      aroundOf(owner)(
         `${EVENTS_TRIGGERS('disable')}; ${BENCH_TRIGGERS(kind, 'enable')}`,
         `${BENCH_TRIGGERS(kind, 'disable')}; ${EVENTS_TRIGGERS('enable')}`,
       );
-    const withoutQueueing = around(ENQUEUE_TRIGGER('disable'), ENQUEUE_TRIGGER('enable'));
+    const withoutQueueing = withoutQueueingOf(owner);
     const run = (name: string, { scripts, variables }: typeof withOrigin) =>
       pgbenchRunner(`${ctx.scale}/sql_create_order_subscribed${name}`, ctx.authenticatorUrl, scripts, variables);
     await interleaved([

@@ -12,11 +12,8 @@ import type { z } from 'zod';
 import { ANONYMOUS_SETTINGS, type Settings } from '../auth/authenticate.ts';
 import { ApiError, insufficientScope, notFound, validationError } from '../core/errors.ts';
 import type { Route } from '../http/route-declaration.ts';
-import { type CheckItem, checkItems } from '../resources/authorization.ts';
+import { type CheckItem, checkItems, MAX_CHECKS } from '../resources/authorization.ts';
 import { subjectSettings } from './pg-client.ts';
-
-/** the most checks one request asks (REST's 1..100) */
-const MAX_CHECKS = 100;
 
 const TYPE_DEFS = /* GraphQL */ `
   """One request to check: an operation, its path parameters, the organization of a create or a list."""
@@ -128,10 +125,9 @@ export async function explainingPlugin(routes?: () => readonly Route[]): Promise
       ...(c.organizationId == null ? {} : { organization_id: c.organizationId }),
     }));
     if (checks.length < 1 || checks.length > MAX_CHECKS) {
-      const error = validationError([
-        { type: 'too_many', loc: ['body', 'checks'], msg: `Between 1 and ${MAX_CHECKS} checks`, input: checks.length },
-      ]);
-      throw refusal(Safe, error.status, error.error, 'Between 1 and 100 checks', error.detail);
+      const msg = `Between 1 and ${MAX_CHECKS} checks`;
+      const error = validationError([{ type: 'too_many', loc: ['body', 'checks'], msg, input: checks.length }]);
+      throw refusal(Safe, error.status, error.error, msg, error.detail);
     }
     if (routes) {
       const settings = await subjectSettings(data.pgSettings);

@@ -68,6 +68,9 @@ const CheckResult = z
   })
   .meta({ id: 'AuthorizationCheckResult', description: 'What one request would answer, and why.' });
 
+/** the most requests one check asks */
+export const MAX_CHECKS = 100;
+
 export const CheckItem = z.strictObject({
   operation: doc(z.string().min(1).max(100), 'An `operationId` (GET /v1/authorization/operations lists them).', 'products:update'),
   params: doc(z.record(z.string(), z.string()).optional(), "The operation's path parameters.", {
@@ -78,7 +81,7 @@ export const CheckItem = z.strictObject({
 
 const CheckRequest = z
   .strictObject({
-    checks: doc(z.array(CheckItem).min(1).max(100), 'The requests to check, 1 to 100.', [
+    checks: doc(z.array(CheckItem).min(1).max(MAX_CHECKS), `The requests to check, 1 to ${MAX_CHECKS}.`, [
       { operation: 'products:update', params: { id: '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b' } },
     ]),
     user_id: uuid(
