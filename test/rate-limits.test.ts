@@ -2,8 +2,10 @@
 // one database, each its own DeploymentCounts as each server process has, give
 // a key its allowance once, within the bound docs/decisions.md states.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { DeploymentCounts } from '../src/operating/deployment-counts.ts';
+import pg from 'pg';
+import { DeploymentCounts, REPLACE_MS } from '../src/operating/deployment-counts.ts';
 import { RateLimits } from '../src/operating/rate-limit.ts';
+import { startStallingProxy } from './faults/stalling-proxy.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 
 let app: TestApp;
@@ -12,22 +14,30 @@ beforeAll(async () => {
 });
 afterAll(async () => app?.close());
 
-/** `n` servers' limits on the test's database, registered with each other */
-async function servers(n: number, quota: number) {
-  const counts = Array.from({ length: n }, () => DeploymentCounts.inDatabase(app.pool));
+/** `n` servers' limits on the test's database, registered with each other; `skewMs[i]` sets server i's clock off */
+async function servers(n: number, quota: number, skewMs: number[] = []) {
+  const counts = Array.from({ length: n }, (_, i) => DeploymentCounts.inDatabase(app.pool, { clock: () => Date.now() + (skewMs[i] ?? 0) }));
   for (const c of counts) await c.start();
   // each learns how many servers there are at its next exchange
-  await new Promise((r) => setTimeout(r, 250));
+  await Promise.all(counts.map((c) => c.exchanged()));
   return {
     counts,
     limits: counts.map((c) => new RateLimits({ perCredential: quota, perAddress: quota, counts: c })),
     stop: () => Promise.all(counts.map((c) => c.stop())),
+    stalledSeconds: () => counts.reduce((sum, c) => sum + c.stalledSeconds, 0),
+    /**
+     * Whether a scenario left its window, or met a stalled store (a machine so busy
+     * that an exchange took longer than the stall time): then it is run again
+     */
+    disturbed: (second: number, stalled: number) =>
+      Math.floor(counts[0]!.now() / 1000) !== second || counts.reduce((sum, c) => sum + c.stalledSeconds, 0) !== stalled,
   };
 }
 
-/** Waits for the start of a second, so that a burst stays within one window */
-async function startOfASecond() {
-  await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
+/** Waits for the start of a second on `counts`' clock (the database's), so that a burst stays within one window */
+async function startOfASecond(counts?: DeploymentCounts) {
+  const now = counts ? counts.now() : Date.now();
+  await new Promise((r) => setTimeout(r, 1000 - (now % 1000) + 5));
 }
 
 describe('rate limits counted in the database', () => {
@@ -40,11 +50,12 @@ describe('rate limits counted in the database', () => {
       // the bound is per window: on a machine so busy that the burst spans two, it is sent again
       for (let tries = 0; ; tries++) {
         const key = `fleet-${n}-${Math.random()}`;
-        await startOfASecond();
-        const second = Math.floor(Date.now() / 1000);
+        await startOfASecond(fleet.counts[0]);
+        const second = Math.floor(fleet.counts[0]!.now() / 1000);
+        const stalled = fleet.stalledSeconds();
         // the requests of one client, spread over every server, all at once
         const decisions = await Promise.all(Array.from({ length: 4 * quota }, (_, i) => fleet.limits[i % n]!.credential.consume(key)));
-        if (Math.floor(Date.now() / 1000) !== second && tries < 3) continue;
+        if (fleet.disturbed(second, stalled) && tries < 3) continue;
         const allowed = decisions.filter((d) => d.allowed).length;
         // the second's window and the burst allowance, each passed by at most N × share
         expect(allowed).toBeGreaterThanOrEqual(2 * quota);
@@ -64,6 +75,53 @@ describe('rate limits counted in the database', () => {
     }
   });
 
+  test("servers whose clocks differ by seconds share one window: they measure it on the database's clock", async () => {
+    const quota = 40;
+    const skew = [0, 2_500, 5_000];
+    const fleet = await servers(3, quota, skew);
+    try {
+      // each server's offset is within a round trip of the skew it was given
+      for (const [i, c] of fleet.counts.entries()) expect(Math.abs(c.offsetMs + skew[i]!)).toBeLessThan(100);
+      const share = fleet.counts[0]!.share(quota);
+      for (let tries = 0; ; tries++) {
+        const key = `skewed-${Math.random()}`;
+        await startOfASecond(fleet.counts[0]);
+        const second = Math.floor(fleet.counts[0]!.now() / 1000);
+        const stalled = fleet.stalledSeconds();
+        const decisions = await Promise.all(Array.from({ length: 6 * quota }, (_, i) => fleet.limits[i % 3]!.credential.consume(key)));
+        if (fleet.disturbed(second, stalled) && tries < 3) continue;
+        const allowed = decisions.filter((d) => d.allowed).length;
+        expect(allowed).toBeGreaterThanOrEqual(2 * quota);
+        expect(allowed).toBeLessThanOrEqual(2 * (quota + 3 * share));
+        break;
+      }
+    } finally {
+      await fleet.stop();
+    }
+  });
+
+  test("a credential's first answer on a server reports the deployment's count, read in one shared statement", async () => {
+    const fleet = await servers(2, 10);
+    try {
+      const [a, b] = fleet.limits as [RateLimits, RateLimits];
+      for (let tries = 0; ; tries++) {
+        const key = `first-${Math.random()}`;
+        await startOfASecond(fleet.counts[0]);
+        const second = Math.floor(fleet.counts[0]!.now() / 1000);
+        const stalled = fleet.stalledSeconds();
+        for (let i = 0; i < 6; i++) expect((await a.credential.consume(key)).allowed).toBe(true);
+        await fleet.counts[0]!.exchanged();
+        // b has never seen the key: its first answer waits for the deployment's count, and so do those asked with it
+        const first = await Promise.all([b.credential.consume(key), b.credential.consume(key)]);
+        if (fleet.disturbed(second, stalled) && tries < 3) continue;
+        expect(first.map((d) => d.remaining).sort()).toEqual([2, 3]);
+        break;
+      }
+    } finally {
+      await fleet.stop();
+    }
+  });
+
   test("what one server let through refuses the key on another: the RateLimit fields report the deployment's count", async () => {
     const fleet = await servers(2, 10);
     try {
@@ -71,15 +129,16 @@ describe('rate limits counted in the database', () => {
       // the scenario holds within one window: on a machine so busy that it spans two, it is run again
       for (let tries = 0; ; tries++) {
         const key = `seen-${Math.random()}`;
-        await startOfASecond();
-        const second = Math.floor(Date.now() / 1000);
+        await startOfASecond(fleet.counts[0]);
+        const second = Math.floor(fleet.counts[0]!.now() / 1000);
+        const stalled = fleet.stalledSeconds();
         for (let i = 0; i < 6; i++) expect((await a.address.consume(key)).allowed).toBe(true);
         // b decides its first request of the key from its own view (within its share), then exchanges
         const first = await b.address.consume(key);
         await fleet.counts[0]!.exchanged();
         await fleet.counts[1]!.exchanged();
         const next = await b.address.consume(key);
-        if (Math.floor(Date.now() / 1000) !== second && tries < 3) continue;
+        if (fleet.disturbed(second, stalled) && tries < 3) continue;
         expect(first).toMatchObject({ allowed: true, remaining: 9 });
         expect(next).toMatchObject({ allowed: true, remaining: 2 });
         break;
@@ -94,7 +153,7 @@ describe('rate limits counted in the database', () => {
     try {
       const key = `back-${Math.random()}`;
       const [limits] = fleet.limits as [RateLimits];
-      await startOfASecond();
+      await startOfASecond(fleet.counts[0]);
       for (let i = 0; i < 5; i++) limits.address.giveBack(await limits.address.consume(key));
       await fleet.counts[0]!.exchanged();
       expect((await limits.address.consume(key)).remaining).toBe(4);
@@ -103,21 +162,56 @@ describe('rate limits counted in the database', () => {
     }
   });
 
-  test('windows that are over are pruned, with servers gone for an hour', async () => {
-    await app.owner.query(
-      `insert into rowgate_private.rate_limit_counts (policy, key, window_number, points, expires_at)
-       values ('default', 'old', 1, 3, now() - interval '1 second')`,
+  test('the slice whose windows are over is emptied whole, whatever it holds; the current one is kept; servers gone for an hour go', async () => {
+    const sliceNow = `rowgate_private.rate_limit_slice(now())`;
+    // one transaction, so that now() and its slice are the same for the rows and for the prune
+    const client = await app.owner.connect();
+    try {
+      await client.query('begin');
+      // many keys in the slice two ahead of now's (the one written half a minute ago), one in now's
+      await client.query(
+        `insert into rowgate_private.rate_limit_counts (policy, key, window_number, points, slice)
+         select 'anonymous', 'flood-' || i, 1, 1, (${sliceNow} + 2) % 4 from generate_series(1, 20000) i
+         union all select 'default', 'current', 2, 3, ${sliceNow}`,
+      );
+      await client.query(
+        `insert into rowgate_private.rate_limit_servers (id, seen_at) values (gen_random_uuid(), now() - interval '2 hours')`,
+      );
+      const { rows } = await client.query<{ pruned: number }>('select rowgate_private.prune_rate_limit_counts() as pruned');
+      expect(rows[0]!.pruned).toBe(1);
+      const { rows: left } = await client.query<{ flood: number; current: number; servers: number }>(
+        `select (select count(*) from rowgate_private.rate_limit_counts where starts_with(key, 'flood-'))::int as flood,
+          (select count(*) from rowgate_private.rate_limit_counts where key = 'current')::int as current,
+          (select count(*) from rowgate_private.rate_limit_servers where seen_at < now() - interval '1 hour')::int as servers`,
+      );
+      expect(left[0]).toEqual({ flood: 0, current: 1, servers: 0 });
+    } finally {
+      await client.query('rollback');
+      client.release();
+    }
+  });
+
+  test('a transaction holding the counts delays the emptying to a later call; the emptying never waits for it', async () => {
+    const [row] = await app.sql<{ n: number }>(
+      `select count(*)::int as n from pg_inherits where inhparent = 'rowgate_private.rate_limit_counts'::regclass`,
     );
-    await app.owner.query(
-      `insert into rowgate_private.rate_limit_servers (id, seen_at) values (gen_random_uuid(), now() - interval '2 hours')`,
-    );
-    const { rows } = await app.pool.query<{ pruned: number }>('select rowgate_private.prune_rate_limit_counts() as pruned');
-    expect(rows[0]!.pruned).toBeGreaterThanOrEqual(1);
-    const left = await app.sql<{ n: number }>(
-      `select (select count(*) from rowgate_private.rate_limit_counts where key = 'old')::int
-        + (select count(*) from rowgate_private.rate_limit_servers where seen_at < now() - interval '1 hour')::int as n`,
-    );
-    expect(left[0]!.n).toBe(0);
+    expect(row!.n).toBe(4);
+    const holder = await app.owner.connect();
+    try {
+      await holder.query('begin');
+      await holder.query(`insert into rowgate_private.rate_limit_counts (policy, key, window_number, points, slice)
+        values ('default', 'held', 1, 1, (rowgate_private.rate_limit_slice(now()) + 2) % 4)`);
+      await holder.query('commit');
+      await holder.query('begin');
+      await holder.query('select count(*) from rowgate_private.rate_limit_counts');
+      const started = Date.now();
+      const { rows } = await app.pool.query<{ pruned: number }>('select rowgate_private.prune_rate_limit_counts() as pruned');
+      expect(rows[0]!.pruned).toBe(0);
+      expect(Date.now() - started).toBeLessThan(1_000);
+    } finally {
+      await holder.query('rollback');
+      holder.release();
+    }
   });
 
   test('only the API server may exchange counts: no subject role, no analyst', async () => {
@@ -127,6 +221,78 @@ describe('rate limits counted in the database', () => {
         [role],
       );
       expect(row!.allowed, role).toBe(false);
+    }
+  });
+});
+
+describe('rate limits when the shared counts stall', () => {
+  test('a store that does not answer: each key gets a local q/N, one stall is told, and sharing resumes when it answers', async () => {
+    let frozen = false;
+    const waiting: (() => void)[] = [];
+    const stalls: boolean[] = [];
+    const counts = new DeploymentCounts({
+      // two servers alive as far as this one knows
+      exchange: async (_server, batch) => {
+        if (frozen) await new Promise<void>((resolve) => waiting.push(resolve));
+        return { sums: batch.map((b) => b.points), servers: 2, clock: Date.now() };
+      },
+      onStall: (stalled) => stalls.push(stalled),
+    });
+    await counts.start();
+    try {
+      const limits = new RateLimits({ perCredential: 20, perAddress: 20, counts });
+      frozen = true;
+      await startOfASecond(counts);
+      const started = Date.now();
+      const decisions = await Promise.all(Array.from({ length: 60 }, () => limits.credential.consume(`stall-${started}`)));
+      // nobody waited past the stall time for the store, and nothing was refused for want of it
+      expect(Date.now() - started).toBeLessThan(900);
+      // the second's window and the burst, each q/N on this server alone
+      expect(decisions.filter((d) => d.allowed)).toHaveLength(2 * counts.localShare(20));
+      expect(counts.stalled).toBe(true);
+      await new Promise((r) => setTimeout(r, 300));
+      frozen = false;
+      for (const resolve of waiting.splice(0)) resolve();
+      await new Promise((r) => setTimeout(r, 300));
+      expect(counts.stalled).toBe(false);
+      expect(stalls).toEqual([true, false]);
+      expect(counts.stalledSeconds).toBeGreaterThan(0.2);
+    } finally {
+      frozen = false;
+      for (const resolve of waiting.splice(0)) resolve();
+      await counts.stop();
+    }
+  });
+
+  test('a connection that stops answering mid-exchange is replaced within two seconds', async () => {
+    const url = new URL(app.authenticatorUrl);
+    const proxy = await startStallingProxy({ host: url.hostname, port: Number(url.port) });
+    url.hostname = '127.0.0.1';
+    url.port = String(proxy.port);
+    const pool = new pg.Pool({ connectionString: url.toString(), max: 1, connectionTimeoutMillis: REPLACE_MS });
+    pool.on('error', () => {});
+    const counts = DeploymentCounts.inDatabase(pool);
+    try {
+      await counts.start();
+      expect(counts.stalled).toBe(false);
+      expect(proxy.opened).toBe(1);
+      // the link freezes: nothing forwarded, nothing closed
+      proxy.stallOpenConnections();
+      const frozenAt = Date.now();
+      // a request's exchange meets the frozen link
+      expect(await counts.exchanged()).toBe(false);
+      // stalled once the exchange itself (started up to a gap after the request asked) is past the stall time
+      await new Promise((r) => setTimeout(r, 50));
+      expect(counts.stalled).toBe(true);
+      while (counts.stalled && Date.now() - frozenAt < 5_000) await new Promise((r) => setTimeout(r, 50));
+      expect(counts.stalled).toBe(false);
+      // a new connection answered, within the replacement time plus one exchange
+      expect(proxy.opened).toBe(2);
+      expect(Date.now() - frozenAt).toBeLessThan(REPLACE_MS + 1_000);
+    } finally {
+      await counts.stop();
+      await proxy.close();
+      await pool.end();
     }
   });
 });

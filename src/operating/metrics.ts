@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type pg from 'pg';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { StandbyStatus } from '../db/read-replicas.ts';
+import type { DeploymentCounts } from './deployment-counts.ts';
 
 /** What the metrics count of one webhook delivery attempt (src/webhooks/post.ts's result) */
 export interface WebhookAttempt {
@@ -58,7 +59,7 @@ export class Metrics {
   });
 
   /** `standbys`: the read replicas' state at scrape time (src/db/read-replicas.ts) */
-  constructor(options: { pool?: pg.Pool; standbys?: () => StandbyStatus[]; processMetrics?: boolean } = {}) {
+  constructor(options: { pool?: pg.Pool; standbys?: () => StandbyStatus[]; counts?: DeploymentCounts; processMetrics?: boolean } = {}) {
     const pool = options.pool;
     if (pool) {
       new Gauge({
@@ -92,6 +93,26 @@ export class Metrics {
         registers: [this.registry],
         collect() {
           for (const s of standbys()) this.set({ standby: s.name }, s.available ? 1 : 0);
+        },
+      });
+    }
+    const counts = options.counts;
+    if (counts) {
+      new Gauge({
+        name: 'rowgate_clock_offset_seconds',
+        help: "The database's clock minus this machine's, as the rate limits measure it (their windows follow the database's clock)",
+        registers: [this.registry],
+        collect() {
+          this.set(counts.offsetMs / 1000);
+        },
+      });
+      new Counter({
+        name: 'rowgate_rate_limit_stalled_seconds_total',
+        help: 'Time the shared rate-limit counts did not answer in time, each key held to a local share of its allowance meanwhile',
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          this.inc(counts.stalledSeconds);
         },
       });
     }

@@ -28,55 +28,86 @@ export class Limiter {
   readonly name: string;
   readonly quota: number;
   private readonly counts: DeploymentCounts;
-  constructor(name: string, quota: number, counts: DeploymentCounts) {
+  /** whether a key's first answer waits for the deployment's count (credentials), or may report this server's (client addresses) */
+  private readonly firstContact: boolean;
+  constructor(name: string, quota: number, counts: DeploymentCounts, options: { firstContact?: boolean } = {}) {
     this.name = name;
     this.quota = quota;
     this.counts = counts;
+    this.firstContact = options.firstContact ?? false;
   }
 
   /**
    * Spends a point of the key's allowance. Decided at once from what this
-   * server knows, unless the key has spent its share unexchanged: then once
-   * the next exchange has answered.
+   * server knows, unless the key has spent its share unexchanged, or is new
+   * to this server and reports the deployment's count: then once the next
+   * exchange has answered. While the store does not answer, decided from
+   * this server's local allowance.
    */
   consume(key: string): Promise<RateLimitDecision> {
-    const decided = this.decide(key);
+    const decided = this.decide(key, false);
     return decided instanceof Promise ? decided : Promise.resolve(decided);
   }
 
-  private decide(key: string): RateLimitDecision | Promise<RateLimitDecision> {
-    const now = Date.now();
-    const share = this.counts.share(this.quota);
-    const second = this.counts.cell(this.name, key, 1, now);
+  private decide(key: string, waited: boolean): RateLimitDecision | Promise<RateLimitDecision> {
+    const counts = this.counts;
+    if (counts.stalled) return this.decideAlone(key);
+    const now = counts.now();
+    const share = counts.share(this.quota);
+    const second = counts.cell(this.name, key, 1, now);
+    if (this.firstContact && !second.answered && !waited) return this.afterExchange(key);
     const resetSecond = Math.max(1, Math.ceil((second.endsAt - now) / 1000));
     if (second.total < this.quota) {
       if (second.unexchanged >= share) return this.afterExchange(key);
-      second.pending++;
+      second.spend();
       return this.decision(true, this.quota - second.total, resetSecond, [second]);
     }
-    const burst = this.counts.cell(`${this.name}:burst`, key, BURST_WINDOW_SECONDS, now);
+    const burst = counts.cell(`${this.name}:burst`, key, BURST_WINDOW_SECONDS, now);
     if (burst.total < this.quota) {
       if (burst.unexchanged >= share || second.unexchanged >= share) return this.afterExchange(key);
-      second.pending++;
-      burst.pending++;
+      second.spend();
+      burst.spend();
       return this.decision(true, 0, resetSecond, [second, burst]);
     }
     return this.decision(false, 0, Math.min(resetSecond, Math.max(1, Math.ceil((burst.endsAt - now) / 1000))));
   }
 
   /**
-   * A key past its share: decided once the deployment's count is known again.
-   * An exchange that does not answer in time refuses the request (Retry-After
-   * 1) rather than letting the key past the bound: only a key busy enough to
-   * spend its share between two exchanges is refused so.
+   * A key past its share, or new: decided once the deployment's count is
+   * known again. An exchange that does not answer within the store's stall
+   * time leaves the decision to this server's local allowance.
    */
   private afterExchange(key: string): Promise<RateLimitDecision> {
-    return this.counts.exchanged().then((answered) => (answered ? this.decide(key) : this.decision(false, 0, 1)));
+    return this.counts.exchanged().then((answered) => (answered ? this.decide(key, true) : this.decideAlone(key)));
+  }
+
+  /**
+   * The store is stalled: this server lets a key through q/N of each window
+   * (N: the servers it last knew), within what it last knew of the
+   * deployment's count, so the fleet together stays near the allowance.
+   */
+  private decideAlone(key: string): RateLimitDecision {
+    const counts = this.counts;
+    const now = counts.now();
+    const local = counts.localShare(this.quota);
+    const second = counts.cell(this.name, key, 1, now);
+    const resetSecond = Math.max(1, Math.ceil((second.endsAt - now) / 1000));
+    if (second.total < this.quota && second.own < local) {
+      second.spend();
+      return this.decision(true, Math.min(this.quota - second.total, local - second.own), resetSecond, [second]);
+    }
+    const burst = counts.cell(`${this.name}:burst`, key, BURST_WINDOW_SECONDS, now);
+    if (burst.total < this.quota && burst.own < local) {
+      second.spend();
+      burst.spend();
+      return this.decision(true, 0, resetSecond, [second, burst]);
+    }
+    return this.decision(false, 0, Math.min(resetSecond, Math.max(1, Math.ceil((burst.endsAt - now) / 1000))));
   }
 
   /** Whether the key is refused now, as far as this server knows (no point spent) */
   refused(key: string): boolean {
-    const now = Date.now();
+    const now = this.counts.now();
     return (
       this.counts.cell(this.name, key, 1, now).total >= this.quota &&
       this.counts.cell(`${this.name}:burst`, key, BURST_WINDOW_SECONDS, now).total >= this.quota
@@ -109,7 +140,7 @@ export class RateLimits {
 
   constructor(options: RateLimitOptions) {
     this.counts = options.counts;
-    this.credential = new Limiter('default', options.perCredential, options.counts);
+    this.credential = new Limiter('default', options.perCredential, options.counts, { firstContact: true });
     this.address = new Limiter('anonymous', options.perAddress, options.counts);
   }
 }

@@ -24,7 +24,7 @@ import { createGraphql, type Graphql } from '../graphql/server.ts';
 import type { PipelineHooks } from '../http/pipeline.ts';
 import type { Route } from '../http/route-declaration.ts';
 import { trustedProxies } from '../core/client-address.ts';
-import { DeploymentCounts } from '../operating/deployment-counts.ts';
+import { DeploymentCounts, REPLACE_MS as COUNTS_REPLACE_MS } from '../operating/deployment-counts.ts';
 import { createLogger, lineLogger, type Logger } from '../operating/logger.ts';
 import { createMetricsServer, Metrics } from '../operating/metrics.ts';
 import { RateLimits } from '../operating/rate-limit.ts';
@@ -153,24 +153,39 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         log,
       })
     : undefined;
-  // metrics only when they are served (SPEC §14: off when ROWGATE_METRICS_PORT is unset)
-  const metrics =
-    config.ROWGATE_METRICS_PORT === undefined ? undefined : new Metrics({ pool, ...(reads ? { standbys: () => reads.status() } : {}) });
   let metricsServer: Server | undefined;
   // the rate limits' counts, shared with every other server of the database, on a connection of their own: an
   // exchange never queues behind the requests it decides
   const countsPool = new pg.Pool({
     connectionString: connection.authenticatorUrl,
     max: 1,
-    connectionTimeoutMillis: 3_000,
-    statement_timeout: 5_000,
+    connectionTimeoutMillis: COUNTS_REPLACE_MS,
+    // a peer gone without a word (a failover, a half-open socket) is noticed by TCP too, not only by the exchange's deadline
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 1_000,
+    statement_timeout: COUNTS_REPLACE_MS,
     application_name: 'rowgate-rate-limits',
   });
   // a connection lost while idle is replaced at the next exchange, not a crash
   countsPool.on('error', () => {});
-  const counts = DeploymentCounts.inDatabase(countsPool, (error) =>
-    log(`rowgate: rate-limit counts not exchanged: ${(error as Error).message}`),
-  );
+  const counts = DeploymentCounts.inDatabase(countsPool, {
+    onError: (error) => log(`rowgate: rate-limit counts not exchanged: ${(error as Error).message}`),
+    onStall: (stalled) =>
+      log(
+        stalled
+          ? 'rowgate: the shared rate-limit counts do not answer: each key gets a local share of its allowance until they do'
+          : 'rowgate: the shared rate-limit counts answer again',
+      ),
+    onSkew: (offsetMs) =>
+      log(
+        `rowgate: this machine's clock is ${(-offsetMs / 1000).toFixed(1)} s off the database's; rate-limit windows follow the database's clock`,
+      ),
+  });
+  // metrics only when they are served (SPEC §14: off when ROWGATE_METRICS_PORT is unset)
+  const metrics =
+    config.ROWGATE_METRICS_PORT === undefined
+      ? undefined
+      : new Metrics({ pool, counts, ...(reads ? { standbys: () => reads.status() } : {}) });
   const serving = await (async () => {
     await reads?.start();
     await counts.start();
