@@ -5,6 +5,7 @@ import { notFound } from '../core/errors.ts';
 import { listQuery, listSchema, multi } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 import type { Tx } from '../db/pool.ts';
+import { type Authorization, authorizeRequest } from '../auth/authorize.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, timestamps, uuid } from '../core/fields.ts';
 
@@ -44,6 +45,13 @@ async function readMembership(tx: Tx, organizationId: string, userId: string) {
   if (!row) throw notFound();
   return row;
 }
+
+// the membership is resolved (404) before the policy is asked (403), as SPEC §5 orders them
+const memberChange: Authorization = {
+  resource: 'organization',
+  policy: 'members_management',
+  resolve: (tx, params) => readMembership(tx, String(params.id), String(params.user_id)),
+};
 
 const membershipList: ListSpec = { from, columns, id: 'm.id', sortable: { created_at: 'm.created_at', email: 'u.email', role: 'm.role' } };
 
@@ -97,18 +105,19 @@ export const memberRoutes = [
     body: MembershipUpdate,
     status: 200,
     response: MembershipRead,
-    // the membership is resolved (404) before the policy is asked (403), as SPEC §5 orders them
-    authorize: {
-      resource: 'organization',
-      policy: 'members_management',
-      resolve: (tx, params) => readMembership(tx, params.id, params.user_id),
-    },
+    authorize: memberChange,
     handler: async ({ tx, params, body }) => {
-      await tx.count('update rowgate.memberships set role = $3 where organization_id = $1 and user_id = $2', [
+      const changed = await tx.count('update rowgate.memberships set role = $3 where organization_id = $1 and user_id = $2', [
         params.id,
         params.user_id,
         body.role,
       ]);
+      // the policy was asked before this statement; when a request committed in between took
+      // the caller's permission or the membership away, the policy answers as it does now
+      if (changed === 0) {
+        await authorizeRequest(tx, memberChange, params);
+        throw notFound();
+      }
       return readMembership(tx, params.id, params.user_id);
     },
   }),

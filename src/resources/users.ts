@@ -79,7 +79,8 @@ export const userRoutes = [
     path: '/v1/users/me',
     operationId: 'users:delete_me',
     summary: 'Delete the current user',
-    description: 'Soft-deletes the user and revokes every credential it holds (sessions, tokens).',
+    description:
+      'Soft-deletes the user and revokes every credential it holds (sessions, tokens). The user leaves every organization, and one of which it is the only member is deleted with it. The last admin of an organization that has other members cannot be deleted (422 naming those organizations): make another member admin, or delete the organization, first.',
     tag: 'users',
     access: access.userWrite,
     status: 204,
