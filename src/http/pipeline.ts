@@ -69,7 +69,9 @@ export interface RequestState {
   /** from `accepted` on: the credential presented; null on an endpoint that takes none */
   credential: PresentedCredential | null;
   /** from `authenticated` on: whom it authenticates; null without a credential */
-  subject: (Pick<Authenticated, 'subjectId' | 'subjectKind' | 'credentialKind' | 'scopes'> & Partial<Pick<Authenticated, 'settings'>>) | null;
+  subject:
+    | (Pick<Authenticated, 'subjectId' | 'subjectKind' | 'credentialKind' | 'scopes'> & Partial<Pick<Authenticated, 'settings'>>)
+    | null;
   /** the request's transaction, from `authenticated` on (see the extension points above) */
   tx?: Tx;
 }
