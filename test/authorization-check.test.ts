@@ -52,6 +52,9 @@ async function credentials(): Promise<Record<string, { token?: string; session?:
   };
 }
 
+/** Whether the credential of that name authenticates a User. */
+const userCredential = (name: string) => !['oatWrite', 'oatRead', 'customer'].includes(name);
+
 interface Case {
   operation: string;
   method: string;
@@ -85,6 +88,12 @@ const cases = (): Case[] => [
     path: '/v1/products/',
     organization_id: 'ORG',
     body: () => ({ organization_id: org, name: 'New', price_amount: 100, price_currency: 'usd' }),
+  },
+  {
+    operation: 'products:create',
+    method: 'POST',
+    path: '/v1/products/',
+    body: () => ({ name: 'New', price_amount: 100, price_currency: 'usd' }),
   },
   { operation: 'products:list', method: 'GET', path: '/v1/products/' },
   { operation: 'customers:get', method: 'GET', path: `/v1/customers/${ids.customer}`, params: { id: ids.customer! } },
@@ -173,7 +182,12 @@ describe('POST /v1/authorization/check', () => {
         const check = await app.post('/v1/authorization/check', { checks: [item] }, credential);
         const path = fill(c.path);
         const real = await app.request(c.method, path, { ...credential, ...(c.body ? { body: c.body() } : {}) });
-        if (check.status === 422) continue; // the item itself is refused (a user's create without organization_id)
+        // a User's create names its organization_id: the item itself is refused; an organization token's is its own
+        if (c.operation.endsWith(':create') && !c.organization_id && userCredential(name)) {
+          expect(check.status, `${name} ${c.operation}: ${JSON.stringify(check.body)}`).toBe(422);
+          expect(check.body.detail.map((d: { loc: unknown[] }) => d.loc)).toEqual([['body', 'checks', 0, 'organization_id']]);
+          continue;
+        }
         expect(check.status, `${name} ${c.operation}: ${JSON.stringify(check.body)}`).toBe(200);
         const [result] = check.body.results;
         expect({ status: result.status, error: result.error, reason: result.reason }, `${name} ${c.method} ${path}`).toEqual(outcome(real));
@@ -333,6 +347,114 @@ describe('POST /v1/authorization/check', () => {
         basis: { role: 'finance' },
       });
     }
+  });
+});
+
+describe('the explanation matches the enforcement (SPEC §20)', () => {
+  const check = (checks: unknown[], credential: { token?: string; session?: string }, userId?: string) =>
+    app.post('/v1/authorization/check', { checks, ...(userId ? { user_id: userId } : {}) }, credential);
+
+  test('user_id sent with an organization token, a customer or a member session: every item 404, never a 5xx', async () => {
+    const checks = [
+      { operation: 'products:get', params: { id: ids.product } },
+      { operation: 'organizations:get', params: { id: org } },
+      { operation: 'products:create', organization_id: org },
+      { operation: 'users:me' },
+    ];
+    const credentialsOf = {
+      oat: { token: await app.oat(org, ['products_write', 'members_write', 'organizations_read']) },
+      oauth2Organization: { token: await app.oauthOrganizationToken(users.admin.id, org, ['members_read', 'products_read']) },
+      customer: { token: await app.customerSession(ids.customer!) },
+      member: { token: await app.memberSession(await app.customerMember(ids.customer!)) },
+    };
+    for (const [name, credential] of Object.entries(credentialsOf)) {
+      const r = await check(checks, credential, users.member.id);
+      expect(r.status, `${name}: ${JSON.stringify(r.body)}`).toBe(200);
+      for (const result of r.body.results)
+        expect(result, name).toMatchObject({ allowed: false, status: 404, error: 'ResourceNotFound', step: 'resource', reason: null });
+    }
+  });
+
+  test("accepting or declining an invitation: what the request answers, 404 unless it is the caller's", async () => {
+    const invitee = await app.user();
+    const invite = async (organizationId = org) => {
+      const r = await app.post(
+        `/v1/organizations/${organizationId}/invitations`,
+        { email: invitee.email, role: 'member' },
+        { session: users.admin.session },
+      );
+      expect(r.status).toBe(201);
+      return r.body.id as string;
+    };
+    const first = await invite();
+    const second = await invite((await app.organization(users.admin.id)).id);
+    for (const [operation, id, method, path] of [
+      ['invitations:accept', first, 'POST', `/v1/invitations/${first}/accept`],
+      ['invitations:decline', second, 'POST', `/v1/invitations/${second}/decline`],
+    ] as const) {
+      for (const someone of [users.admin, users.outsider, users.member]) {
+        const predicted = await check([{ operation, params: { id } }], { session: someone.session });
+        expect(predicted.status, JSON.stringify(predicted.body)).toBe(200);
+        expect(predicted.body.results[0], `${operation} by another user`).toMatchObject({ status: 404, step: 'resource', reason: null });
+        const real = await app.request(method, path, { session: someone.session });
+        expect(real.status).toBe(404);
+      }
+      const unknown = await check([{ operation, params: { id: randomUUID() } }], { session: invitee.session });
+      expect(unknown.body.results[0]).toMatchObject({ status: 404, step: 'resource' });
+      const mine = await check([{ operation, params: { id } }], { session: invitee.session });
+      const real = await app.request(method, path, { session: invitee.session });
+      expect(mine.body.results[0]).toMatchObject({ allowed: true, status: real.status, step: null });
+      // answered: no longer the caller's to answer
+      const again = await check([{ operation, params: { id } }], { session: invitee.session });
+      expect(again.body.results[0]).toMatchObject({ status: 404, step: 'resource' });
+      expect((await app.request(method, path, { session: invitee.session })).status).toBe(404);
+    }
+    // asked about another user, an invitation is the caller's own operation: 404
+    const third = await invite((await app.organization(users.admin.id)).id);
+    const about = await check([{ operation: 'invitations:accept', params: { id: third } }], { session: users.admin.session }, invitee.id);
+    expect(about.body.results[0]).toMatchObject({ status: 404, step: 'resource' });
+  });
+
+  test("the organization itself: a member's check (and a check about the member) answers its request's 200, with the role", async () => {
+    const own = await check([{ operation: 'organizations:get', params: { id: org } }], { session: users.member.session });
+    expect((await app.get(`/v1/organizations/${org}`, { session: users.member.session })).status).toBe(200);
+    expect(own.body.results[0]).toMatchObject({ allowed: true, status: 200, basis: { role: 'member', credential_kind: 'web_session' } });
+    const about = await check([{ operation: 'organizations:get', params: { id: org } }], { session: users.admin.session }, users.member.id);
+    expect(about.body.results[0]).toMatchObject({ allowed: true, status: 200, basis: { role: 'member' } });
+    const leave = await check([{ operation: 'members:leave', params: { id: org } }], { session: users.finance.session });
+    expect(leave.body.results[0]).toMatchObject({ status: 204, basis: { role: 'finance' } });
+  });
+
+  test('a policy that requires a permission names it: members-management names members:manage', async () => {
+    const operations = await app.get('/v1/authorization/operations', { session: users.member.session });
+    const byName = Object.fromEntries(operations.body.items.map((o: { operation: string }) => [o.operation, o]));
+    for (const name of ['members:add', 'members:update', 'members:remove', 'invitations:create', 'roles:create'])
+      expect(byName[name], name).toMatchObject({ policy: 'members_management', permission: 'members:manage' });
+    expect(byName['organization_access_tokens:create']).toMatchObject({
+      policy: 'access_token_management',
+      permission: 'access_tokens:manage',
+    });
+    const r = await check([{ operation: 'members:add', params: { id: org } }], { session: users.member.session });
+    expect(r.body.results[0]).toMatchObject({
+      status: 403,
+      step: 'policy',
+      reason: "You don't have permission to manage members",
+      basis: { role: 'member', policy: 'members_management', permission: 'members:manage' },
+    });
+  });
+
+  test('the operations are the /v1 operationIds of the published OpenAPI document, no more, no fewer', async () => {
+    const document = (await app.get('/v1/openapi.json')).body as { paths: Record<string, Record<string, { operationId: string }>> };
+    const documented = Object.entries(document.paths)
+      .filter(([path]) => path.startsWith('/v1/'))
+      .flatMap(([, methods]) => Object.values(methods).map((o) => o.operationId))
+      .sort();
+    const listed = (await app.get('/v1/authorization/operations', { session: users.member.session })).body.items
+      .map((o: { operation: string }) => o.operation)
+      .sort();
+    expect(listed).toEqual(documented);
+    const stored = await app.sql<{ operation: string }>('select operation from rowgate_hidden.operations');
+    expect(stored.map((r) => r.operation).sort()).toEqual(documented);
   });
 });
 

@@ -73,12 +73,63 @@ describe('recording', () => {
     expect(after.body.items[0]).toMatchObject({ step: 'policy', error: 'NotPermitted', reason: refused.body.detail });
   });
 
-  test('a 404 (another organization, a missing row) and a scope refusal leave no row anywhere', async () => {
+  test('a 404 (another organization, a missing row) leaves no row anywhere', async () => {
     const [{ n: before }] = await app.sql('select count(*)::int as n from rowgate.denials');
     expect((await app.patch(`/v1/products/${otherProduct}`, { name: 'x' }, { session: member.session })).status).toBe(404);
     expect((await app.patch(`/v1/products/${randomUUID()}`, { name: 'x' }, { session: member.session })).status).toBe(404);
+    const [{ n: after }] = await app.sql('select count(*)::int as n from rowgate.denials');
+    expect(after).toBe(before);
+  });
+
+  test('a scope refusal is kept in the organization its resource or organization_id resolves to, when the caller reaches it', async () => {
     const readOnly = await app.pat(member.id, ['products_read']);
-    expect((await app.patch(`/v1/products/${product}`, { name: 'x' }, { token: readOnly })).status).toBe(403);
+    const [pat] = await app.sql<{ id: string }>(
+      `select id from rowgate.personal_access_tokens where user_id = $1 order by created_at desc limit 1`,
+      [member.id],
+    );
+    const refused = await app.patch(`/v1/products/${product}`, { name: 'x' }, { token: readOnly });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toBe('InsufficientScope');
+    const mine = await app.sql('select * from rowgate.denials where credential_id = $1 order by created_at, id', [pat!.id]);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]).toMatchObject({
+      organization_id: org,
+      request_id: refused.headers.get('x-request-id'),
+      operation: 'products:update',
+      credential_kind: 'personal_access_token',
+      user_id: member.id,
+      step: 'scope',
+      error: 'InsufficientScope',
+      count: 1,
+    });
+    // a create names its organization; an organization token's refusal is its organization's
+    const create = { organization_id: org, name: 'New', price_amount: 100, price_currency: 'usd' };
+    expect((await app.post('/v1/products/', create, { token: readOnly })).status).toBe(403);
+    const oat = await app.oat(org, ['products_read']);
+    expect((await app.patch(`/v1/products/${product}`, { name: 'x' }, { token: oat })).status).toBe(403);
+    const rows = await app.sql<{ operation: string; credential_kind: string; user_id: string | null }>(
+      `select operation, credential_kind, user_id from rowgate.denials
+       where organization_id = $1 and step = 'scope' and credential_id <> $2 or credential_id = $2 and operation = 'products:create'`,
+      [org, pat!.id],
+    );
+    expect(rows.map((r) => [r.operation, r.credential_kind, r.user_id]).sort()).toEqual([
+      ['products:create', 'personal_access_token', member.id],
+      ['products:update', 'organization_access_token', null],
+    ]);
+    // the manager sees it
+    const list = await denials(org, `?operation=products:update&user_id=${member.id}`);
+    expect(list.body.items.some((d: { step: string }) => d.step === 'scope')).toBe(true);
+  });
+
+  test("a scope refusal out of the caller's reach, missing or naming no organization leaves no row", async () => {
+    const [{ n: before }] = await app.sql('select count(*)::int as n from rowgate.denials');
+    const readOnly = await app.pat(member.id, ['products_read']);
+    const customersOnly = await app.pat(member.id, ['customers_read']);
+    expect((await app.patch(`/v1/products/${otherProduct}`, { name: 'x' }, { token: readOnly })).status).toBe(403);
+    expect((await app.patch(`/v1/products/${randomUUID()}`, { name: 'x' }, { token: readOnly })).status).toBe(403);
+    const elsewhere = { organization_id: other, name: 'New', price_amount: 100, price_currency: 'usd' };
+    expect((await app.post('/v1/products/', elsewhere, { token: readOnly })).status).toBe(403);
+    expect((await app.get('/v1/products/', { token: customersOnly })).status).toBe(403);
     const [{ n: after }] = await app.sql('select count(*)::int as n from rowgate.denials');
     expect(after).toBe(before);
   });
@@ -114,7 +165,10 @@ describe('reading', () => {
     const future = new Date(Date.now() + 3_600_000).toISOString();
     expect((await denials(org, `?created_after=${future}`)).body.items).toEqual([]);
     expect((await denials(org, `?created_before=${future}`)).body.pagination.total_count).toBe(all.body.pagination.total_count);
-    expect((await denials(org, `?user_id=${admin.id}`)).body.items).toEqual([]);
+    // the admin's only refusal: its PAT without organizations_read (a scope refusal)
+    expect(
+      (await denials(org, `?user_id=${admin.id}`)).body.items.map((d: { operation: string; step: string }) => [d.operation, d.step]),
+    ).toEqual([['denials:list', 'scope']]);
     const ascending = await denials(org, '?sorting=created_at&limit=100');
     expect(ascending.body.items.map((d: { id: string }) => d.id)).toEqual([...all.body.items].reverse().map((d: { id: string }) => d.id));
     expect((await denials(org, '?sorting=reason')).status).toBe(422);

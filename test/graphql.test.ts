@@ -4,6 +4,7 @@
 // asked for (our omit-archived plugin); scopes binding mutations in the
 // database; 401s shaped like REST's; nothing secret in the schema.
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createApp } from '../src/server/app.ts';
@@ -921,6 +922,14 @@ describe('what the schema publishes', () => {
     for (const field of ['createProduct', 'updateProductByRowId', 'createCustomer', 'createOrder', 'createOrganization', 'addMember']) {
       expect(mutationFields).toContain(field);
     }
+  });
+
+  test('every published mutation is named in the reference (docs/api.md, section 13)', () => {
+    const reference = readFileSync(new URL('../docs/api.md', import.meta.url), 'utf8');
+    const section = reference.slice(reference.indexOf('\n## 13.'), reference.indexOf('\n## 14.'));
+    expect(section.length).toBeGreaterThan(0);
+    expect(mutationFields.length).toBeGreaterThan(0);
+    expect(mutationFields.filter((name) => !section.includes(`\`${name}\``))).toEqual([]);
   });
 
   test('no token tables, no hash-taking or REST-only functions', () => {

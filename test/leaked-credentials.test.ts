@@ -160,6 +160,26 @@ describe('allowed_ips', () => {
     expect((await app.request('GET', ME, { token: free.token, headers: from('192.0.2.1') })).status).toBe(200);
   });
 
+  test('entries are stored and shown in canonical CIDR form; an IPv4-mapped entry is its IPv4 network (SPEC §22)', async () => {
+    const user = await app.user();
+    const bound = await patFor(user, [
+      '127.0.0.1',
+      '2001:0DB8:0000:0000:0000:0000:0000:0001',
+      '2001:DB8::/32',
+      '::ffff:203.0.113.0/120',
+      '::FFFF:c633:6407',
+    ]);
+    expect(bound.allowed_ips).toEqual(['127.0.0.1/32', '2001:db8::1/128', '2001:db8::/32', '203.0.113.0/24', '198.51.100.7/32']);
+    const [row] = await app.sql<{ allowed_ips: string }>('select allowed_ips::text from rowgate.personal_access_tokens where id = $1', [
+      bound.id,
+    ]);
+    expect(row!.allowed_ips).toBe('{127.0.0.1/32,2001:db8::1/128,2001:db8::/32,203.0.113.0/24,198.51.100.7/32}');
+    // the mapped entry admits the IPv4 client, written either way
+    expect((await app.request('GET', ME, { token: bound.token, headers: from('203.0.113.9') })).status).toBe(200);
+    expect((await app.request('GET', ME, { token: bound.token, headers: from('::ffff:198.51.100.7') })).status).toBe(200);
+    expectRefusedFromAddress(await app.request('GET', ME, { token: bound.token, headers: from('198.51.100.8') }), '198.51.100.8');
+  });
+
   test('a PAT used from outside its networks: 401 through REST and GraphQL, and its last use stays', async () => {
     const user = await app.user();
     const { id, token } = await patFor(user, ['203.0.113.0/24']);
@@ -242,6 +262,20 @@ describe('allowed_ips', () => {
       [['192.0.2.0/33'], ['body', 'allowed_ips', 0]],
       [[42], ['body', 'allowed_ips', 0]],
       ['192.0.2.0/24', ['body', 'allowed_ips']],
+      // abbreviated IPv4 (PostgreSQL would read it classful), host bits set, leading zeros, zone ids (SPEC §22)
+      [['127.1'], ['body', 'allowed_ips', 0]],
+      [
+        ['192.0.2.0/24', '10.1'],
+        ['body', 'allowed_ips', 1],
+      ],
+      [['10.1.2.3/8'], ['body', 'allowed_ips', 0]],
+      [['010.0.0.1'], ['body', 'allowed_ips', 0]],
+      [['10.0.0.0/08'], ['body', 'allowed_ips', 0]],
+      [['fe80::1%eth0'], ['body', 'allowed_ips', 0]],
+      [['2001:db8::1/129'], ['body', 'allowed_ips', 0]],
+      [['2001:db8::1/64'], ['body', 'allowed_ips', 0]],
+      [['::ffff:10.1.2.3/104'], ['body', 'allowed_ips', 0]],
+      [['1.2.3.4/'], ['body', 'allowed_ips', 0]],
     ];
     for (const [allowed, loc] of cases) {
       const res = await app.post(

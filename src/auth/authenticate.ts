@@ -7,7 +7,7 @@
 // request before a mutation) and hands the same settings to each of
 // PostGraphile's transactions (src/graphql/pg-client.ts, deferred-authentication.ts).
 import type { PresentedCredential } from './credentials.ts';
-import { hashToken } from './tokens.ts';
+import { type CredentialKind, hashToken } from './tokens.ts';
 
 /**
  * The authentication statement: one row when the credential is good, none
@@ -50,10 +50,15 @@ export interface AuthenticatedRow {
   credential_client: string;
 }
 
+/** The kinds of subject a credential authenticates (SPEC §2). */
+export type SubjectKind = 'user' | 'organization' | 'customer' | 'member';
+
 export interface Authenticated {
   /** with the read scopes its write scopes imply */
   scopes: ReadonlySet<string>;
   subjectId: string;
+  subjectKind: SubjectKind;
+  credentialKind: CredentialKind;
   /** the role and transaction-local settings the statement applied */
   settings: Settings;
 }
@@ -96,6 +101,8 @@ export function authenticatedFrom(row: AuthenticatedRow | undefined): Authentica
   return {
     scopes: new Set(row.scopes.split(' ').filter(Boolean)),
     subjectId: row.subject_id,
+    subjectKind: row.subject_kind as SubjectKind,
+    credentialKind: row.credential_kind as CredentialKind,
     settings: {
       role: row.role,
       'rowgate.subject_kind': row.subject_kind,

@@ -65,6 +65,16 @@ export interface Authorization<P = Record<string, unknown>> {
 /** Whether the pipeline asks the policy before the handler (not when the operation's own SQL does). */
 export const askedBeforeHandler = (authorization: Authorization<never>) => !authorization.checkedBy && !authorization.field;
 
+/**
+ * The role permission a named policy requires besides its subject kind (SPEC §5), as
+ * rowgate_hidden.members_management_denial and access_token_management_denial ask it;
+ * the finance policies ask for the account's admin, and `read` for nothing.
+ */
+export const policyPermissions: Partial<Record<Exclude<Policy, Permission>, Permission>> = {
+  members_management: 'members:manage',
+  access_token_management: 'access_tokens:manage',
+};
+
 /** What the policy means, as the API reference says it. */
 const policySentences: Record<Exclude<Policy, Permission>, string> = {
   read: 'any subject that reaches the organization',

@@ -9,7 +9,7 @@
 // the step REST's pipeline takes, so a refusal carries REST's error and reason.
 import type { ExecutableStep, Step } from 'postgraphile/grafast';
 import type { z } from 'zod';
-import { ANONYMOUS_SETTINGS, type Settings } from '../auth/authenticate.ts';
+import { ANONYMOUS_SETTINGS, type Settings, type SubjectKind } from '../auth/authenticate.ts';
 import { ApiError, insufficientScope, notFound, validationError } from '../core/errors.ts';
 import type { Route } from '../http/route-declaration.ts';
 import { type CheckItem, checkItems, MAX_CHECKS } from '../resources/authorization.ts';
@@ -131,7 +131,7 @@ export async function explainingPlugin(routes?: () => readonly Route[]): Promise
     }
     if (routes) {
       const settings = await subjectSettings(data.pgSettings);
-      const issues = await checkItems(routes(), checks, settings['rowgate.subject_kind']);
+      const issues = checkItems(routes(), checks, settings['rowgate.subject_kind'] as SubjectKind);
       if (issues.length) {
         const error = validationError(issues);
         const message = issues.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; ');

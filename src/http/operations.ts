@@ -8,7 +8,7 @@
 // A route that declares `authorize` says how its resource is found and which policy
 // guards it; for the others (lists, creates, reads through row-level security,
 // user-personal endpoints), `explained` below says it, for every operationId.
-import { PERMISSIONS, type Policy } from '../auth/authorize.ts';
+import { PERMISSIONS, type Policy, policyPermissions } from '../auth/authorize.ts';
 import { access, type Access, isAnonymous, type Route } from './route-declaration.ts';
 
 /**
@@ -19,9 +19,11 @@ import { access, type Access, isAnonymous, type Route } from './route-declaratio
  *   Organization subject's own), then the policy;
  * - `authorize`: `rowgate_hidden.authorize(resource, params[param], policy)`, as the pipeline asks it;
  * - `visible`: the row of `rowgate.<resource>` whose columns equal the named path parameters, as
- *   row-level security shows it to the caller, then the policy.
+ *   row-level security shows it to the caller, then the policy;
+ * - `invitee`: the invitation named by `id`, found only when it is the caller's to answer
+ *   (rowgate_hidden.invitee_invitation_found, the predicate accepting and declining use).
  */
-export type Lookup = 'none' | 'list' | 'target' | 'authorize' | 'visible';
+export type Lookup = 'none' | 'list' | 'target' | 'authorize' | 'visible' | 'invitee';
 
 export interface Explanation {
   lookup: Lookup;
@@ -114,8 +116,8 @@ const explained: Record<string, Explanation> = {
   'members:leave': read('organizations'),
   // an invitation is the invitee's by its address, which the SQL of accept and decline checks (a 404 otherwise)
   'invitations:mine': none,
-  'invitations:accept': none,
-  'invitations:decline': none,
+  'invitations:accept': { lookup: 'invitee', resource: 'invitations', match: { id: 'id' } },
+  'invitations:decline': { lookup: 'invitee', resource: 'invitations', match: { id: 'id' } },
   'auth:logout': none,
   'oauth2:register': none,
   'oauth2_clients:list': none,
@@ -127,7 +129,6 @@ const explained: Record<string, Explanation> = {
   'oauth2:revoke': none,
   'oauth2:introspect': none,
   'oauth2:userinfo': none,
-  openapi: none,
   'authorization:operations': none,
   'authorization:check': none,
   'organizations:permissions': { lookup: 'authorize', resource: 'organization', match: { id: 'id' }, policy: 'read' },
@@ -157,8 +158,7 @@ const permissions = new Set<string>(PERMISSIONS);
 const same = (a: Access, b: Access) =>
   a.credentials.join() === b.credentials.join() && [...a.scopes].sort().join() === [...b.scopes].sort().join();
 
-function accessClass(a: Access | null): string {
-  if (a === null) return 'public';
+function accessClass(a: Access): string {
   if (isAnonymous(a)) return 'anonymous';
   const named = Object.entries(access).find(([, v]) => typeof v !== 'function' && same(v as Access, a));
   if (named) return named[0].replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -178,10 +178,14 @@ export function explanation(route: Route): Explanation {
   throw new Error(`${route.operationId}: no explanation (src/http/operations.ts)`);
 }
 
-/** The rows of rowgate_hidden.operations for these routes (the `/v1` ones), in operation order. */
+/**
+ * The rows of rowgate_hidden.operations for these routes: the `/v1` operations of the
+ * published OpenAPI document (the API's routes: not the document itself, a public route
+ * outside the API it describes), in operation order.
+ */
 export function operationRows(routes: readonly Route[]): OperationRow[] {
   return routes
-    .filter((r) => r.path.startsWith('/v1/'))
+    .filter((r): r is Exclude<Route, { access: null }> => r.path.startsWith('/v1/') && r.access !== null)
     .map((r) => {
       const e = explanation(r);
       const key = e.policy ?? null;
@@ -190,11 +194,12 @@ export function operationRows(routes: readonly Route[]): OperationRow[] {
         operation: r.operationId,
         method: r.method.toUpperCase(),
         path: r.path,
-        credentials: r.access ? [...r.access.credentials] : [],
-        scopes: r.access ? [...r.access.scopes] : [],
+        credentials: [...r.access.credentials],
+        scopes: [...r.access.scopes],
         access_class: accessClass(r.access),
         policy: key === null ? null : isPermission ? 'role_permission' : key,
-        permission: isPermission ? key : null,
+        // a policy that requires a permission names it (SPEC §20)
+        permission: isPermission ? key : key === null ? null : (policyPermissions[key as keyof typeof policyPermissions] ?? null),
         status: r.status,
         lookup: e.lookup,
         resource: e.resource ?? null,

@@ -56,7 +56,7 @@ import { ApiError, toApiError } from '../core/errors.ts';
 import { recordDenial } from './denials.ts';
 import { type Input, parseInput } from './input.ts';
 import { Replay, send, sendReplay } from './respond.ts';
-import { type ApiRoute, isAnonymous } from './route-declaration.ts';
+import { type ApiRoute, isAnonymous, type Subject } from './route-declaration.ts';
 import { requestRecord } from '../core/request-record.ts';
 import { requestId } from '../operating/request-id.ts';
 import { requestOrigin } from '../core/client-address.ts';
@@ -69,7 +69,9 @@ export interface RequestState {
   /** from `accepted` on: the credential presented; null on an endpoint that takes none */
   credential: PresentedCredential | null;
   /** from `authenticated` on: whom it authenticates; null without a credential */
-  subject: (Pick<Authenticated, 'subjectId' | 'scopes'> & Partial<Pick<Authenticated, 'settings'>>) | null;
+  subject:
+    | (Pick<Authenticated, 'subjectId' | 'subjectKind' | 'credentialKind' | 'scopes'> & Partial<Pick<Authenticated, 'settings'>>)
+    | null;
   /** the request's transaction, from `authenticated` on (see the extension points above) */
   tx?: Tx;
 }
@@ -130,8 +132,8 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     if (hooks.accepted.length) await run(hooks.accepted, state);
     // what a read must see: its credential's last write here, or the position it sends (any instance's)
     const key = state.credential && options.consistency ? credentialKey(state.credential) : undefined;
-    // what a 403 past the scope check is recorded with (SPEC §20), filled in as the checks pass
-    const denial: DenialFacts = { scoped: false };
+    // what a 403 is recorded with (SPEC §20), filled in as the checks pass
+    const denial: DenialFacts = {};
     const position = route.method === 'get' ? (options.consistency?.required(key, req.headers['rowgate-consistency']) ?? null) : null;
     const transaction = (pool: pg.Pool) =>
       inTransaction(
@@ -141,6 +143,8 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
           const subject = authenticateIn(tx, options.secret, state.credential, requestId(req), requestOrigin(req)); // 2. sent now, awaited in its turn
           const input = attempt(() => parseInput(route, req)); // read now, refused in its turn (4.)
           const context = input.ok ? new HandlerContext(tx, options, input.value, state) : undefined;
+          // a scope refusal is recorded where its input resolves, when it is valid
+          if (input.ok) denial.input = input.value;
           // a JSON read sends everything now, in the authentication's write: the policy's question, then its one statement with the commit
           const asked = startsEarly && context && authorization ? quietly(authorizeRequest(tx, authorization, context.params)) : undefined;
           const early = startsEarly && context ? quietly(startHandler(context, tx)) : undefined;
@@ -148,8 +152,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
             state.subject = await subject; // 2.
             record.subject = state.subject?.settings;
             requireScopes(route.access.scopes, state.subject); // 3.
-            denial.scoped = true;
-            denial.input = input.take(); // 4.
+            input.take(); // 4.
             if (hooks.authenticated.length) {
               const replay = await replayOf(hooks.authenticated, state);
               if (replay) return replay;
@@ -178,7 +181,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     try {
       result = onStandby ? await options.reads!.read(position, transaction) : await transaction(options.pool);
     } catch (error) {
-      if (denial.scoped && state.subject?.settings) await keepDenial(options.pool, state, error, denial);
+      if (state.subject?.settings) await keepDenial(options.pool, state, error, denial);
       throw error;
     }
     if (route.method !== 'get' && options.consistency) {
@@ -209,14 +212,17 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
 
 /** What a refused request is recorded with, filled in as its checks pass. */
 interface DenialFacts {
-  /** the scope check passed: a refusal now concerns a resource */
-  scoped: boolean;
+  /** the input, when valid: what the refused request names */
   input?: Input;
   /** the organization the declared policy resolved */
   organizationId?: string;
 }
 
-/** A 403 on an organization's data, past the scope check, kept after the rollback (SPEC §20). */
+/**
+ * A 403 on an organization's data, kept after the rollback (SPEC §20). A scope refusal
+ * was answered before anything was resolved; the database resolves what it names only
+ * to record it, and only in an organization the subject reaches.
+ */
 async function keepDenial(pool: pg.Pool, state: RequestState, error: unknown, facts: DenialFacts): Promise<void> {
   const answer = toApiError(error);
   if (answer.status !== 403 || !state.subject?.settings) return;
@@ -257,6 +263,7 @@ class HandlerContext {
   readonly body: unknown;
   readonly req: Request;
   readonly #res: Response;
+  readonly #state: RequestState;
   readonly #operationId: string;
   #open = false;
   constructor(tx: Tx, options: PipelineOptions, input: Input, state: RequestState) {
@@ -268,7 +275,15 @@ class HandlerContext {
     this.body = input.body;
     this.req = state.req;
     this.#res = state.res;
+    this.#state = state;
     this.#operationId = state.route.operationId;
+  }
+
+  /** whom the request authenticates: known once the authentication answered (a JSON read's handler starts before) */
+  get subject(): Subject {
+    const subject = this.#state.subject;
+    if (!subject) throw new Error(`${this.#operationId}: its handler read the subject before the authentication answered, or has none`);
+    return { kind: subject.subjectKind, id: subject.subjectId, credentialKind: subject.credentialKind, scopes: subject.scopes };
   }
 
   /** the checks passed */

@@ -9,6 +9,7 @@ import type { Tx } from '../db/pool.ts';
 import type { Mailer } from '../core/mail.ts';
 import type { ErrorFormat } from '../core/request-record.ts';
 import type { CredentialKind } from '../auth/tokens.ts';
+import type { SubjectKind } from '../auth/authenticate.ts';
 
 /**
  * Who may call an endpoint: the credential kinds it accepts and the scopes (any of) it needs.
@@ -48,11 +49,24 @@ export { readScopes, writeScopes } from '../auth/scopes.ts';
 type ZodObj = z.ZodObject;
 
 /**
- * What a handler gets. The subject is not among it: the transaction runs under
- * the subject's role and settings, and the database decides what it may do.
- * A JSON read (a GET answering JSON) runs one statement: the pipeline sends it
- * with the authentication and its commit (src/http/pipeline.ts), and a second
- * statement is an error.
+ * Whom a request authenticates (SPEC §2). A handler reads it to shape its input
+ * (which fields a kind of subject must name), never to decide what the subject
+ * may do: the transaction runs under the subject's role and settings, and the
+ * database decides that.
+ */
+export interface Subject {
+  kind: SubjectKind;
+  id: string;
+  credentialKind: CredentialKind;
+  /** with the read scopes its write scopes imply */
+  scopes: ReadonlySet<string>;
+}
+
+/**
+ * What a handler gets. A JSON read (a GET answering JSON) runs one statement:
+ * the pipeline sends it with the authentication and its commit
+ * (src/http/pipeline.ts), and a second statement is an error; its handler starts
+ * before the authentication has answered, so it may not read `subject`.
  */
 interface Context<P, Q, B> {
   tx: Tx;
@@ -129,10 +143,15 @@ export interface ApiRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, 
    * returning an ApiError commits it and then answers the error (a failed attempt
    * that must be recorded, a reused refresh token whose family is revoked).
    */
-  handler: (ctx: Context<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<unknown>;
+  handler: (ctx: SubjectContext<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<unknown>;
 }
 
-/** What an anonymous endpoint's handler gets. */
+/** What the handler of an endpoint that takes a credential gets: its subject too. */
+interface SubjectContext<P, Q, B> extends Context<P, Q, B> {
+  subject: Subject;
+}
+
+/** What an anonymous endpoint's handler gets: no subject. */
 type AnonymousContext<P, Q, B> = Context<P, Q, B>;
 
 export interface AnonymousRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, B extends z.ZodType = z.ZodType>

@@ -7,6 +7,7 @@ import { operationRows } from '../http/operations.ts';
 import { notFound, validationError, type ValidationIssue } from '../core/errors.ts';
 import { access, type Access, route, type Route } from '../http/route-declaration.ts';
 import { doc, uuid } from '../core/fields.ts';
+import type { SubjectKind } from '../auth/authenticate.ts';
 
 /** Any valid credential, no scope: what a credential may do is never a secret from it. */
 const anyCredential: Access = {
@@ -32,7 +33,7 @@ const Operation = z
     scopes: doc(z.array(z.string()), 'The scopes it accepts (any of); empty when it needs none.', ['products_write']),
     access_class: doc(
       z.string(),
-      'Who may call it: a class of SPEC §4 (`web_user_read`, `user_write`, …), `organization` (User and Organization subjects), `organization_user` (User subjects only), `customer_portal`, `any_credential`, `anonymous` or `public`.',
+      'Who may call it: a class of SPEC §4 (`web_user_read`, `user_write`, …), `organization` (User and Organization subjects), `organization_user` (User subjects only), `customer_portal`, `any_credential` or `anonymous`.',
       'organization',
     ),
     policy: nullableText(
@@ -112,11 +113,7 @@ const Permissions = z
   .meta({ id: 'OrganizationPermissions', description: 'What a user (or the organization token) may do in an organization.' });
 
 /** Items a check cannot ask (unknown operation, a malformed path parameter): a 422 at their place. */
-export async function checkItems(
-  table: readonly Route[],
-  checks: z.infer<typeof CheckItem>[],
-  subjectKind: string | undefined,
-): Promise<ValidationIssue[]> {
+export function checkItems(table: readonly Route[], checks: z.infer<typeof CheckItem>[], subjectKind: SubjectKind): ValidationIssue[] {
   const routes = new Map(table.map((r) => [r.operationId, r]));
   const rows = new Map(operationRows(table).map((r) => [r.operation, r]));
   const issues: ValidationIssue[] = [];
@@ -179,9 +176,8 @@ export const authorizationRoutes = (routeTable: () => readonly Route[]) => [
     response: z
       .object({ results: doc(z.array(CheckResult), 'One answer per check, in the order asked.', []) })
       .meta({ id: 'AuthorizationCheckAnswer', description: 'The answers, in order.' }),
-    handler: async ({ tx, body, res }) => {
-      const kind = (res.locals.pipeline?.subject?.settings as Record<string, string> | undefined)?.['rowgate.subject_kind'];
-      const issues = await checkItems(routeTable(), body.checks, kind);
+    handler: async ({ tx, body, subject }) => {
+      const issues = checkItems(routeTable(), body.checks, subject.kind);
       if (issues.length) throw validationError(issues);
       const row = await tx.one<{ results: unknown[] }>('select rowgate_hidden.check_operations($1::jsonb, $2::uuid) as results', [
         JSON.stringify(body.checks),
