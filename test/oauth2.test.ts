@@ -1242,6 +1242,24 @@ describe('organization tokens (sub_type=organization)', () => {
     expect(full.scope).toBe('organizations_write products_read products_write');
   });
 
+  test('SPEC §21: membership.deleted lists the organization grants the member made there', async () => {
+    const granter = await app.user();
+    await app.membership(a, granter.id, 'admin');
+    const c = await register(granter, { client_name: 'Reporting' });
+    await tokens(granter, c, forOrganization(a, 'products_read'));
+    await tokens(granter, c, {}); // a user grant: not the organization's
+    const removed = await app.delete(`/v1/organizations/${a}/members/${granter.id}`, { session: admin.session });
+    expect(removed.status, JSON.stringify(removed.body)).toBe(204);
+    const [event] = await app.sql<{ data: any }>(
+      `select data from rowgate.events where organization_id = $1 and type = 'membership.deleted' and resource_id = $2`,
+      [a, granter.id],
+    );
+    expect(event!.data.credentials.oauth2_grants).toEqual([
+      { client_id: c.client_id, client_name: 'Reporting', scopes: ['products_read'] },
+    ]);
+    expect(event!.data.credentials.organization_access_tokens).toEqual([]);
+  });
+
   test("when the granting user may no longer manage the organization's tokens, its tokens stop and cannot refresh", async () => {
     const second = await app.user();
     await app.membership(a, second.id, 'admin');
