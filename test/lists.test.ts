@@ -727,23 +727,29 @@ const declarations: Record<string, Declaration> = {
   },
 
   'organization_access_tokens:list': {
-    invalid: ['organization_id=nope'],
+    invalid: ['organization_id=nope', 'created_by=nope'],
     seed: async (n) => {
       const { user, stranger, a, b, c } = await world();
       // the user is a plain member of f: no access_tokens:manage there
       const f = (await app.organization(stranger.id)).id;
       await app.membership(f, user.id, 'member');
-      const rows: { id: string; org: string }[] = [];
+      // the makers: the user, another user, or none (a token minted before created_by was kept)
+      const other = await app.user();
+      const makers = [user.id, other.id, null];
+      const rows: { id: string; org: string; maker: string | null }[] = [];
       for (let i = 0; i < n; i++) {
         const org = i % 3 === 0 ? b : a;
+        const maker = makers[i % 5 === 0 ? 2 : i % 2]!;
         const id = await insertRow('rowgate.organization_access_tokens', {
           organization_id: org,
           comment: `k${pad(i % 6)}`,
           scopes: ['products_read'],
           last_used_at: i % 4 === 0 ? null : new Date(BASE + ((i * 3) % 5) * 60_000),
+          created_by: maker,
         });
-        rows.push({ id, org });
+        rows.push({ id, org, maker });
       }
+      const madeBy = (...who: string[]) => ids(rows.filter((r) => r.maker !== null && who.includes(r.maker)));
       await stamp('rowgate.organization_access_tokens', ids(rows));
       await app.oat(c, ['products_read']);
       await app.oat(f, ['products_read']);
@@ -757,7 +763,13 @@ const declarations: Record<string, Declaration> = {
         path: '/v1/organization-access-tokens/',
         auth: { session: user.session },
         keys: ids(rows),
-        filters: organizationCases(rows, [a, b], [c, f]),
+        filters: [
+          ...organizationCases(rows, [a, b], [c, f]),
+          { query: `created_by=${user.id}`, expect: madeBy(user.id) },
+          { query: `created_by=${user.id}&created_by=${other.id}`, expect: madeBy(user.id, other.id) },
+          { query: `created_by=${stranger.id}`, expect: [] },
+          { query: `created_by=${other.id}&organization_id=${b}`, expect: ids(rows.filter((r) => r.maker === other.id && r.org === b)) },
+        ],
       };
     },
   },

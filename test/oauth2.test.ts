@@ -1195,6 +1195,71 @@ describe('organization tokens (sub_type=organization)', () => {
     expect(redirected(await consent(admin, { ...base, organization_id: a, scope: 'products_read' })).get('error')).toBe('invalid_request');
   });
 
+  test('SPEC §21: an organization grant holds only the scopes its user could use itself; the others are left out', async () => {
+    // a role that manages access tokens and nothing else
+    await app.sql(
+      `insert into rowgate.organization_roles (organization_id, name, permissions) values ($1, 'tokens', '{access_tokens:manage}')`,
+      [a],
+    );
+    const keeper = await app.user();
+    await app.membership(a, keeper.id, 'tokens');
+    const c = await register(keeper, { scope: 'products_read products_write organizations_write members_read webhooks_write' });
+    const asked = forOrganization(a, 'products_read products_write organizations_write members_read');
+    const base = {
+      response_type: 'code',
+      client_id: c.client_id,
+      redirect_uri: REDIRECT,
+      code_challenge: pkce().challenge,
+      code_challenge_method: 'S256',
+    };
+    // the consent page offers only what the user may grant, and says how many were left out
+    const page = await authorize(keeper, { ...base, ...asked });
+    expect(page.status).toBe(200);
+    const offered = [...String(page.body).matchAll(/<li><code>([^<]*)<\/code><\/li>/g)].map((m) => m[1]);
+    expect(offered).toEqual(['members_read', 'products_read']);
+    expect(page.body).not.toContain('organizations_write');
+    expect(page.body).toContain('2 of the requested scopes are left out');
+    // the issued token carries them only, and its answer says so (RFC 6749 §3.3)
+    const issued = await tokens(keeper, c, asked);
+    expect(issued.scope).toBe('members_read products_read');
+    expectInsufficientScope(await app.patch(`/v1/organizations/${a}`, { name: 'Owned' }, { token: issued.access_token }), [
+      'organizations_write',
+    ]);
+    expectInsufficientScope(
+      await app.post('/v1/products/', { name: 'X', price_amount: 1, price_currency: 'usd' }, { token: issued.access_token }),
+      ['products_write'],
+    );
+    expect((await app.get('/v1/products/', { token: issued.access_token })).status).toBe(200);
+    // a request left with no scope it may grant is invalid_scope, naming what is missing
+    const none = redirected(
+      await consent(keeper, { ...base, ...forOrganization(a, 'organizations_write webhooks_write'), action: 'allow' }),
+    );
+    expect(none.get('error')).toBe('invalid_scope');
+    expect(none.get('error_description')).toMatch(/organizations_write.*organization:manage/);
+    // an admin grants them all
+    const adminClient = await register(admin, { scope: 'products_read products_write organizations_write' });
+    const full = await tokens(admin, adminClient, forOrganization(a, 'products_read products_write organizations_write'));
+    expect(full.scope).toBe('organizations_write products_read products_write');
+  });
+
+  test('SPEC §21: membership.deleted lists the organization grants the member made there', async () => {
+    const granter = await app.user();
+    await app.membership(a, granter.id, 'admin');
+    const c = await register(granter, { client_name: 'Reporting' });
+    await tokens(granter, c, forOrganization(a, 'products_read'));
+    await tokens(granter, c, {}); // a user grant: not the organization's
+    const removed = await app.delete(`/v1/organizations/${a}/members/${granter.id}`, { session: admin.session });
+    expect(removed.status, JSON.stringify(removed.body)).toBe(204);
+    const [event] = await app.sql<{ data: any }>(
+      `select data from rowgate.events where organization_id = $1 and type = 'membership.deleted' and resource_id = $2`,
+      [a, granter.id],
+    );
+    expect(event!.data.credentials.oauth2_grants).toEqual([
+      { client_id: c.client_id, client_name: 'Reporting', scopes: ['products_read'] },
+    ]);
+    expect(event!.data.credentials.organization_access_tokens).toEqual([]);
+  });
+
   test("when the granting user may no longer manage the organization's tokens, its tokens stop and cannot refresh", async () => {
     const second = await app.user();
     await app.membership(a, second.id, 'admin');

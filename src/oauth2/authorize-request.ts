@@ -22,6 +22,8 @@ export interface CheckedRequest {
   scopes: string[];
   organizationId: string | null;
   organizationName: string | null;
+  /** what the grant leaves out of the scopes asked for (an organization grant: SPEC §21), null when nothing */
+  withheld: string | null;
 }
 
 /** An RFC 6749 §4.1.2.1 error, for the client (whose name it carries once the client is known). */
@@ -90,5 +92,11 @@ export async function checkRequest(tx: Tx, p: AuthorizeParams, source: 'query' |
   if (row!.status === 'invalid_redirect_uri') throw invalidField([source, 'redirect_uri'], row!.description!, p.redirect_uri);
   if (problem) return new RedirectError(problem.error, problem.description, row!.client_name);
   if (row!.status !== 'ok') return new RedirectError(row!.status, row!.description!, row!.client_name);
-  return { clientName: row!.client_name, scopes: row!.scopes, organizationId, organizationName: row!.organization_name };
+  return {
+    clientName: row!.client_name,
+    scopes: row!.scopes,
+    organizationId,
+    organizationName: row!.organization_name,
+    withheld: row!.description,
+  };
 }

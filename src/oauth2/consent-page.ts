@@ -44,8 +44,10 @@ const STYLE =
   'body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem}code{background:#f3f3f3;padding:0 .25rem}button{font:inherit;padding:.4rem 1.2rem;margin-right:.5rem}';
 
 export function consentPage(p: AuthorizeParams, checked: CheckedRequest, userEmail: string) {
+  // the form asks for what the page offers: the scopes left out are not posted back
+  const posted: AuthorizeParams = checked.withheld ? { ...p, scope: checked.scopes.join(' ') } : p;
   const hidden = Object.keys(authorizeFields)
-    .map((key) => [key, p[key as keyof AuthorizeParams]] as const)
+    .map((key) => [key, posted[key as keyof AuthorizeParams]] as const)
     .filter(([, value]) => value !== undefined && value !== '')
     .map(([key, value]) => `<input type="hidden" name="${key}" value="${escapeHtml(value!)}">`)
     .join('\n      ');
@@ -61,6 +63,7 @@ export function consentPage(p: AuthorizeParams, checked: CheckedRequest, userEma
   <h1>Authorize ${client}</h1>
   <p><strong>${client}</strong> asks for access to rowgate acting as ${who}, with these scopes:</p>
   <ul>${checked.scopes.map((s) => `<li><code>${escapeHtml(s)}</code></li>`).join('')}</ul>
+  ${checked.withheld ? `<p>${escapeHtml(checked.withheld)}.</p>` : ''}
   <p>You will be sent back to <code>${escapeHtml(p.redirect_uri)}</code>.</p>
   <form method="post" action="/v1/oauth2/consent">
       ${hidden}

@@ -114,7 +114,7 @@ export const oauth2Routes = [
     operationId: 'oauth2:authorize',
     summary: 'Ask the signed-in user to authorize a client',
     description:
-      'The authorization endpoint (RFC 6749 §4.1.1, PKCE per RFC 7636). Answers an HTML consent page whose form posts to `/v1/oauth2/consent`. Sign in first (`/v1/login-code/…`): the page needs the web session. An unknown client or redirect URI is a 422 shown here, never sent to the redirect URI; any other problem is a 400 HTML page telling the user, whose link back to the client carries `error`, `error_description`, `state` and `iss` (RFC 9700 §4.11.2: clients are registered by any user, so their redirect URIs are not trusted to receive the user unasked).',
+      'The authorization endpoint (RFC 6749 §4.1.1, PKCE per RFC 7636). Answers an HTML consent page whose form posts to `/v1/oauth2/consent`. Sign in first (`/v1/login-code/…`): the page needs the web session. With `sub_type=organization`, the grant holds only the asked-for scopes whose operations open to organization tokens the user may perform itself in that organization (SPEC §21, as for organization access tokens): the others are left out, the page says how many, and the `scope` of the token answer names what was granted; a request left with no scope is `invalid_scope` naming the permission or policy missing. An unknown client or redirect URI is a 422 shown here, never sent to the redirect URI; any other problem is a 400 HTML page telling the user, whose link back to the client carries `error`, `error_description`, `state` and `iss` (RFC 9700 §4.11.2: clients are registered by any user, so their redirect URIs are not trusted to receive the user unasked).',
     tag: 'oauth2',
     access: access.webUserWrite,
     query: AuthorizeQuery,

@@ -1,7 +1,7 @@
 // /v1/organization-access-tokens: tokens that act as an organization (SPEC §2, §9).
 // Users with access_tokens:manage only; an organization token never mints or revokes them.
 import { z } from 'zod';
-import { listQuery, listSchema, organizationFilter } from './lists.ts';
+import { listQuery, listSchema, multi, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from '../core/fields.ts';
@@ -17,6 +17,11 @@ const OrganizationAccessTokenRead = z
     expires_at: nullableTimestamp('When it stops working; null: never.'),
     last_used_at: nullableTimestamp('When it last authenticated a request (to the minute); null: never used.'),
     allowed_ips: allowedIpsRead,
+    created_by: doc(
+      z.uuid().nullable(),
+      'The user who minted the token; null for tokens minted before the API recorded it. The token belongs to the organization: it keeps working when that user leaves or loses a permission.',
+      '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b',
+    ),
     ...timestamps,
   })
   .meta({ id: 'OrganizationAccessToken', description: 'An organization access token (the token itself is never shown again).' });
@@ -36,7 +41,7 @@ const OrganizationAccessTokenCreated = OrganizationAccessTokenRead.extend({ toke
   description: 'The new token, with the token itself (shown once).',
 });
 
-const columns = 'id, organization_id, comment, scopes, expires_at, last_used_at, allowed_ips, created_at, updated_at';
+const columns = 'id, organization_id, comment, scopes, expires_at, last_used_at, allowed_ips, created_by, created_at, updated_at';
 
 const organizationAccessTokenList: ListSpec = {
   from: 'rowgate.organization_access_tokens',
@@ -50,15 +55,23 @@ export const organizationAccessTokenRoutes = [
     path: '/v1/organization-access-tokens/',
     operationId: 'organization_access_tokens:list',
     summary: 'List organization access tokens',
-    description: 'The tokens of the organizations where the user may manage access tokens.',
+    description:
+      'The tokens of the organizations where the user may manage access tokens; `created_by` narrows to the tokens some users minted.',
     tag: 'organization-access-tokens',
     access: access.organizationUser(...readScopes('organization_access_tokens')),
     query: listQuery(organizationAccessTokenList, {
       organization_id: organizationFilter,
+      created_by: multi(z.uuid(), 'Only tokens minted by these users (repeatable).', '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b'),
     }),
     status: 200,
     response: listSchema(OrganizationAccessTokenRead, 'OrganizationAccessToken'),
-    handler: ({ tx, query }) => runList(tx, organizationAccessTokenList, query, new Where().organizations(query.organization_id)),
+    handler: ({ tx, query }) =>
+      runList(
+        tx,
+        organizationAccessTokenList,
+        query,
+        new Where().organizations(query.organization_id).anyOf('created_by', query.created_by, 'uuid'),
+      ),
   }),
   route({
     method: 'post',
@@ -66,7 +79,7 @@ export const organizationAccessTokenRoutes = [
     operationId: 'organization_access_tokens:create',
     summary: 'Create an organization access token',
     description:
-      'An organization holds at most 100 organization access tokens that are not revoked (expired ones count); past them: 403 `NotPermitted` (revoke one to make room). When the organization sets `max_token_lifetime_days`, `expires_in` is required and at most that many days (422 at `body.expires_in` otherwise).',
+      'A token never exceeds its maker (SPEC §21): each scope\'s operations open to organization tokens must be ones the calling user may perform itself in the organization with a web session (what `GET /v1/organizations/{id}/permissions` answers for it); otherwise 422 at `["body", "scopes", i]` naming the permission or policy missing. The token belongs to the organization: it keeps working when its maker leaves or loses a permission (`created_by` names the maker). An organization holds at most 100 organization access tokens that are not revoked (expired ones count); past them: 403 `NotPermitted` (revoke one to make room). When the organization sets `max_token_lifetime_days`, `expires_in` is required and at most that many days (422 at `body.expires_in` otherwise).',
     tag: 'organization-access-tokens',
     access: access.organizationUser(...writeScopes('organization_access_tokens')),
     body: OrganizationAccessTokenCreate,
