@@ -8,12 +8,10 @@ import { mkdtemp, copyFile, mkdir, readdir, rm, writeFile } from 'node:fs/promis
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Logger, migrate } from 'graphile-migrate';
-import { clearAllPools } from 'graphile-migrate/dist/pgReal.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { grantAnalyst, revokeAnalyst } from '../src/db/analysts.ts';
-import { ensureDatabase, projectRoot } from '../src/db/setup.ts';
+import { ensureDatabase, migrateDatabase, projectRoot } from '../src/db/setup.ts';
 import type { CredentialKind } from '../src/auth/tokens.ts';
 import { withDatabase } from './database-server.ts';
 import { startTestApp, type RequestOptions, type TestApp, type TestUser } from './harness.ts';
@@ -611,16 +609,7 @@ describe('migration 000003 on a database with platform admins', () => {
       for (const file of committed.filter((f) => f.slice(0, 6) <= number)) {
         await copyFile(path.join(projectRoot, 'migrations', 'committed', file), path.join(folder, 'committed', file));
       }
-      try {
-        await migrate({
-          connectionString: ownerUrl,
-          migrationsFolder: folder,
-          pgSettings: { search_path: 'pg_catalog' },
-          logger: new Logger(() => () => {}),
-        });
-      } finally {
-        clearAllPools();
-      }
+      await migrateDatabase(ownerUrl, folder);
     };
     await upTo('000002');
     const owner = new pg.Client({ connectionString: ownerUrl });

@@ -3,12 +3,9 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Logger, migrate, status } from 'graphile-migrate';
-// graphile-migrate keeps its pool 200 ms after use, and exits the process if an
-// idle client of it errors (the database stopping): end the pools when done.
-import { clearAllPools } from 'graphile-migrate/dist/pgReal.js';
 import pg from 'pg';
 import { ENFORCE_ANALYST_LIMITS_IF_MIGRATED } from './analyst-limits.ts';
+import { runMigrations } from './migrations-process.ts';
 
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -86,17 +83,8 @@ async function copyDatabaseGrants(client: pg.Client, from: string, to: string) {
   }
 }
 
-function migrateSettings(ownerUrl: string) {
-  return {
-    connectionString: ownerUrl,
-    migrationsFolder: path.join(projectRoot, 'migrations'),
-    pgSettings: { search_path: 'pg_catalog' },
-    // only warnings and errors: the server's start-up is not the place for a migration log
-    logger: new Logger(() => (level, message) => {
-      if (level === 'error' || level === 'warning') console.error(`graphile-migrate: ${message}`);
-    }),
-  };
-}
+/** Where the committed migrations are */
+export const MIGRATIONS_FOLDER = path.join(projectRoot, 'migrations');
 
 /**
  * Applies the committed migrations (graphile-migrate migrate). graphile-migrate
@@ -105,18 +93,16 @@ function migrateSettings(ownerUrl: string) {
  * a CLI command while the server starts): wait for it and try again, for up to
  * about half a minute.
  */
-export async function migrateDatabase(ownerUrl: string) {
+export async function migrateDatabase(ownerUrl: string, migrationsFolder = MIGRATIONS_FOLDER) {
   for (let attempt = 1; ; attempt++) {
     try {
-      await migrate(migrateSettings(ownerUrl));
+      await runMigrations('migrate', ownerUrl, migrationsFolder);
       return;
     } catch (error) {
       if (attempt >= 100 || !/Failed to get exclusive lock/.test((error as Error)?.message ?? '')) throw error;
       // an analyst holding the lock loses its session (analysts take no advisory locks)
       if (attempt === 1) await endAnalystsHoldingLocks(ownerUrl);
       await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200));
-    } finally {
-      clearAllPools();
     }
   }
 }
@@ -133,10 +119,7 @@ async function endAnalystsHoldingLocks(ownerUrl: string) {
   }
 }
 
+/** graphile-migrate's status: what is committed and not yet applied */
 export async function migrationStatus(ownerUrl: string) {
-  try {
-    return await status(migrateSettings(ownerUrl));
-  } finally {
-    clearAllPools();
-  }
+  return (await runMigrations('status', ownerUrl, MIGRATIONS_FOLDER)) as { remainingMigrations?: string[]; hasCurrentMigration: boolean };
 }
