@@ -3,7 +3,8 @@
 // a key its allowance once, within the bound docs/decisions.md states.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import pg from 'pg';
-import { DeploymentCounts, REPLACE_MS } from '../src/operating/deployment-counts.ts';
+import { REPLACE_MS } from '../src/operating/counts-exchange.ts';
+import { DeploymentCounts } from '../src/operating/deployment-counts.ts';
 import { RateLimits } from '../src/operating/rate-limit.ts';
 import { startStallingProxy } from './faults/stalling-proxy.ts';
 import { startTestApp, type TestApp } from './harness.ts';

@@ -26,12 +26,10 @@
 // costs seconds, not TCP's retry timeout.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
+import { ClockOffset } from './database-clock.ts';
+import { databaseExchange, type Exchange, localExchange } from './counts-exchange.ts';
 
-/** One exchange with the database: this server's points in, the deployment's sums and the database's clock out. */
-export type Exchange = (
-  server: string,
-  batch: readonly { policy: string; key: string; window: number; points: number; expiresIn: number }[],
-) => Promise<{ sums: number[]; servers: number /** the database's clock when it answered (ms since the epoch) */; clock?: number }>;
+import { Cell } from './count-cell.ts';
 
 /** How often a server with points to send or keys asked for exchanges */
 const EXCHANGE_MS = 100;
@@ -41,100 +39,13 @@ const HEARTBEAT_MS = 1_000;
 const MIN_GAP_MS = 20;
 /** How long a decision waits on the store before the server decides alone */
 const STALL_MS = 250;
-/** How long an exchange may take before its connection is destroyed and replaced */
-export const REPLACE_MS = 2_000;
 /** How often the slice of counts whose windows are over is emptied (by every server: whoever comes first does it) */
 const PRUNE_MS = 15_000;
 /** How long an answered key counts as known: its next window's count is then known to start from this server's view */
 const KNOWN_MS = 200;
-/** The exchanges whose clock readings are kept; the one with the shortest round trip sets the offset */
-const CLOCK_SAMPLES = 16;
-/** An offset past this is logged once: the machine's clock wants fixing, though the limits do not depend on it */
-const SKEW_WARNING_MS = 1_000;
 
 /** Cells held before the first sweep of those whose window is over */
 const SWEEP_AT_LEAST = 1_000;
-
-class Cell {
-  /** the deployment's sum at the last exchange, this server's exchanged points included */
-  sum = 0;
-  /** points in the exchange in flight */
-  sending = 0;
-  /** points since, not yet sent */
-  pending = 0;
-  /** points this server let through in the window: what its local allowance counts while the store is stalled */
-  own = 0;
-  /** whether an exchange has answered this cell's sum */
-  answered = false;
-  /** asked for since the last exchange: only such cells are exchanged (an idle key's sum is refreshed when it is next asked) */
-  touched = true;
-  readonly policy: string;
-  readonly key: string;
-  /** the window's number: whole windows since the epoch, on the database's clock */
-  readonly window: number;
-  /** when the window is over (ms since the epoch, on the database's clock) */
-  readonly endsAt: number;
-  constructor(policy: string, key: string, window: number, endsAt: number) {
-    this.policy = policy;
-    this.key = key;
-    this.window = window;
-    this.endsAt = endsAt;
-  }
-  get total() {
-    return this.sum + this.sending + this.pending;
-  }
-  get unexchanged() {
-    return this.sending + this.pending;
-  }
-  spend(points = 1) {
-    this.pending += points;
-    this.own += points;
-  }
-}
-
-/**
- * The database's exchange, through `pool` (as rowgate_authenticator): the
- * database's clock is read after the exchange, in the same statement. A
- * statement that has not answered in REPLACE_MS loses its connection (the
- * statement timeout never fires on a frozen peer or a half-open socket).
- */
-export function databaseExchange(pool: pg.Pool): Exchange {
-  return async (server, batch) => {
-    const client = await pool.connect();
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      const { rows } = await Promise.race([
-        client.query<{ points: number; servers: number; clock: number }>(
-          `select points, servers, extract(epoch from clock_timestamp())::float8 * 1000 as clock
-             from rowgate_private.exchange_rate_limit_counts($1, $2, $3, $4, $5, $6)`,
-          [
-            server,
-            batch.map((b) => b.policy),
-            batch.map((b) => b.key),
-            batch.map((b) => b.window),
-            batch.map((b) => b.points),
-            batch.map((b) => b.expiresIn),
-          ],
-        ),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`the exchange did not answer within ${REPLACE_MS} ms`)), REPLACE_MS);
-        }),
-      ]);
-      client.release();
-      // the last row has no key: it carries the number of servers alive
-      return { sums: rows.slice(0, -1).map((r) => r.points), servers: rows.at(-1)?.servers ?? 0, clock: rows.at(-1)?.clock };
-    } catch (error) {
-      // destroyed, not returned: the pool opens a new connection for the next exchange
-      client.release(error instanceof Error ? error : true);
-      throw error;
-    } finally {
-      clearTimeout(timer);
-    }
-  };
-}
-
-/** An exchange with no database: the sums are this process's own (tests of the decisions alone) */
-export const localExchange: Exchange = async () => ({ sums: [], servers: 1 });
 
 /** What a server tells its operator about the shared counts (src/operating/metrics.ts, the log) */
 export interface CountsEvents {
@@ -159,10 +70,7 @@ export class DeploymentCounts {
   private readonly localClock: () => number;
   /** the servers alive at the last exchange, this one included */
   servers = 1;
-  /** the database's clock minus this machine's, as measured by the exchange with the shortest round trip */
-  offsetMs = 0;
-  private readonly samples: { offset: number; roundTrip: number }[] = [];
-  private skewTold = false;
+  private readonly clock = new ClockOffset((offsetMs) => this.events.onSkew?.(offsetMs));
   /** since when the store has not answered in time; undefined while it does */
   private stalledSince: number | undefined;
   /** the time spent stalled before stalledSince (ms) */
@@ -205,7 +113,12 @@ export class DeploymentCounts {
 
   /** Now on the deployment's clock (the database's), in ms since the epoch */
   now(): number {
-    return this.localClock() + this.offsetMs;
+    return this.localClock() + this.clock.offsetMs;
+  }
+
+  /** The database's clock minus this machine's (ms) */
+  get offsetMs(): number {
+    return this.clock.offsetMs;
   }
 
   /** Whether the store has not answered within STALL_MS: decisions are then this server's alone */
@@ -339,19 +252,6 @@ export class DeploymentCounts {
     this.events.onStall?.(false);
   }
 
-  /** Keeps the clock reading of an exchange, and the offset of the one with the shortest round trip */
-  private readClock(clock: number | undefined, sentAt: number, answeredAt: number): void {
-    if (clock === undefined || !Number.isFinite(clock)) return;
-    this.samples.push({ offset: clock - (sentAt + answeredAt) / 2, roundTrip: answeredAt - sentAt });
-    if (this.samples.length > CLOCK_SAMPLES) this.samples.shift();
-    let best = this.samples[0]!;
-    for (const sample of this.samples) if (sample.roundTrip < best.roundTrip) best = sample;
-    this.offsetMs = best.offset;
-    const skewed = Math.abs(this.offsetMs) > SKEW_WARNING_MS;
-    if (skewed && !this.skewTold) this.events.onSkew?.(this.offsetMs);
-    this.skewTold = skewed;
-  }
-
   /** Sends every pending point, and reads back the sums of the keys asked for since the last exchange */
   private exchange(): Promise<void> {
     if (this.inFlight) return this.inFlight;
@@ -392,7 +292,7 @@ export class DeploymentCounts {
           this.known.set(`${cell.policy}\u0000${cell.key}`, answeredAt);
         });
         this.servers = Math.max(1, servers);
-        this.readClock(clock, sentAt, answeredAt);
+        this.clock.read(clock, sentAt, answeredAt);
         this.unstall();
       },
       (error: unknown) => {
@@ -416,5 +316,3 @@ export class DeploymentCounts {
     return this.inFlight;
   }
 }
-
-export type { Cell };

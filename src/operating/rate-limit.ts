@@ -4,7 +4,8 @@
 // holding `quota` requests, and a burst allowance of `quota` more per ten
 // seconds, spent only once the second's window is: a client may send twice its
 // rate in one second, and its rate (plus a tenth) for ever.
-import type { Cell, DeploymentCounts } from './deployment-counts.ts';
+import type { Cell } from './count-cell.ts';
+import type { DeploymentCounts } from './deployment-counts.ts';
 
 /** What a request is told: the IETF RateLimit fields, and whether it may go on. */
 export interface RateLimitDecision {
