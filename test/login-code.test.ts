@@ -195,7 +195,7 @@ describe('POST /v1/login-code/request', () => {
   });
 });
 
-describe('sign-in codes per mailbox: 10 an hour of unknown origin, 10 more for each of the owner\'s own', () => {
+describe("sign-in codes per mailbox: 10 an hour of unknown origin, 10 more for each of the owner's own", () => {
   let networks = 0;
   /** a client of a /24 nobody signed in from */
   const strangerClient = () => `198.18.${++networks}.1`;
@@ -491,7 +491,8 @@ describe('the anonymous role reaches only what sign-in needs', () => {
 
   test('it may ask for a code (the function checks nothing it should not)', async () => {
     const row = await asAnonymous(
-      async (c) => (await c.query(`select * from rowgate.request_login_code('x@example.com', '\\x00', '\\x01', '192.0.2.9', null)`)).rows[0],
+      async (c) =>
+        (await c.query(`select * from rowgate.request_login_code('x@example.com', '\\x00', '\\x01', '192.0.2.9', null)`)).rows[0],
     );
     expect(row).toEqual({ status: 'created', expires_in: 900, retry_after: null, mail: true });
   });

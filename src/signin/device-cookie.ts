@@ -16,8 +16,7 @@ const DEVICE_COOKIE_PATH = '/v1/login-code';
 const DEVICE_MAX_AGE_MS = 365 * 24 * 3_600_000;
 const DEVICE_PREFIX = 'rg_dev_';
 
-const signatureOf = (secret: string, device: string) =>
-  createHmac('sha256', secret).update(`rowgate_device:${device}`).digest('base64url');
+const signatureOf = (secret: string, device: string) => createHmac('sha256', secret).update(`rowgate_device:${device}`).digest('base64url');
 
 /** The device token of the request's cookie, if it carries one whose signature verifies */
 export function deviceOf(req: Request, secret: string): string | undefined {

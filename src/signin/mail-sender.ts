@@ -174,7 +174,8 @@ export class MailSender {
     const error = await this.send(row);
     const retryDelay = error === null ? 0 : (this.options.retryDelayMs ?? defaultMailRetryDelayMs)(row.attempts);
     const values = [row.id, row.lease, error === null, error, retryDelay, this.options.attemptsAllowed ?? DEFAULT_MAIL_ATTEMPTS];
-    if (error !== null) this.options.log(JSON.stringify({ level: 'warn', msg: 'mail: not sent', mail: row.id, attempt: row.attempts, error }));
+    if (error !== null)
+      this.options.log(JSON.stringify({ level: 'warn', msg: 'mail: not sent', mail: row.id, attempt: row.attempts, error }));
     // recorded within the lease; a database away meanwhile: tried again, else the lease runs out and
     // another sender sends the message again (a duplicate, never a loss)
     const deadline = Date.now() + this.leaseMs - this.timeouts.messageMs - 1_000;
