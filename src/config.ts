@@ -82,7 +82,9 @@ const schema = z.object({
     .string()
     .regex(/^smtps?:\/\/[^\s/]+/, 'must be an smtp:// or smtps:// URL (smtp://user:password@host:587)')
     .optional()
-    .describe('the mail server for sign-in codes; unset: codes go to the log and the development outbox'),
+    .describe(
+      'the mail server for sign-in codes, invitations and revocation notices (sent after the commit); unset: the development outbox',
+    ),
   // browser apps' origins that may call the API cross-origin (SPEC §16; src/http/cors.ts): comma-separated, none by default
   ROWGATE_CORS_ORIGINS: z
     .string()

@@ -6,6 +6,7 @@ import { inject } from 'vitest';
 import { createPool } from '../src/db/pool.ts';
 import { Consistency } from '../src/db/consistency.ts';
 import { ensureDatabase } from '../src/db/setup.ts';
+import type { Mailer } from '../src/core/mail.ts';
 import { outboxMailer } from '../src/signin/mailer.ts';
 import { serve } from '../src/server/start.ts';
 import type { OperatingOptions } from '../src/server/app.ts';
@@ -248,7 +249,7 @@ export class TestApp {
   async outbox(to?: string): Promise<{ to: string; subject: string; text: string; created_at: Date }[]> {
     return this.sql(
       `select recipient as "to", subject, body as text, created_at from rowgate_private.mail_outbox
-       where $1::text is null or recipient = lower($1) order by created_at desc, id`,
+       where body is not null and ($1::text is null or recipient = lower($1)) order by created_at desc, id`,
       [to ?? null],
     );
   }
@@ -289,6 +290,8 @@ export interface TestAppOptions {
   corsOrigins?: string[];
   /** ROWGATE_PUBLIC_URL (default: the app's own URL) */
   publicUrl?: string;
+  /** how the app records mail, given its server secret (default: the development outbox) */
+  mailer?: (secret: string) => Mailer;
 }
 
 /** The limits of a test app unless a test sets its own: every request counted, none refused. */
@@ -333,7 +336,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     consistency: new Consistency({ primary: pool }),
     operating: { rateLimits: new RateLimits({ ...(options.limits ?? UNREFUSED), counts }), ...options.operating },
     corsOrigins: options.corsOrigins,
-    mailer: outboxMailer(() => {}),
+    mailer: options.mailer?.(secret) ?? outboxMailer(() => {}),
     validateResponses: true,
   });
   return new TestApp({

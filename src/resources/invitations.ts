@@ -2,7 +2,8 @@
 // with that address accepts or declines. The rules (who may invite, with which role, the
 // caps, who may answer, expiry) are the database's: rowgate.create_invitation and its
 // siblings, and rowgate.invitations under RLS. Creating one answers the same whether or
-// not the address has an account, and mails the address (or the development outbox).
+// not the address has an account, and records a mail to the address, sent after the
+// commit (or kept in the development outbox).
 import { z } from 'zod';
 import { found, notFound } from '../core/errors.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';

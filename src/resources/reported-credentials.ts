@@ -4,12 +4,12 @@
 // hashed as the API stores it, with the kind its prefix names, and the database
 // revokes every live one among them in the request's transaction
 // (rowgate.revoke_reported_tokens), which also writes an organization token's
-// event; the user who created each revoked token is mailed here. The answer is
+// event; a mail to the user who created each revoked token is recorded here and
+// sent after the commit. The answer is
 // 202 `{}` whatever the tokens were, and a 422 repeats none of them, so the
 // endpoint tells nobody whether a string was a token. Requests are bounded by
 // the anonymous (per client address) rate limit, like every request without a
 // valid credential.
-import pg from 'pg';
 import { z } from 'zod';
 import { type CredentialKind, hashToken, tokenKind } from '../auth/tokens.ts';
 import { anonymousRoute } from '../http/route-declaration.ts';
@@ -98,10 +98,7 @@ async function tellCreators(mailer: Mailer, tx: Tx, revoked: Revoked[]) {
     const list = rows.map((r) => `- your ${r.label} (id ${r.token_id})`).join('\n');
     const text = `These rowgate credentials were reported as exposed (for instance by a secret scanner that found them in a public place) and have been revoked:\n\n${list}\n\nRequests made with them are now refused. If you still need access, create a new token and keep it out of code, logs and chats.\n`;
     const subject = rows.length === 1 ? 'A rowgate token of yours was revoked' : 'rowgate tokens of yours were revoked';
-    // a mail server that fails does not bring a leaked token back to life: the revocation stands
-    // (the development outbox writes in the transaction, and its failure fails the request)
-    await mailer.send({ to, subject, text }, tx).catch((error: unknown) => {
-      if (error instanceof pg.DatabaseError) throw error;
-    });
+    // recorded with the revocation and sent after it commits: a mail server that fails cannot bring a leaked token back to life
+    await mailer.send({ to, subject, text }, tx);
   }
 }

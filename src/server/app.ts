@@ -106,7 +106,7 @@ function installRoutes(app: express.Express, options: AppOptions) {
   const pipeline = {
     pool: options.pool,
     secret: options.secret,
-    mailer: options.mailer ?? environmentMailer(options.log ?? console.log),
+    mailer: options.mailer ?? environmentMailer(options.log ?? console.log, options.secret),
     consistency: options.consistency,
     reads: options.reads,
     validateResponses: options.validateResponses ?? false,

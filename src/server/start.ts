@@ -30,6 +30,7 @@ import { createLogger, lineLogger, type Logger } from '../operating/logger.ts';
 import { createMetricsServer, Metrics } from '../operating/metrics.ts';
 import { RateLimits } from '../operating/rate-limit.ts';
 import { WebhookWorker } from '../webhooks/worker.ts';
+import { MailSender } from '../signin/mail-sender.ts';
 import { createApp, type OperatingOptions } from './app.ts';
 import { createHttpServer, drainOnStop, type HTTP_TIMEOUTS } from './http-server.ts';
 import { listen } from './listen.ts';
@@ -245,6 +246,17 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         })
       : undefined;
   await webhooks?.start();
+  // with a mail server, every server process sends what any of them recorded, after its commit
+  const mail = config.SMTP_URL
+    ? new MailSender({
+        connectionString: connection.authenticatorUrl,
+        secret: connection.secret,
+        smtpUrl: config.SMTP_URL,
+        from: config.MAIL_FROM,
+        log,
+      })
+    : undefined;
+  await mail?.start();
   let stopping: Promise<void> | undefined;
   return {
     server: serving.server,
@@ -254,8 +266,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     stop: () =>
       (stopping ??= (async () => {
         // no new connections; in-flight requests finish; then the pool; the database last
-        // an attempt in flight ends within its 10 s timeout, while the requests drain
-        await Promise.all([serving.close(), webhooks?.stop()]);
+        // an attempt in flight ends within its 10 s timeout, a message within its 20 s, while the requests drain
+        await Promise.all([serving.close(), webhooks?.stop(), mail?.stop()]);
         metricsServer?.closeAllConnections();
         metricsServer?.close();
         analysts.stop();

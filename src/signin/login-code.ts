@@ -16,6 +16,7 @@ import { clearSessionCookie, setSessionCookie } from '../auth/session-cookie.ts'
 import { generateToken, hashToken, randomCharacters, randomToken } from '../auth/tokens.ts';
 import { UserRead } from '../resources/users.ts';
 import { requestClient } from '../core/client-address.ts';
+import { deviceHash, deviceOf, newDevice, setDeviceCookie } from './device-cookie.ts';
 
 /** 32 letters and digits without the look-alikes I, O, 0 and 1: 8 of them are 40 bits */
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
@@ -92,7 +93,7 @@ export const loginCodeRoutes = [
     operationId: 'login_code:request',
     summary: 'Send a sign-in code by e-mail',
     description:
-      'Mails a code valid 15 minutes to the address, whether or not a user has it (202 either way; the first sign-in creates the user), and answers the attempt the code belongs to, also set as the `rowgate_signin` cookie. Without a configured mail server the code goes to the development outbox only (`npx rowgate mail outbox`). A client address may ask for 5 codes an hour for one e-mail address and 20 an hour in all (429, the same for known and unknown addresses).',
+      'Mails a code valid 15 minutes to the address, whether or not a user has it (202 either way; the first sign-in creates the user), and answers the attempt the code belongs to, also set as the `rowgate_signin` cookie. The mail leaves after the request commits; without a configured mail server the code goes to the development outbox only (`npx rowgate mail outbox`). A client address may ask for 5 codes an hour for one e-mail address and 20 an hour in all (429, the same for known and unknown addresses). One address receives at most 10 codes an hour from requests of unknown origin; the browser holding the `rowgate_device` cookie of the account, and each network (IPv4 /24, IPv6 /64) that signed in to the account in the last 30 days, have 10 an hour of their own. Past that the answer is the same 202 and nothing is mailed.',
     tag: 'sign-in',
     body: LoginCodeRequest,
     status: 202,
@@ -102,9 +103,18 @@ export const loginCodeRoutes = [
       const address = body.email.toLowerCase();
       const code = generateLoginCode();
       const attempt = randomToken(ATTEMPT_PREFIX);
-      const row = await tx.one<{ status: 'created' | 'rate_limited'; expires_in: number; retry_after: number }>(
-        'select status, expires_in, retry_after from rowgate.request_login_code($1, $2, $3, $4)',
-        [address, loginCodeHash(secret, address, code), attemptHash(secret, attempt), requestClient(req)],
+      const device = deviceOf(req, secret);
+      // the database decides whose mailbox allowance this is (the owner's browser, a network it
+      // signed in from, or unknown) and whether the code is mailed: past the allowance the answer is the same
+      const row = await tx.one<{ status: 'created' | 'rate_limited'; expires_in: number; retry_after: number; mail: boolean }>(
+        'select status, expires_in, retry_after, mail from rowgate.request_login_code($1, $2, $3, $4, $5)',
+        [
+          address,
+          loginCodeHash(secret, address, code),
+          attemptHash(secret, attempt),
+          requestClient(req),
+          device ? deviceHash(secret, device) : null,
+        ],
       );
       if (row!.status !== 'created') {
         throw new ApiError(
@@ -117,14 +127,16 @@ export const loginCodeRoutes = [
         );
       }
       const shown = `${code.slice(0, 4)}-${code.slice(4)}`;
-      await mailer.send(
-        {
-          to: address,
-          subject: `Your rowgate sign-in code: ${shown}`,
-          text: `Your rowgate sign-in code is ${shown}\n\nIt is valid for ${minutes(row!.expires_in)}. If you did not ask to sign in, ignore this message.\n`,
-        },
-        tx,
-      );
+      // recorded in this transaction, sent after it commits
+      if (row!.mail)
+        await mailer.send(
+          {
+            to: address,
+            subject: `Your rowgate sign-in code: ${shown}`,
+            text: `Your rowgate sign-in code is ${shown}\n\nIt is valid for ${minutes(row!.expires_in)}. If you did not ask to sign in, ignore this message.\n`,
+          },
+          tx,
+        );
       res.cookie(SIGNIN_COOKIE, attempt, {
         httpOnly: true,
         sameSite: 'lax',
@@ -141,7 +153,7 @@ export const loginCodeRoutes = [
     operationId: 'login_code:authenticate',
     summary: 'Sign in with an e-mail code',
     description:
-      'Checks the code mailed to the address, with the attempt it was issued to (from the body, else the `rowgate_signin` cookie), and signs in: answers the user (created on the first sign-in) and sets the `rowgate_session` cookie (a 31-day web session). A wrong, used or expired code, or a code with another attempt or none, is a 401; after 5 wrong codes the attempt is over (every later code is a 401, the right one too: ask for a new code).',
+      'Checks the code mailed to the address, with the attempt it was issued to (from the body, else the `rowgate_signin` cookie), and signs in: answers the user (created on the first sign-in) and sets the `rowgate_session` cookie (a 31-day web session) and the `rowgate_device` cookie (this browser, kept a year: its later requests for codes have a mailbox allowance of their own). A wrong, used or expired code, or a code with another attempt or none, is a 401; after 5 wrong codes the attempt is over (every later code is a 401, the right one too: ask for a new code).',
     tag: 'sign-in',
     body: LoginCodeAuthenticate,
     status: 200,
@@ -153,14 +165,24 @@ export const loginCodeRoutes = [
       // no attempt: nothing to count against, and no code can match
       if (!attempt) return unauthorized('The code is wrong, used or expired', false);
       const token = generateToken('web_session');
+      // the browser keeps its device (renewed), or gets one: the sign-in records it, and the client's network, as the account's
+      const device = deviceOf(req, secret) ?? newDevice();
       const row = await tx.one<Record<(typeof userColumns)[number], unknown> & { status: string; session_expires_at: string }>(
-        `select status, ${userColumns.join(', ')}, session_expires_at from rowgate.authenticate_login_code($1, $2, $3, $4)`,
-        [address, loginCodeHash(secret, address, body.code), attemptHash(secret, attempt), hashToken(secret, token)],
+        `select status, ${userColumns.join(', ')}, session_expires_at from rowgate.authenticate_login_code($1, $2, $3, $4, $5, $6)`,
+        [
+          address,
+          loginCodeHash(secret, address, body.code),
+          attemptHash(secret, attempt),
+          hashToken(secret, token),
+          requestClient(req),
+          deviceHash(secret, device),
+        ],
       );
       // returned, not thrown: the wrong code is counted against its attempt and committed
       if (row?.status !== 'ok') return unauthorized('The code is wrong, used or expired', false);
       res.clearCookie(SIGNIN_COOKIE, { httpOnly: true, sameSite: 'lax', secure: req.secure, path: SIGNIN_COOKIE_PATH });
       setSessionCookie(res, token, row.session_expires_at);
+      setDeviceCookie(req, res, secret, device);
       return Object.fromEntries(userColumns.map((c) => [c, row[c]]));
     },
   }),
