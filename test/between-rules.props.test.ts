@@ -5,7 +5,7 @@
 // step. `npm run test:props` runs 10,000 cases.
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startTestApp, type TestApp } from './harness.ts';
-import { runBetweenRules } from './props/between-rules.ts';
+import { coverage, runBetweenRules } from './props/between-rules.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -13,8 +13,8 @@ beforeAll(async () => {
 });
 afterAll(() => app?.close());
 
-test('no path around a rule: 40 cases of random steps, some pairs at once (fixed seed)', async () => {
-  const counters = await runBetweenRules(app, { numRuns: 40, seed: 20261207 });
-  console.log(`between the rules: ${JSON.stringify(counters)}`);
-  expect(counters.cases).toBe(40);
+test('no path around a rule: 60 cases of random steps, some pairs at once (fixed seed)', async () => {
+  const counters = await runBetweenRules(app, { numRuns: 60, seed: 20261207 });
+  console.log(`between the rules:\n  ${coverage(counters)}`);
+  expect(counters.cases).toBe(60);
 }, 120_000);

@@ -54,11 +54,12 @@ export type Cmd =
   | { kind: 'setRole'; actor: number; org: number; target: number; role: string }
   | { kind: 'invite'; actor: number; org: number; target: number; role: string; acceptor: number }
   | { kind: 'mint'; actor: number; org: number; scopes: string[]; days: number | null }
-  | { kind: 'useToken'; token: number }
+  | { kind: 'useToken'; token: number; across: boolean }
   | { kind: 'remove'; actor: number; org: number; target: number }
   | { kind: 'leave'; actor: number; org: number }
   | { kind: 'deleteUser'; actor: number }
-  | { kind: 'lifetime'; actor: number; org: number; days: number | null };
+  | { kind: 'lifetime'; actor: number; org: number; days: number | null }
+  | { kind: 'checkAbout'; actor: number; org: number; target: number };
 
 const actor = fc.nat(USERS - 1);
 const org = fc.nat(ORGS - 1);
@@ -87,7 +88,10 @@ const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
     }),
     weight: 4,
   },
-  { arbitrary: fc.record({ kind: fc.constant('useToken' as const), token: fc.nat(3) }), weight: 3 },
+  {
+    arbitrary: fc.record({ kind: fc.constant('useToken' as const), token: fc.nat(3), across: fc.constantFrom(false, false, false, true) }),
+    weight: 3,
+  },
   { arbitrary: fc.record({ kind: fc.constant('remove' as const), actor, org, target: actor }), weight: 2 },
   { arbitrary: fc.record({ kind: fc.constant('leave' as const), actor, org }), weight: 2 },
   { arbitrary: fc.record({ kind: fc.constant('deleteUser' as const), actor }), weight: 1 },
@@ -100,6 +104,7 @@ const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
     }),
     weight: 1,
   },
+  { arbitrary: fc.record({ kind: fc.constant('checkAbout' as const), actor, org, target: actor }), weight: 2 },
 );
 
 // ---------------------------------------------------------------- the model
@@ -225,7 +230,8 @@ async function checked(
     predicted = check.status === 401 ? { status: 401 } : check.body.results[0];
   }
   const real = await request();
-  bump(c.statuses, `${item.operation} ${real.status}`);
+  const where = real.status === 422 ? ` at ${real.body?.detail?.[0]?.loc?.join?.('.') ?? real.body?.detail}` : '';
+  bump(c.statuses, `${item.operation} ${real.status}${where}`);
   invariant(c, 'no-5xx', real.status < 500, () => `${item.operation} answered ${real.status} ${JSON.stringify(real.body)}`);
   const bodyDependent = [409, 422, 429].includes(real.status) || (real.status === 403 && BODY_DEPENDENT.includes(real.body?.detail));
   if (predicted && !bodyDependent) {
@@ -426,17 +432,59 @@ async function run(app: TestApp, w: World, c: Counters, cmd: Cmd, step: Step): P
       w.tokens.push({ id: r.body.id, token: r.body.token, org: cmd.org, scopes: cmd.scopes });
       return;
     }
+    case 'checkAbout': {
+      // a check about another user answers what that user's own request (a web session) answers, to a
+      // holder of members:manage asking about a member; every item is 404 to anyone else (SPEC §20)
+      const id = w.orgs[cmd.org]!;
+      const asks = [
+        { item: { operation: 'organizations:get', params: { id } }, path: `/v1/organizations/${id}` },
+        { item: { operation: 'members:list', params: { id } }, path: `/v1/organizations/${id}/members` },
+        { item: { operation: 'organizations:permissions', params: { id } }, path: `/v1/organizations/${id}/permissions` },
+        { item: { operation: 'products:list', organization_id: id }, path: `/v1/products/?organization_id=${id}` },
+        { item: { operation: 'denials:list', params: { id } }, path: `/v1/organizations/${id}/denials` },
+      ];
+      const check = await app.post(
+        '/v1/authorization/check',
+        { user_id: w.users[cmd.target]!.id, checks: asks.map((a) => a.item) },
+        web(cmd.actor),
+      );
+      bump(c.statuses, `authorization:check about a user ${check.status}`);
+      if (!step.alone || check.status === 401) return;
+      invariant(
+        c,
+        'check',
+        check.status === 200,
+        () => `a check about user ${cmd.target} answered ${check.status} ${JSON.stringify(check.body)}`,
+      );
+      const asker = s.members[cmd.org]!.get(cmd.actor);
+      const entitled =
+        permissionsOf(s, cmd.org, asker).includes('members:manage') && member(cmd.target, cmd.org) && !w.users[cmd.target]!.deleted;
+      for (const [i, a] of asks.entries()) {
+        const predicted = check.body.results[i];
+        const expected = entitled ? (await app.get(a.path, web(cmd.target))).status : 404;
+        invariant(
+          c,
+          'check',
+          predicted.status === expected,
+          () =>
+            `user ${cmd.actor} (${asker}) asked about user ${cmd.target} (${s.members[cmd.org]!.get(cmd.target)}): ${a.item.operation} predicted ${predicted.status}, the user's request answers ${expected}`,
+        );
+      }
+      return;
+    }
     case 'useToken': {
       const t = w.tokens[cmd.token % Math.max(1, w.tokens.length)];
       if (!t) return;
       const cred = { token: t.token };
-      const id = w.orgs[t.org]!;
+      // across: the same requests aimed at the other organization, which the token never reaches
+      const target = cmd.across ? 1 - t.org : t.org;
+      const id = w.orgs[target]!;
       const families = [...new Set(t.scopes.map((x) => x.replace(/_(read|write)$/, '')))];
       for (const family of families) {
         const use = TOKEN_USES[family];
         if (!use) continue;
-        const r = await checked(app, c, step, cred, use.item(id), () => use.request(app, id, cred), true);
-        record({ token: t }, use.item(id).operation, t.org, r);
+        const r = await checked(app, c, step, cred, use.item(id), () => use.request(app, id, cred), !cmd.across);
+        record({ token: t }, use.item(id).operation, target, r);
         if (family === 'events' && r.status === 200) {
           for (const e of r.body.items)
             invariant(
@@ -623,11 +671,23 @@ class StepCommand implements fc.AsyncCommand<object, Real> {
   toString = () => (this.cmds.length === 1 ? label(this.cmds[0]!) : `together[${this.cmds.map(label).join(', ')}]`);
 }
 
-/** Commands that remove an admin or change roles: paired more often, since their races are what matter. */
+/**
+ * What the admins of organization A (users 0 and 1 at the start) may do at the same moment:
+ * demote, remove, leave, delete themselves, or mint while the other changes roles. Paired
+ * with each other more often than chance would, since their races are what matter.
+ */
+const admin = fc.constantFrom(0, 1);
 const racing: fc.Arbitrary<Cmd> = fc.oneof(
-  fc.record({ kind: fc.constant('setRole' as const), actor, org: fc.constant(0), target: actor, role }),
-  fc.record({ kind: fc.constant('remove' as const), actor, org: fc.constant(0), target: actor }),
-  fc.record({ kind: fc.constant('leave' as const), actor, org: fc.constant(0) }),
+  fc.record({
+    kind: fc.constant('setRole' as const),
+    actor: admin,
+    org: fc.constant(0),
+    target: admin,
+    role: fc.constantFrom('member', 'finance', 'ra'),
+  }),
+  fc.record({ kind: fc.constant('remove' as const), actor: admin, org: fc.constant(0), target: admin }),
+  fc.record({ kind: fc.constant('leave' as const), actor: admin, org: fc.constant(0) }),
+  fc.record({ kind: fc.constant('deleteUser' as const), actor: admin }),
   fc.record({
     kind: fc.constant('mint' as const),
     actor,
@@ -635,7 +695,6 @@ const racing: fc.Arbitrary<Cmd> = fc.oneof(
     scopes: fc.subarray(ORG_SCOPES, { minLength: 1, maxLength: 3 }),
     days: fc.constant(null),
   }),
-  fc.record({ kind: fc.constant('deleteUser' as const), actor }),
 );
 export const stepsArb = fc.commands(
   [
@@ -649,16 +708,20 @@ export const stepsArb = fc.commands(
 );
 
 /**
- * Fresh users and organizations: A with admins 0 and 1 and member 2 and an account
- * administered by 0, B with admin 3 and finance 2 and no account (two admins from the
- * start, so that their races are one step away).
+ * Fresh users and organizations: A with admins 0 and 1, user 2 in its role `ra` that holds
+ * `access_tokens:manage` alone, and an account administered by 0; B with admin 3, finance 2
+ * and no account. Two admins and a token manager from the start, so that their races and
+ * their mints are one step away.
  */
 async function newWorld(app: TestApp): Promise<World> {
   const users = await Promise.all(Array.from({ length: USERS }, () => app.user()));
   const a = (await app.organization(users[0]!.id)).id;
   const b = (await app.organization(users[3]!.id)).id;
   await app.membership(a, users[1]!.id, 'admin');
-  await app.membership(a, users[2]!.id, 'member');
+  await app.sql(`insert into rowgate.organization_roles (organization_id, name, permissions) values ($1, 'ra', '{access_tokens:manage}')`, [
+    a,
+  ]);
+  await app.membership(a, users[2]!.id, 'ra');
   await app.membership(b, users[2]!.id, 'finance');
   await app.account(a, users[0]!.id);
   const w: World = {
@@ -669,6 +732,21 @@ async function newWorld(app: TestApp): Promise<World> {
   };
   w.snapshot = await snapshot(app, w);
   return w;
+}
+
+/** What a run covered, for its log: commands by kind, pairs at once, invariants checked, answers. */
+export function coverage(c: Counters): string {
+  const sorted = (r: Record<string, number>) =>
+    Object.entries(r)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ');
+  return [
+    `${c.cases} cases, ${c.steps} steps, ${c.concurrentPairs} of them pairs at once`,
+    `commands: ${sorted(c.commands)}`,
+    `invariants checked: ${sorted(c.invariants)}`,
+    `answers: ${sorted(c.statuses)}`,
+  ].join('\n  ');
 }
 
 export async function runBetweenRules(
