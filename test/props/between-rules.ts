@@ -1,19 +1,25 @@
 // The between-the-rules property (SPEC §3, §20, §21, §22): a model-based run of
 // fast-check commands in which four users and two organizations go through random
 // sequences of role definitions, assignments, invitations and their acceptance,
-// organization token minting and use, demotions, removals, leaving, user deletion and
-// organization settings, some pairs run at once. After every step the invariants
-// below are checked against the model, which is the database's memberships and roles
-// read as the owner after the step (and kept from the step before):
+// organization token minting and use, demotions, removals, leaving, user deletion,
+// organization settings and checks about another user, some pairs run at once. After
+// every step the invariants below are checked against the model, which is the
+// database's memberships and roles read as the owner after the step (and kept from the
+// step before):
 //   minted: no organization token carries a scope that opens an operation (one open to
 //     organization tokens) its maker could not perform then, by what
-//     GET /v1/organizations/{id}/permissions answered for the maker around the mint;
+//     GET /v1/organizations/{id}/permissions answered for the maker around the mint
+//     (a finance read refused for "Organization has no account" is refused to the
+//     token too, so it does not count);
 //   admin: `rowgate db verify` finds nothing in the case's organizations (an admin per
 //     organization with members, no undefined role, no orphan event);
+//   no-5xx: no request of a step answers 5xx, concurrent ones included;
 //   check: POST /v1/authorization/check, asked first with the same credential, answers
-//     the status the request then answers (steps run alone; 422s and 409s are not
-//     predicted: SPEC §20), and a `user_id` check from an organization token is 404s,
-//     never a 5xx;
+//     the status the request then answers (steps run alone; what depends on a body, a
+//     422, a 409 or a refusal about the role a body names, is not predicted: SPEC §20);
+//     a check about another user answers what that user's own requests answer, to a
+//     holder of members:manage asking about a member, else 404; a `user_id` check from
+//     an organization token is 404s, never a 5xx;
 //   denials: every denial row the step wrote lies in an organization its caller
 //     reached (a member's user before or after the step, a token's own organization),
 //     and every 403 on an organization the caller reached left one;
