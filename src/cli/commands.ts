@@ -305,6 +305,18 @@ export const commands: Record<string, CommandSpec> = {
       return findings;
     },
   },
+  'db verify': {
+    description:
+      'the invariants the data must always hold (an admin per organization with members, defined roles, no event without its organization, …): one JSON line a violating row, exit code 1 when there are any',
+    databaseOnly: true,
+    lines: true,
+    run: async (db) => {
+      const { verifyData } = await import('../db/verify.ts');
+      const violations = await verifyData(db);
+      if (violations.length) process.exitCode = 1;
+      return violations;
+    },
+  },
   // the deployment's senders, apart from its API servers (ROWGATE_WEBHOOKS=off on those): any number of
   // them on any machines share the work through their leases in the database
   'webhooks work': {
