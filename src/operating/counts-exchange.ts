@@ -21,6 +21,9 @@ export const REPLACE_MS = 2_000;
 export function databaseExchange(pool: pg.Pool): Exchange {
   return async (server, batch) => {
     const client = await pool.connect();
+    // a checked-out client whose socket dies emits 'error' (pg's documented rule): the failed query says it here
+    const ignore = () => {};
+    client.on('error', ignore);
     let timer: NodeJS.Timeout | undefined;
     try {
       const { rows } = await Promise.race([
@@ -40,11 +43,13 @@ export function databaseExchange(pool: pg.Pool): Exchange {
           timer = setTimeout(() => reject(new Error(`the exchange did not answer within ${REPLACE_MS} ms`)), REPLACE_MS);
         }),
       ]);
+      client.off('error', ignore);
       client.release();
       // the last row has no key: it carries the number of servers alive
       return { sums: rows.slice(0, -1).map((r) => r.points), servers: rows.at(-1)?.servers ?? 0, clock: rows.at(-1)?.clock };
     } catch (error) {
-      // destroyed, not returned: the pool opens a new connection for the next exchange
+      // destroyed, not returned (its listener stays: the dying socket may still speak): the pool opens a new
+      // connection for the next exchange
       client.release(error instanceof Error ? error : true);
       throw error;
     } finally {
