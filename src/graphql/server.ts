@@ -28,7 +28,8 @@ import { jsonBody } from '../http/input.ts';
 import { ANONYMOUS_SETTINGS, authenticationValues, type Settings } from '../auth/authenticate.ts';
 import { requestOrigin } from '../core/client-address.ts';
 import { credentialKey, type PresentedCredential, readCredential } from '../auth/credentials.ts';
-import { CONSISTENCY_HEADER, type Consistency, type Position } from '../db/consistency.ts';
+import type { Consistency } from '../db/consistency.ts';
+import { type Place, Placement } from '../db/placement.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import { acceptCredential, authenticateOnPool, unknownCredential } from '../auth/credential-checks.ts';
 import { ApiError, validationError } from '../core/errors.ts';
@@ -191,10 +192,9 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
   ]);
   castsAfterTheSort(TYPES);
   const settings = new WeakMap<IncomingMessage, Settings | DeferredAuthentication>();
-  /** what a query of the request must see to read on a standby: its credential's last write, or the token it sent; none: the primary */
-  const standbyReads = new WeakMap<IncomingMessage, Position | null>();
-  /** what a mutation's commits tell: its answer's Rowgate-Consistency */
-  const mutationCommits = new WeakMap<IncomingMessage, (position: string | null) => Promise<void>>();
+  /** where the request runs (src/db/placement.ts): a query reads, a mutation writes; none: the primary */
+  const places = new WeakMap<IncomingMessage, { place: Place; answer: Response }>();
+  const placement = new Placement({ primary: options.pool, consistency: options.consistency, reads: options.reads });
   // on the server's pool (PostGraphile does not end a pool it was given); no LISTEN
   // client; its transactions are ours (src/graphql/pg-client.ts)
   const basePgService = makePgService({ pool: options.pool, schemas: ['rowgate'], pubsub: false });
@@ -258,12 +258,15 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
         }
         // the request's id joins the settings every transaction of the request applies (SPEC §14)
         const found = req ? { ...(known ?? ANONYMOUS_SETTINGS), 'rowgate.request_id': requestId(req) } : ANONYMOUS_SETTINGS;
+        const { place, answer } = (req && places.get(req)) || {};
         if (!query) {
-          const committed = req && mutationCommits.get(req);
+          // each commit's position on the answer, as a REST write's (the later commit's last)
+          const committed =
+            place?.effect === 'writes' && place.positioned ? (position: string | null) => place.committed(answer!, position) : undefined;
           return { pgSettings: committed ? forMutation(found, committed) : { ...found } };
         }
-        if (!options.reads || !req || !standbyReads.has(req)) return { pgSettings: forQuery(options.pool, found) };
-        const { pool, fallBack } = options.reads.readPool(standbyReads.get(req)!);
+        if (place?.effect !== 'reads') return { pgSettings: forQuery(options.pool, found) };
+        const { pool, fallBack } = place.pools();
         return { pgSettings: forQuery(pool, found, fallBack) };
       },
     },
@@ -325,23 +328,19 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
         return next();
       }
       requestRecord(req).subject = found; // what the access log reports (src/operating/access-log.ts)
-      const consistency = options.consistency;
-      const credential = consistency ? readCredential(req) : null;
-      const key = credential && credential !== 'malformed' ? credentialKey(credential) : undefined;
-      if (consistency && /\bmutation\b/.test(String(req.body?.query))) {
-        // each commit's position on the answer, as a REST write's (the later commit's last)
-        mutationCommits.set(req, async (position) => {
-          const token = await consistency.written(key, position);
-          if (token && !res.headersSent) res.setHeader(CONSISTENCY_HEADER, token);
-        });
-        if (key !== undefined) {
-          consistency.hold(key);
-          res.on('finish', () => consistency.hold(key));
-        }
-      } else if (options.reads && !consistency?.onPrimary(key)) {
-        // what the request must see, as for a REST GET: its credential's writes through this server, or its token's
-        standbyReads.set(req, consistency?.required(key, req.headers['rowgate-consistency']) ?? null);
-      }
+      // read from the text, before parsing: a false alarm only places a query as a write (on the primary)
+      const effect = /\bmutation\b/.test(String(req.body?.query)) ? 'writes' : 'reads';
+      const place = placement.place(
+        effect,
+        () => {
+          const credential = readCredential(req);
+          return credential && credential !== 'malformed' ? credentialKey(credential) : undefined;
+        },
+        req.headers['rowgate-consistency'],
+      );
+      // a mutation's commits are PostGraphile's: its credential's reads stay on the primary meanwhile
+      if (place.effect === 'writes') place.hold(res);
+      places.set(req, { place, answer: res });
       next();
     } catch (error) {
       next(error);

@@ -5,7 +5,9 @@
 // the database keeps the row only in an organization the subject reaches, within the cap.
 import type pg from 'pg';
 import type { Settings } from '../auth/authenticate.ts';
-import type { ApiError } from '../core/errors.ts';
+import { organizationOfDenial } from '../auth/authorize.ts';
+import { type ApiError, toApiError } from '../core/errors.ts';
+import type { Input } from './input.ts';
 
 const RECORD = `select rowgate_private.record_denial($1, nullif($2, '')::uuid, $3, nullif($4, '')::uuid, $5, $6, $7, $8::jsonb,
   $9::uuid, $10::uuid, $11, $12, $13) as kept`;
@@ -53,4 +55,37 @@ export async function recordDenial(
   } catch (failure) {
     log(`denials: a 403 of ${request.operation} was not recorded (${(failure as Error).message})`);
   }
+}
+
+/** What a refused request is recorded with, filled in as its checks pass. */
+export interface DenialFacts {
+  /** the input, when valid: what the refused request names */
+  input?: Input;
+  /** the organization the declared policy resolved */
+  organizationId?: string;
+}
+
+/**
+ * A 403 on an organization's data, kept after the rollback (SPEC §20). A scope refusal
+ * was answered before anything was resolved; the database resolves what it names only
+ * to record it, and only in an organization the subject reaches.
+ */
+export async function keepDenial(pool: pg.Pool, operation: string, settings: Settings, error: unknown, facts: DenialFacts): Promise<void> {
+  const answer = toApiError(error);
+  if (answer.status !== 403) return;
+  const { params, query, body } = facts.input ?? ({} as Partial<Input>);
+  const named =
+    (body as { organization_id?: unknown } | null | undefined)?.organization_id ??
+    (query as { organization_id?: unknown } | null | undefined)?.organization_id;
+  await recordDenial(
+    pool,
+    {
+      operation,
+      settings,
+      params: params as Record<string, unknown> | undefined,
+      organizationId: facts.organizationId ?? organizationOfDenial(error),
+      namedOrganizationId: Array.isArray(named) && named.length === 1 ? named[0] : named,
+    },
+    answer,
+  );
 }

@@ -5,134 +5,12 @@
 // with the same SQL that enforces. test/authorization-check.test.ts fails when the
 // table and the route table differ.
 //
-// A route that declares `authorize` says how its resource is found and which policy
-// guards it; for the others (lists, creates, reads through row-level security,
-// user-personal endpoints), `explained` below says it, for every operationId.
-import { PERMISSIONS, type Policy, policyPermissions } from '../auth/authorize.ts';
+// Every row derives from a route entry: its access, and its `explanation` (how its
+// resource is found and which policy it asks) or else its `authorize`; an anonymous
+// endpoint finds nothing. This module names no resource and no operation.
+import { PERMISSIONS, policyPermissions } from '../auth/authorize.ts';
+import { explain, type Explanation, type Lookup } from './explanation.ts';
 import { access, type Access, isAnonymous, type Route } from './route-declaration.ts';
-
-/**
- * How the database finds what an operation acts on (SPEC §5 step 3):
- * - `none`: nothing (user-personal endpoints, sign-in): allowed once the credential and scope pass;
- * - `list`: a list; an `organization_id`, when named, must be reachable;
- * - `target`: a create in the organization named (the item's `organization_id`, or an
- *   Organization subject's own), then the policy;
- * - `authorize`: `rowgate_hidden.authorize(resource, params[param], policy)`, as the pipeline asks it;
- * - `visible`: the row of `rowgate.<resource>` whose columns equal the named path parameters, as
- *   row-level security shows it to the caller, then the policy;
- * - `invitee`: the invitation named by `id`, found only when it is the caller's to answer
- *   (rowgate_hidden.invitee_invitation_found, the predicate accepting and declining use).
- */
-export type Lookup = 'none' | 'list' | 'target' | 'authorize' | 'visible' | 'invitee';
-
-export interface Explanation {
-  lookup: Lookup;
-  /** the resource of `authorize`, or the table of `visible` */
-  resource?: string;
-  /** `authorize`: the path parameter naming the resource; `visible`: path parameter → column */
-  match?: Record<string, string>;
-  /** what rowgate_hidden.policy_denial (or the check itself: platform_admin) is asked */
-  policy?: Policy | 'platform_admin';
-}
-
-const read = (resource: string, match: Record<string, string> = { id: 'id' }): Explanation => ({
-  lookup: 'visible',
-  resource,
-  match,
-  policy: 'read',
-});
-const own = (resource: string): Explanation => ({ lookup: 'visible', resource, match: { id: 'id' } });
-const list: Explanation = { lookup: 'list' };
-const none: Explanation = { lookup: 'none' };
-const target = (policy: Policy): Explanation => ({ lookup: 'target', policy });
-
-/** The operations whose route declares no `authorize`, or whose resource is found another way than it says. */
-const explained: Record<string, Explanation> = {
-  'users:me': none,
-  'users:update_me': none,
-  'users:delete_me': none,
-  'personal_access_tokens:list': none,
-  'personal_access_tokens:create': none,
-  'personal_access_tokens:delete': own('personal_access_tokens'),
-  'organizations:list': list,
-  'organizations:get': read('organizations'),
-  'organizations:create': none,
-  // the membership is resolved (404) before the policy (403)
-  'members:update': {
-    lookup: 'visible',
-    resource: 'memberships',
-    match: { id: 'organization_id', user_id: 'user_id' },
-    policy: 'members_management',
-  },
-  'members:remove': {
-    lookup: 'visible',
-    resource: 'memberships',
-    match: { id: 'organization_id', user_id: 'user_id' },
-    policy: 'members_management',
-  },
-  'accounts:create': target('organization:manage'),
-  'organization_access_tokens:list': list,
-  'organization_access_tokens:create': target('access_token_management'),
-  'impersonations:create': { lookup: 'none', policy: 'platform_admin' },
-  'products:list': list,
-  'products:get': read('products'),
-  'products:create': target('products:write'),
-  'customers:get_external': read('customers', { external_id: 'external_id' }),
-  'customers:update_external': { ...read('customers', { external_id: 'external_id' }), policy: 'customers:write' },
-  'customers:delete_external': { ...read('customers', { external_id: 'external_id' }), policy: 'customers:write' },
-  'customers:list': list,
-  'customers:get': read('customers'),
-  'customers:create': target('customers:write'),
-  'customer_members:get': read('customer_members', { id: 'customer_id', member_id: 'id' }),
-  'customer_members:update': { ...read('customer_members', { id: 'customer_id', member_id: 'id' }), policy: 'customers:write' },
-  'customer_members:delete': { ...read('customer_members', { id: 'customer_id', member_id: 'id' }), policy: 'customers:write' },
-  'customer_members:list_all': list,
-  'orders:list': list,
-  'orders:get': read('orders'),
-  'orders:create': target('orders:write'),
-  'refunds:list': list,
-  'refunds:get': read('refunds'),
-  'refunds:create': target('orders:write'),
-  'transactions:list': list,
-  'transactions:get': read('transactions'),
-  'payout_accounts:list': list,
-  'payout_accounts:create': target('finance_write'),
-  'events:list': list,
-  'events:get': read('events'),
-  'events:feed': list,
-  'webhook_endpoints:list': list,
-  'webhook_endpoints:create': target('organization:manage'),
-  'webhook_endpoints:delete': { lookup: 'authorize', resource: 'webhook_endpoint', match: { id: 'id' }, policy: 'organization:manage' },
-  'webhook_endpoints:redeliver': { lookup: 'authorize', resource: 'webhook_endpoint', match: { id: 'id' }, policy: 'organization:manage' },
-  'customer_sessions:create': target('customers:write'),
-  'customer_portal:me': none,
-  'customer_portal:update_me': none,
-  'customer_portal:list_orders': none,
-  'customer_portal:get_order': own('orders'),
-  'login_code:request': none,
-  'login_code:authenticate': none,
-  'credentials:revoke': none,
-  // leaving: the organization must be in reach; the last-admin rule depends on the data (a 422, not predicted)
-  'members:leave': read('organizations'),
-  // an invitation is the invitee's by its address, which the SQL of accept and decline checks (a 404 otherwise)
-  'invitations:mine': none,
-  'invitations:accept': { lookup: 'invitee', resource: 'invitations', match: { id: 'id' } },
-  'invitations:decline': { lookup: 'invitee', resource: 'invitations', match: { id: 'id' } },
-  'auth:logout': none,
-  'oauth2:register': none,
-  'oauth2_clients:list': none,
-  'oauth2_clients:get': own('oauth2_clients'),
-  'oauth2_clients:delete': own('oauth2_clients'),
-  'oauth2:authorize': none,
-  'oauth2:consent': none,
-  'oauth2:token': none,
-  'oauth2:revoke': none,
-  'oauth2:introspect': none,
-  'oauth2:userinfo': none,
-  'authorization:operations': none,
-  'authorization:check': none,
-  'organizations:permissions': { lookup: 'authorize', resource: 'organization', match: { id: 'id' }, policy: 'read' },
-};
 
 /** One row of rowgate_hidden.operations. */
 export interface OperationRow {
@@ -169,13 +47,13 @@ function accessClass(a: Access): string {
   throw new Error(`no access class for ${JSON.stringify(a)}`);
 }
 
-/** The explanation of a route: its own `authorize`, unless `explained` says otherwise. */
-export function explanation(route: Route): Explanation {
-  const given = explained[route.operationId];
-  if (given) return given;
-  const a = 'authorize' in route ? route.authorize : undefined;
+/** The explanation a route declares: its own, else its `authorize`'s; an anonymous endpoint finds nothing. */
+export function explanation(route: Exclude<Route, { access: null }>): Explanation {
+  if (route.explanation) return route.explanation;
+  const a = route.authorize;
   if (a) return { lookup: 'authorize', resource: a.resource, match: { [a.param ?? 'id']: 'id' }, policy: a.policy };
-  throw new Error(`${route.operationId}: no explanation (src/http/operations.ts)`);
+  if (isAnonymous(route.access)) return explain.none;
+  throw new Error(`${route.operationId}: its route declares neither an explanation nor authorize (src/http/route-declaration.ts)`);
 }
 
 /**

@@ -35,14 +35,17 @@
 // fail, and the answer is still decided in the order above); a JSON read runs one
 // statement, which carries the commit (Tx.lastStatementNext), and its answer does not
 // wait for the commit. Handlers only use tx.one/rows/count.
+//
+// Where a request runs is the route's declared effect (`effect`: a GET reads, any other
+// method writes unless it says `reads`), placed by src/db/placement.ts as GraphQL's are:
+// a read on a standby that will do, a write on the primary, its answer with Rowgate-Consistency.
 import type { Request, RequestHandler, Response } from 'express';
 import type pg from 'pg';
 import type { Authenticated } from '../auth/authenticate.ts';
 import { credentialKey, type PresentedCredential } from '../auth/credentials.ts';
-import { askedBeforeHandler, authorizeRequest, organizationOfDenial } from '../auth/authorize.ts';
-import { CONSISTENCY_HEADER, type Consistency } from '../db/consistency.ts';
+import { askedBeforeHandler, authorizeRequest } from '../auth/authorize.ts';
+import type { Placement } from '../db/placement.ts';
 import { inTransaction, type Tx } from '../db/pool.ts';
-import type { ReadReplicas } from '../db/read-replicas.ts';
 import type { Mailer } from '../core/mail.ts';
 import {
   acceptCredential,
@@ -52,11 +55,11 @@ import {
   otherKindRefusal,
   requireScopes,
 } from '../auth/credential-checks.ts';
-import { ApiError, toApiError } from '../core/errors.ts';
-import { recordDenial } from './denials.ts';
+import { ApiError } from '../core/errors.ts';
+import { type DenialFacts, keepDenial } from './denials.ts';
 import { type Input, parseInput } from './input.ts';
 import { Replay, send, sendReplay } from './respond.ts';
-import { type ApiRoute, isAnonymous, type Subject } from './route-declaration.ts';
+import { type ApiRoute, effectOf, isAnonymous, type Subject } from './route-declaration.ts';
 import { requestRecord } from '../core/request-record.ts';
 import { requestId } from '../operating/request-id.ts';
 import { requestOrigin } from '../core/client-address.ts';
@@ -93,10 +96,8 @@ export interface PipelineOptions {
   pool: pg.Pool;
   secret: string;
   mailer: Mailer;
-  /** read-your-writes across instances and standbys (Rowgate-Consistency) */
-  consistency?: Consistency;
-  /** hot standbys: a GET runs on one that will do (src/db/read-replicas.ts) */
-  reads?: ReadReplicas;
+  /** where a read or a write runs and what its answer carries (Rowgate-Consistency) */
+  placement: Placement;
   /** check every response against its schema (the test suite turns this on) */
   validateResponses: boolean;
   hooks: PipelineHooks;
@@ -110,7 +111,10 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
   // an anonymous endpoint reads no credential: an Authorization header there is
   // not ours to judge (an OAuth2 client's HTTP Basic credentials)
   const anonymous = isAnonymous(route.access);
+  // a browser sends any POST cross-site, whatever it does: the rule for cookies follows the method
   const credentialRule = { kinds: route.access.credentials, changes: route.method !== 'get' };
+  const effect = effectOf(route);
+  // one statement carrying the commit: what a GET answering JSON is written to send
   const startsEarly = route.method === 'get' && route.responseType === undefined;
   // the SQL that asks a policy itself (rowgate.delete_resource) is not asked twice
   const authorization = route.authorize && askedBeforeHandler(route.authorize) ? route.authorize : undefined;
@@ -130,11 +134,14 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
       throw refusal instanceof CredentialOfAnotherKind ? await otherKindRefusal(options.pool, options.secret, refusal) : refusal;
     }
     if (hooks.accepted.length) await run(hooks.accepted, state);
-    // what a read must see: its credential's last write here, or the position it sends (any instance's)
-    const key = state.credential && options.consistency ? credentialKey(state.credential) : undefined;
+    const credential = state.credential;
+    const place = options.placement.place(
+      effect,
+      () => (credential ? credentialKey(credential) : undefined),
+      req.headers['rowgate-consistency'],
+    );
     // what a 403 is recorded with (SPEC §20), filled in as the checks pass
     const denial: DenialFacts = {};
-    const position = route.method === 'get' ? (options.consistency?.required(key, req.headers['rowgate-consistency']) ?? null) : null;
     const transaction = (pool: pg.Pool) =>
       inTransaction(
         pool,
@@ -173,27 +180,22 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
           return result;
         },
         // a write's commit brings back the WAL position its answer carries
-        { deferCommit: route.method === 'get', position: route.method !== 'get' && options.consistency !== undefined },
+        { deferCommit: place.effect === 'reads', position: place.effect === 'writes' && place.positioned },
       );
-    // a read on a standby that will do (a failed one: again on the primary), anything else on the primary
-    const onStandby = route.method === 'get' && options.reads && !options.consistency?.onPrimary(key);
     let result: unknown;
     try {
-      result = onStandby ? await options.reads!.read(position, transaction) : await transaction(options.pool);
+      result = await place.run(transaction);
     } catch (error) {
-      if (state.subject?.settings) await keepDenial(options.pool, state, error, denial);
+      if (state.subject?.settings) await keepDenial(options.pool, route.operationId, state.subject.settings, error, denial);
       throw error;
     }
-    if (route.method !== 'get' && options.consistency) {
-      // a replayed write: what its client must see to read it, as after the write itself (SPEC §19)
-      const token = await options.consistency.written(key, result instanceof Replay ? undefined : state.tx?.position);
-      if (token) res.setHeader(CONSISTENCY_HEADER, token);
-    }
+    // a replayed write: what its client must see to read it, as after the write itself (SPEC §19)
+    if (place.effect === 'writes') await place.committed(res, result instanceof Replay ? undefined : state.tx?.position);
     if (result instanceof Replay) return sendReplay(res, result);
     // a handler that *returns* an error has recorded something that must stay
     // (a failed attempt, a revoked token family): the transaction committed
     if (result instanceof ApiError) {
-      if (state.subject?.settings) await keepDenial(options.pool, state, result, denial);
+      if (state.subject?.settings) await keepDenial(options.pool, route.operationId, state.subject.settings, result, denial);
       throw result;
     }
     send(route, res, result, validateResponses); // 7.
@@ -208,39 +210,6 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
       return Promise.reject(error);
     }
   }
-}
-
-/** What a refused request is recorded with, filled in as its checks pass. */
-interface DenialFacts {
-  /** the input, when valid: what the refused request names */
-  input?: Input;
-  /** the organization the declared policy resolved */
-  organizationId?: string;
-}
-
-/**
- * A 403 on an organization's data, kept after the rollback (SPEC §20). A scope refusal
- * was answered before anything was resolved; the database resolves what it names only
- * to record it, and only in an organization the subject reaches.
- */
-async function keepDenial(pool: pg.Pool, state: RequestState, error: unknown, facts: DenialFacts): Promise<void> {
-  const answer = toApiError(error);
-  if (answer.status !== 403 || !state.subject?.settings) return;
-  const { params, query, body } = facts.input ?? ({} as Partial<Input>);
-  const named =
-    (body as { organization_id?: unknown } | null | undefined)?.organization_id ??
-    (query as { organization_id?: unknown } | null | undefined)?.organization_id;
-  await recordDenial(
-    pool,
-    {
-      operation: state.route.operationId,
-      settings: state.subject.settings,
-      params: params as Record<string, unknown> | undefined,
-      organizationId: facts.organizationId ?? organizationOfDenial(error),
-      namedOrganizationId: Array.isArray(named) && named.length === 1 ? named[0] : named,
-    },
-    answer,
-  );
 }
 
 const refuse = (error: Error): never => {

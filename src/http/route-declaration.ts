@@ -10,6 +10,8 @@ import type { Mailer } from '../core/mail.ts';
 import type { ErrorFormat } from '../core/request-record.ts';
 import type { CredentialKind } from '../auth/tokens.ts';
 import type { SubjectKind } from '../auth/authenticate.ts';
+import type { Effect } from '../db/placement.ts';
+import type { Explanation } from './explanation.ts';
 
 /**
  * Who may call an endpoint: the credential kinds it accepts and the scopes (any of) it needs.
@@ -20,6 +22,9 @@ export interface Access {
   credentials: readonly CredentialKind[];
   scopes: readonly Scope[];
 }
+
+/** What an operation does to the data: its declared effect, else a GET reads and any other method writes. */
+export const effectOf = (r: Pick<RouteBase, 'method' | 'effect'>): Effect => r.effect ?? (r.method === 'get' ? 'reads' : 'writes');
 
 /** Whether an endpoint takes no credential at all. */
 export const isAnonymous = (a: Access) => a.credentials.length === 0;
@@ -89,6 +94,13 @@ interface RouteBase {
   method: 'get' | 'post' | 'patch' | 'delete';
   /** OpenAPI-style path: `/v1/products/{id}` */
   path: string;
+  /**
+   * Whether the operation reads or writes (default: a GET reads, any other method
+   * writes). A read runs where src/db/placement.ts places reads (a standby that will
+   * do), claims no Idempotency-Key and carries no Rowgate-Consistency; a POST that
+   * only reads (a check) says `reads`.
+   */
+  effect?: Effect;
   operationId: string;
   summary: string;
   tag: string;
@@ -138,6 +150,12 @@ export interface ApiRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, 
    * database by the pipeline before the handler runs; the OpenAPI document says it.
    */
   authorize?: Authorization<z.infer<P>>;
+  /**
+   * How the database finds what the operation acts on and which policy it asks
+   * (rowgate_hidden.operations: src/http/operations.ts), where `authorize` does not
+   * say it: lists, creates, reads through row-level security, user-personal endpoints.
+   */
+  explanation?: Explanation;
   /**
    * The answer, sent with `status`. Throwing an error rolls the transaction back;
    * returning an ApiError commits it and then answers the error (a failed attempt

@@ -27,6 +27,7 @@ import {
   UserInfo,
 } from './schemas.ts';
 import { tokenRoutes } from './token-endpoints.ts';
+import { explain } from '../http/explanation.ts';
 
 const clientColumns = `id, client_id, client_name, redirect_uris, array_to_string(scopes, ' ') as scope, token_endpoint_auth_method,
   array['authorization_code', 'refresh_token'] as grant_types, array['code'] as response_types,
@@ -43,6 +44,7 @@ export const oauth2Routes = [
     method: 'post',
     path: '/v1/oauth2/register',
     operationId: 'oauth2:register',
+    explanation: explain.none,
     summary: 'Register an OAuth2 client',
     description:
       "RFC 7591 dynamic registration, by a signed-in user (web session), who owns the client. A confidential client (`client_secret_basic`, `client_secret_post`) gets a `client_secret`, shown once; a public client (`none`) gets none and must use PKCE. Without `scope`, the client may ask for any scope the server supports (the consent page shows what it asks for). Refused metadata is a 400 in RFC 7591's shape: `invalid_redirect_uri` or `invalid_client_metadata`. A user owns at most 100 clients; past them: 403 `NotPermitted` (delete one to make room).",
@@ -72,6 +74,7 @@ export const oauth2Routes = [
     method: 'get',
     path: '/v1/oauth2/clients/',
     operationId: 'oauth2_clients:list',
+    explanation: explain.none,
     summary: 'List your OAuth2 clients',
     tag: 'oauth2',
     access: access.webUserRead,
@@ -84,6 +87,7 @@ export const oauth2Routes = [
     method: 'get',
     path: '/v1/oauth2/clients/{id}',
     operationId: 'oauth2_clients:get',
+    explanation: explain.own('oauth2_clients'),
     summary: 'Get one of your OAuth2 clients',
     tag: 'oauth2',
     access: access.webUserRead,
@@ -97,6 +101,7 @@ export const oauth2Routes = [
     method: 'delete',
     path: '/v1/oauth2/clients/{id}',
     operationId: 'oauth2_clients:delete',
+    explanation: explain.own('oauth2_clients'),
     summary: 'Delete one of your OAuth2 clients',
     description: 'Deletes the client and revokes every token and pending code issued to it.',
     tag: 'oauth2',
@@ -112,6 +117,7 @@ export const oauth2Routes = [
     method: 'get',
     path: '/v1/oauth2/authorize',
     operationId: 'oauth2:authorize',
+    explanation: explain.none,
     summary: 'Ask the signed-in user to authorize a client',
     description:
       'The authorization endpoint (RFC 6749 §4.1.1, PKCE per RFC 7636). Answers an HTML consent page whose form posts to `/v1/oauth2/consent`. Sign in first (`/v1/login-code/…`): the page needs the web session. With `sub_type=organization`, the grant holds only the asked-for scopes whose operations open to organization tokens the user may perform itself in that organization (SPEC §21, as for organization access tokens): the others are left out, the page says how many, and the `scope` of the token answer names what was granted; a request left with no scope is `invalid_scope` naming the permission or policy missing. An unknown client or redirect URI is a 422 shown here, never sent to the redirect URI; any other problem is a 400 HTML page telling the user, whose link back to the client carries `error`, `error_description`, `state` and `iss` (RFC 9700 §4.11.2: clients are registered by any user, so their redirect URIs are not trusted to receive the user unasked).',
@@ -151,6 +157,7 @@ export const oauth2Routes = [
     method: 'post',
     path: '/v1/oauth2/consent',
     operationId: 'oauth2:consent',
+    explanation: explain.none,
     summary: 'Allow or deny a client',
     description:
       "What the consent page posts (form-encoded), or a client of the API sends as JSON: the authorization request's parameters and `action`. Redirects (302) to the redirect URI with `code` and `state`, or with `error=access_denied`. The code is valid 10 minutes, once.",
@@ -186,6 +193,7 @@ export const oauth2Routes = [
     method: 'get',
     path: '/v1/oauth2/userinfo',
     operationId: 'oauth2:userinfo',
+    explanation: explain.none,
     summary: 'The user an access token acts as',
     description: 'Claims about the user (OpenID Connect names; no ID tokens are issued). Organization tokens act for no user: 401.',
     tag: 'oauth2',

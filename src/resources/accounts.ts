@@ -5,6 +5,7 @@ import type { Scope } from '../auth/scopes.ts';
 import { notFound } from '../core/errors.ts';
 import { access, route, writeScopes, type Access } from '../http/route-declaration.ts';
 import { doc, idParams, timestamps, uuid } from '../core/fields.ts';
+import { explain } from '../http/explanation.ts';
 
 /** Finance-read endpoints accept any of these (SPEC §3). */
 export const financeReadScopes: Scope[] = ['transactions_read', 'transactions_write', 'payouts_read', 'payouts_write'];
@@ -59,6 +60,7 @@ export const accountRoutes = [
     method: 'post',
     path: '/v1/accounts/',
     operationId: 'accounts:create',
+    explanation: explain.target('organization:manage'),
     summary: 'Create an account',
     description: 'Users with `organization:manage` on the organization; the creator becomes the account admin.',
     tag: 'accounts',

@@ -8,6 +8,7 @@ import { notFound, validationError, type ValidationIssue } from '../core/errors.
 import { access, type Access, route, type Route } from '../http/route-declaration.ts';
 import { doc, uuid } from '../core/fields.ts';
 import type { SubjectKind } from '../auth/authenticate.ts';
+import { explain } from '../http/explanation.ts';
 
 /** Any valid credential, no scope: what a credential may do is never a secret from it. */
 const anyCredential: Access = {
@@ -146,6 +147,7 @@ export const authorizationRoutes = (routeTable: () => readonly Route[]) => [
     method: 'get',
     path: '/v1/authorization/operations',
     operationId: 'authorization:operations',
+    explanation: explain.none,
     summary: 'List the operations and what authorizes them',
     description:
       'Every `/v1` operation with the scopes, access class, policy and permission that authorize it, as the database holds them.',
@@ -165,7 +167,10 @@ export const authorizationRoutes = (routeTable: () => readonly Route[]) => [
   route({
     method: 'post',
     path: '/v1/authorization/check',
+    // a POST for its body's size: it only reads, and runs where reads run
+    effect: 'reads',
     operationId: 'authorization:check',
+    explanation: explain.none,
     summary: 'Check what requests would answer, and why',
     description:
       "Each check is SPEC §5's order of checks for the operation, computed by the SQL that enforces it: `status` and `error` are what the request (with a valid body) would answer now with this credential; `step` the first check that fails; `reason` the denial sentence. A resource out of reach is a 404 with no reason, like the request.",
@@ -190,6 +195,7 @@ export const authorizationRoutes = (routeTable: () => readonly Route[]) => [
     method: 'get',
     path: '/v1/organizations/{id}/permissions',
     operationId: 'organizations:permissions',
+    explanation: explain.authorized('organization', 'read'),
     summary: "An organization's effective permissions",
     description:
       "The caller's role, permissions and every operation that takes an organization, checked there. `user_id` asks about a member, for holders of `members:manage` whose credential holds `members_read` (otherwise 404).",

@@ -8,6 +8,7 @@ import { access, readScopes, route, writeScopes } from '../http/route-declaratio
 import { doc, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
 import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
+import { explain } from '../http/explanation.ts';
 
 const email = doc(
   z
@@ -109,6 +110,7 @@ export const customerMemberRoutes = [
     method: 'get',
     path: '/v1/customers/{id}/members/{member_id}',
     operationId: 'customer_members:get',
+    explanation: explain.visible('customer_members', { id: 'customer_id', member_id: 'id' }),
     summary: 'Get a member seat',
     tag: 'customer members',
     access: access.organization(...read),
@@ -121,6 +123,7 @@ export const customerMemberRoutes = [
     method: 'patch',
     path: '/v1/customers/{id}/members/{member_id}',
     operationId: 'customer_members:update',
+    explanation: explain.visible('customer_members', { id: 'customer_id', member_id: 'id' }, 'customers:write'),
     summary: 'Update a member seat',
     tag: 'customer members',
     access: access.organization(...write),
@@ -146,6 +149,7 @@ export const customerMemberRoutes = [
     method: 'delete',
     path: '/v1/customers/{id}/members/{member_id}',
     operationId: 'customer_members:delete',
+    explanation: explain.visible('customer_members', { id: 'customer_id', member_id: 'id' }, 'customers:write'),
     summary: 'Remove a member seat',
     description: 'A soft delete: the seat disappears from every API and its member sessions end at once.',
     tag: 'customer members',
@@ -160,6 +164,7 @@ export const customerMemberRoutes = [
     method: 'get',
     path: '/v1/members/',
     operationId: 'customer_members:list_all',
+    explanation: explain.list,
     summary: 'List member seats',
     description: "The member seats of every customer of the subject's organizations.",
     tag: 'customer members',

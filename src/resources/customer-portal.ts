@@ -8,6 +8,7 @@ import { type ListSpec, runList, Where } from './list-statement.ts';
 import { OrderRead, orderSortable } from './orders.ts';
 import { access, route } from '../http/route-declaration.ts';
 import { doc, idParams } from '../core/fields.ts';
+import { explain } from '../http/explanation.ts';
 
 const PortalCustomerUpdate = z
   .strictObject({
@@ -38,6 +39,7 @@ export const customerPortalRoutes = [
     method: 'get',
     path: '/v1/customer-portal/customers/me',
     operationId: 'customer_portal:me',
+    explanation: explain.none,
     summary: 'Get the current customer',
     tag: 'customer-portal',
     access: read,
@@ -49,6 +51,7 @@ export const customerPortalRoutes = [
     method: 'patch',
     path: '/v1/customer-portal/customers/me',
     operationId: 'customer_portal:update_me',
+    explanation: explain.none,
     summary: 'Update the current customer',
     description: 'Customers only; member seats have read-only access (403).',
     tag: 'customer-portal',
@@ -74,6 +77,7 @@ export const customerPortalRoutes = [
     method: 'get',
     path: '/v1/customer-portal/orders/',
     operationId: 'customer_portal:list_orders',
+    explanation: explain.none,
     summary: "List the current customer's orders",
     tag: 'customer-portal',
     access: read,
@@ -88,6 +92,7 @@ export const customerPortalRoutes = [
     method: 'get',
     path: '/v1/customer-portal/orders/{id}',
     operationId: 'customer_portal:get_order',
+    explanation: explain.own('orders'),
     summary: "Get one of the current customer's orders",
     tag: 'customer-portal',
     access: read,

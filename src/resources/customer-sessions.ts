@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { access, route } from '../http/route-declaration.ts';
 import { doc, timestamp, tokenField, uuid } from '../core/fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
+import { explain } from '../http/explanation.ts';
 
 const CustomerSessionCreate = z
   .strictObject({
@@ -30,6 +31,7 @@ export const customerSessionRoutes = [
     method: 'post',
     path: '/v1/customer-sessions/',
     operationId: 'customer_sessions:create',
+    explanation: explain.target('customers:write'),
     summary: 'Create a customer portal session',
     authorize: { resource: 'customer', policy: 'customers:write', field: 'customer_id' },
     tag: 'customer-sessions',

@@ -8,6 +8,7 @@ import { invalidField, notFound } from '../core/errors.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { CustomerRead, CustomerUpdate, customerColumns, deleteCustomer, updateCustomer } from './customers.ts';
 import { doc, uuid } from '../core/fields.ts';
+import { explain } from '../http/explanation.ts';
 
 const externalParams = z.object({
   external_id: doc(z.string().min(1).max(200), "The customer's external id (yours).", 'cus_8f2a61'),
@@ -55,6 +56,7 @@ export const externalCustomerRoutes = [
     method: 'get',
     path: '/v1/customers/external/{external_id}',
     operationId: 'customers:get_external',
+    explanation: explain.visible('customers', { external_id: 'external_id' }),
     summary: 'Get a customer by external id',
     access: access.organization(...readScopes('customers')),
     status: 200,
@@ -68,6 +70,7 @@ export const externalCustomerRoutes = [
     method: 'patch',
     path: '/v1/customers/external/{external_id}',
     operationId: 'customers:update_external',
+    explanation: explain.visible('customers', { external_id: 'external_id' }, 'customers:write'),
     summary: 'Update a customer by external id',
     description: 'As `PATCH /v1/customers/{id}`.',
     access: access.organization(...writeScopes('customers')),
@@ -82,6 +85,7 @@ export const externalCustomerRoutes = [
     method: 'delete',
     path: '/v1/customers/external/{external_id}',
     operationId: 'customers:delete_external',
+    explanation: explain.visible('customers', { external_id: 'external_id' }, 'customers:write'),
     summary: 'Delete a customer by external id',
     description: 'As `DELETE /v1/customers/{id}`; the external id is free again afterwards.',
     access: access.organization(...writeScopes('customers')),

@@ -6,6 +6,7 @@ import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizati
 import { type ListSpec, runList, Where } from './list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
+import { explain } from '../http/explanation.ts';
 
 const email = doc(
   z
@@ -108,6 +109,7 @@ export const customerRoutes = [
     method: 'get',
     path: '/v1/customers/',
     operationId: 'customers:list',
+    explanation: explain.list,
     summary: 'List customers',
     tag: 'customers',
     access: access.organization(...read),
@@ -141,6 +143,7 @@ export const customerRoutes = [
     method: 'get',
     path: '/v1/customers/{id}',
     operationId: 'customers:get',
+    explanation: explain.visible('customers'),
     summary: 'Get a customer',
     tag: 'customers',
     access: access.organization(...read),
@@ -153,6 +156,7 @@ export const customerRoutes = [
     method: 'post',
     path: '/v1/customers/',
     operationId: 'customers:create',
+    explanation: explain.target('customers:write'),
     summary: 'Create a customer',
     description:
       "Needs the `customers:write` permission. The e-mail must be unique among the organization's customers (422 at body.email), and so must the external id among its live customers (422 at body.external_id).",

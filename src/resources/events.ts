@@ -7,6 +7,7 @@ import { access, route } from '../http/route-declaration.ts';
 import { doc, idParams, timestamp, uuid } from '../core/fields.ts';
 import { createdWindow, listQuery, listSchema, multi, organizationFilter, wholeNumber } from './lists.ts';
 import { runList, Where, type ListSpec } from './list-statement.ts';
+import { explain } from '../http/explanation.ts';
 
 const nullableUuid = (description: string) => doc(z.uuid().nullable(), description, '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b');
 
@@ -153,6 +154,7 @@ export const eventRoutes = [
     method: 'get',
     path: '/v1/events/feed',
     operationId: 'events:feed',
+    explanation: explain.list,
     summary: 'Poll the event feed',
     description:
       'Every event the caller may read that the cursor has not handed out yet, each exactly once across polls, in the feed’s order (`feed_position` in GraphQL and SQL). An event appears once no transaction that could still commit an earlier one is open: a poll may hold back committed events while an older write is still running, and never skips one that commits late. Without `after`, the feed starts at the oldest event kept. A cursor older than what retention kept is a 410 `CursorExpired`: start again without `after`.',
@@ -192,6 +194,7 @@ export const eventRoutes = [
     method: 'get',
     path: '/v1/events/',
     operationId: 'events:list',
+    explanation: explain.list,
     summary: 'List events',
     description:
       'Visible exactly to those who may read the resource: transaction events need the `finance:read` permission, account and payout-account events the finance-read policy (payout accounts a web session too), organization access token events `access_tokens:manage`, webhook endpoint events `organization:manage`; the rest every member.',
@@ -227,6 +230,7 @@ export const eventRoutes = [
     method: 'get',
     path: '/v1/events/{id}',
     operationId: 'events:get',
+    explanation: explain.visible('events'),
     summary: 'Get an event',
     tag: 'events',
     access: read,

@@ -23,6 +23,7 @@ export const impersonationRoutes = [
     method: 'post',
     path: '/v1/impersonations/',
     operationId: 'impersonations:create',
+    explanation: { lookup: 'none', policy: 'platform_admin' },
     summary: 'Impersonate a user',
     description:
       'Platform admins only, with their own web session. Answers a web session of the target user that carries only the read scopes, lasts 1 hour, is marked as an impersonation, and sets it as the session cookie.',

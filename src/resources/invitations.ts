@@ -13,6 +13,7 @@ import { doc, timestamp, timestamps, uuid } from '../core/fields.ts';
 import { listQuery, listSchema, multi, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 import { MembershipRead } from './members.ts';
+import { explain } from '../http/explanation.ts';
 
 const STATUSES = ['pending', 'accepted', 'declined', 'revoked', 'expired'] as const;
 const status = doc(
@@ -147,6 +148,8 @@ export const invitationRoutes = [
     method: 'get',
     path: '/v1/invitations/',
     operationId: 'invitations:mine',
+    // an invitation is the invitee's by its address, which the SQL of accept and decline checks (a 404 otherwise)
+    explanation: explain.none,
     summary: 'List the invitations to my address',
     description: 'The pending invitations to the signed-in user’s address.',
     tag: 'invitations',
@@ -164,6 +167,7 @@ export const invitationRoutes = [
     method: 'post',
     path: '/v1/invitations/{id}/accept',
     operationId: 'invitations:accept',
+    explanation: { lookup: 'invitee', resource: 'invitations', match: { id: 'id' } },
     summary: 'Accept an invitation',
     description:
       'Makes the signed-in user a member of the organization with the invitation’s role, at once. Anyone but the invitee, and an invitation expired, revoked or answered, get a 404.',
@@ -192,6 +196,7 @@ export const invitationRoutes = [
     method: 'post',
     path: '/v1/invitations/{id}/decline',
     operationId: 'invitations:decline',
+    explanation: { lookup: 'invitee', resource: 'invitations', match: { id: 'id' } },
     summary: 'Decline an invitation',
     description: 'Anyone but the invitee, and an invitation expired, revoked or answered, get a 404.',
     tag: 'invitations',

@@ -4,12 +4,15 @@
 import { z } from 'zod';
 import { access, route } from '../http/route-declaration.ts';
 import { uuid } from '../core/fields.ts';
+import { explain } from '../http/explanation.ts';
 
 export const leaveRoutes = [
   route({
     method: 'delete',
     path: '/v1/organizations/{id}/members/me',
     operationId: 'members:leave',
+    // leaving: the organization must be in reach; the last-admin rule depends on the data (a 422, not predicted)
+    explanation: explain.visible('organizations'),
     summary: 'Leave an organization',
     description:
       'Ends the signed-in user’s own membership at once. The last admin of an organization cannot leave it (422): make another member admin first.',

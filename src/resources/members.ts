@@ -8,6 +8,7 @@ import type { Tx } from '../db/pool.ts';
 import { type Authorization, authorizeRequest } from '../auth/authorize.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, timestamps, uuid } from '../core/fields.ts';
+import { explain } from '../http/explanation.ts';
 
 const role = doc(
   z.string().min(1).max(50),
@@ -98,6 +99,8 @@ export const memberRoutes = [
     method: 'patch',
     path: '/v1/organizations/{id}/members/{user_id}',
     operationId: 'members:update',
+    // the membership is resolved (404) before the policy (403)
+    explanation: explain.visible('memberships', { id: 'organization_id', user_id: 'user_id' }, 'members_management'),
     summary: "Change a member's role",
     tag: 'members',
     access: access.organization(...writeScopes('members')),
@@ -125,6 +128,7 @@ export const memberRoutes = [
     method: 'delete',
     path: '/v1/organizations/{id}/members/{user_id}',
     operationId: 'members:remove',
+    explanation: explain.visible('memberships', { id: 'organization_id', user_id: 'user_id' }, 'members_management'),
     summary: 'Remove a member',
     description: 'Access ends at once. The membership is kept, soft-deleted.',
     tag: 'members',

@@ -6,6 +6,7 @@ import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizati
 import { runList, Where, type ListSpec } from './list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
+import { explain } from '../http/explanation.ts';
 
 const amount = doc(z.number().int().min(0).max(100_000_000_000), "Amount in the currency's minor unit (cents).", 2500);
 const status = doc(z.enum(['pending', 'paid', 'refunded']), 'pending → paid → refunded; a status only moves forward.', 'paid');
@@ -74,6 +75,7 @@ export const orderRoutes = [
     method: 'get',
     path: '/v1/orders/',
     operationId: 'orders:list',
+    explanation: explain.list,
     summary: 'List orders',
     tag: 'orders',
     access: access.organization(...read),
@@ -111,6 +113,7 @@ export const orderRoutes = [
     method: 'get',
     path: '/v1/orders/{id}',
     operationId: 'orders:get',
+    explanation: explain.visible('orders'),
     summary: 'Get an order',
     tag: 'orders',
     access: access.organization(...read),
@@ -123,6 +126,7 @@ export const orderRoutes = [
     method: 'post',
     path: '/v1/orders/',
     operationId: 'orders:create',
+    explanation: explain.target('orders:write'),
     summary: 'Create an order',
     description: "The organization is the product's; the customer must belong to it (422 at body.customer_id).",
     authorize: { resource: 'product', policy: 'orders:write', field: 'product_id' },

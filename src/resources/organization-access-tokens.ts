@@ -7,6 +7,7 @@ import { access, readScopes, route, writeScopes } from '../http/route-declaratio
 import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from '../core/fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
 import { allowedIpsCreate, allowedIpsRead } from './allowed-ips.ts';
+import { explain } from '../http/explanation.ts';
 
 const OrganizationAccessTokenRead = z
   .object({
@@ -54,6 +55,7 @@ export const organizationAccessTokenRoutes = [
     method: 'get',
     path: '/v1/organization-access-tokens/',
     operationId: 'organization_access_tokens:list',
+    explanation: explain.list,
     summary: 'List organization access tokens',
     description:
       'The tokens of the organizations where the user may manage access tokens; `created_by` narrows to the tokens some users minted.',
@@ -77,6 +79,7 @@ export const organizationAccessTokenRoutes = [
     method: 'post',
     path: '/v1/organization-access-tokens/',
     operationId: 'organization_access_tokens:create',
+    explanation: explain.target('access_token_management'),
     summary: 'Create an organization access token',
     description:
       'A token never exceeds its maker (SPEC §21): each scope\'s operations open to organization tokens must be ones the calling user may perform itself in the organization with a web session (what `GET /v1/organizations/{id}/permissions` answers for it); otherwise 422 at `["body", "scopes", i]` naming the permission or policy missing. The token belongs to the organization: it keeps working when its maker leaves or loses a permission (`created_by` names the maker). An organization holds at most 100 organization access tokens that are not revoked (expired ones count); past them: 403 `NotPermitted` (revoke one to make room). When the organization sets `max_token_lifetime_days`, `expires_in` is required and at most that many days (422 at `body.expires_in` otherwise).',

@@ -5,6 +5,7 @@ import { listQuery, listSchema, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, idParams, timestamps, uuid } from '../core/fields.ts';
+import { explain } from '../http/explanation.ts';
 
 const slug = doc(
   z
@@ -53,6 +54,7 @@ export const organizationRoutes = [
     method: 'get',
     path: '/v1/organizations/',
     operationId: 'organizations:list',
+    explanation: explain.list,
     summary: 'List organizations',
     description: "The organizations the subject reaches: a user's memberships, or the token's own organization.",
     tag: 'organizations',
@@ -70,6 +72,7 @@ export const organizationRoutes = [
     method: 'get',
     path: '/v1/organizations/{id}',
     operationId: 'organizations:get',
+    explanation: explain.visible('organizations'),
     summary: 'Get an organization',
     tag: 'organizations',
     access: access.organization(...readScopes('organizations')),
@@ -86,6 +89,7 @@ export const organizationRoutes = [
     method: 'post',
     path: '/v1/organizations/',
     operationId: 'organizations:create',
+    explanation: explain.none,
     summary: 'Create an organization',
     description: 'The creating user becomes its `admin`.',
     tag: 'organizations',

@@ -6,6 +6,7 @@ import { listQuery, listSchema, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
 import { access, route } from '../http/route-declaration.ts';
 import { doc, idParams, timestamps, uuid } from '../core/fields.ts';
+import { explain } from '../http/explanation.ts';
 
 const type = doc(z.enum(['bank_account', 'stripe', 'open_collective']), 'How the payout is made.', 'bank_account');
 
@@ -33,6 +34,7 @@ export const payoutAccountRoutes = [
     method: 'get',
     path: '/v1/payout-accounts/',
     operationId: 'payout_accounts:list',
+    explanation: explain.list,
     summary: 'List payout accounts',
     description: 'Those of organizations whose account the user administers (finance-read policy).',
     tag: 'payout-accounts',
@@ -59,6 +61,7 @@ export const payoutAccountRoutes = [
     method: 'post',
     path: '/v1/payout-accounts/',
     operationId: 'payout_accounts:create',
+    explanation: explain.target('finance_write'),
     summary: 'Create a payout account',
     description: 'The account admin of the organization only (finance-write policy).',
     tag: 'payout-accounts',

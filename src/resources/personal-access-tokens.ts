@@ -8,6 +8,7 @@ import { access, route } from '../http/route-declaration.ts';
 import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from '../core/fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';
 import { allowedIpsCreate, allowedIpsRead } from './allowed-ips.ts';
+import { explain } from '../http/explanation.ts';
 
 const PersonalAccessTokenRead = z
   .object({
@@ -48,6 +49,7 @@ export const personalAccessTokenRoutes = [
     method: 'get',
     path: '/v1/personal-access-tokens/',
     operationId: 'personal_access_tokens:list',
+    explanation: explain.none,
     summary: 'List personal access tokens',
     tag: 'personal-access-tokens',
     access: access.webUserRead,
@@ -60,6 +62,7 @@ export const personalAccessTokenRoutes = [
     method: 'post',
     path: '/v1/personal-access-tokens/',
     operationId: 'personal_access_tokens:create',
+    explanation: explain.none,
     summary: 'Create a personal access token',
     description:
       'A user holds at most 100 personal access tokens that are not revoked (expired ones count); past them: 403 `NotPermitted` (revoke one to make room).',
@@ -81,6 +84,7 @@ export const personalAccessTokenRoutes = [
     method: 'delete',
     path: '/v1/personal-access-tokens/{id}',
     operationId: 'personal_access_tokens:delete',
+    explanation: explain.own('personal_access_tokens'),
     summary: 'Revoke a personal access token',
     tag: 'personal-access-tokens',
     access: access.webUserWrite,

@@ -6,6 +6,7 @@ import { type ListSpec, runList, Where } from './list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { currency } from './accounts.ts';
 import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
+import { explain } from '../http/explanation.ts';
 
 const name = doc(z.string().trim().min(1).max(200), 'Product name.', 'Pro plan');
 const description = doc(z.string().max(5000).nullable(), 'Longer description; null when none.', 'Everything in Basic, and more.');
@@ -65,6 +66,7 @@ export const productRoutes = [
     method: 'get',
     path: '/v1/products/',
     operationId: 'products:list',
+    explanation: explain.list,
     summary: 'List products',
     tag: 'products',
     access: access.organization(...read),
@@ -102,6 +104,7 @@ export const productRoutes = [
     method: 'get',
     path: '/v1/products/{id}',
     operationId: 'products:get',
+    explanation: explain.visible('products'),
     summary: 'Get a product',
     tag: 'products',
     access: access.organization(...read),
@@ -114,6 +117,7 @@ export const productRoutes = [
     method: 'post',
     path: '/v1/products/',
     operationId: 'products:create',
+    explanation: explain.target('products:write'),
     summary: 'Create a product',
     description: 'Needs the `products:write` permission in the organization.',
     tag: 'products',

@@ -9,6 +9,7 @@ import { access, readScopes, route, writeScopes } from '../http/route-declaratio
 import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
 import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from './lists.ts';
 import { type ListSpec, runList, Where } from './list-statement.ts';
+import { explain } from '../http/explanation.ts';
 
 const amount = doc(
   z.number().int().min(1).max(100_000_000_000),
@@ -65,6 +66,7 @@ export const refundRoutes = [
     method: 'get',
     path: '/v1/refunds/',
     operationId: 'refunds:list',
+    explanation: explain.list,
     summary: 'List refunds',
     description: "The refunds of the subject's organizations: visible to whoever reads their orders (every member), with `refunds_read`.",
     tag: 'refunds',
@@ -89,6 +91,7 @@ export const refundRoutes = [
     method: 'get',
     path: '/v1/refunds/{id}',
     operationId: 'refunds:get',
+    explanation: explain.visible('refunds'),
     summary: 'Get a refund',
     tag: 'refunds',
     access: access.organization(...read),
@@ -101,6 +104,7 @@ export const refundRoutes = [
     method: 'post',
     path: '/v1/refunds/',
     operationId: 'refunds:create',
+    explanation: explain.target('orders:write'),
     summary: 'Refund an order',
     description:
       'Only a `paid` order is refunded (422 at body.order_id), by at most what remains of it (422 at body.amount). Records a `refund` transaction of −amount; the refund that completes the order sets its status to `refunded`. Refunds of one order are taken one at a time, so concurrent ones never exceed it together.',

@@ -6,6 +6,7 @@ import { createdWindow, listQuery, listSchema, multi, organizationFilter } from 
 import { type ListSpec, runList, Where } from './list-statement.ts';
 import { access, route } from '../http/route-declaration.ts';
 import { doc, idParams, timestamps, uuid } from '../core/fields.ts';
+import { explain } from '../http/explanation.ts';
 
 const type = doc(z.enum(['payment', 'refund']), 'payment when an order is paid, refund (negative) when refunded.', 'payment');
 
@@ -38,6 +39,7 @@ export const transactionRoutes = [
     method: 'get',
     path: '/v1/transactions/',
     operationId: 'transactions:list',
+    explanation: explain.list,
     summary: 'List transactions',
     description: permissionFilter,
     tag: 'transactions',
@@ -62,6 +64,7 @@ export const transactionRoutes = [
     method: 'get',
     path: '/v1/transactions/{id}',
     operationId: 'transactions:get',
+    explanation: explain.visible('transactions'),
     summary: 'Get a transaction',
     description: `${permissionFilter} A transaction outside it answers 404, as it is not in the subject's list.`,
     tag: 'transactions',

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { notFound } from '../core/errors.ts';
 import { access, route } from '../http/route-declaration.ts';
 import { doc, timestamps, uuid } from '../core/fields.ts';
+import { explain } from '../http/explanation.ts';
 
 export const UserRead = z
   .object({
@@ -40,6 +41,7 @@ export const userRoutes = [
     method: 'get',
     path: '/v1/users/me',
     operationId: 'users:me',
+    explanation: explain.none,
     summary: 'Get the current user',
     tag: 'users',
     access: access.webUserRead,
@@ -55,6 +57,7 @@ export const userRoutes = [
     method: 'patch',
     path: '/v1/users/me',
     operationId: 'users:update_me',
+    explanation: explain.none,
     summary: 'Update the current user',
     tag: 'users',
     access: access.webUserWrite,
@@ -78,6 +81,7 @@ export const userRoutes = [
     method: 'delete',
     path: '/v1/users/me',
     operationId: 'users:delete_me',
+    explanation: explain.none,
     summary: 'Delete the current user',
     description:
       'Soft-deletes the user and revokes every credential it holds (sessions, tokens). The user leaves every organization, and one of which it is the only member is deleted with it. The last admin of an organization that has other members cannot be deleted (422 naming those organizations): make another member admin, or delete the organization, first.',

@@ -10,6 +10,7 @@ import { urlDenial } from '../webhooks/url-rules.ts';
 import { doc, idParams, timestamp, timestamps, uuid } from '../core/fields.ts';
 import { listQuery, listSchema, multi, organizationFilter } from './lists.ts';
 import { runList, Where, type ListSpec } from './list-statement.ts';
+import { explain } from '../http/explanation.ts';
 
 /** ROWGATE_WEBHOOKS_ALLOW_LOOPBACK=1: loopback URLs, over http too (development, tests) */
 export const loopbackAllowed = () => process.env.ROWGATE_WEBHOOKS_ALLOW_LOOPBACK === '1';
@@ -106,6 +107,7 @@ export const webhookEndpointRoutes = [
     method: 'get',
     path: '/v1/webhook-endpoints/',
     operationId: 'webhook_endpoints:list',
+    explanation: explain.list,
     summary: 'List webhook endpoints',
     description: 'The endpoints of the organizations where the user may manage the organization (`organization:manage`).',
     tag: 'webhooks',
@@ -119,6 +121,7 @@ export const webhookEndpointRoutes = [
     method: 'post',
     path: '/v1/webhook-endpoints/',
     operationId: 'webhook_endpoints:create',
+    explanation: explain.target('organization:manage'),
     summary: 'Create a webhook endpoint',
     description:
       'Finance event types need the right to read them. The answer carries the signing secret, once. An organization has at most 16 endpoints (past them: 403 `NotPermitted`; delete one to make room).',
@@ -190,6 +193,7 @@ export const webhookEndpointRoutes = [
     method: 'delete',
     path: '/v1/webhook-endpoints/{id}',
     operationId: 'webhook_endpoints:delete',
+    explanation: explain.authorized('webhook_endpoint', 'organization:manage'),
     summary: 'Delete a webhook endpoint',
     description: 'Its pending deliveries are dropped.',
     tag: 'webhooks',
@@ -231,6 +235,7 @@ export const webhookEndpointRoutes = [
     method: 'post',
     path: '/v1/webhook-endpoints/{id}/redeliver',
     operationId: 'webhook_endpoints:redeliver',
+    explanation: explain.authorized('webhook_endpoint', 'organization:manage'),
     summary: 'Send an event to an endpoint again',
     description: 'A new delivery of the event (up to 10 attempts), whatever became of the earlier ones.',
     tag: 'webhooks',

@@ -10,6 +10,7 @@ import type { RecentCredentials } from '../auth/recent-credentials.ts';
 import type { Mailer } from '../core/mail.ts';
 import { requestRecord } from '../core/request-record.ts';
 import type { Consistency } from '../db/consistency.ts';
+import { Placement } from '../db/placement.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import { poolStatements } from '../db/pool.ts';
 import { corsMiddleware } from '../http/cors.ts';
@@ -107,8 +108,7 @@ function installRoutes(app: express.Express, options: AppOptions) {
     pool: options.pool,
     secret: options.secret,
     mailer: options.mailer ?? environmentMailer(options.log ?? console.log, options.secret),
-    consistency: options.consistency,
-    reads: options.reads,
+    placement: new Placement({ primary: options.pool, consistency: options.consistency, reads: options.reads }),
     validateResponses: options.validateResponses ?? false,
     hooks: { ...noHooks(), ...options.hooks },
   };

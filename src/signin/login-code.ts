@@ -17,6 +17,7 @@ import { generateToken, hashToken, randomCharacters, randomToken } from '../auth
 import { UserRead } from '../resources/users.ts';
 import { requestClient } from '../core/client-address.ts';
 import { deviceHash, deviceOf, newDevice, setDeviceCookie } from './device-cookie.ts';
+import { explain } from '../http/explanation.ts';
 
 /** 32 letters and digits without the look-alikes I, O, 0 and 1: 8 of them are 40 bits */
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
@@ -190,6 +191,7 @@ export const loginCodeRoutes = [
     method: 'post',
     path: '/v1/auth/logout',
     operationId: 'auth:logout',
+    explanation: explain.none,
     summary: 'Sign out',
     description: 'Revokes the web session of this request server-side and clears the cookie.',
     tag: 'sign-in',
