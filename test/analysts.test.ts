@@ -827,6 +827,8 @@ describe('bypass attempts fail', () => {
         'rowgate_hidden.finance_denial(uuid,boolean)',
         // the names beside an invitation the analyst may see
         'rowgate_hidden.invitation_names(uuid)',
+        // whether an invitation is the analyst's own to answer (rowgate.check of accept and decline)
+        'rowgate_hidden.invitee_invitation_found(uuid)',
         // why a member's removal is refused, in organizations the analyst reaches (rowgate.check)
         'rowgate_hidden.member_removal_denial(uuid,uuid)',
         // whether an organization whose finances the analyst may read has an account (rowgate.check)

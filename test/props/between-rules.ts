@@ -7,7 +7,8 @@
 // database's memberships and roles read as the owner after the step (and kept from the
 // step before):
 //   minted: no organization token carries a scope that opens an operation (one open to
-//     organization tokens) its maker could not perform then, by what
+//     organization tokens: it accepts them and its policy admits an organization) its
+//     maker could not perform then, by what
 //     GET /v1/organizations/{id}/permissions answered for the maker around the mint
 //     (a finance read refused for "Organization has no account" is refused to the
 //     token too, so it does not count);
@@ -34,6 +35,8 @@ import { allRoutes } from '../../src/server/route-table.ts';
 import type { ApiResponse, TestApp } from '../harness.ts';
 
 const ROWS = operationRows(allRoutes(null as never));
+/** the policies that refuse every subject but a user (SPEC §5) */
+const USERS_ONLY_POLICIES = new Set(['members_management', 'access_token_management']);
 const BY_OPERATION = new Map(ROWS.map((r) => [r.operation, r]));
 /** the scopes of organization data (SPEC §3), what an organization token may carry */
 export const ORG_SCOPES = [...new Set(ROWS.filter((r) => r.access_class.startsWith('organization')).flatMap((r) => r.scopes))].sort();
@@ -422,6 +425,9 @@ async function run(app: TestApp, w: World, c: Counters, cmd: Cmd, step: Step): P
       for (const scope of cmd.scopes) {
         for (const row of ROWS) {
           if (row.access_class !== 'organization' || !row.scopes.includes(scope)) continue;
+          // members management and access-token management admit users only (SPEC §5): such an operation is
+          // not open to an organization token, whatever scope it carries
+          if (row.policy !== null && USERS_ONLY_POLICIES.has(row.policy)) continue;
           if (before.status === 200 && !before.body.operations.some((o: { operation: string }) => o.operation === row.operation)) continue;
           invariant(
             c,
