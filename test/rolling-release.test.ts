@@ -1,0 +1,37 @@
+// What `npm run test:rolling` (scripts/test-rolling.ts) runs as the previous
+// release: the commit before the newest committed migration landed, which does not
+// have that migration, and whose node_modules are this checkout's only when this
+// lock installs every package the old one locks, as the old one locks it.
+import { execFileSync } from 'node:child_process';
+import { describe, expect, test } from 'vitest';
+import { installsAllOf, previousRelease } from '../scripts/test-rolling.ts';
+import { projectRoot } from '../src/db/setup.ts';
+
+const git = (...args: string[]) => execFileSync('git', args, { cwd: projectRoot, encoding: 'utf8' }).trim();
+const has = (commit: string, file: string) => git('ls-tree', '--name-only', commit, file) !== '';
+
+describe('the previous release', () => {
+  test('is an ancestor of HEAD without the newest committed migration, and its child has it', () => {
+    const { commit, migration } = previousRelease();
+    const file = `migrations/committed/${migration}`;
+    const newest = git('ls-tree', '--name-only', 'HEAD', 'migrations/committed/').split('\n').sort().at(-1);
+    expect(newest).toBe(file);
+    expect(has(commit, file)).toBe(false);
+    const child = git('rev-list', '--ancestry-path', '--reverse', `${commit}..HEAD`).split('\n')[0]!;
+    expect(has(child, file)).toBe(true);
+  });
+
+  test("reuses this checkout's node_modules only when this lock installs all the old one locks", () => {
+    const lock = (packages: Record<string, { version: string; integrity: string }>) => ({
+      packages: { '': { version: '1' }, ...packages },
+    });
+    const pg8 = { version: '8.1.0', integrity: 'sha512-a' };
+    const old = lock({ 'node_modules/pg': pg8 });
+    expect(
+      installsAllOf(old, lock({ 'node_modules/pg': pg8, 'node_modules/squawk-cli': { version: '2.66.0', integrity: 'sha512-b' } })),
+    ).toBe(true);
+    expect(installsAllOf(old, lock({ 'node_modules/pg': { version: '8.2.0', integrity: 'sha512-c' } }))).toBe(false);
+    expect(installsAllOf(old, lock({ 'node_modules/pg': { ...pg8, integrity: 'sha512-other' } }))).toBe(false);
+    expect(installsAllOf(old, lock({}))).toBe(false);
+  });
+});
