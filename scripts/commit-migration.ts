@@ -6,59 +6,10 @@
 // migrations/current/; committing migrations/current/ itself empties it. Work
 // kept on a branch while main moves on is committed again on top of main's last
 // migration with the same command. Then `npm run db:schema` rewrites data/schema.sql.
-//
-// The file is written in graphile-migrate's committed form: `--! Previous`,
-// `--! Hash` and `--! Message` headers, a blank line, the body. graphile-migrate
-// checks the hash of every committed migration before it runs one, so a file
-// this script got wrong is refused by `migrate` (and by `npm test`), never run.
-import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../src/db/setup.ts';
-
-/** The headers of a migration file: its first lines of the form `--! Key: value` */
-function headersOf(text: string): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const line of text.split('\n')) {
-    const match = /^--! ([A-Z][a-zA-Z0-9_]*)(?::(.*))?$/.exec(line);
-    if (!match) break;
-    headers[match[1]!] = (match[2] ?? '').trim();
-  }
-  return headers;
-}
-
-/** The numbered parts of a folder in order, each after a `--! split: <file>` line, as `graphile-migrate commit` joins current/ */
-function joinParts(folder: string): string {
-  const parts = readdirSync(folder)
-    .filter((name) => !name.startsWith('.') && name.endsWith('.sql'))
-    .map((name) => ({ name, id: Number(/^(\d+)(-[-_a-zA-Z0-9]*)?\.sql$/.exec(name)?.[1] ?? Number.NaN) }));
-  for (const part of parts) if (Number.isNaN(part.id)) throw new Error(`${folder}/${part.name}: a part's name is <number>-<words>.sql`);
-  const ids = new Set(parts.map((p) => p.id));
-  if (ids.size !== parts.length) throw new Error(`${folder}: two parts share a number`);
-  return parts
-    .sort((a, b) => a.id - b.id)
-    .map((part) => {
-      const text = readFileSync(path.join(folder, part.name), 'utf8');
-      if (Object.keys(headersOf(text)).length) throw new Error(`${folder}/${part.name}: a part carries no --! headers`);
-      return `--! split: ${part.name}\n${text.trim()}\n`;
-    })
-    .join('\n');
-}
-
-/** graphile-migrate's chained hash: SHA-1 of the previous migration's hash, a newline and the body */
-const hashOf = (body: string, previous: string | null) =>
-  `sha1:${createHash('sha1')
-    .update(`${`${previous ?? ''}\n${body.trim()}`.trim()}\n`)
-    .digest('hex')}`;
-
-/** The message as a file name: lower case, runs of other characters as one hyphen, at most 60 characters */
-const slugOf = (message: string) =>
-  message
-    .toLowerCase()
-    .replace(/[^a-z0-9_]+/g, '-')
-    .replace(/--+/g, '-')
-    .replace(/(^-+|-+$)/g, '')
-    .substring(0, 60);
+import { hashOf, joinParts, parseMigration, slugOf } from './migration-files.ts';
 
 const [file, message] = process.argv.slice(2);
 if (!file || !message) {
@@ -70,7 +21,7 @@ const committed = readdirSync(folder)
   .filter((name) => /^\d{6}.*\.sql$/.test(name))
   .sort();
 const last = committed.at(-1);
-const previous = last ? (headersOf(readFileSync(path.join(folder, last), 'utf8')).Hash ?? null) : null;
+const previous = last ? (parseMigration(readFileSync(path.join(folder, last), 'utf8')).headers.Hash ?? null) : null;
 const isFolder = statSync(file).isDirectory();
 const body = isFolder ? joinParts(file) : readFileSync(file, 'utf8');
 if (!body.trim()) {

@@ -11,9 +11,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { readCurrentMigration } from 'graphile-migrate/dist/current.js';
-import { isNoTransactionDefined } from 'graphile-migrate/dist/header.js';
-import { parseMigrationText } from 'graphile-migrate/dist/migration.js';
+import { joinParts, parseMigration, runsOutsideTransaction } from './migration-files.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 
@@ -44,8 +42,7 @@ async function readMigration(location: string): Promise<Source> {
   if (!statSync(location).isDirectory()) {
     return { text: readFileSync(location, 'utf8'), place: (line) => ({ file: relative, line }) };
   }
-  // graphile-migrate's reader of current/ ignores its settings argument
-  const text = await readCurrentMigration(undefined as never, { isFile: false, path: location, exists: true });
+  const text = joinParts(location);
   const starts = [...text.split('\n').entries()]
     .map(([index, line]) => ({ index, part: /^--! split: (.+)$/.exec(line)?.[1] }))
     .filter((start): start is { index: number; part: string } => start.part !== undefined);
@@ -133,8 +130,8 @@ export async function lintMigration(location: string): Promise<Finding[]> {
   } catch (error) {
     return [{ file: path.relative(root, location), line: 1, rule: 'unreadable', message: (error as Error).message }];
   }
-  const { body } = parseMigrationText(location, source.text, false);
-  const inTransaction = !isNoTransactionDefined(body);
+  const { body } = parseMigration(source.text);
+  const inTransaction = !runsOutsideTransaction(body);
   const found = [
     ...squawk(source.text, path.relative(root, location), inTransaction).map((f) => ({
       line: f.line,
