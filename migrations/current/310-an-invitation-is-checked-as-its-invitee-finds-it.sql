@@ -56,5 +56,6 @@ end;
 $$;
 
 alter table rowgate_hidden.operations drop constraint operations_lookup_check;
+-- squawk-ignore constraint-missing-not-valid -- rowgate_hidden.operations holds one row per API operation: the scan reads about a hundred rows
 alter table rowgate_hidden.operations add constraint operations_lookup_check
   check (lookup = any (array['none', 'list', 'target', 'authorize', 'visible', 'invitee']));

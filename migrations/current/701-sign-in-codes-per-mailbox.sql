@@ -25,11 +25,12 @@ create index sign_in_networks_signed_in_at on rowgate_private.sign_in_networks (
 
 alter table rowgate_private.login_codes
   add column origin text not null default 'unknown',
-  add column mailed boolean not null default true,
-  add constraint login_codes_origin_check check (length(origin) <= 80);
+  add column mailed boolean not null default true;
+-- Holds for every code written from now on; the codes before have origin 'unknown' (the column's
+-- default), so they are not scanned for.
+alter table rowgate_private.login_codes add constraint login_codes_origin_check check (length(origin) <= 80) not valid;
 comment on column rowgate_private.login_codes.origin is 'Whose mailbox allowance the code spent: unknown, device:<its hash> or network:<cidr>.';
 comment on column rowgate_private.login_codes.mailed is 'False when the mailbox allowance of its origin was spent: the code was stored (the client''s allowance paid for it) but never mailed.';
-create index login_codes_mailbox on rowgate_private.login_codes (email, origin, created_at) where mailed;
 
 create function rowgate_private.mailbox_codes_per_hour()
 returns integer
