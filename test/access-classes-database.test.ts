@@ -13,7 +13,7 @@ import { clearAllPools } from 'graphile-migrate/dist/pgReal.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { grantAnalyst, revokeAnalyst } from '../src/db/analysts.ts';
-import { ensureDatabase, projectRoot } from '../src/db/setup.ts';
+import { ensureDatabase, MIGRATION_SEARCH_PATH, projectRoot } from '../src/db/setup.ts';
 import type { CredentialKind } from '../src/auth/tokens.ts';
 import { withDatabase } from './database-server.ts';
 import { startTestApp, type RequestOptions, type TestApp, type TestUser } from './harness.ts';
@@ -615,7 +615,7 @@ describe('migration 000003 on a database with platform admins', () => {
         await migrate({
           connectionString: ownerUrl,
           migrationsFolder: folder,
-          pgSettings: { search_path: 'pg_catalog' },
+          pgSettings: { search_path: MIGRATION_SEARCH_PATH },
           logger: new Logger(() => () => {}),
         });
       } finally {

@@ -86,11 +86,18 @@ async function copyDatabaseGrants(client: pg.Client, from: string, to: string) {
   }
 }
 
+/**
+ * The search_path migrations run with: pg_catalog first, so PostgreSQL's own
+ * functions win, then rowgate_compat, where db/database.sql puts what 16 and 17
+ * lack (uuidv7). .gmrc says the same for the graphile-migrate command line.
+ */
+export const MIGRATION_SEARCH_PATH = 'pg_catalog, rowgate_compat';
+
 function migrateSettings(ownerUrl: string) {
   return {
     connectionString: ownerUrl,
     migrationsFolder: path.join(projectRoot, 'migrations'),
-    pgSettings: { search_path: 'pg_catalog' },
+    pgSettings: { search_path: MIGRATION_SEARCH_PATH },
     // only warnings and errors: the server's start-up is not the place for a migration log
     logger: new Logger(() => (level, message) => {
       if (level === 'error' || level === 'warning') console.error(`graphile-migrate: ${message}`);
