@@ -20,7 +20,6 @@ export PATH="$PWD/node_modules/.bin:$PATH"
 declare -A PACKAGE=([16]=16.14.0-beta.17 [17]=17.10.0-beta.17)
 TESTS=(
   test/uuidv7.test.ts
-  test/migrations.test.ts
   test/authorization-matrix.test.ts
   test/sql-authorization.test.ts
   test/authorization-check.test.ts

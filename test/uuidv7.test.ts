@@ -73,6 +73,18 @@ describe('uuidv7()', () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
+  test('uuidv7(interval) shifts the time it holds', async () => {
+    const qualified = builtIn ? 'uuidv7' : 'rowgate_compat.uuidv7';
+    const before = Date.now();
+    const { rows } = await client.query<{ id: string; at: Date }>(
+      `select id::text, rowgate_private.uuidv7_time(id) as at from ${qualified}(interval '-35 days') id`,
+    );
+    const shifted = rows[0]!.at.getTime() + 35 * 86_400_000;
+    expect(rows[0]!.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab]/);
+    expect(shifted).toBeGreaterThanOrEqual(before - 1000);
+    expect(shifted).toBeLessThanOrEqual(Date.now() + 1000);
+  });
+
   test.runIf(!builtIn)('increases past a clock that went back', async () => {
     // an hour ahead of the clock, in 4096ths of a millisecond
     const ahead = BigInt(Date.now() + 3_600_000) * 4096n;

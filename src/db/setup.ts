@@ -118,6 +118,7 @@ export async function migrateDatabase(ownerUrl: string) {
       await migrate(migrateSettings(ownerUrl));
       return;
     } catch (error) {
+      if (/function uuidv7\(\) does not exist/.test((error as Error)?.message ?? '')) throw withoutCompat(error as Error);
       if (attempt >= 100 || !/Failed to get exclusive lock/.test((error as Error)?.message ?? '')) throw error;
       // an analyst holding the lock loses its session (analysts take no advisory locks)
       if (attempt === 1) await endAnalystsHoldingLocks(ownerUrl);
@@ -126,6 +127,15 @@ export async function migrateDatabase(ownerUrl: string) {
       clearAllPools();
     }
   }
+}
+
+/** Before 18, the migrations need what db/database.sql makes: say so rather than only which function is missing. */
+function withoutCompat(error: Error) {
+  return new Error(
+    `${error.message}: on PostgreSQL 16 and 17, run db/database.sql as a superuser in this database before migrating ` +
+      '(start-up does when ROOT_DATABASE_URL is set; docs/operations.md)',
+    { cause: error },
+  );
 }
 
 async function endAnalystsHoldingLocks(ownerUrl: string) {
