@@ -30,7 +30,7 @@ prefix="${ROWGATE_PG_MAJORS:-${TMPDIR:-/tmp}/rowgate-pg-majors}"
 
 as_postgres=()
 if [ "$(id -u)" -eq 0 ]; then
-  id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /usr/sbin/nologin postgres
+  id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
   as_postgres=(runuser -u postgres --)
 fi
 
