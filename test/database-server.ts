@@ -1,6 +1,6 @@
 // Which PostgreSQL the suite runs on, in this order:
 //   1. TEST_DATABASE_URL (a superuser URL of a server someone else runs: CI's
-//      second major version, scripts/test-pg15.sh, a DBA's staging cluster);
+//      older majors, scripts/test-pg-majors.sh, a DBA's staging cluster);
 //   2. a testcontainers image `postgres:<major>-alpine` when TEST_PG_VERSION asks
 //      for a major version and a Docker engine is reachable (`npm run test:pg -- 16`);
 //   3. otherwise the embedded package's cluster, in a temporary directory: the
@@ -15,8 +15,8 @@ import { embeddedUrl, openEmbeddedDatabase } from '../src/db/embedded.ts';
 
 export type Source = 'env' | 'testcontainers' | 'embedded';
 
-/** Major versions the migrations support (security_invoker views need 15). */
-export const SUPPORTED_MAJOR_VERSIONS = [15, 16, 17, 18] as const;
+/** Major versions the migrations support: 18, and 16 and 17 with what db/database.sql adds for them (uuidv7). */
+export const SUPPORTED_MAJOR_VERSIONS = [16, 17, 18] as const;
 
 export interface DatabaseServer {
   /** superuser URL of the maintenance database; swap the path for others */

@@ -8,7 +8,7 @@
 // Partitions carry no grants and no interface publishes them: every read goes
 // through the parent's grants and policies.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, expect, inject, test } from 'vitest';
 import { addEventPartitions } from '../src/db/event-partitions.ts';
 import { pruneEvents } from '../src/db/event-retention.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
@@ -54,6 +54,8 @@ const dayFromToday = async (days: number) =>
 /** Which partition holds the event. */
 const partitionOfEvent = async (id: string) =>
   (await app.sql<{ name: string }>('select tableoid::regclass::text as name from rowgate.events where id = $1', [id]))[0]?.name;
+/** A UUIDv7 of now shifted by `by`: PostgreSQL 18's uuidv7(interval), or the set-up's on 16 and 17 (db/database.sql). */
+const uuidv7 = (by: string) => `${inject('serverVersionNum') >= 180000 ? '' : 'rowgate_compat.'}uuidv7(interval '${by}')`;
 /** An event inserted as the owner, with the id and created_at given (SQL expressions). */
 const insertEvent = async (organizationId: string, id: string, createdAt = 'now()') =>
   (
@@ -151,7 +153,7 @@ test('a row lands in the partition of its id’s UTC day; one past the partition
   expect(await partitionOfEvent(lastOfToday)).toBe(`rowgate_partitions.events_${(await dayFromToday(0)).replaceAll('-', '')}`);
   expect(await partitionOfEvent(firstOfTomorrow)).toBe(`rowgate_partitions.events_${(await dayFromToday(1)).replaceAll('-', '')}`);
   // 30 days ahead: no partition yet, the default one takes it; making its day's moves it there
-  const ahead = await insertEvent(B, `uuidv7(interval '30 days')`);
+  const ahead = await insertEvent(B, uuidv7('30 days'));
   expect(await partitionOfEvent(ahead)).toBe('rowgate_partitions.events_default');
   await app.sql(
     `select rowgate_private.add_partition('rowgate.events', 'id', 'events_ahead', rowgate_private.uuidv7_bound(at), rowgate_private.uuidv7_bound(at + interval '24 hours'))
@@ -174,8 +176,8 @@ test('pruning takes the days older than the retention, keeps a day with a pendin
   );
   expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(201);
   // 35 days ago: two events, one delivered (with its attempt) and with its client row
-  const old1 = await insertEvent(A, `uuidv7(interval '-35 days')`, `now() - interval '35 days'`);
-  const old2 = await insertEvent(A, `uuidv7(interval '-35 days')`, `now() - interval '35 days'`);
+  const old1 = await insertEvent(A, uuidv7('-35 days'), `now() - interval '35 days'`);
+  const old2 = await insertEvent(A, uuidv7('-35 days'), `now() - interval '35 days'`);
   const [delivery] = await app.sql<{ id: string }>(
     `insert into rowgate_private.webhook_deliveries (organization_id, endpoint_id, event_id, status, attempts, created_at)
      values ($1, $2, $3, 'succeeded', 1, now() - interval '35 days') returning id`,
@@ -183,7 +185,7 @@ test('pruning takes the days older than the retention, keeps a day with a pendin
   );
   await app.sql(
     `insert into rowgate.webhook_attempts (id, organization_id, endpoint_id, event_id, delivery_id, attempt, status, response_code, duration_ms, created_at)
-     values (uuidv7(interval '-35 days'), $1, $2, $3, $4, 1, 'succeeded', 200, 5, now() - interval '35 days')`,
+     values (${uuidv7('-35 days')}, $1, $2, $3, $4, 1, 'succeeded', 200, 5, now() - interval '35 days')`,
     [A, endpoint.body.id, old1, delivery!.id],
   );
   await app.sql(
@@ -191,15 +193,15 @@ test('pruning takes the days older than the retention, keeps a day with a pendin
     [A, old2],
   );
   // 33 days ago: one event still being delivered, one done
-  const pending = await insertEvent(A, `uuidv7(interval '-33 days')`, `now() - interval '33 days'`);
-  const besidePending = await insertEvent(A, `uuidv7(interval '-33 days')`, `now() - interval '33 days'`);
+  const pending = await insertEvent(A, uuidv7('-33 days'), `now() - interval '33 days'`);
+  const besidePending = await insertEvent(A, uuidv7('-33 days'), `now() - interval '33 days'`);
   await app.sql(
     `insert into rowgate_private.webhook_deliveries (organization_id, endpoint_id, event_id, status, created_at)
      values ($1, $2, $3, 'pending', now() - interval '33 days')`,
     [A, endpoint.body.id, pending],
   );
   // 2 days ago: kept
-  const recent = await insertEvent(A, `uuidv7(interval '-2 days')`, `now() - interval '2 days'`);
+  const recent = await insertEvent(A, uuidv7('-2 days'), `now() - interval '2 days'`);
   const dayOf = (days: number) => `rowgate_partitions.events_past_${days}`;
   expect(await partitionOfEvent(old1)).toBe(dayOf(35));
   expect(await partitionOfEvent(pending)).toBe(dayOf(33));

@@ -10,7 +10,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { ensureDatabase, migrateDatabase, projectRoot } from '../src/db/setup.ts';
+import { ensureDatabase, hardenDatabase, migrateDatabase, projectRoot } from '../src/db/setup.ts';
 import { withDatabase } from './database-server.ts';
 
 /**
@@ -133,6 +133,7 @@ describe('every committed migration, applied to an empty database', () => {
   beforeAll(async () => {
     // what a DBA does: an empty database owned by rowgate_owner, then `graphile-migrate migrate`
     await ensureDatabase(superuserUrl(), fresh);
+    await hardenDatabase(superuserUrl(), fresh);
     await migrateDatabase(asOwner(fresh));
     freshPrint = await fingerprint(asSuperuser(fresh));
     templatePrint = await fingerprint(asSuperuser(inject('template')));
@@ -233,7 +234,9 @@ describe('the deploy path: db status → db migrate → db status, with DATABASE
   afterAll(() => dropDatabase(database));
 
   test('status lists every committed migration as pending (exit 1); migrate applies them; status is clean', async () => {
+    // the one-time set-up a superuser does (db/database.sql); then the owner alone
     await ensureDatabase(superuserUrl(), database);
+    await hardenDatabase(superuserUrl(), database);
     const committed = (await readdir(path.join(projectRoot, 'migrations', 'committed'))).filter((f) => f.endsWith('.sql')).sort();
 
     const before = await dbaCli(['db', 'status'], asOwner(database));

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // `npm run test:pg -- 16 [vitest arguments…]`: the whole suite on the
 // `postgres:16-alpine` image, through testcontainers. Needs a Docker engine;
-// without one it says so and exits 3 (then use TEST_DATABASE_URL, e.g.
-// scripts/test-pg15.sh, which runs a local PostgreSQL 15).
+// without one it says so and exits 3 (then use TEST_DATABASE_URL, as
+// scripts/test-pg-majors.sh does with the embedded package's 16 and 17).
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { projectRoot } from '../src/db/setup.ts';
@@ -28,7 +28,7 @@ if (!(await isDockerReachable())) {
       'and no Docker engine is reachable (DOCKER_HOST, /var/run/docker.sock, ~/.testcontainers.properties).',
       `Without Docker, run a PostgreSQL ${version} yourself and point the suite at it:`,
       `  TEST_DATABASE_URL=postgres://<superuser>:<password>@<host>:<port>/postgres TEST_PG_VERSION=${version} npx vitest run`,
-      "scripts/test-pg15.sh does exactly that with Debian's postgresql-15 (npm run test:pg15).",
+      "scripts/test-pg-majors.sh does that with the embedded package's 16 and 17 (npm run test:pg-majors).",
     ].join('\n'),
   );
   process.exit(3);

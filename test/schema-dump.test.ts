@@ -30,21 +30,20 @@ afterAll(async () => {
   await admin.query(`drop database if exists ${pg.escapeIdentifier(database)} with (force)`).finally(() => admin.end());
 });
 
-/** The object headings (`-- Table rowgate.users`, …): what any major version's dump must list alike. */
+/** The dump but its first line, which names the major version it was written on. */
+const body = (dump: string) => dump.slice(dump.indexOf('\n') + 1);
+/** The object headings (`-- Table rowgate.users`, …). */
 const headings = (dump: string) =>
   dump.split('\n').filter((line) => /^-- (Schema|Type|Table|Sequence|View|Materialized view|Function|Procedure) /.test(line));
-const major = (dump: string) => /on PostgreSQL (\d+)\./.exec(dump)?.[1];
 
 describe('data/schema.sql', () => {
   test('is the schema the committed migrations make', async () => {
     const file = existsSync(FILE) ? await readFile(FILE, 'utf8') : '';
     const dump = await dumpSchema(client);
     expect(headings(dump).length, 'the dump lists the schema').toBeGreaterThan(100);
-    // the deparsers' spelling (constraints, policies, views) can differ between major
-    // versions: on the version the file was written with the text must be identical,
-    // on another one (npm run test:pg15) the same objects must be there
-    if (major(file) === major(dump)) expect(dump, STALE).toBe(file);
-    else expect(headings(dump), STALE).toEqual(headings(file));
+    // the same text on every supported major (16 and 17 in CI: scripts/test-pg-majors.sh),
+    // though 18 wrote the file
+    expect(body(dump), STALE).toBe(body(file));
   });
 
   test('is written the same way twice', async () => {

@@ -14,6 +14,13 @@ import { Logger, migrate, status } from 'graphile-migrate';
 
 export type MigrationsCommand = 'migrate' | 'status';
 
+/**
+ * The search_path migrations run with: pg_catalog first, so PostgreSQL's own
+ * functions win, then rowgate_compat, where db/database.sql puts what 16 and 17
+ * lack (uuidv7). .gmrc says the same for the graphile-migrate command line.
+ */
+export const MIGRATION_SEARCH_PATH = 'pg_catalog, rowgate_compat';
+
 const SELF = fileURLToPath(import.meta.url);
 
 /** Runs `command` against the database at `ownerUrl`, migrations read from `migrationsFolder`; rejects with graphile-migrate's message */
@@ -55,7 +62,7 @@ async function main(command: string | undefined) {
   const settings = {
     connectionString,
     migrationsFolder,
-    pgSettings: { search_path: 'pg_catalog' },
+    pgSettings: { search_path: MIGRATION_SEARCH_PATH },
     // only warnings and errors: the server's start-up is not the place for a migration log
     logger: new Logger(() => (level, message) => {
       if (level === 'error' || level === 'warning') console.error(`graphile-migrate: ${message}`);

@@ -10,8 +10,15 @@ import type pg from 'pg';
 
 type Client = Pick<pg.ClientBase, 'query'>;
 
-/** The schemas shown: every schema but the system's and graphile-migrate's. */
-const SCHEMAS = `n.nspname not like 'pg\\_%' and n.nspname not in ('information_schema', 'graphile_migrate')`;
+/**
+ * The schemas shown: every schema but the system's, graphile-migrate's and
+ * rowgate_compat, which the set-up (db/database.sql) makes on PostgreSQL 16 and
+ * 17 for what 18 has built in.
+ */
+const SCHEMAS = `n.nspname not like 'pg\\_%' and n.nspname not in ('information_schema', 'graphile_migrate', 'rowgate_compat')`;
+
+/** rowgate_compat's functions stand where 18's own are: written as 18's are, the dump is the same on every major. */
+const as18 = (text: string) => text.replaceAll('rowgate_compat.uuidv7()', 'uuidv7()');
 
 /**
  * `grant … to …;` lines of an ACL (the owner's own privileges left out): one
@@ -309,5 +316,5 @@ export async function dumpSchema(client: Client): Promise<string> {
     ...(await functions(client)),
     ...(await eventTriggers(client)),
   ];
-  return `${parts.join('\n')}\n`;
+  return as18(`${parts.join('\n')}\n`);
 }

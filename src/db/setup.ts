@@ -86,6 +86,8 @@ async function copyDatabaseGrants(client: pg.Client, from: string, to: string) {
 /** Where the committed migrations are */
 export const MIGRATIONS_FOLDER = path.join(projectRoot, 'migrations');
 
+export { MIGRATION_SEARCH_PATH } from './migrations-process.ts';
+
 /**
  * Applies the committed migrations (graphile-migrate migrate). graphile-migrate
  * tries its advisory lock once and fails with "Failed to get exclusive lock"
@@ -99,12 +101,22 @@ export async function migrateDatabase(ownerUrl: string, migrationsFolder = MIGRA
       await runMigrations('migrate', ownerUrl, migrationsFolder);
       return;
     } catch (error) {
+      if (/function uuidv7\(\) does not exist/.test((error as Error)?.message ?? '')) throw withoutCompat(error as Error);
       if (attempt >= 100 || !/Failed to get exclusive lock/.test((error as Error)?.message ?? '')) throw error;
       // an analyst holding the lock loses its session (analysts take no advisory locks)
       if (attempt === 1) await endAnalystsHoldingLocks(ownerUrl);
       await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200));
     }
   }
+}
+
+/** Before 18, the migrations need what db/database.sql makes: say so rather than only which function is missing. */
+function withoutCompat(error: Error) {
+  return new Error(
+    `${error.message}: on PostgreSQL 16 and 17, run db/database.sql as a superuser in this database before migrating ` +
+      '(start-up does when ROOT_DATABASE_URL is set; docs/operations.md)',
+    { cause: error },
+  );
 }
 
 async function endAnalystsHoldingLocks(ownerUrl: string) {
