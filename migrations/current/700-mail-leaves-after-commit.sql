@@ -6,9 +6,10 @@
 -- server is sealed under the server secret (sealed_body; subject and body stay null) until it is
 -- sent, and its seal is erased once sent or given up; a development message (no mail server)
 -- keeps its subject and body readable for `npx rowgate mail outbox` and is never sent.
--- squawk-ignore ban-drop-not-null -- the previous release writes both columns and reads them only in development messages, which keep them
 alter table rowgate_private.mail_outbox
+  -- squawk-ignore ban-drop-not-null -- the previous release writes the subject, and reads it only in development messages, which keep it
   alter column subject drop not null,
+  -- squawk-ignore ban-drop-not-null -- the previous release writes the body, and reads it only in development messages, which keep it
   alter column body drop not null,
   add column sealed_body bytea,
   add column due_at timestamptz not null default now(),
