@@ -103,7 +103,8 @@ function decodeCursor(value: string): FeedCursor | 'expired' {
   if (before) return before[1] === undefined ? { position: 0n, at: Number(before[2]) } : 'expired';
   throw invalidField(['query', 'after'], 'Not a cursor this feed handed out');
 }
-const expiredCursor = () => new ApiError(410, 'CursorExpired', 'Events after this cursor may have been pruned; poll again without `after`');
+const expiredCursor = (why = 'Events after this cursor may have been pruned') =>
+  new ApiError(410, 'CursorExpired', `${why}; poll again without \`after\``);
 
 export const EventFeed = z
   .object({
@@ -173,7 +174,7 @@ export const eventRoutes = [
     response: EventFeed,
     handler: async ({ tx, query }) => {
       const after = query.after === undefined ? undefined : decodeCursor(query.after);
-      if (after === 'expired') throw expiredCursor();
+      if (after === 'expired') throw expiredCursor('This cursor names positions the feed has renumbered since');
       const statement = feedStatement(query, after?.position ?? 0n);
       const row = (await tx.one<{
         items: string;
