@@ -55,8 +55,8 @@ export async function benchFeedLatency(
         await new Promise((r) => setTimeout(r, 5));
       }
       waits.push(performance.now() - committedAt);
-      // writes spread over the sequencer's period, not in step with it
-      await new Promise((r) => setTimeout(r, 37));
+      // writes at random points of the sequencer's period, not in step with it
+      await new Promise((r) => setTimeout(r, Math.random() * 200));
     }
   } finally {
     await feed.stop();
