@@ -199,3 +199,47 @@ test('the position is a column analysts and GraphQL read and order by', async ()
   );
   expect(positions.get(last!.id)).toBe(String(last!.feed_position));
 });
+
+test('writers committing in any order while a client polls: every event handed out once, none skipped', async () => {
+  const C = (await app.organization(admin.id)).id;
+  const filter = `organization_id=${C}`;
+  await placed([C]);
+  let cursor = (await drain(undefined, filter)).cursor;
+  const seen: string[] = [];
+  let writing = true;
+  const poller = (async () => {
+    while (writing) {
+      const page = await drain(cursor, filter);
+      seen.push(...page.ids);
+      cursor = page.cursor;
+    }
+  })();
+  const written: string[] = [];
+  // four writers, each transaction holding its event open for a random while: commits land out of id order
+  await Promise.all(
+    Array.from({ length: 4 }, async (_, w) => {
+      const client = await app.owner.connect();
+      try {
+        for (let i = 0; i < 12; i++) {
+          await client.query('begin');
+          const id = await insertEvent(client, C);
+          await new Promise((r) => setTimeout(r, ((w * 7 + i * 13) % 5) * 40));
+          await client.query('commit');
+          written.push(id);
+        }
+      } finally {
+        client.release();
+      }
+    }),
+  ).finally(() => {
+    writing = false;
+  });
+  await poller;
+  const rest = await until(
+    () => drain(cursor, filter),
+    (d) => seen.length + d.ids.length >= written.length,
+  );
+  seen.push(...rest.ids);
+  expect(new Set(seen).size).toBe(seen.length);
+  expect([...seen].sort()).toEqual([...written].sort());
+}, 60_000);
