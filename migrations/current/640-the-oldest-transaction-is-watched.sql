@@ -6,7 +6,7 @@
 -- runs as the owner, and shows no query text, only where the transaction is and who runs it.
 create function rowgate_private.oldest_transaction()
   returns table (age_seconds double precision, pid integer, database text, role text, application_name text, state text)
-  language sql stable security definer
+  language sql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
   select o.age_seconds, o.pid, o.database, o.role, o.application_name, o.state from (
