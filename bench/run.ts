@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [-- --json FILE] [-- --scales 100k,1m,10m] [-- --standby] [-- --only writes,metadata,webhooks,prune]`
+// `npm run bench [-- --quick] [-- --json FILE] [-- --scales 100k,1m,10m] [-- --standby] [-- --only writes,metadata,webhooks,prune,feed]`
 //
 // Measures, in one run on this machine: the REST API against pgbench running the
 // API's own SQL (the database ceiling), pgbench running the straightforward SQL
@@ -10,7 +10,7 @@
 // served by a hot standby; with --only prune, one retention call pruning 10M events
 // (minutes of filling: never run by default). Writes bench/results/<date>.json and .md, and with --json
 // FILE the summary {scenarios, ratios}. --only runs some groups of scenarios (explain: SPEC §20 check of 100 vs 100 requests; reads,
-// writes, metadata, webhooks, standby, prune), for iterating.
+// writes, metadata, webhooks, standby, prune, feed: an event's wait for the feed under an open transaction of another database), for iterating.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -28,6 +28,7 @@ import { hashToken } from '../src/auth/tokens.ts';
 import { ME } from '../src/resources/users.ts';
 import { processTree, readProc } from './process-tree.ts';
 import { deliveryRuns, openWebhookBench } from './webhook-scenarios.ts';
+import { benchFeedLatency } from './feed-latency.ts';
 import {
   type BenchUsers,
   benchUsers,
@@ -65,14 +66,14 @@ const { values: args } = parseArgs({
   },
 });
 
-const GROUPS = ['reads', 'writes', 'metadata', 'webhooks', 'standby', 'explain', 'prune'] as const;
+const GROUPS = ['reads', 'writes', 'metadata', 'webhooks', 'standby', 'explain', 'prune', 'feed'] as const;
 type Group = (typeof GROUPS)[number];
 const only = args.only?.split(',').map((g) => g.trim());
 for (const g of only ?? []) if (!GROUPS.includes(g as Group)) throw new Error(`unknown group ${g}; known: ${GROUPS.join(', ')}`);
 /** the scenarios this run measures: every group but the standby's (--standby) and prune, or those of --only */
 const runs = (group: Group) => (only ? only.includes(group) : group === 'standby' ? args.standby! : group !== 'prune');
 /** the groups measured on the loaded scales (prune fills a database of its own) */
-const atScales = GROUPS.filter((g) => g !== 'prune').some(runs);
+const atScales = GROUPS.filter((g) => g !== 'prune' && g !== 'feed').some(runs);
 
 const quick = args.quick!;
 const scales = (args.scales ?? (quick ? '1m' : '100k,1m,10m')).split(',').map((s) => {
@@ -360,6 +361,11 @@ async function main() {
     }
     if (runs('webhooks')) await benchDeliveries(db, superuser);
     if (runs('prune')) await benchPrune(db, superuser);
+    if (runs('feed')) {
+      const latency = await benchFeedLatency(db, superuser, log);
+      extra.feed_latency_open_foreign_transaction_p50_ms = latency.p50_ms;
+      extra.feed_latency_open_foreign_transaction_p99_ms = latency.p99_ms;
+    }
   } finally {
     for (const child of children) await stopProcess(child);
     if (db.startedHere) await db.stop();
@@ -421,6 +427,9 @@ async function main() {
     standby_read_share: extra.standby_read_share ?? null,
     // issue 34, item 6 (--only prune): seconds of one rowgate_private.prune_events call removing 9M of 10M events (target < 1)
     prune_10m_events_s: extra.prune_10m_events_s ?? null,
+    // SPEC §17: from an event's commit to its feed position while another database holds a transaction open (--only feed)
+    feed_latency_open_foreign_transaction_p50_ms: extra.feed_latency_open_foreign_transaction_p50_ms ?? null,
+    feed_latency_open_foreign_transaction_p99_ms: extra.feed_latency_open_foreign_transaction_p99_ms ?? null,
     prune_10m_events_drop_s: extra.prune_10m_events_drop_s ?? null,
     prune_10m_events_left: extra.prune_10m_events_left ?? null,
     // issue 34: deliveries/s to 50 healthy endpoints with a hanging one beside them, against without it (in turns)

@@ -53,6 +53,26 @@ alter role rowgate_authenticator set idle_in_transaction_session_timeout = '60s'
 -- Timestamps leave the database in UTC, which the server passes on as RFC 3339
 -- text without building a Date (src/db/timestamps.ts); any other zone still works.
 alter role rowgate_authenticator set timezone = 'UTC';
+-- A transaction, however busy, ends: PostgreSQL 17 and later bound a whole transaction
+-- (transaction_timeout), so neither the server's sessions nor an analyst's hold back what
+-- vacuum may remove for longer than this. Analysts' login roles are members of
+-- rowgate_analyst, whose settings they do not inherit: each gets its own (src/db/analysts.ts
+-- sets it when granting; this sets it on those granted before).
+do $transaction_timeout$
+declare
+  r record;
+begin
+  if current_setting('server_version_num')::int >= 170000 then
+    alter role rowgate_authenticator set transaction_timeout = '120s';
+    for r in
+      select m.rolname from pg_auth_members am join pg_roles g on g.oid = am.roleid join pg_roles m on m.oid = am.member
+      where g.rolname = 'rowgate_analyst' and m.rolcanlogin
+    loop
+      execute format('alter role %I set transaction_timeout = %L', r.rolname, '15min');
+    end loop;
+  end if;
+end
+$transaction_timeout$;
 
 -- The authenticator may become any subject role, and nothing else.
 grant rowgate_anonymous, rowgate_user, rowgate_organization, rowgate_customer, rowgate_member

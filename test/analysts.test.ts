@@ -926,9 +926,12 @@ describe("an analyst's limits (SPEC §15)", () => {
   });
 
   test('analysts grant: 5 connections, 60 s statements, 60 s idle transactions by default; its options choose others', async () => {
+    // and a whole transaction's bound where PostgreSQL has one (17+)
+    const [{ version }] = (await superuser(`select current_setting('server_version_num')::int as version`)) as [{ version: number }];
+    const whole = version >= 170000 ? ['transaction_timeout=15min'] : [];
     expect(await roleLimits(analyst.login)).toEqual({
       connection_limit: 5,
-      settings: ['statement_timeout=60000', 'idle_in_transaction_session_timeout=60000'],
+      settings: ['statement_timeout=60000', 'idle_in_transaction_session_timeout=60000', ...whole],
     });
     const chosen = await grant(ann.id, 'chosen', [
       '--connection-limit',
@@ -940,7 +943,7 @@ describe("an analyst's limits (SPEC §15)", () => {
     ]);
     expect(await roleLimits(chosen.login)).toEqual({
       connection_limit: 2,
-      settings: ['statement_timeout=3000', 'idle_in_transaction_session_timeout=4000'],
+      settings: ['statement_timeout=3000', 'idle_in_transaction_session_timeout=4000', ...whole],
     });
     expect(
       await app.sql(

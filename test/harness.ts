@@ -7,6 +7,7 @@ import { createPool } from '../src/db/pool.ts';
 import { Consistency } from '../src/db/consistency.ts';
 import { ensureDatabase } from '../src/db/setup.ts';
 import type { Mailer } from '../src/core/mail.ts';
+import { keepFeed } from '../src/db/event-feed.ts';
 import { outboxMailer } from '../src/signin/mailer.ts';
 import { serve } from '../src/server/start.ts';
 import type { OperatingOptions } from '../src/server/app.ts';
@@ -339,6 +340,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     mailer: options.mailer?.(secret) ?? outboxMailer(() => {}),
     validateResponses: true,
   });
+  // the feed's sequencer, as every server runs it (src/server/start.ts)
+  const feed = keepFeed(pool);
   return new TestApp({
     url: serving.url,
     owner,
@@ -351,6 +354,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     close: async () => {
       serving.server.closeAllConnections();
       await serving.close();
+      await feed.stop();
       await counts.stop();
       await countsPool.end();
       await pool.end();

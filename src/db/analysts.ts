@@ -11,6 +11,9 @@ import pg from 'pg';
 
 export class AnalystError extends Error {}
 
+/** How long an analyst's transaction may last, idle or not, on PostgreSQL 17+ (the same in db/roles.sql). */
+export const ANALYST_TRANSACTION_TIMEOUT = '15min';
+
 /** The analyst role every analyst login is a member of (db/roles.sql). */
 const ANALYST_ROLE = 'rowgate_analyst';
 
@@ -160,6 +163,9 @@ export async function grantAnalyst(options: {
         // rowgate_private.enforce_analyst_limits holds it to these anyway
         await root.query(`alter role ${role} set statement_timeout = ${limits.statementTimeoutMs}`);
         await root.query(`alter role ${role} set idle_in_transaction_session_timeout = ${limits.idleInTransactionTimeoutMs}`);
+        // a whole transaction is bounded too where PostgreSQL can (17+), as db/roles.sql sets it
+        const { rows } = await root.query<{ version: number }>(`select current_setting('server_version_num')::int as version`);
+        if (rows[0]!.version >= 170000) await root.query(`alter role ${role} set transaction_timeout = '${ANALYST_TRANSACTION_TIMEOUT}'`);
         await owner.query(
           `insert into rowgate_private.analysts (login, user_id, connection_limit, statement_timeout_ms, idle_in_transaction_timeout_ms)
            values ($1, $2, $3, $4, $5)`,

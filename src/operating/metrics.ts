@@ -4,7 +4,8 @@
 // template and status (the access log's middleware), the pool's connections at
 // scrape time, refusals by the rate limits and by GraphQL's limits, and each
 // hot standby's replay lag and whether reads go to it (SPEC §19), and the
-// webhook delivery attempts this process made, by outcome (SPEC §17).
+// webhook delivery attempts this process made, by outcome (SPEC §17), and the
+// age of the database server's oldest open transaction (src/db/oldest-transaction.ts).
 import { createServer, type Server } from 'node:http';
 import type pg from 'pg';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
@@ -55,6 +56,12 @@ export class Metrics {
     help: 'Time from sending a webhook to its answer (or to giving up), by outcome',
     labelNames: ['outcome'] as const,
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  readonly oldestTransaction = new Gauge({
+    name: 'rowgate_oldest_transaction_seconds',
+    help: "Age of the PostgreSQL server's oldest transaction holding an xid or a snapshot, in any database (0: none), as last read (every 10 s)",
     registers: [this.registry],
   });
 

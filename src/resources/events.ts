@@ -85,22 +85,27 @@ const eventListSpec: ListSpec = {
 const read = access.organization('events_read');
 
 /**
- * A feed cursor: the position of the last event handed out ('' before the first) and an instant
+ * A feed cursor: the position of the last event handed out (0 before the first) and an instant
  * no later than what it covers (the last event's creation, or the poll that found nothing more),
- * which tells whether retention has pruned past it. Opaque to clients.
+ * which tells whether retention has pruned past it. Opaque to clients. A cursor of the format
+ * that named transactions (`<xid>-<n>|<at>`) points into positions renumbered since: it is
+ * expired; one handed out before any event (`|<at>`) still starts from the beginning.
  */
 interface FeedCursor {
-  position: string;
+  position: bigint;
   at: number;
 }
-const POSITION = /^[0-9]{20}-[0-9]{19}$/;
-const encodeCursor = (c: FeedCursor) => Buffer.from(`${c.position}|${c.at}`).toString('base64url');
-function decodeCursor(value: string): FeedCursor {
-  const [position, at, ...rest] = Buffer.from(value, 'base64url').toString('latin1').split('|');
-  if (rest.length || position === undefined || (position !== '' && !POSITION.test(position)) || !/^[0-9]{1,12}$/.test(at ?? ''))
-    throw invalidField(['query', 'after'], 'Not a cursor this feed handed out');
-  return { position, at: Number(at) };
+const encodeCursor = (c: FeedCursor) => Buffer.from(`p${c.position}.${c.at}`).toString('base64url');
+function decodeCursor(value: string): FeedCursor | 'expired' {
+  const text = Buffer.from(value, 'base64url').toString('latin1');
+  const current = /^p(0|[1-9][0-9]{0,18})\.([0-9]{1,12})$/.exec(text);
+  if (current) return { position: BigInt(current[1]!), at: Number(current[2]) };
+  const before = /^(?:([0-9]{20}-[0-9]{19}))?\|([0-9]{1,12})$/.exec(text);
+  if (before) return before[1] === undefined ? { position: 0n, at: Number(before[2]) } : 'expired';
+  throw invalidField(['query', 'after'], 'Not a cursor this feed handed out');
 }
+const expiredCursor = (why = 'Events after this cursor may have been pruned') =>
+  new ApiError(410, 'CursorExpired', `${why}; poll again without \`after\``);
 
 export const EventFeed = z
   .object({
@@ -108,20 +113,21 @@ export const EventFeed = z
     next_cursor: doc(
       z.string(),
       'Pass it as `after` in the next poll (with the same filters) to get what comes next; opaque.',
-      'MDAwMDAwMDAwMDAwMDAwMDA3NDItMDAwMDAwMDAwMDAwMDAwMDMxMnwxNzYzNzE2MjAw',
+      'cDc0Mi4xNzYzNzE2MjAw',
     ),
   })
   .meta({ id: 'EventFeed', description: 'A poll of the event feed: what the cursor has not handed out yet, and the next cursor.' });
 
 /**
- * One poll of the feed (SPEC §17), one statement. Positions below the horizon (the oldest
- * transaction still running, pg_snapshot_xmin) belong to transactions that have all ended: no
- * event can appear below it later, so a cursor there never skips one and never repeats one.
+ * One poll of the feed (SPEC §17), one statement. Positions are given by the sequencer
+ * (rowgate_private.place_events) after the events' transactions commit, one run at a time:
+ * a position seen by a poll is never followed by a lower one appearing later, so a cursor
+ * never skips an event and never repeats one, and no open transaction holds the feed back.
  * Each reachable organization's range is read through its (organization_id, feed_position)
  * index, and the pages are merged, as the lists are.
  */
-function feedStatement(query: { organization_id?: string | string[]; type?: string | string[]; limit: number }, after: string) {
-  const values: unknown[] = [after, query.limit];
+function feedStatement(query: { organization_id?: string | string[]; type?: string | string[]; limit: number }, after: bigint) {
+  const values: unknown[] = [after.toString(), query.limit];
   const reachable = 'rowgate_hidden.current_organization_ids()';
   const organizations = query.organization_id === undefined ? undefined : [query.organization_id].flat();
   const scope = organizations
@@ -129,12 +135,11 @@ function feedStatement(query: { organization_id?: string | string[]; type?: stri
     : reachable;
   const types = query.type === undefined ? '' : `and type = any($${values.push([query.type].flat())}::text[])`;
   const text = `with scope as (select ${scope} as ids),
-    horizon as (select lpad(pg_snapshot_xmin(pg_current_snapshot())::text, 20, '0') as below),
     page as (
       select top.* from unnest((select ids from scope)::uuid[]) as organization(id)
         cross join lateral (
           select feed_position, ${eventColumns} from rowgate.events
-          where organization_id = organization.id and feed_position > $1::text and feed_position < (select below from horizon) ${types}
+          where organization_id = organization.id and feed_position > $1::bigint ${types}
           order by feed_position limit $2::int
         ) top
       order by top.feed_position limit $2::int
@@ -142,7 +147,7 @@ function feedStatement(query: { organization_id?: string | string[]; type?: stri
     last as (select feed_position, created_at from page order by feed_position desc limit 1)
     select coalesce((select json_agg(p) from (select ${EVENT_FIELDS} from page order by feed_position) p), '[]')::text as items,
       (select count(*) from page)::int as n,
-      (select feed_position from last) as last_position,
+      (select feed_position from last)::text as last_position,
       (select floor(extract(epoch from created_at))::bigint from last) as last_at,
       floor(extract(epoch from now()))::bigint as now_at,
       floor(extract(epoch from rowgate_hidden.events_pruned_before()))::bigint as pruned_before`;
@@ -157,7 +162,7 @@ export const eventRoutes = [
     explanation: explain.list,
     summary: 'Poll the event feed',
     description:
-      'Every event the caller may read that the cursor has not handed out yet, each exactly once across polls, in the feed’s order (`feed_position` in GraphQL and SQL). An event appears once no transaction that could still commit an earlier one is open: a poll may hold back committed events while an older write is still running, and never skips one that commits late. Without `after`, the feed starts at the oldest event kept. A cursor older than what retention kept is a 410 `CursorExpired`: start again without `after`.',
+      'Every event the caller may read that the cursor has not handed out yet, each exactly once across polls, in the feed’s order (`feed_position` in GraphQL and SQL): the order in which events’ transactions become visible to the feed, which looks several times a second. An event is in the feed within a second of its commit, whatever other transactions are open; one whose transaction commits late comes after those handed out before it, never skipped. Without `after`, the feed starts at the oldest event kept. A cursor older than what retention kept, or of the format used before positions were numbered after commit, is a 410 `CursorExpired`: start again without `after`.',
     tag: 'events',
     access: read,
     query: z.strictObject({
@@ -171,7 +176,8 @@ export const eventRoutes = [
     response: EventFeed,
     handler: async ({ tx, query }) => {
       const after = query.after === undefined ? undefined : decodeCursor(query.after);
-      const statement = feedStatement(query, after?.position ?? '');
+      if (after === 'expired') throw expiredCursor('This cursor names positions the feed has renumbered since');
+      const statement = feedStatement(query, after?.position ?? 0n);
       const row = (await tx.one<{
         items: string;
         n: number;
@@ -180,13 +186,12 @@ export const eventRoutes = [
         now_at: string;
         pruned_before: string | null;
       }>(statement.text, statement.values))!;
-      if (after && row.pruned_before !== null && after.at < Number(row.pruned_before))
-        throw new ApiError(410, 'CursorExpired', 'Events after this cursor may have been pruned; poll again without `after`');
-      // a full page: more may follow at once; a short one: everything below the horizon was handed out
+      if (after && row.pruned_before !== null && after.at < Number(row.pruned_before)) throw expiredCursor();
+      // a full page: more may follow at once; a short one: everything placed so far was handed out
       const next: FeedCursor =
         row.n === query.limit
-          ? { position: row.last_position!, at: Number(row.last_at) }
-          : { position: row.last_position ?? after?.position ?? '', at: Number(row.now_at) };
+          ? { position: BigInt(row.last_position!), at: Number(row.last_at) }
+          : { position: row.last_position === null ? (after?.position ?? 0n) : BigInt(row.last_position), at: Number(row.now_at) };
       return { items: JSON.parse(row.items) as unknown[], next_cursor: encodeCursor(next) };
     },
   }),

@@ -16,6 +16,8 @@ import { watchAnalysts } from '../db/analyst-limits.ts';
 import { connect } from '../db/connect.ts';
 import { Consistency } from '../db/consistency.ts';
 import { keepEventPartitions } from '../db/event-partitions.ts';
+import { keepFeed } from '../db/event-feed.ts';
+import { watchOldestTransaction } from '../db/oldest-transaction.ts';
 import { keepEvents } from '../db/event-retention.ts';
 import { keepTeams } from '../db/team-upkeep.ts';
 import { createPool, poolStatements } from '../db/pool.ts';
@@ -227,8 +229,12 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     throw error;
   });
   const analysts = watchAnalysts(pool, { log });
+  // a transaction left open anywhere on the database server is seen (a gauge) and told (a warning)
+  const oldest = watchOldestTransaction(pool, { log, report: metrics ? (seconds) => metrics.oldestTransaction.set(seconds) : undefined });
   // the days ahead get their partitions of events, whether or not retention prunes
   const partitions = keepEventPartitions(pool, { log });
+  // committed events get their feed positions (and their deliveries a lane) within a second
+  const feed = keepFeed(pool, { log });
   const retention =
     config.ROWGATE_EVENT_RETENTION_DAYS === undefined ? undefined : keepEvents(pool, { days: config.ROWGATE_EVENT_RETENTION_DAYS, log });
   // expired invitations marked, the audit trail's client addresses erased when due
@@ -271,9 +277,11 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         metricsServer?.closeAllConnections();
         metricsServer?.close();
         analysts.stop();
+        oldest.stop();
         await counts.stop();
         await countsPool.end();
         await partitions.stop();
+        await feed.stop();
         await retention?.stop();
         await teams.stop();
         await reads?.stop();
