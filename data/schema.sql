@@ -229,7 +229,7 @@ create table rowgate.events (
   audience text not null,
   created_at timestamp with time zone default now() not null,
   previous jsonb,
-  feed_position text collate "C" default ((lpad((pg_current_xact_id())::text, 20, '0'::text) || '-'::text) || lpad((nextval('rowgate_private.event_positions'::regclass))::text, 19, '0'::text)) not null,
+  feed_position bigint,
   constraint events_pkey PRIMARY KEY (organization_id, id),
   constraint events_audience_check CHECK ((audience = ANY (ARRAY['members'::text, 'finance_permission'::text, 'finance_policy'::text, 'payouts'::text, 'access_tokens'::text, 'organization_managers'::text, 'member_managers'::text]))),
   constraint events_type_check CHECK ((type ~ '^[a-z_]+\.[a-z_]+$'::text))
@@ -237,14 +237,15 @@ create table rowgate.events (
 comment on table rowgate.events is '@behavior -insert -update -delete
 What happened to an organization''s data (SPEC §17): one row per change, written with the change.';
 comment on column rowgate.events.previous is 'On a *.updated event, the changed fields'' values before the change; null otherwise.';
-comment on column rowgate.events.feed_position is 'The event''s place in the feed (SPEC §17): its transaction, then its order within it. Order by it to read events as the feed hands them out.';
+comment on column rowgate.events.feed_position is 'The event''s place in the feed (SPEC §17), given once its transaction has committed (null until then, at most about a second). Order by it to read events as the feed hands them out.';
 alter table rowgate.events enable row level security;
 grant select (id, organization_id, type, resource_id, data, actor, request_id, audience, created_at, previous, feed_position) on rowgate.events to rowgate_analyst, rowgate_organization, rowgate_user;
 CREATE INDEX events_id ON ONLY rowgate.events USING btree (id);
 CREATE INDEX events_organization_actor ON ONLY rowgate.events USING btree (organization_id, ((actor ->> 'id'::text)), created_at, id);
 CREATE INDEX events_organization_created ON ONLY rowgate.events USING btree (organization_id, created_at, id);
-CREATE INDEX events_organization_feed ON ONLY rowgate.events USING btree (organization_id, feed_position);
+CREATE INDEX events_organization_feed ON ONLY rowgate.events USING btree (organization_id, feed_position) WHERE (feed_position IS NOT NULL);
 CREATE INDEX events_resource ON ONLY rowgate.events USING btree (resource_id, created_at, id);
+CREATE INDEX events_unplaced ON ONLY rowgate.events USING btree (id) WHERE (feed_position IS NULL);
 create policy select_audience on rowgate.events as permissive for select to rowgate_user, rowgate_organization, rowgate_analyst
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('events_read'::text) AS has_scope) AND
 CASE audience
@@ -435,7 +436,7 @@ create policy select_manage on rowgate.organization_access_tokens as permissive 
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('access_tokens:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('organization_access_tokens_read'::text) AS has_scope)));
 CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__at_most('organization_id', '100', 'true', 'organization', 'organization access tokens', 'revoke');
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization_access_token', 'access_tokens', 'id,organization_id,comment,scopes,expires_at,last_used_at,allowed_ips,created_at,updated_at', 'created_by,deleted_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization_access_token', 'access_tokens', 'id,organization_id,comment,scopes,expires_at,last_used_at,allowed_ips,created_by,created_at,updated_at', 'deleted_at');
 
 -- Table rowgate.organization_roles
 create table rowgate.organization_roles (
@@ -800,7 +801,7 @@ create table rowgate_hidden.operations (
   policy_key text,
   constraint operations_pkey PRIMARY KEY (operation),
   constraint operations_permission_fkey FOREIGN KEY (permission) REFERENCES rowgate.permissions(name),
-  constraint operations_lookup_check CHECK ((lookup = ANY (ARRAY['none'::text, 'list'::text, 'target'::text, 'authorize'::text, 'visible'::text]))),
+  constraint operations_lookup_check CHECK ((lookup = ANY (ARRAY['none'::text, 'list'::text, 'target'::text, 'authorize'::text, 'visible'::text, 'invitee'::text]))),
   constraint operations_method_check CHECK ((method = ANY (ARRAY['GET'::text, 'POST'::text, 'PATCH'::text, 'DELETE'::text])))
 );
 comment on table rowgate_hidden.operations is 'Every /v1 operation of the route table (SPEC §20): its credentials and scopes, how its resource is found (lookup, resource, match) and the policy rowgate_hidden.policy_denial is asked (policy_key).';
@@ -884,27 +885,50 @@ create table rowgate_private.login_codes (
   created_at timestamp with time zone default now() not null,
   attempt_hash bytea not null,
   client text not null,
+  origin text default 'unknown'::text not null,
+  mailed boolean default true not null,
   constraint login_codes_pkey PRIMARY KEY (id),
   constraint login_codes_client_check CHECK ((length(client) <= 64)),
-  constraint login_codes_email_check CHECK (((email = lower(email)) AND (email ~ '^[^@\s]+@[^@\s]+$'::text) AND (length(email) <= 320)))
+  constraint login_codes_email_check CHECK (((email = lower(email)) AND (email ~ '^[^@\s]+@[^@\s]+$'::text) AND (length(email) <= 320))),
+  constraint login_codes_origin_check CHECK ((length(origin) <= 80)) NOT VALID
 );
 comment on column rowgate_private.login_codes.wrong_codes is 'Wrong codes tried with the attempt; at 5 the attempt is over.';
 comment on column rowgate_private.login_codes.attempt_hash is 'The keyed hash of the attempt token the code was issued to: the code works with that attempt only.';
 comment on column rowgate_private.login_codes.client is 'The client address (an IPv6 client''s /64) that asked for the code: its allowance paid for it.';
+comment on column rowgate_private.login_codes.origin is 'Whose mailbox allowance the code spent: unknown, device:<its hash> or network:<cidr>.';
+comment on column rowgate_private.login_codes.mailed is 'False when the mailbox allowance of its origin was spent: the code was stored (the client''s allowance paid for it) but never mailed.';
 CREATE UNIQUE INDEX login_codes_attempt ON rowgate_private.login_codes USING btree (attempt_hash);
 CREATE INDEX login_codes_client ON rowgate_private.login_codes USING btree (client, created_at);
 CREATE INDEX login_codes_email ON rowgate_private.login_codes USING btree (email, created_at);
+CREATE INDEX login_codes_mailbox ON rowgate_private.login_codes USING btree (email, origin, created_at) WHERE mailed;
 
 -- Table rowgate_private.mail_outbox
 create table rowgate_private.mail_outbox (
   id uuid default gen_random_uuid() not null,
   recipient text not null,
-  subject text not null,
-  body text not null,
+  subject text,
+  body text,
   created_at timestamp with time zone default now() not null,
-  constraint mail_outbox_pkey PRIMARY KEY (id)
+  sealed_body bytea,
+  due_at timestamp with time zone default now() not null,
+  attempts integer default 0 not null,
+  lease uuid,
+  leased_until timestamp with time zone,
+  sent_at timestamp with time zone,
+  failed_at timestamp with time zone,
+  last_error text,
+  constraint mail_outbox_pkey PRIMARY KEY (id),
+  constraint mail_outbox_last_error_check CHECK ((length(last_error) <= 500)) NOT VALID,
+  constraint mail_outbox_sealed_or_readable CHECK (((sealed_body IS NULL) OR ((subject IS NULL) AND (body IS NULL)))) NOT VALID
 );
+comment on column rowgate_private.mail_outbox.sealed_body is 'The message (recipient, subject, text) sealed under the server secret, bound to the row''s id; null once sent or given up, and for development messages.';
+comment on column rowgate_private.mail_outbox.due_at is 'When the message may next be claimed (a failed attempt moves it by the sender''s backoff).';
+comment on column rowgate_private.mail_outbox.lease is 'The claim of the sender sending it; its answer is recorded only with that lease.';
+comment on column rowgate_private.mail_outbox.leased_until is 'Past this, a claim that was not recorded is void and the message is claimed again.';
+comment on column rowgate_private.mail_outbox.sent_at is 'When the mail server accepted it.';
+comment on column rowgate_private.mail_outbox.failed_at is 'When its sender gave up after its last attempt failed.';
 CREATE INDEX mail_outbox_created_at ON rowgate_private.mail_outbox USING btree (created_at);
+CREATE INDEX mail_outbox_due ON rowgate_private.mail_outbox USING btree (due_at) WHERE (sealed_body IS NOT NULL);
 
 -- Table rowgate_private.oauth2_access_tokens
 create table rowgate_private.oauth2_access_tokens (
@@ -1012,16 +1036,15 @@ create table rowgate_private.platform_admins (
 CREATE TRIGGER _900_touch_user AFTER INSERT OR DELETE OR UPDATE ON rowgate_private.platform_admins FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_platform_admins__touch_user();
 
 -- Table rowgate_private.rate_limit_counts
-create unlogged table rowgate_private.rate_limit_counts (
+create table rowgate_private.rate_limit_counts (
   policy text not null,
   key text not null,
   window_number bigint not null,
   points integer not null,
-  expires_at timestamp with time zone not null,
-  constraint rate_limit_counts_pkey PRIMARY KEY (policy, key, window_number)
-);
-comment on table rowgate_private.rate_limit_counts is 'Requests let through per rate-limit policy, key (a credential''s hash or a client address) and window, summed over every server.';
-CREATE INDEX rate_limit_counts_expiry ON rowgate_private.rate_limit_counts USING btree (expires_at);
+  slice smallint not null,
+  constraint rate_limit_counts_pkey PRIMARY KEY (policy, key, window_number, slice)
+) partition by list (slice);
+comment on table rowgate_private.rate_limit_counts is 'Requests let through per rate-limit policy, key (a credential''s hash or a client address) and window, summed over every server; in four slices of 15 seconds taken in turn, each emptied whole once its windows are over.';
 
 -- Table rowgate_private.rate_limit_servers
 create unlogged table rowgate_private.rate_limit_servers (
@@ -1067,6 +1090,26 @@ create table rowgate_private.sessions (
 CREATE INDEX sessions_portal_expires_at ON rowgate_private.sessions USING btree (expires_at) WHERE (kind <> 'user'::text);
 CREATE INDEX sessions_user_id ON rowgate_private.sessions USING btree (user_id) WHERE (revoked_at IS NULL);
 
+-- Table rowgate_private.sign_in_devices
+create table rowgate_private.sign_in_devices (
+  email text not null,
+  device_hash bytea not null,
+  signed_in_at timestamp with time zone default now() not null,
+  constraint sign_in_devices_pkey PRIMARY KEY (email, device_hash)
+);
+comment on table rowgate_private.sign_in_devices is 'Browsers that signed in to an address (the keyed hash of their rowgate_device cookie), kept a year after their latest sign-in.';
+CREATE INDEX sign_in_devices_signed_in_at ON rowgate_private.sign_in_devices USING btree (signed_in_at);
+
+-- Table rowgate_private.sign_in_networks
+create table rowgate_private.sign_in_networks (
+  email text not null,
+  network cidr not null,
+  signed_in_at timestamp with time zone default now() not null,
+  constraint sign_in_networks_pkey PRIMARY KEY (email, network)
+);
+comment on table rowgate_private.sign_in_networks is 'Client networks (IPv4 /24, IPv6 /64) that signed in to an address, kept 30 days after their latest sign-in.';
+CREATE INDEX sign_in_networks_signed_in_at ON rowgate_private.sign_in_networks USING btree (signed_in_at);
+
 -- Table rowgate_private.webhook_deliveries
 create table rowgate_private.webhook_deliveries (
   id bigint generated always as identity not null,
@@ -1077,27 +1120,17 @@ create table rowgate_private.webhook_deliveries (
   attempts integer default 0 not null,
   next_attempt_at timestamp with time zone default now() not null,
   created_at timestamp with time zone default now() not null,
-  xid xid8 default pg_current_xact_id() not null,
+  feed_position bigint,
   constraint webhook_deliveries_pkey PRIMARY KEY (organization_id, id),
   constraint webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'paused'::text, 'succeeded'::text, 'failed'::text])))
 );
-comment on column rowgate_private.webhook_deliveries.xid is 'The transaction that queued the delivery: taken into its endpoint''s lane once that transaction has ended, in this order.';
+comment on column rowgate_private.webhook_deliveries.feed_position is 'Its event''s feed position, set when the sequencer takes the delivery into its endpoint''s lane (null until then); first attempts go out in this order.';
 CREATE INDEX webhook_deliveries_endpoint_paused ON rowgate_private.webhook_deliveries USING btree (endpoint_id) WHERE (status = 'paused'::text);
-CREATE INDEX webhook_deliveries_endpoint_pending ON rowgate_private.webhook_deliveries USING btree (endpoint_id, xid, id) WHERE (status = 'pending'::text);
+CREATE INDEX webhook_deliveries_endpoint_pending ON rowgate_private.webhook_deliveries USING btree (endpoint_id, feed_position, id) WHERE ((status = 'pending'::text) AND (feed_position IS NOT NULL));
 CREATE INDEX webhook_deliveries_endpoint_retry ON rowgate_private.webhook_deliveries USING btree (endpoint_id, next_attempt_at) WHERE ((status = 'pending'::text) AND (attempts > 0));
 CREATE INDEX webhook_deliveries_event ON rowgate_private.webhook_deliveries USING btree (event_id);
 CREATE INDEX webhook_deliveries_id ON rowgate_private.webhook_deliveries USING btree (id);
-CREATE INDEX webhook_deliveries_intake ON rowgate_private.webhook_deliveries USING btree (xid, id);
-
--- Table rowgate_private.webhook_intake
-create table rowgate_private.webhook_intake (
-  singleton boolean default true not null,
-  xid xid8 not null,
-  delivery_id bigint not null,
-  constraint webhook_intake_pkey PRIMARY KEY (singleton),
-  constraint webhook_intake_singleton_check CHECK (singleton)
-);
-comment on table rowgate_private.webhook_intake is 'The last delivery (by its transaction, then its id) taken into its endpoint''s lane; those after it are taken once their transactions have ended.';
+CREATE INDEX webhook_deliveries_waiting ON rowgate_private.webhook_deliveries USING btree (id) WHERE ((status = 'pending'::text) AND (feed_position IS NULL));
 
 -- Table rowgate_private.webhook_lanes
 create table rowgate_private.webhook_lanes (
@@ -1123,9 +1156,9 @@ create table rowgate_private.webhook_secrets (
   constraint webhook_secrets_organization_id_endpoint_id_fkey FOREIGN KEY (organization_id, endpoint_id) REFERENCES rowgate.webhook_endpoints(organization_id, id)
 );
 
--- Sequence rowgate_private.event_positions
-create sequence rowgate_private.event_positions as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 100;
-comment on sequence rowgate_private.event_positions is 'The order of events within their transaction (the second half of feed_position).';
+-- Sequence rowgate_private.feed_positions
+create sequence rowgate_private.feed_positions as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1;
+comment on sequence rowgate_private.feed_positions is 'The feed''s positions, handed out by the sequencer (place_events) alone.';
 
 -- View rowgate.colleagues
 create view rowgate.colleagues with (security_barrier=true) as
@@ -1227,8 +1260,8 @@ end;
 $function$;
 grant execute on function rowgate.add_member(uuid,text,text) to rowgate_organization, rowgate_user;
 
--- Function rowgate.authenticate_login_code(text,bytea,bytea,bytea)
-CREATE OR REPLACE FUNCTION rowgate.authenticate_login_code(p_email text, p_code_hash bytea, p_attempt_hash bytea, p_session_token_hash bytea)
+-- Function rowgate.authenticate_login_code(text,bytea,bytea,bytea,text,bytea)
+CREATE OR REPLACE FUNCTION rowgate.authenticate_login_code(p_email text, p_code_hash bytea, p_attempt_hash bytea, p_session_token_hash bytea, p_client text, p_device_hash bytea)
  RETURNS TABLE(status text, id uuid, email text, name text, avatar_url text, is_admin boolean, created_at timestamp with time zone, updated_at timestamp with time zone, session_expires_at timestamp with time zone)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -1240,6 +1273,7 @@ declare
   v_code rowgate_private.login_codes;
   v_user rowgate.users;
   v_session rowgate_private.sessions;
+  v_network cidr := rowgate_private.client_network(p_client);
 begin
   -- the attempt's guesses are counted one after the other, from wherever they come
   select c.* into v_code from rowgate_private.login_codes c where c.attempt_hash = p_attempt_hash for update;
@@ -1262,14 +1296,25 @@ begin
     insert into rowgate.users (email) values (v_email) returning * into v_user;
   end if;
   v_session := rowgate_private.issue_web_session(v_user.id, p_session_token_hash);
+  -- where the owner signs in from: its later requests from there have their own mailbox allowance
+  delete from rowgate_private.sign_in_devices d where d.signed_in_at < now() - interval '1 year';
+  delete from rowgate_private.sign_in_networks n where n.signed_in_at < now() - interval '30 days';
+  if p_device_hash is not null then
+    insert into rowgate_private.sign_in_devices as d (email, device_hash) values (v_email, p_device_hash)
+      on conflict (email, device_hash) do update set signed_in_at = now();
+  end if;
+  if v_network is not null then
+    insert into rowgate_private.sign_in_networks as n (email, network) values (v_email, v_network)
+      on conflict (email, network) do update set signed_in_at = now();
+  end if;
   return query select 'ok'::text, v_user.id, v_user.email, v_user.name, v_user.avatar_url,
     exists (select 1 from rowgate_private.platform_admins a where a.user_id = v_user.id),
     v_user.created_at, v_user.updated_at, v_session.expires_at;
 end;
 $function$;
-comment on function rowgate.authenticate_login_code(text,bytea,bytea,bytea) is '@behavior -*
-Signs in with a login code and the attempt it was issued to: ok with the user and the new session''s expiry, or invalid (a wrong code counts against the attempt; 5 end it).';
-grant execute on function rowgate.authenticate_login_code(text,bytea,bytea,bytea) to rowgate_anonymous;
+comment on function rowgate.authenticate_login_code(text,bytea,bytea,bytea,text,bytea) is '@behavior -*
+Signs in with a login code and the attempt it was issued to: ok with the user and the new session''s expiry (and the browser''s device hash and the client''s network recorded as the account''s), or invalid (a wrong code counts against the attempt; 5 end it).';
+grant execute on function rowgate.authenticate_login_code(text,bytea,bytea,bytea,text,bytea) to rowgate_anonymous;
 
 -- Function rowgate."check"(text,jsonb,uuid)
 CREATE OR REPLACE FUNCTION rowgate."check"(operation text, params jsonb DEFAULT '{}'::jsonb, organization_id uuid DEFAULT NULL::uuid)
@@ -1298,6 +1343,9 @@ declare
   v_unknown text;
   v_denial text;
   v_organization_name text;
+  v_withheld text[];
+  v_first_denial text;
+  v_note text;
 begin
   select c.* into v_client from rowgate.oauth2_clients c join rowgate.users u on u.id = c.user_id
     where c.client_id = p_client_id and c.deleted_at is null and u.deleted_at is null;
@@ -1363,8 +1411,20 @@ begin
         v_client.client_name, null::text[], null::text;
       return;
     end if;
+    select array_agg(d.scope order by d.n), (array_agg(d.message order by d.n))[1] into v_withheld, v_first_denial
+      from rowgate_private.token_scope_denials(p_organization_id, v_scopes, 'oauth2_organization_token') d;
+    if v_withheld is not null then
+      v_scopes := array(select s from unnest(v_scopes) s where not (s = any (v_withheld)) order by s);
+      if cardinality(v_scopes) = 0 then
+        return query select 'invalid_scope'::text, v_first_denial, v_client.client_name, null::text[], null::text;
+        return;
+      end if;
+      v_note := format('%s of the requested scopes %s left out: your role in this organization does not let you use %s yourself',
+        cardinality(v_withheld), case when cardinality(v_withheld) = 1 then 'is' else 'are' end,
+        case when cardinality(v_withheld) = 1 then 'it' else 'them' end);
+    end if;
   end if;
-  return query select 'ok'::text, null::text, v_client.client_name, v_scopes, v_organization_name;
+  return query select 'ok'::text, v_note, v_client.client_name, v_scopes, v_organization_name;
 end;
 $function$;
 comment on function rowgate.check_oauth2_authorization(text,text,text[],uuid,text,text) is '@behavior -*
@@ -1677,6 +1737,7 @@ declare
   v_denial text;
   v_token rowgate.organization_access_tokens;
   v_max_days integer;
+  v_escalation record;
 begin
   perform rowgate_hidden.assert_scope('organization_access_tokens_write');
   if not (p_organization_id = any (rowgate_hidden.current_organization_ids())) then
@@ -1692,6 +1753,12 @@ begin
   end if;
   if not (p_scopes <@ rowgate_hidden.current_scopes()) then
     raise exception 'A token cannot hold a scope its creator does not hold' using errcode = 'RG422', detail = 'body.scopes';
+  end if;
+  select d.n, d.message into v_escalation
+    from rowgate_private.token_scope_denials(p_organization_id, p_scopes, 'organization_access_token') d
+    order by d.n limit 1;
+  if found then
+    raise exception '%', v_escalation.message using errcode = 'RG422', detail = 'body.scopes.' || (v_escalation.n - 1);
   end if;
   select o.max_token_lifetime_days into v_max_days from rowgate.organizations o where o.id = p_organization_id;
   if v_max_days is not null and (p_expires_at is null or p_expires_at > now() + make_interval(secs => v_max_days * 86400)) then
@@ -1873,17 +1940,30 @@ CREATE OR REPLACE FUNCTION rowgate.delete_current_user()
 AS $function$
 declare
   v_user_id uuid := rowgate_hidden.current_user_id();
+  v_orphaned text;
 begin
   perform rowgate_hidden.assert_scope('user:write');
-  update rowgate.users set deleted_at = now() where id = v_user_id and deleted_at is null;
-  if not found then
-    return false;
-  end if;
+  -- the credentials before the memberships: a request made with one of this user's tokens
+  -- holds the token's row (its last use, recorded as it authenticates) before it changes a
+  -- membership, and this keeps that order
   update rowgate_private.sessions set revoked_at = now() where user_id = v_user_id and revoked_at is null;
   update rowgate.personal_access_tokens set deleted_at = now() where user_id = v_user_id and deleted_at is null;
   update rowgate_private.oauth2_access_tokens set revoked_at = now() where user_id = v_user_id and revoked_at is null;
   perform rowgate.delete_oauth2_client(c.id) from rowgate.oauth2_clients c where c.user_id = v_user_id and c.deleted_at is null;
-  return true;
+  perform rowgate_private.lock_user_memberships(v_user_id);
+  select string_agg(format('%s (%s)', o.name, o.id), ', ' order by o.name, o.id) into v_orphaned
+    from rowgate.memberships m join rowgate.organizations o on o.id = m.organization_id
+    where m.user_id = v_user_id and m.role = 'admin' and m.deleted_at is null and o.deleted_at is null
+      and not exists (select 1 from rowgate.memberships a where a.organization_id = m.organization_id
+        and a.role = 'admin' and a.deleted_at is null and a.id <> m.id)
+      and exists (select 1 from rowgate.memberships a where a.organization_id = m.organization_id
+        and a.deleted_at is null and a.id <> m.id);
+  if v_orphaned is not null then
+    raise exception 'You are the last admin of organizations that have other members: %. Make another member admin, or delete those organizations, first', v_orphaned
+      using errcode = 'RG422', detail = 'path';
+  end if;
+  update rowgate.users set deleted_at = now() where id = v_user_id and deleted_at is null;
+  return found;
 end;
 $function$;
 comment on function rowgate.delete_current_user() is '@behavior -*';
@@ -2166,10 +2246,7 @@ begin
   if not found then
     raise exception 'Not found' using errcode = 'RG404';
   end if;
-  -- the organization's admins, locked in one order: two last admins leaving at once are one after the other
-  perform 1 from rowgate.memberships m
-    where m.organization_id = p_organization_id and m.role = 'admin' and m.deleted_at is null
-    order by m.id for update;
+  perform rowgate_private.lock_organization_admins(p_organization_id);
   if v_membership.role = 'admin' and not exists (select 1 from rowgate.memberships m
       where m.organization_id = p_organization_id and m.role = 'admin' and m.deleted_at is null and m.id <> v_membership.id) then
     raise exception 'The last admin cannot leave the organization: make another member admin first'
@@ -2194,6 +2271,21 @@ $function$;
 comment on function rowgate.oauth2_scopes_supported() is '@behavior -*
 The scopes OAuth2 clients may ask for.';
 grant execute on function rowgate.oauth2_scopes_supported() to rowgate_anonymous;
+
+-- Function rowgate.record_mail(uuid,text,bytea)
+CREATE OR REPLACE FUNCTION rowgate.record_mail(p_id uuid, p_to text, p_sealed bytea)
+ RETURNS void
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  -- what was sent or given up a day ago has nothing left to tell
+  delete from rowgate_private.mail_outbox m where m.created_at < now() - interval '1 day' and m.sealed_body is null;
+  insert into rowgate_private.mail_outbox (id, recipient, sealed_body) values (p_id, lower(p_to), p_sealed);
+$function$;
+comment on function rowgate.record_mail(uuid,text,bytea) is '@behavior -*
+Records a sealed message in the writing transaction; a sender sends it after the commit.';
+grant execute on function rowgate.record_mail(uuid,text,bytea) to rowgate_anonymous, rowgate_organization, rowgate_user;
 
 -- Function rowgate.record_outbox_mail(text,text,text)
 CREATE OR REPLACE FUNCTION rowgate.record_outbox_mail(p_to text, p_subject text, p_text text)
@@ -2342,9 +2434,9 @@ comment on function rowgate.register_oauth2_client(text,text,text[],text[],text,
 Registers an OAuth2 client owned by the current user (RFC 7591).';
 grant execute on function rowgate.register_oauth2_client(text,text,text[],text[],text,bytea) to rowgate_user;
 
--- Function rowgate.request_login_code(text,bytea,bytea,text)
-CREATE OR REPLACE FUNCTION rowgate.request_login_code(p_email text, p_code_hash bytea, p_attempt_hash bytea, p_client text)
- RETURNS TABLE(status text, expires_in integer, retry_after integer)
+-- Function rowgate.request_login_code(text,bytea,bytea,text,bytea)
+CREATE OR REPLACE FUNCTION rowgate.request_login_code(p_email text, p_code_hash bytea, p_attempt_hash bytea, p_client text, p_device_hash bytea)
+ RETURNS TABLE(status text, expires_in integer, retry_after integer, mail boolean)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2352,8 +2444,11 @@ AS $function$
 declare
   v_email text := lower(p_email);
   v_lifetime interval := rowgate_private.login_code_lifetime();
+  v_network cidr := rowgate_private.client_network(p_client);
   v_for_address timestamptz;
   v_in_all timestamptz;
+  v_origin text;
+  v_mail boolean;
 begin
   -- two requests of one client at once are counted one after the other
   perform pg_advisory_xact_lock(hashtextextended('rowgate.login_code:' || p_client, 0));
@@ -2368,17 +2463,34 @@ begin
   if v_for_address is not null or v_in_all is not null then
     return query select 'rate_limited'::text, null::integer,
       greatest(1, ceil(extract(epoch from
-        greatest(v_for_address, v_in_all) + interval '1 hour' - now())))::integer;
+        greatest(v_for_address, v_in_all) + interval '1 hour' - now())))::integer, false;
     return;
   end if;
-  insert into rowgate_private.login_codes (email, code_hash, attempt_hash, client, expires_at)
-    values (v_email, p_code_hash, p_attempt_hash, p_client, now() + v_lifetime);
-  return query select 'created'::text, extract(epoch from v_lifetime)::integer, null::integer;
+  -- whose mailbox allowance: the account's own browser, else a network it signed in from lately, else unknown
+  v_origin := case
+    when p_device_hash is not null and exists (
+      select from rowgate_private.sign_in_devices d
+      where d.email = v_email and d.device_hash = p_device_hash and d.signed_in_at > now() - interval '1 year')
+      then 'device:' || encode(p_device_hash, 'hex')
+    when v_network is not null and exists (
+      select from rowgate_private.sign_in_networks n
+      where n.email = v_email and n.network = v_network and n.signed_in_at > now() - interval '30 days')
+      then 'network:' || v_network::text
+    else 'unknown'
+  end;
+  -- requests of one origin from many clients at once are counted one after the other
+  perform pg_advisory_xact_lock(hashtextextended('rowgate.mailbox:' || v_email || ':' || v_origin, 0));
+  v_mail := (select count(*) from rowgate_private.login_codes c
+    where c.email = v_email and c.origin = v_origin and c.mailed and c.created_at > now() - interval '1 hour')
+    < rowgate_private.mailbox_codes_per_hour();
+  insert into rowgate_private.login_codes (email, code_hash, attempt_hash, client, expires_at, origin, mailed)
+    values (v_email, p_code_hash, p_attempt_hash, p_client, now() + v_lifetime, v_origin, v_mail);
+  return query select 'created'::text, extract(epoch from v_lifetime)::integer, null::integer, v_mail;
 end;
 $function$;
-comment on function rowgate.request_login_code(text,bytea,bytea,text) is '@behavior -*
-Stores a login code''s hash for an address and the attempt that asked: created with the seconds it stays valid, or rate_limited (5 codes an hour per client and address, 20 per client) with the seconds until the client may ask again.';
-grant execute on function rowgate.request_login_code(text,bytea,bytea,text) to rowgate_anonymous;
+comment on function rowgate.request_login_code(text,bytea,bytea,text,bytea) is '@behavior -*
+Stores a login code''s hash for an address and the attempt that asked: created with the seconds it stays valid and whether to mail it (10 an hour per address and origin: unknown, the device cookie''s browser, a network that signed in lately), or rate_limited (5 codes an hour per client and address, 20 per client) with the seconds until the client may ask again.';
+grant execute on function rowgate.request_login_code(text,bytea,bytea,text,bytea) to rowgate_anonymous;
 
 -- Function rowgate.revoke_current_session()
 CREATE OR REPLACE FUNCTION rowgate.revoke_current_session()
@@ -2771,7 +2883,8 @@ declare
   v_unknown record;
   v_lookup record;
   v_where text;
-  v_has_organization boolean;
+  -- the column of a looked-up row that names its organization: an organization is its own
+  v_organization_column text;
   v_rows jsonb;
   -- the items a resource lookup found, by their place: the resource's organization (null when it has none)
   v_found jsonb := '{}';
@@ -2801,15 +2914,19 @@ begin
       into v_where
       from jsonb_each_text(v_lookup.match) m
       join pg_attribute a on a.attrelid = format('rowgate.%I', v_lookup.resource)::regclass and a.attname = m.value;
-    v_has_organization := exists (select from pg_attribute a
-      where a.attrelid = format('rowgate.%I', v_lookup.resource)::regclass and a.attname = 'organization_id' and not a.attisdropped);
+    v_organization_column := case
+      when v_lookup.resource = 'organizations' then 'id'
+      when exists (select from pg_attribute a
+        where a.attrelid = format('rowgate.%I', v_lookup.resource)::regclass and a.attname = 'organization_id' and not a.attisdropped)
+        then 'organization_id'
+    end;
     execute format(
         'select coalesce(jsonb_object_agg(i.n, x.organization_id), ''{}'')
          from jsonb_to_recordset($1) i(n bigint, params jsonb, organization_id uuid)
            cross join lateral (select %s as organization_id from rowgate.%I r
              where %s and (i.organization_id is null or %s = i.organization_id) limit 1) x',
-        case when v_has_organization then 'r.organization_id' else 'null::uuid' end, v_lookup.resource, v_where,
-        case when v_has_organization then 'r.organization_id' else 'i.organization_id' end)
+        coalesce('r.' || quote_ident(v_organization_column), 'null::uuid'), v_lookup.resource, v_where,
+        coalesce('r.' || quote_ident(v_organization_column), 'i.organization_id'))
       into v_rows using v_lookup.items;
     v_found := v_found || v_rows;
   end loop;
@@ -2841,6 +2958,8 @@ begin
         when 'list' then i.named is null or i.named = any ((select rowgate_hidden.current_organization_ids())::uuid[])
         when 'target' then coalesce(coalesce(i.named, v_subject_organization_id) = any ((select rowgate_hidden.current_organization_ids())::uuid[]), false)
         when 'visible' then v_found ? i.n::text
+        -- an invitation is found only by its invitee, and concerns no organization the caller reaches
+        when 'invitee' then rowgate_hidden.invitee_invitation_found((i.params ->> 'id')::uuid)
       end,
       case (i.op).lookup
         when 'list' then i.named
@@ -2947,13 +3066,16 @@ begin
       from jsonb_array_elements(rowgate_hidden.check_batch(p_checks)) with ordinality a(value, n)), '[]');
   end if;
   v_may := rowgate_hidden.current_subject_kind() = 'user' and rowgate_hidden.has_scope('members_read');
-  v_first := rowgate_hidden.check_batch(p_checks, true);
-  select array_agg(a.n order by a.n) into v_asked
-    from jsonb_array_elements(v_first) with ordinality a(value, n)
-    where v_may and a.value ->> 'organization_id' is not null and (a.value ->> 'status')::int <> 404
-      and rowgate_hidden.has_permission((a.value ->> 'organization_id')::uuid, 'members:manage')
-      and exists (select from rowgate.memberships m
-        where m.organization_id = (a.value ->> 'organization_id')::uuid and m.user_id = p_user_id);
+  -- any other subject may not ask: nothing is looked up for it (its role reads no user's data), every item is a 404
+  if v_may then
+    v_first := rowgate_hidden.check_batch(p_checks, true);
+    select array_agg(a.n order by a.n) into v_asked
+      from jsonb_array_elements(v_first) with ordinality a(value, n)
+      where a.value ->> 'organization_id' is not null and (a.value ->> 'status')::int <> 404
+        and rowgate_hidden.has_permission((a.value ->> 'organization_id')::uuid, 'members:manage')
+        and exists (select from rowgate.memberships m
+          where m.organization_id = (a.value ->> 'organization_id')::uuid and m.user_id = p_user_id);
+  end if;
   if v_asked is not null then
     v_saved := rowgate_hidden.become_web_session(p_user_id);
     -- each item asked in the organization the caller's own look found, and nowhere else: a resource
@@ -3408,6 +3530,31 @@ $function$;
 comment on function rowgate_hidden.invitation_names(uuid) is '@behavior -*
 The organization''s and the inviter''s names of an invitation the caller may see.';
 grant execute on function rowgate_hidden.invitation_names(uuid) to rowgate_analyst, rowgate_user;
+
+-- Function rowgate_hidden.invitee_invitation_found(uuid)
+CREATE OR REPLACE FUNCTION rowgate_hidden.invitee_invitation_found(p_id uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select exists (select from rowgate.invitations i where i.id = p_id and rowgate_hidden.is_invitee_invitation(i));
+$function$;
+comment on function rowgate_hidden.invitee_invitation_found(uuid) is 'Whether the invitation p_id is the current user''s to accept or decline: the lookup `invitee` of a check (SPEC §20).';
+grant execute on function rowgate_hidden.invitee_invitation_found(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.is_invitee_invitation(rowgate.invitations)
+CREATE OR REPLACE FUNCTION rowgate_hidden.is_invitee_invitation(p_invitation rowgate.invitations)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select p_invitation.email = rowgate_hidden.current_user_email()
+    and p_invitation.status = 'pending' and p_invitation.expires_at > now()
+    and exists (select from rowgate.organizations o where o.id = p_invitation.organization_id and o.deleted_at is null);
+$function$;
+comment on function rowgate_hidden.is_invitee_invitation(rowgate.invitations) is 'Whether the invitation is the current user''s to answer: to its address, pending, unexpired, of a live organization (SPEC §21).';
 
 -- Function rowgate_hidden.member_removal_denial(uuid,uuid)
 CREATE OR REPLACE FUNCTION rowgate_hidden.member_removal_denial(p_organization_id uuid, p_user_id uuid)
@@ -4083,6 +4230,29 @@ begin
 end;
 $function$;
 
+-- Function rowgate_private.claim_mail(integer,interval)
+CREATE OR REPLACE FUNCTION rowgate_private.claim_mail(p_limit integer, p_lease interval)
+ RETURNS TABLE(id uuid, lease uuid, attempts integer, sealed_body bytea)
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  with due as (
+    select m.id from rowgate_private.mail_outbox m
+    where m.sealed_body is not null and m.due_at <= now() and (m.leased_until is null or m.leased_until <= now())
+    order by m.due_at
+    limit p_limit
+    for update skip locked
+  )
+  update rowgate_private.mail_outbox m
+  set lease = gen_random_uuid(), leased_until = now() + p_lease, attempts = m.attempts + 1
+  from due
+  where m.id = due.id
+  returning m.id, m.lease, m.attempts, m.sealed_body;
+$function$;
+comment on function rowgate_private.claim_mail(integer,interval) is 'Leases up to p_limit due messages for p_lease; commit before sending. Each outcome is recorded with record_mail_attempt and its lease.';
+grant execute on function rowgate_private.claim_mail(integer,interval) to rowgate_authenticator;
+
 -- Function rowgate_private.claim_webhook_deliveries(integer,interval)
 CREATE OR REPLACE FUNCTION rowgate_private.claim_webhook_deliveries(p_limit integer, p_lease interval)
  RETURNS TABLE(delivery_id bigint, lease uuid, attempt integer, failures integer, organization_id uuid, endpoint_id uuid, url text, sealed_secret bytea, event_id uuid, type text, resource_id uuid, data jsonb, actor jsonb, request_id text, created_at timestamp with time zone, previous jsonb)
@@ -4091,7 +4261,6 @@ CREATE OR REPLACE FUNCTION rowgate_private.claim_webhook_deliveries(p_limit inte
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
 declare
-  v_horizon xid8 := pg_snapshot_xmin(pg_current_snapshot());
   v_lane rowgate_private.webhook_lanes;
   v_endpoint record;
   v_secret bytea;
@@ -4103,7 +4272,13 @@ begin
   if p_lease < interval '1 second' then
     raise exception 'a lease lasts at least a second' using errcode = '22023';
   end if;
-  perform rowgate_private.take_webhook_deliveries_in(v_horizon);
+  -- a sender running alone (no API server beside it) still sees its deliveries placed; a
+  -- sequencer kept waiting on a lane (lock_timeout) leaves the placing to its next run
+  begin
+    perform rowgate_private.place_events(1000);
+  exception when lock_not_available then
+    null;
+  end;
   for v_lane in
     select l.* from rowgate_private.webhook_lanes l
     where l.due_at <= now()
@@ -4150,8 +4325,8 @@ begin
         if v_delivery.id is null then
           select d.* into v_delivery from rowgate_private.webhook_deliveries d
             where d.endpoint_id = v_lane.endpoint_id and d.organization_id = v_lane.organization_id
-              and d.status = 'pending' and d.attempts = 0 and d.xid < v_horizon
-            order by d.xid, d.id
+              and d.status = 'pending' and d.attempts = 0 and d.feed_position is not null
+            order by d.feed_position, d.id
             limit 1;
         end if;
         exit when v_delivery.id is null;
@@ -4218,6 +4393,25 @@ AS $function$
   where false;
 $function$;
 grant execute on function rowgate_private.claim_webhook_delivery() to rowgate_authenticator;
+
+-- Function rowgate_private.client_network(text)
+CREATE OR REPLACE FUNCTION rowgate_private.client_network(p_client text)
+ RETURNS cidr
+ LANGUAGE plpgsql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_address inet;
+begin
+  v_address := p_client::inet;
+  return network(set_masklen(v_address, case when family(v_address) = 4 then 24 else 64 end))::cidr;
+exception when invalid_text_representation then
+  -- a client that is no IP address (a socket already closed) is of no network
+  return null;
+end;
+$function$;
+comment on function rowgate_private.client_network(text) is 'The network a client address belongs to for sign-in origins: its IPv4 /24 or IPv6 /64; null for what is no address.';
 
 -- Function rowgate_private.end_webhook_attempt(uuid,bigint,boolean,integer,integer,text,interval)
 CREATE OR REPLACE FUNCTION rowgate_private.end_webhook_attempt(p_organization_id uuid, p_delivery_id bigint, p_succeeded boolean, p_response_code integer, p_duration_ms integer, p_error text, p_retry_delay interval)
@@ -4336,17 +4530,18 @@ begin
     on conflict (id) do update set seen_at = excluded.seen_at;
   select count(*)::integer into v_servers from rowgate_private.rate_limit_servers s
     where s.seen_at > now() - interval '10 seconds';
-  insert into rowgate_private.rate_limit_counts as c (policy, key, window_number, points, expires_at)
-    select d.policy, d.key, d.window_number, d.points, now() + make_interval(secs => d.expires_in)
-    from unnest(p_policies, p_keys, p_windows, p_points, p_expires_in) as d(policy, key, window_number, points, expires_in)
+  insert into rowgate_private.rate_limit_counts as c (policy, key, window_number, points, slice)
+    select d.policy, d.key, d.window_number, d.points, rowgate_private.rate_limit_slice(now())
+    from unnest(p_policies, p_keys, p_windows, p_points) as d(policy, key, window_number, points)
     where d.points <> 0
     order by d.policy, d.key, d.window_number
-    on conflict (policy, key, window_number) do update set points = c.points + excluded.points;
+    on conflict (policy, key, window_number, slice) do update set points = c.points + excluded.points;
   return query
-    select d.policy, d.key, d.window_number, coalesce(c.points, 0), v_servers
+    select d.policy, d.key, d.window_number,
+      coalesce((select sum(c.points)::integer from rowgate_private.rate_limit_counts c
+        where c.policy = d.policy and c.key = d.key and c.window_number = d.window_number), 0),
+      v_servers
     from unnest(p_policies, p_keys, p_windows) with ordinality as d(policy, key, window_number, n)
-    left join rowgate_private.rate_limit_counts c
-      on c.policy = d.policy and c.key = d.key and c.window_number = d.window_number
     order by d.n;
   return query select null::text, null::text, null::bigint, null::integer, v_servers;
 end;
@@ -4423,9 +4618,8 @@ begin
   if rowgate_hidden.current_credential_kind() is distinct from 'web_session' then
     raise exception 'Not found' using errcode = 'RG404';
   end if;
-  select i.* into v_invitation from rowgate.invitations i join rowgate.organizations o on o.id = i.organization_id
-    where i.id = p_id and i.email = rowgate_hidden.current_user_email()
-      and i.status = 'pending' and i.expires_at > now() and o.deleted_at is null
+  select i.* into v_invitation from rowgate.invitations i
+    where i.id = p_id and rowgate_hidden.is_invitee_invitation(i)
     for update of i;
   if not found then
     raise exception 'Not found' using errcode = 'RG404';
@@ -4521,6 +4715,38 @@ $function$;
 comment on function rowgate_private.leave_rate_limit_counts(uuid) is 'Removes a stopping server from those sharing rate-limit allowances.';
 grant execute on function rowgate_private.leave_rate_limit_counts(uuid) to rowgate_authenticator;
 
+-- Function rowgate_private.lock_organization_admins(uuid)
+CREATE OR REPLACE FUNCTION rowgate_private.lock_organization_admins(p_organization_id uuid)
+ RETURNS void
+ LANGUAGE sql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('rowgate admins ' || p_organization_id::text, 0));
+$function$;
+comment on function rowgate_private.lock_organization_admins(uuid) is 'The organization''s admin lock: held by whoever decides that another admin remains.';
+
+-- Function rowgate_private.lock_user_memberships(uuid)
+CREATE OR REPLACE FUNCTION rowgate_private.lock_user_memberships(p_user_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_organization_id uuid;
+begin
+  for v_organization_id in
+    select m.organization_id from rowgate.memberships m
+      where m.user_id = p_user_id and m.deleted_at is null order by m.organization_id
+  loop
+    perform 1 from rowgate.memberships m
+      where m.user_id = p_user_id and m.organization_id = v_organization_id and m.deleted_at is null
+      for update;
+    perform rowgate_private.lock_organization_admins(v_organization_id);
+  end loop;
+end;
+$function$;
+comment on function rowgate_private.lock_user_memberships(uuid) is 'Locks a user''s memberships and their organizations'' admin locks in the one order (SPEC §21).';
+
 -- Function rowgate_private.login_code_lifetime()
 CREATE OR REPLACE FUNCTION rowgate_private.login_code_lifetime()
  RETURNS interval
@@ -4539,6 +4765,40 @@ CREATE OR REPLACE FUNCTION rowgate_private.login_code_wrong_codes_allowed()
  IMMUTABLE PARALLEL SAFE
 AS $function$ select 5 $function$;
 comment on function rowgate_private.login_code_wrong_codes_allowed() is 'Wrong codes an attempt allows before its code is dead.';
+
+-- Function rowgate_private.mailbox_codes_per_hour()
+CREATE OR REPLACE FUNCTION rowgate_private.mailbox_codes_per_hour()
+ RETURNS integer
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$ select 10 $function$;
+comment on function rowgate_private.mailbox_codes_per_hour() is 'Sign-in codes one address receives an hour from one origin (unknown, one device, one recent network).';
+
+-- Function rowgate_private.member_credentials(uuid,uuid)
+CREATE OR REPLACE FUNCTION rowgate_private.member_credentials(p_organization_id uuid, p_user_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select jsonb_build_object(
+    'organization_access_tokens', coalesce((
+      select jsonb_agg(jsonb_build_object('id', t.id) order by t.created_at, t.id)
+      from rowgate.organization_access_tokens t
+      where t.organization_id = p_organization_id and t.created_by = p_user_id and t.deleted_at is null
+        and (t.expires_at is null or t.expires_at > now())), '[]'),
+    'oauth2_grants', coalesce((
+      select jsonb_agg(jsonb_build_object('client_id', f.client_id, 'client_name', c.client_name, 'scopes', to_jsonb(f.scopes))
+          order by f.created_at, f.id)
+      from rowgate_private.oauth2_token_families f join rowgate.oauth2_clients c on c.client_id = f.client_id
+      where f.organization_id = p_organization_id and f.user_id = p_user_id and f.revoked_at is null
+        and (exists (select from rowgate_private.oauth2_refresh_tokens r
+              where r.family_id = f.id and r.used_at is null and r.expires_at > now())
+          or exists (select from rowgate_private.oauth2_access_tokens a
+              where a.family_id = f.id and a.revoked_at is null and a.expires_at > now()))), '[]'));
+$function$;
+comment on function rowgate_private.member_credentials(uuid,uuid) is 'The live organization credentials a user made in an organization (SPEC §21), as membership.deleted lists them.';
 
 -- Function rowgate_private.next_webhook_delivery_at()
 CREATE OR REPLACE FUNCTION rowgate_private.next_webhook_delivery_at()
@@ -4561,6 +4821,29 @@ AS $function$
   select exists (select 1 from rowgate.users u where u.id = p_user_id and u.deleted_at is null)
     and (p_organization_id is null or rowgate_private.user_manages_access_tokens(p_user_id, p_organization_id));
 $function$;
+
+-- Function rowgate_private.oldest_transaction()
+CREATE OR REPLACE FUNCTION rowgate_private.oldest_transaction()
+ RETURNS TABLE(age_seconds double precision, pid integer, database text, role text, application_name text, state text)
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select o.age_seconds, o.pid, o.database, o.role, o.application_name, o.state from (
+    select extract(epoch from clock_timestamp() - a.xact_start)::double precision as age_seconds, a.pid, a.datname::text as database,
+      a.usename::text as role, a.application_name, a.state
+    from pg_stat_activity a
+    where (a.backend_xid is not null or a.backend_xmin is not null) and a.xact_start is not null and a.pid <> pg_backend_pid()
+    union all
+    select extract(epoch from clock_timestamp() - p.prepared)::double precision, null, p.database::text, p.owner::text,
+      null, 'prepared: ' || p.gid
+    from pg_prepared_xacts p
+  ) o
+  order by o.age_seconds desc
+  limit 1;
+$function$;
+comment on function rowgate_private.oldest_transaction() is 'The oldest transaction of the server holding an xid or a snapshot (any database; prepared ones too): its age in seconds, its backend and database, its role and application; no row when none.';
+grant execute on function rowgate_private.oldest_transaction() to rowgate_authenticator;
 
 -- Function rowgate_private.organization_role_for_change(uuid,text,text)
 CREATE OR REPLACE FUNCTION rowgate_private.organization_role_for_change(p_organization_id uuid, p_name text, p_scope text)
@@ -4617,6 +4900,63 @@ AS $function$
   where i.inhparent = p_parent and b.bound <> 'DEFAULT'
 $function$;
 comment on function rowgate_private.partition_ranges(regclass) is 'The range partitions of p_parent (not its default one) and their bounds.';
+
+-- Function rowgate_private.place_events(integer)
+CREATE OR REPLACE FUNCTION rowgate_private.place_events(p_limit integer)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET lock_timeout TO '1s'
+AS $function$
+declare
+  v_organizations uuid[];
+  v_ids uuid[];
+begin
+  if not pg_try_advisory_xact_lock(hashtextextended('rowgate feed sequencer', 0)) then
+    return 0;
+  end if;
+  with batch as (
+    select e.organization_id, e.id from rowgate.events e
+    where e.feed_position is null
+    order by e.id
+    limit greatest(p_limit, 1)
+  ), numbered as (
+    select b.organization_id, b.id, nextval('rowgate_private.feed_positions') as feed_position
+    from (select * from batch order by id) b
+  ), placed as (
+    update rowgate.events e set feed_position = n.feed_position
+      from numbered n
+      where e.organization_id = n.organization_id and e.id = n.id
+      returning e.organization_id, e.id
+  )
+  select array_agg(p.organization_id), array_agg(p.id) into v_organizations, v_ids from placed p;
+  with taken as (
+    update rowgate_private.webhook_deliveries d set feed_position = e.feed_position
+      from rowgate.events e
+      where d.event_id = any (v_ids) and d.feed_position is null and d.status = 'pending'
+        and e.organization_id = d.organization_id and e.id = d.event_id
+      returning d.organization_id, d.endpoint_id
+  ), earlier as (
+    -- a delivery whose event was placed before (or pruned since: the claim drops it)
+    update rowgate_private.webhook_deliveries d set feed_position = coalesce(e.feed_position, 0)
+      from rowgate_private.webhook_deliveries w
+        left join rowgate.events e on e.organization_id = w.organization_id and e.id = w.event_id
+      where w.id in (select q.id from rowgate_private.webhook_deliveries q
+          where q.status = 'pending' and q.feed_position is null order by q.id limit 1000)
+        and (e.id is null or e.feed_position is not null) and not w.event_id = any (coalesce(v_ids, '{}'))
+        and d.organization_id = w.organization_id and d.id = w.id
+      returning d.organization_id, d.endpoint_id
+  )
+  insert into rowgate_private.webhook_lanes as l (organization_id, endpoint_id, due_at)
+    select distinct t.organization_id, t.endpoint_id, now() from (select * from taken union all select * from earlier) t order by 1, 2
+    on conflict (organization_id, endpoint_id) do update set due_at = now()
+      where l.delivery_id is null and (l.due_at is null or (l.failures = 0 and l.due_at > now()));
+  return coalesce(cardinality(v_ids), 0);
+end;
+$function$;
+comment on function rowgate_private.place_events(integer) is 'The feed''s sequencer: gives up to p_limit committed events their feed positions, takes their deliveries (and those queued for events placed earlier) into their endpoints'' lanes; returns the events placed (0 while another run holds the lock).';
+grant execute on function rowgate_private.place_events(integer) to rowgate_authenticator;
 
 -- Function rowgate_private.prune_events(interval,integer)
 CREATE OR REPLACE FUNCTION rowgate_private.prune_events(p_older_than interval, p_batch integer DEFAULT 5000)
@@ -4745,21 +5085,37 @@ CREATE OR REPLACE FUNCTION rowgate_private.prune_rate_limit_counts()
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
+ SET lock_timeout TO '50ms'
 AS $function$
 declare
-  v_pruned integer;
+  v_slice smallint := (rowgate_private.rate_limit_slice(now()) + 2) % 4;
+  v_partition text := format('rowgate_private.rate_limit_counts_%s', v_slice);
+  v_full boolean;
 begin
   delete from rowgate_private.rate_limit_servers s where s.seen_at < now() - interval '1 hour';
-  with gone as (
-    select c.ctid from rowgate_private.rate_limit_counts c where c.expires_at < now() limit 10000
-  )
-  delete from rowgate_private.rate_limit_counts c using gone where c.ctid = gone.ctid;
-  get diagnostics v_pruned = row_count;
-  return v_pruned;
+  execute format('select exists (select from %s)', v_partition) into v_full;
+  if not v_full then
+    return 0;
+  end if;
+  execute format('truncate %s', v_partition);
+  return 1;
+exception when lock_not_available then
+  return 0;
 end;
 $function$;
-comment on function rowgate_private.prune_rate_limit_counts() is 'Deletes rate-limit counts of windows that are over (at most 10,000 a call) and servers gone for an hour.';
+comment on function rowgate_private.prune_rate_limit_counts() is 'Empties the slice of the rate limits'' counts whose windows are all over (unless an exchange holds it: then a later call does), and forgets servers gone for an hour; returns the slices emptied.';
 grant execute on function rowgate_private.prune_rate_limit_counts() to rowgate_authenticator;
+
+-- Function rowgate_private.rate_limit_slice(timestamp with time zone)
+CREATE OR REPLACE FUNCTION rowgate_private.rate_limit_slice(p_at timestamp with time zone)
+ RETURNS smallint
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select (floor(extract(epoch from p_at) / 15)::bigint % 4)::smallint;
+$function$;
+comment on function rowgate_private.rate_limit_slice(timestamp with time zone) is 'The slice of the rate limits'' counts that is written at a time: 15-second slices of the clock, four taken in turn.';
 
 -- Function rowgate_private.read_scopes()
 CREATE OR REPLACE FUNCTION rowgate_private.read_scopes()
@@ -4791,8 +5147,12 @@ begin
   if p_subject_kind is null or p_subject_id is null or p_credential_kind is null then
     return false;
   end if;
+  -- a scope refusal answered before anything was resolved (SPEC §5): its resource is resolved here, only to
+  -- record it, as if the credential held the operation's scopes; the reach below is still the subject's
   perform set_config('rowgate.subject_kind', p_subject_kind, true), set_config('rowgate.subject_id', p_subject_id::text, true),
-    set_config('rowgate.credential_kind', p_credential_kind, true), set_config('rowgate.scopes', coalesce(p_scopes, ''), true);
+    set_config('rowgate.credential_kind', p_credential_kind, true),
+    set_config('rowgate.scopes', concat_ws(' ', nullif(p_scopes, ''), case when p_step = 'scope' then
+      (select nullif(array_to_string(o.scopes, ' '), '') from rowgate_hidden.operations o where o.operation = p_operation) end), true);
   if v_organization_id is null and p_operation is not null then
     begin
       v_organization_id := (rowgate_hidden.check_operation(p_operation, coalesce(p_params, '{}'), p_named_organization_id)
@@ -4827,8 +5187,33 @@ begin
   return true;
 end;
 $function$;
-comment on function rowgate_private.record_denial(text,uuid,text,uuid,text,text,text,jsonb,uuid,uuid,text,text,text) is 'Keeps a 403 answer (SPEC §20) in the organization it concerns, if the subject reaches it, within the cap of 1,000 rows per credential, organization and hour; the API calls it after the request rolled back.';
+comment on function rowgate_private.record_denial(text,uuid,text,uuid,text,text,text,jsonb,uuid,uuid,text,text,text) is 'Keeps a 403 answer (SPEC §20) in the organization it concerns (for a scope refusal, the one its resource or organization_id resolves to), if the subject reaches it, within the cap of 1,000 rows per credential, organization and hour; the API calls it after the request rolled back.';
 grant execute on function rowgate_private.record_denial(text,uuid,text,uuid,text,text,text,jsonb,uuid,uuid,text,text,text) to rowgate_authenticator;
+
+-- Function rowgate_private.record_mail_attempt(uuid,uuid,boolean,text,interval,integer)
+CREATE OR REPLACE FUNCTION rowgate_private.record_mail_attempt(p_id uuid, p_lease uuid, p_sent boolean, p_error text, p_retry_delay interval, p_attempts_allowed integer)
+ RETURNS boolean
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  with recorded as (
+    update rowgate_private.mail_outbox m
+    set sent_at = case when p_sent then now() end,
+        failed_at = case when not p_sent and m.attempts >= p_attempts_allowed then now() end,
+        -- sent or given up: the message is erased, only its envelope stays (a day)
+        sealed_body = case when p_sent or m.attempts >= p_attempts_allowed then null else m.sealed_body end,
+        due_at = case when p_sent then m.due_at else now() + p_retry_delay end,
+        last_error = case when p_sent then null else left(p_error, 500) end,
+        lease = null,
+        leased_until = null
+    where m.id = p_id and m.lease = p_lease
+    returning 1
+  )
+  select exists (select from recorded);
+$function$;
+comment on function rowgate_private.record_mail_attempt(uuid,uuid,boolean,text,interval,integer) is 'Records a leased attempt''s outcome (false: the lease was lost, nothing recorded): sent, due again after p_retry_delay, or given up after p_attempts_allowed attempts.';
+grant execute on function rowgate_private.record_mail_attempt(uuid,uuid,boolean,text,interval,integer) to rowgate_authenticator;
 
 -- Function rowgate_private.record_refund(rowgate.orders,bigint,text,text,jsonb)
 CREATE OR REPLACE FUNCTION rowgate_private.record_refund(p_order rowgate.orders, p_amount bigint, p_reason text, p_comment text, p_metadata jsonb)
@@ -5010,49 +5395,6 @@ AS $function$
 $function$;
 comment on function rowgate_private.role_permissions(uuid,text) is 'The permissions of a built-in role, or of the organization''s own role of that name; null when neither exists.';
 
--- Function rowgate_private.take_webhook_deliveries_in(xid8)
-CREATE OR REPLACE FUNCTION rowgate_private.take_webhook_deliveries_in(p_horizon xid8)
- RETURNS void
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'pg_temp'
-AS $function$
-declare
-  v_intake rowgate_private.webhook_intake;
-  v_next xid8;
-begin
-  select i.* into v_intake from rowgate_private.webhook_intake i;
-  -- the next delivery after the last taken, through the (xid, id) index: an idle poll reads one entry
-  select d.xid into v_next from rowgate_private.webhook_deliveries d
-    where (d.xid, d.id) > (v_intake.xid, v_intake.delivery_id)
-    order by d.xid, d.id
-    limit 1;
-  if v_next is null or v_next >= p_horizon then
-    return;
-  end if;
-  if not pg_try_advisory_xact_lock(hashtextextended('rowgate webhook intake', 0)) then
-    return;
-  end if;
-  -- read again under the lock: another sender may have taken them in meanwhile
-  select i.* into v_intake from rowgate_private.webhook_intake i;
-  with taken as (
-    select d.organization_id, d.endpoint_id, d.xid, d.id, d.status from rowgate_private.webhook_deliveries d
-    where (d.xid, d.id) > (v_intake.xid, v_intake.delivery_id) and d.xid < p_horizon
-    order by d.xid, d.id
-    limit 10000
-  ), last_taken as (
-    select t.xid, t.id from taken t order by t.xid desc, t.id desc limit 1
-  ), lanes as (
-    insert into rowgate_private.webhook_lanes as l (organization_id, endpoint_id, due_at)
-      select distinct t.organization_id, t.endpoint_id, now() from taken t where t.status = 'pending' order by 1, 2
-      on conflict (organization_id, endpoint_id) do update set due_at = now()
-        where l.delivery_id is null and (l.due_at is null or (l.failures = 0 and l.due_at > now()))
-  )
-  update rowgate_private.webhook_intake i set xid = last_taken.xid, delivery_id = last_taken.id from last_taken;
-end;
-$function$;
-comment on function rowgate_private.take_webhook_deliveries_in(xid8) is 'Takes the deliveries queued by transactions that have ended into their endpoints'' lanes (at most 10,000 a call), making idle lanes due.';
-
 -- Function rowgate_private.tg__at_most()
 CREATE OR REPLACE FUNCTION rowgate_private.tg__at_most()
  RETURNS trigger
@@ -5192,6 +5534,10 @@ begin
     -- a membership is known by its user (REST: /organizations/{id}/members/{user_id})
     v_resource_id := (v_row->>'user_id')::uuid;
     select v_data || jsonb_build_object('email', u.email, 'name', u.name) into v_data from rowgate.users u where u.id = v_resource_id;
+    if v_types[1] = 'membership.deleted' then
+      v_data := v_data || jsonb_build_object('credentials',
+        rowgate_private.member_credentials((v_row->>'organization_id')::uuid, v_resource_id));
+    end if;
   elsif v_resource = 'role' then
     v_data := v_data || jsonb_build_object('built_in', false);
   elsif v_resource = 'invitation' then
@@ -5293,7 +5639,7 @@ begin
     from inserted i
       join rowgate.webhook_endpoints e on e.organization_id = i.organization_id
     where e.enabled and e.deleted_at is null and i.type = any (e.event_types)
-    order by i.feed_position, e.id;
+    order by i.id, e.id;
   return null;
 end;
 $function$;
@@ -5306,12 +5652,13 @@ CREATE OR REPLACE FUNCTION rowgate_private.tg_memberships__keep_an_admin()
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
 begin
-  if old.role = 'admin' and (new.role <> 'admin' or new.deleted_at is not null)
-    and not exists (select 1 from rowgate.memberships m where m.organization_id = old.organization_id
-      and m.role = 'admin' and m.deleted_at is null and m.id <> old.id)
-    and exists (select 1 from rowgate.organizations o where o.id = old.organization_id and o.deleted_at is null)
-    and exists (select 1 from rowgate.users u where u.id = old.user_id and u.deleted_at is null) then
-    raise exception 'An organization needs at least one admin' using errcode = 'RG422', detail = 'path.user_id';
+  if old.role = 'admin' and old.deleted_at is null and (new.role <> 'admin' or new.deleted_at is not null) then
+    perform rowgate_private.lock_organization_admins(old.organization_id);
+    if not exists (select 1 from rowgate.memberships m where m.organization_id = old.organization_id
+        and m.role = 'admin' and m.deleted_at is null and m.id <> old.id)
+      and exists (select 1 from rowgate.organizations o where o.id = old.organization_id and o.deleted_at is null) then
+      raise exception 'An organization needs at least one admin' using errcode = 'RG422', detail = 'path.user_id';
+    end if;
   end if;
   return new;
 end;
@@ -5484,8 +5831,19 @@ CREATE OR REPLACE FUNCTION rowgate_private.tg_users__leave_organizations()
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
+declare
+  v_membership rowgate.memberships;
 begin
-  update rowgate.memberships set deleted_at = new.deleted_at where user_id = new.id and deleted_at is null;
+  perform rowgate_private.lock_user_memberships(new.id);
+  for v_membership in
+    select m.* from rowgate.memberships m where m.user_id = new.id and m.deleted_at is null order by m.organization_id
+  loop
+    if not exists (select 1 from rowgate.memberships m where m.organization_id = v_membership.organization_id
+        and m.deleted_at is null and m.id <> v_membership.id) then
+      update rowgate.organizations set deleted_at = new.deleted_at where id = v_membership.organization_id and deleted_at is null;
+    end if;
+    update rowgate.memberships set deleted_at = new.deleted_at where id = v_membership.id;
+  end loop;
   return null;
 end;
 $function$;
@@ -5530,7 +5888,7 @@ begin
           and p.id is distinct from v_in_flight
         for update skip locked);
   elsif new.enabled and not old.enabled and new.deleted_at is null then
-    update rowgate_private.webhook_deliveries d set status = 'pending', next_attempt_at = now(), xid = pg_current_xact_id()
+    update rowgate_private.webhook_deliveries d set status = 'pending', next_attempt_at = now(), feed_position = null
       where d.organization_id = new.organization_id and d.endpoint_id = new.id and d.status = 'paused';
   end if;
   return null;
@@ -5551,6 +5909,62 @@ begin
   return new;
 end;
 $function$;
+
+-- Function rowgate_private.token_scope_denials(uuid,text[],text)
+CREATE OR REPLACE FUNCTION rowgate_private.token_scope_denials(p_organization_id uuid, p_scopes text[], p_credential_kind text)
+ RETURNS TABLE(n bigint, scope text, operation text, policy text, permission text, reason text, message text)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+#variable_conflict use_column
+declare
+  v_saved text[] := array[current_setting('rowgate.subject_kind', true), current_setting('rowgate.subject_id', true),
+    current_setting('rowgate.credential_kind', true), current_setting('rowgate.scopes', true)];
+  v_user_only text[];
+begin
+  -- the policies that refuse the organization itself, asked as the token would be
+  perform rowgate_hidden.restore_subject(array['organization', p_organization_id::text, p_credential_kind, '']);
+  select coalesce(array_agg(k.policy_key), '{}') into v_user_only
+    from (select distinct o.policy_key from rowgate_hidden.operations o where o.policy_key is not null) k
+    where rowgate_hidden.policy_denial(p_organization_id, k.policy_key) is not null;
+  perform rowgate_hidden.restore_subject(v_saved);
+  return query
+    with operations as (
+      select o.operation, o.scopes, o.policy, o.policy_key,
+        p_credential_kind = any (o.credentials) and not (o.policy_key = any (v_user_only)) as open_to_token,
+        -- the policies that require a permission name it (members-management: members:manage)
+        coalesce(o.permission, case o.policy when 'members_management' then 'members:manage'
+          when 'access_token_management' then 'access_tokens:manage' end) as permission
+      from rowgate_hidden.operations o
+      where 'web_session' = any (o.credentials) and o.policy_key is not null
+    ), scoped as (
+      select s.n, s.scope, o.*, (sc.implies is null or not (sc.implies = any (o.scopes))) as own
+      from unnest(p_scopes) with ordinality s(scope, n)
+        left join rowgate_private.scopes sc on sc.name = s.scope
+        join operations o on s.scope = any (o.scopes)
+    ), asked as (
+      -- the scope's operations open to the token; its own ones too when none of them is
+      select x.* from scoped x
+      where x.open_to_token
+        or (x.own and not exists (select from scoped y where y.n = x.n and y.own and y.open_to_token))
+    ), policies as materialized (
+      -- each policy asked once, for the current user
+      select k.policy_key, rowgate_hidden.policy_denial(p_organization_id, k.policy_key) as reason
+      from (select distinct a.policy_key from asked a) k
+    )
+    select distinct on (a.n) a.n, a.scope, a.operation, a.policy, a.permission, p.reason,
+      format('A token cannot hold %s: its operation %s needs %s, which you lack in this organization (%s)',
+        a.scope, a.operation,
+        case when a.permission is not null then format('the permission %s (policy %s)', a.permission, a.policy)
+          else format('the policy %s', a.policy) end,
+        p.reason)
+    from asked a join policies p on p.policy_key = a.policy_key
+    where p.reason is not null
+    order by a.n, a.operation;
+end;
+$function$;
+comment on function rowgate_private.token_scope_denials(uuid,text[],text) is 'The scopes of p_scopes (by their 1-based place) a token of p_credential_kind minted by the current user in the organization may not hold (SPEC §21): for each, the first operation open to such a token that the user could not perform there with a web session, its policy and permission, the denial reason and the message the API shows. No row: every scope may be minted.';
 
 -- Function rowgate_private.unknown_scope(text[])
 CREATE OR REPLACE FUNCTION rowgate_private.unknown_scope(p_scopes text[])
