@@ -1,6 +1,6 @@
 // Rate limits for the whole deployment (SPEC §14): several servers' counts on
 // one database, each its own DeploymentCounts as each server process has, give
-// a key its allowance once, within the bound docs/decisions.md states.
+// a key its allowance once, within the bound docs/fleet-bounds.md states.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import pg from 'pg';
 import { REPLACE_MS } from '../src/operating/counts-exchange.ts';

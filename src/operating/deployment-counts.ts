@@ -11,7 +11,7 @@
 // for the next exchange, which starts within MIN_GAP_MS. With N servers alive
 // and a share of max(1, floor(q / (10 N))), the servers together let through
 // at most q + N × share in a window: q plus a tenth, or q + N when q < 10 N
-// (docs/decisions.md, "Rate limits").
+// (docs/fleet-bounds.md, "Rate limits").
 //
 // Windows are numbered on the database's clock, never on this machine's: every
 // exchange reads the database's clock, and this server keeps its offset from

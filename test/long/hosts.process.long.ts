@@ -98,7 +98,7 @@ const HAPROXY = '/usr/sbin/haproxy';
  * rate at once, and the rate per second for as long as the burst took.
  */
 /**
- * docs/decisions.md, "Rate limits": each window lets the deployment through at
+ * docs/fleet-bounds.md, "Rate limits": each window lets the deployment through at
  * most q + N × share (share = max(1, floor(q / 10N))); a burst that lasts
  * `seconds` from the start of a second touches ceil(seconds) one-second
  * windows and one ten-second burst window.
