@@ -1,7 +1,7 @@
 // `npm run test:rolling`: a rolling deploy, tested. The database is migrated with
 // this checkout's migrations, then the server of the previous release serves it:
-// the code of the commit before the one that added the newest committed migration
-// (git log on migrations/committed/). An HTTP smoke test through that old server
+// the code of the commit that landed the migration before the newest ones (git log
+// on migrations/committed/). An HTTP smoke test through that old server
 // creates and reads every kind of resource and receives one webhook delivery. A
 // migration that drops or renames what the previous release reads, or changes a
 // function it calls, fails here (docs/operations.md, "Deploying a migration").
@@ -24,16 +24,27 @@ import { ensureDatabase, ensureRoles, hardenDatabase, migrateDatabase, projectRo
 
 const git = (...args: string[]) => execFileSync('git', args, { cwd: projectRoot, encoding: 'utf8' }).trim();
 
-/** The commit whose server is the previous release, and the migration that came after it. */
-export function previousRelease(): { commit: string; migration: string } {
-  const migration = git('ls-tree', '--name-only', 'HEAD', 'migrations/committed/')
+const newestMigration = (commit: string) =>
+  git('ls-tree', '--name-only', commit, 'migrations/committed/')
     .split('\n')
     .filter((file) => /\/\d{6}-[^/]*\.sql$/.test(file))
     .sort()
     .at(-1);
+
+/**
+ * The commit whose server is the previous release, and the newest migration. A
+ * release may land several migrations in one commit: the previous release is the
+ * commit that landed the newest migration the commit before HEAD's newest one had
+ * (its code is what ran against that schema).
+ */
+export function previousRelease(): { commit: string; migration: string } {
+  const migration = newestMigration('HEAD');
   if (!migration) throw new Error('no committed migration at HEAD');
   const landed = git('log', '-1', '--diff-filter=A', '--format=%H', 'HEAD', '--', migration);
-  return { commit: git('rev-parse', `${landed}^1`), migration: path.basename(migration) };
+  const previous = newestMigration(`${landed}^1`);
+  if (!previous) throw new Error(`no migration before ${migration}: no previous release to serve it`);
+  const release = git('log', '-1', '--diff-filter=A', '--format=%H', `${landed}^1`, '--', previous);
+  return { commit: release, migration: path.basename(migration) };
 }
 
 type Lock = { packages: Record<string, { version?: string; integrity?: string }> };

@@ -11,14 +11,21 @@ const git = (...args: string[]) => execFileSync('git', args, { cwd: projectRoot,
 const has = (commit: string, file: string) => git('ls-tree', '--name-only', commit, file) !== '';
 
 describe('the previous release', () => {
-  test('is an ancestor of HEAD without the newest committed migration, and its child has it', () => {
+  test('landed the migration before the newest ones, and is an ancestor of HEAD without them', () => {
     const { commit, migration } = previousRelease();
     const file = `migrations/committed/${migration}`;
-    const newest = git('ls-tree', '--name-only', 'HEAD', 'migrations/committed/').split('\n').sort().at(-1);
-    expect(newest).toBe(file);
+    const migrations = (tree: string) => git('ls-tree', '--name-only', tree, 'migrations/committed/').split('\n').sort();
+    expect(migrations('HEAD').at(-1)).toBe(file);
     expect(has(commit, file)).toBe(false);
-    const child = git('rev-list', '--ancestry-path', '--reverse', `${commit}..HEAD`).split('\n')[0]!;
-    expect(has(child, file)).toBe(true);
+    git('merge-base', '--is-ancestor', commit, 'HEAD');
+    // its newest migration is one it added itself, and every migration after it came later
+    const own = migrations(commit)
+      .filter((f) => f.endsWith('.sql'))
+      .at(-1)!;
+    expect(git('log', '-1', '--diff-filter=A', '--format=%H', 'HEAD', '--', own)).toBe(commit);
+    const newer = migrations('HEAD').filter((f) => f > own && f.endsWith('.sql'));
+    expect(newer.length).toBeGreaterThan(0);
+    for (const f of newer) expect(has(commit, f)).toBe(false);
   });
 
   test("reuses this checkout's node_modules only when this lock installs all the old one locks", () => {
