@@ -12,16 +12,14 @@ revoke execute on function pg_catalog.lo_create(oid), pg_catalog.lo_creat(intege
 -- UUIDv7 before PostgreSQL 18, whose uuidv7() is built in: the migrations use
 -- uuidv7() as a column default, and they run with search_path `pg_catalog,
 -- rowgate_compat` (.gmrc, src/db/setup.ts), so on 16 and 17 the name resolves
--- here and on 18 to pg_catalog's own. The schema belongs to the superuser, so no
+-- here and on 18 to pg_catalog's own. It is made on 18 too, where nothing
+-- resolves to it: the same function on every major, tested on every major. The schema belongs to the superuser, so no
 -- role that runs migrations or requests can put another uuidv7 in its way. A
 -- pg_dump (and pg_upgrade) carries the schema with the tables whose defaults
 -- name it. data/schema.sql leaves the schema out (src/db/schema-dump.ts): it is
 -- set-up, not something the migrations make.
 do $compat$
 begin
-  if pg_catalog.current_setting('server_version_num')::int >= 180000 then
-    return;
-  end if;
   create schema if not exists rowgate_compat;
   comment on schema rowgate_compat is 'What PostgreSQL 18 has built in, for 16 and 17.';
   revoke all on schema rowgate_compat from public;

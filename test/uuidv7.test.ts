@@ -51,7 +51,7 @@ describe('uuidv7()', () => {
        from pg_attrdef d join pg_attribute a on a.attrelid = d.adrelid and a.attnum = d.adnum
        where d.adrelid = 'rowgate.events'::regclass and a.attname = 'id'`,
     );
-    expect(rows[0]).toEqual(builtIn ? { def: 'uuidv7()', schema: null } : { def: 'rowgate_compat.uuidv7()', schema: 'rowgate_compat' });
+    expect(rows[0]).toEqual({ def: builtIn ? 'uuidv7()' : 'rowgate_compat.uuidv7()', schema: 'rowgate_compat' });
   });
 
   test('lays out 48 bits of Unix milliseconds, version 7 and the RFC 9562 variant', async () => {
@@ -85,7 +85,8 @@ describe('uuidv7()', () => {
     expect(shifted).toBeLessThanOrEqual(Date.now() + 1000);
   });
 
-  test.runIf(!builtIn)('increases past a clock that went back', async () => {
+  // rowgate_compat.uuidv7 itself, on every major (on 18 no default names it)
+  test('rowgate_compat.uuidv7 increases past a clock that went back', async () => {
     // an hour ahead of the clock, in 4096ths of a millisecond
     const ahead = BigInt(Date.now() + 3_600_000) * 4096n;
     await client.query(`select set_config('rowgate.uuidv7_last', $1, false)`, [ahead.toString()]);

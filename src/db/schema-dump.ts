@@ -12,8 +12,8 @@ type Client = Pick<pg.ClientBase, 'query'>;
 
 /**
  * The schemas shown: every schema but the system's, graphile-migrate's and
- * rowgate_compat, which the set-up (db/database.sql) makes on PostgreSQL 16 and
- * 17 for what 18 has built in.
+ * rowgate_compat, which the set-up (db/database.sql) makes for what PostgreSQL
+ * 18 has built in (16 and 17 use it).
  */
 const SCHEMAS = `n.nspname not like 'pg\\_%' and n.nspname not in ('information_schema', 'graphile_migrate', 'rowgate_compat')`;
 
