@@ -111,10 +111,10 @@ describe('rate limits counted in the database', () => {
         const second = Math.floor(fleet.counts[0]!.now() / 1000);
         const stalled = fleet.stalledSeconds();
         for (let i = 0; i < 6; i++) expect((await a.credential.consume(key)).allowed).toBe(true);
-        await fleet.counts[0]!.exchanged();
+        const answered = await fleet.counts[0]!.exchanged();
         // b has never seen the key: its first answer waits for the deployment's count, and so do those asked with it
         const first = await Promise.all([b.credential.consume(key), b.credential.consume(key)]);
-        if (fleet.disturbed(second, stalled) && tries < 3) continue;
+        if ((!answered || fleet.disturbed(second, stalled)) && tries < 3) continue;
         expect(first.map((d) => d.remaining).sort()).toEqual([2, 3]);
         break;
       }
@@ -136,10 +136,10 @@ describe('rate limits counted in the database', () => {
         for (let i = 0; i < 6; i++) expect((await a.address.consume(key)).allowed).toBe(true);
         // b decides its first request of the key from its own view (within its share), then exchanges
         const first = await b.address.consume(key);
-        await fleet.counts[0]!.exchanged();
-        await fleet.counts[1]!.exchanged();
+        // an exchange that did not answer within the stall time (a busy machine) leaves the sums unknown: again
+        const answered = (await fleet.counts[0]!.exchanged()) && (await fleet.counts[1]!.exchanged());
         const next = await b.address.consume(key);
-        if (fleet.disturbed(second, stalled) && tries < 3) continue;
+        if ((!answered || fleet.disturbed(second, stalled)) && tries < 3) continue;
         expect(first).toMatchObject({ allowed: true, remaining: 9 });
         expect(next).toMatchObject({ allowed: true, remaining: 2 });
         break;
