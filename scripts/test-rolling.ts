@@ -311,7 +311,7 @@ async function main() {
   const started = Date.now();
   const { commit, migration } = previousRelease();
   console.log(
-    `rolling: the server of ${commit.slice(0, 12)} (the commit before ${migration} landed) on a database migrated to this checkout`,
+    `rolling: the server of ${commit.slice(0, 12)} (the previous release: migrations before ${migration}) on a database migrated to this checkout`,
   );
   const work = mkdtempSync(path.join(tmpdir(), 'rowgate-rolling-'));
   // the embedded PostgreSQL runs as its own OS user when this one is root: it passes through
