@@ -321,6 +321,7 @@ create policy update_manage on rowgate.memberships as permissive for update to p
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('members:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (rowgate_hidden.current_subject_kind() = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('members_write'::text) AS has_scope)))
   with check ((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('members:manage'::text) AS current_organization_ids)::uuid[])));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _150_live_user BEFORE INSERT ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_memberships__live_user();
 CREATE TRIGGER _200_check_role BEFORE INSERT OR UPDATE OF role ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__check_role();
 CREATE TRIGGER _200_keep_an_admin BEFORE UPDATE ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_memberships__keep_an_admin();
 CREATE TRIGGER _210_no_escalation BEFORE INSERT OR UPDATE ON rowgate.memberships FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_memberships__no_escalation();
@@ -5663,6 +5664,28 @@ begin
   return new;
 end;
 $function$;
+
+-- Function rowgate_private.tg_memberships__live_user()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_memberships__live_user()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  -- a request's membership (a User subject's, as the escalation rules read it); the system and an
+  -- operator write what they write (`npx rowgate db verify` names a live membership of a deleted user)
+  if new.deleted_at is not null or rowgate_hidden.current_user_id() is null then
+    return new;
+  end if;
+  perform 1 from rowgate.users u where u.id = new.user_id and u.deleted_at is null for share;
+  if not found then
+    raise exception 'No user has this e-mail address' using errcode = 'RG422', detail = 'body.email';
+  end if;
+  return new;
+end;
+$function$;
+comment on function rowgate_private.tg_memberships__live_user() is 'Refuses a membership of a deleted user, and holds the user''s row until the membership commits.';
 
 -- Function rowgate_private.tg_memberships__no_escalation()
 CREATE OR REPLACE FUNCTION rowgate_private.tg_memberships__no_escalation()

@@ -229,6 +229,29 @@ describe('SPEC §21: an organization always keeps an admin, whatever requests ru
   });
 });
 
+describe('SPEC §2: a deleted user is a member of nothing, whatever requests run at once', () => {
+  test('a member added while its user deletes itself: added first (then removed with it) or refused, never left live', async () => {
+    const tally: Tally = {};
+    for (let i = 0; i < TRIALS; i++) {
+      const [admin, joining] = await Promise.all([app.user(), app.user({ email: `joining-${i}-${Date.now()}@example.com` })]);
+      const organization = (await app.organization(admin.id)).id;
+      const [added, deleted] = await Promise.all([
+        app.post(`/v1/organizations/${organization}/members`, { email: joining.email, role: 'member' }, { session: admin.session }),
+        deleteUser(joining),
+      ]);
+      expect(deleted.status, JSON.stringify(deleted.body)).toBe(204);
+      expect([201, 404, 422], JSON.stringify(added.body)).toContain(added.status);
+      tally[added.status] = (tally[added.status] ?? 0) + 1;
+      const live = await app.sql<{ id: string }>(
+        `select m.id from rowgate.memberships m where m.organization_id = $1 and m.user_id = $2 and m.deleted_at is null`,
+        [organization, joining.id],
+      );
+      expect(live).toEqual([]);
+    }
+    console.log(`a member added while its user deletes itself: ${JSON.stringify(tally)}`);
+  });
+});
+
 describe('SPEC §21: deleting a user', () => {
   test('the last admin of organizations with other members is refused, naming them; nothing changes', async () => {
     const [admin, colleague] = await Promise.all([app.user(), app.user()]);
