@@ -28,7 +28,7 @@ describe('the previous release', () => {
     for (const f of newer) expect(has(commit, f)).toBe(false);
   });
 
-  test("reuses this checkout's node_modules only when this lock installs all the old one locks", () => {
+  test("reuses this checkout's node_modules only when this lock installs all the old one's server needs", () => {
     const lock = (packages: Record<string, { version: string; integrity: string }>) => ({
       packages: { '': { version: '1' }, ...packages },
     });
@@ -40,5 +40,16 @@ describe('the previous release', () => {
     expect(installsAllOf(old, lock({ 'node_modules/pg': { version: '8.2.0', integrity: 'sha512-c' } }))).toBe(false);
     expect(installsAllOf(old, lock({ 'node_modules/pg': { ...pg8, integrity: 'sha512-other' } }))).toBe(false);
     expect(installsAllOf(old, lock({}))).toBe(false);
+    // a development tool locked otherwise (or not at all) is no reason to install: the old server never runs it
+    const oldWithTool = {
+      packages: { ...old.packages, 'node_modules/squawk-cli': { version: '2.66.0', integrity: 'sha512-d', dev: true } },
+    };
+    expect(installsAllOf(oldWithTool, lock({ 'node_modules/pg': pg8 }))).toBe(true);
+    expect(
+      installsAllOf(
+        { packages: { ...oldWithTool.packages, 'node_modules/squawk-cli': { version: '2.66.0', integrity: 'sha512-d' } } },
+        lock({ 'node_modules/pg': pg8 }),
+      ),
+    ).toBe(false);
   });
 });
