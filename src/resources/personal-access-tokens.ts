@@ -18,6 +18,11 @@ const PersonalAccessTokenRead = z
     expires_at: nullableTimestamp('When it stops working; null: never.'),
     last_used_at: nullableTimestamp('When it last authenticated a request (to the minute); null: never used.'),
     allowed_ips: allowedIpsRead,
+    organization_ids: doc(
+      z.array(z.uuid()).nullable(),
+      'The only organizations the token reaches (any other answers 404 and is left out of lists); null: every organization of its user. Fixed at creation.',
+      ['3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b'],
+    ),
     ...timestamps,
   })
   .meta({ id: 'PersonalAccessToken', description: 'A personal access token (the token itself is never shown again).' });
@@ -28,6 +33,11 @@ const PersonalAccessTokenCreate = z
     scopes: scopeList('Scopes for the token; each must be one the calling credential holds.'),
     expires_in: expiresIn,
     allowed_ips: allowedIpsCreate,
+    organization_ids: doc(
+      z.array(uuid('An organization the calling user belongs to.')).min(1).max(50).nullable().optional(),
+      'Keeps the token to these organizations (1 to 50, each one the calling user belongs to; otherwise 422 at that item). Such a token cannot create organizations or delete its user, and lives no longer than the smallest `max_token_lifetime_days` of its organizations (422 at `body.expires_in`). Absent or null: every organization of the user.',
+      ['3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b'],
+    ),
   })
   .meta({ id: 'PersonalAccessTokenCreate', description: 'A new personal access token.' });
 
@@ -36,7 +46,7 @@ const PersonalAccessTokenCreated = PersonalAccessTokenRead.extend({ token: token
   description: 'The new token, with the token itself (shown once).',
 });
 
-const columns = 'id, comment, scopes, expires_at, last_used_at, allowed_ips, created_at, updated_at';
+const columns = 'id, comment, scopes, expires_at, last_used_at, allowed_ips, organization_ids, created_at, updated_at';
 
 const personalAccessTokenList: ListSpec = {
   from: 'rowgate.personal_access_tokens',
@@ -74,8 +84,15 @@ export const personalAccessTokenRoutes = [
     handler: async ({ tx, body, secret }) => {
       const token = generateToken('personal_access_token');
       const created = await tx.one(
-        `select ${columns} from rowgate.create_personal_access_token($1, $2, now() + make_interval(secs => $3), $4, $5)`,
-        [body.comment, body.scopes, body.expires_in ?? null, hashToken(secret, token), body.allowed_ips ?? null],
+        `select ${columns} from rowgate.create_personal_access_token($1, $2, now() + make_interval(secs => $3), $4, $5, $6)`,
+        [
+          body.comment,
+          body.scopes,
+          body.expires_in ?? null,
+          hashToken(secret, token),
+          body.allowed_ips ?? null,
+          body.organization_ids ?? null,
+        ],
       );
       return { ...created, token };
     },
