@@ -3,8 +3,15 @@
 // sessions and authorized apps, an organization's OAuth2 grants, webhook secret
 // rotation and the request log. Over HTTP, against a real database.
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { expectError, expectValidationError } from './expect-api.ts';
+import { generateToken } from '../src/auth/tokens.ts';
+import { outboxMailer } from '../src/signin/mailer.ts';
+import { WebhookWorker } from '../src/webhooks/worker.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 
 let app: TestApp;
@@ -110,5 +117,322 @@ describe('personal access tokens kept to some organizations', () => {
     expect(tooLong.map((i) => i.loc)).toEqual([['body', 'expires_in']]);
     expect((await keptPat(user.session, [a.id, b.id], { expires_in: 86400 })).status).toBe(201);
     expect((await keptPat(user.session, [a.id])).status).toBe(201);
+  });
+});
+
+/** A registered OAuth2 client of a new user */
+async function oauthClient(name = 'Acme Reports') {
+  const owner = await app.user();
+  const clientId = `rg_ci_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+  await app.sql(
+    `insert into rowgate.oauth2_clients (client_id, user_id, client_name, redirect_uris, scopes, token_endpoint_auth_method)
+     values ($1, $2, $3, '{https://example.com/cb}', '{products_read,user:read}', 'none')`,
+    [clientId, owner.id, name],
+  );
+  return clientId;
+}
+
+/** A grant as the token endpoint makes one: a code, its family, an access token and a refresh token */
+async function grant(clientId: string, userId: string, scopes: string[], organizationId: string | null = null) {
+  const access = generateToken(organizationId ? 'oauth2_organization_token' : 'oauth2_user_token');
+  const [family] = await app.sql<{ id: string }>(
+    `with code as (
+       insert into rowgate_private.oauth2_authorization_codes (code_hash, client_id, user_id, organization_id, scopes, redirect_uri, expires_at, used_at)
+       values (sha256(gen_random_uuid()::text::bytea), $1, $2, $3, $4, 'https://example.com/cb', now() + interval '1 minute', now()) returning id)
+     insert into rowgate_private.oauth2_token_families (client_id, user_id, organization_id, scopes, authorization_code_id)
+     select $1, $2, $3, $4, id from code returning id`,
+    [clientId, userId, organizationId, scopes],
+  );
+  await app.sql('select rowgate_private.issue_oauth2_tokens($1, $2, $3, sha256(gen_random_uuid()::text::bytea))', [
+    family!.id,
+    scopes,
+    app.hash(access),
+  ]);
+  return { familyId: family!.id, token: access };
+}
+
+describe('sessions', () => {
+  test('listed with the latest address and agent; one ended is refused at its next request; others ended at once', async () => {
+    const user = await app.user();
+    const laptop = user.session;
+    const phone = await app.session(user.id);
+    const admin = await app.user({ admin: true });
+    const impersonation = await app.session(user.id, { lifetime: '1 hour', impersonatorId: admin.id });
+    expect((await app.get('/v1/users/me', { session: phone, headers: { 'user-agent': 'Phone/1.0' } })).status).toBe(200);
+
+    const listed = await app.get('/v1/users/me/sessions', { session: laptop, headers: { 'user-agent': 'Laptop/2.0' } });
+    expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+    expect(listed.body.pagination).toEqual({ total_count: 3, max_page: 1 });
+    const [mine] = await app.sql<{ id: string }>('select id from rowgate_private.sessions where token_hash = $1', [app.hash(laptop)]);
+    const [phones] = await app.sql<{ id: string }>('select id from rowgate_private.sessions where token_hash = $1', [app.hash(phone)]);
+    const byId = Object.fromEntries(listed.body.items.map((s: { id: string }) => [s.id, s]));
+    expect(byId[mine!.id]).toMatchObject({ current: true, user_agent: 'Laptop/2.0', client_ip: '127.0.0.1', impersonated_by: null });
+    expect(byId[phones!.id]).toMatchObject({ current: false, user_agent: 'Phone/1.0', client_ip: '127.0.0.1' });
+    expect(byId[phones!.id].last_used_at).toMatch(/:00(\.0+)?\+00:00$/);
+    const impersonated = listed.body.items.find((s: { impersonated_by: string | null }) => s.impersonated_by === admin.id);
+    expect(impersonated).toBeDefined();
+
+    // another user's session, and an unknown id: 404
+    const stranger = await app.user();
+    expectError(await app.delete(`/v1/users/me/sessions/${phones!.id}`, { session: stranger.session }), 404, 'ResourceNotFound');
+    expectError(await app.delete(`/v1/users/me/sessions/${randomUUID()}`, { session: laptop }), 404, 'ResourceNotFound');
+    // a token is not a web session
+    const pat = await app.pat(user.id, ['user:write']);
+    expect((await app.get('/v1/users/me/sessions', { token: pat })).status).toBe(401);
+
+    expect((await app.delete(`/v1/users/me/sessions/${phones!.id}`, { session: laptop })).status).toBe(204);
+    expect((await app.get('/v1/users/me', { session: phone })).status).toBe(401);
+    expect((await app.get('/v1/users/me', { session: impersonation })).status).toBe(200);
+
+    expect((await app.post('/v1/users/me/sessions/revoke-others', undefined, { session: laptop })).status).toBe(204);
+    expect((await app.get('/v1/users/me', { session: impersonation })).status).toBe(401);
+    expect((await app.get('/v1/users/me', { session: laptop })).status).toBe(200);
+
+    // ending the current one signs out
+    const ended = await app.delete(`/v1/users/me/sessions/${mine!.id}`, { session: laptop });
+    expect(ended.status).toBe(204);
+    expect(ended.headers.get('set-cookie')).toMatch(/rowgate_session=;/);
+    expect((await app.get('/v1/users/me', { session: laptop })).status).toBe(401);
+  });
+});
+
+describe('authorized apps and organization grants', () => {
+  test("a user's apps, one row per client, subject kind and organization; revoking one ends every grant to it", async () => {
+    const user = await app.user();
+    const organization = await app.organization(user.id);
+    const reports = await oauthClient('Acme Reports');
+    const other = await oauthClient('Other');
+    const first = await grant(reports, user.id, ['products_read']);
+    await grant(reports, user.id, ['user:read']);
+    const onOrganization = await grant(reports, user.id, ['products_read'], organization.id);
+    const kept = await grant(other, user.id, ['products_read']);
+    expect((await app.get('/v1/users/me', { token: first.token })).status).toBe(401); // a products_read token: no user scope
+    expect((await app.get('/v1/products/', { token: first.token })).status).toBe(200);
+
+    const listed = await app.get('/v1/users/me/authorized-apps?sorting=client_name', { session: user.session });
+    expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+    expect(listed.body.items.map((a: Record<string, unknown>) => [a.client_name, a.sub_type, a.organization_id, a.scopes])).toEqual(
+      expect.arrayContaining([
+        ['Acme Reports', 'user', null, ['products_read', 'user:read']],
+        ['Acme Reports', 'organization', organization.id, ['products_read']],
+        ['Other', 'user', null, ['products_read']],
+      ]),
+    );
+    expect(listed.body.pagination.total_count).toBe(3);
+    const used = listed.body.items.find(
+      (a: { sub_type: string; client_name: string }) => a.client_name === 'Acme Reports' && a.sub_type === 'user',
+    );
+    expect(used.last_used_at).not.toBeNull();
+
+    expect((await app.delete(`/v1/users/me/authorized-apps/${reports}`, { session: user.session })).status).toBe(204);
+    expect((await app.get('/v1/products/', { token: first.token })).status).toBe(401);
+    expect((await app.get('/v1/products/', { token: onOrganization.token })).status).toBe(401);
+    expect((await app.get('/v1/products/', { token: kept.token })).status).toBe(200);
+    const [family] = await app.sql('select revoked_at from rowgate_private.oauth2_token_families where id = $1', [first.familyId]);
+    expect(family.revoked_at).not.toBeNull();
+    expectError(await app.delete(`/v1/users/me/authorized-apps/${reports}`, { session: user.session }), 404, 'ResourceNotFound');
+    const after = await app.get('/v1/users/me/authorized-apps', { session: user.session });
+    expect(after.body.items.map((a: { client_name: string }) => a.client_name)).toEqual(['Other']);
+  });
+
+  test("an organization's grants, whoever made them, for its token managers", async () => {
+    const admin = await app.user();
+    const organization = await app.organization(admin.id);
+    const member = await app.user();
+    await app.membership(organization.id, member.id, 'member');
+    const client = await oauthClient();
+    const made = await grant(client, admin.id, ['products_read'], organization.id);
+    await grant(client, admin.id, ['products_read']); // a user grant: not the organization's
+
+    const listed = await app.get(`/v1/organizations/${organization.id}/oauth2-grants`, { session: admin.session });
+    expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+    expect(listed.body.items).toEqual([
+      expect.objectContaining({ id: made.familyId, organization_id: organization.id, client_id: client, user_id: admin.id }),
+    ]);
+    const refused = await app.get(`/v1/organizations/${organization.id}/oauth2-grants`, { session: member.session });
+    expectError(refused, 403, 'NotPermitted');
+    const outsider = await app.user();
+    expectError(
+      await app.get(`/v1/organizations/${organization.id}/oauth2-grants`, { session: outsider.session }),
+      404,
+      'ResourceNotFound',
+    );
+    expectError(
+      await app.delete(`/v1/organizations/${organization.id}/oauth2-grants/${made.familyId}`, { session: member.session }),
+      403,
+      'NotPermitted',
+    );
+    expect((await app.get('/v1/products/', { token: made.token })).status).toBe(200);
+    expect(
+      (await app.delete(`/v1/organizations/${organization.id}/oauth2-grants/${made.familyId}`, { session: admin.session })).status,
+    ).toBe(204);
+    expect((await app.get('/v1/products/', { token: made.token })).status).toBe(401);
+    expectError(
+      await app.delete(`/v1/organizations/${organization.id}/oauth2-grants/${made.familyId}`, { session: admin.session }),
+      404,
+      'ResourceNotFound',
+    );
+  });
+});
+
+describe('webhook secret rotation', () => {
+  const received: { path: string; headers: Record<string, string>; body: string }[] = [];
+  let status = 200;
+  let server: http.Server;
+  let base = '';
+  let worker: WebhookWorker;
+  beforeAll(async () => {
+    process.env.ROWGATE_WEBHOOKS_ALLOW_LOOPBACK = '1';
+    server = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        received.push({ path: req.url ?? '', headers: req.headers as Record<string, string>, body });
+        res.writeHead(status).end('ok');
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    worker = new WebhookWorker({
+      connectionString: app.authenticatorUrl,
+      secret: app.secret,
+      allowLoopback: true,
+      pollMs: 100,
+      retryDelayMs: (attempt) => 10 * attempt,
+      timeoutMs: 2_000,
+      log: () => {},
+      mailer: outboxMailer(() => {}),
+    });
+    await worker.start();
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    server?.closeAllConnections();
+    server?.close();
+  });
+
+  async function until<T>(what: string, get: () => T | Promise<T>, ok: (v: T) => boolean): Promise<T> {
+    for (let i = 0; i < 300; i++) {
+      const v = await get();
+      if (ok(v)) return v;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`timed out waiting for ${what}`);
+  }
+
+  /** Makes a product in the organization and waits for its delivery at `path` */
+  async function delivered(organizationId: string, path: string) {
+    const before = received.filter((r) => r.path === path).length;
+    await app.product(organizationId);
+    const all = await until(
+      `a delivery at ${path}`,
+      () => received.filter((r) => r.path === path),
+      (r) => r.length > before,
+    );
+    return all[all.length - 1]!;
+  }
+
+  const verifies = (secret: string, r: { headers: Record<string, string>; body: string }) => {
+    try {
+      new Webhook(secret).verify(r.body, r.headers);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  test('both signatures during the overlap, at most two live secrets, the new one shown once; an event tells', async () => {
+    const admin = await app.user();
+    const organization = await app.organization(admin.id);
+    const web = { session: admin.session };
+    const created = await app.post(
+      '/v1/webhook-endpoints/',
+      { organization_id: organization.id, url: `${base}/rotating`, event_types: ['product.created'] },
+      web,
+    );
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body.secret_rotated_at).toBeNull();
+    const id = created.body.id as string;
+    const first = created.body.secret as string;
+    expect(verifies(first, await delivered(organization.id, '/rotating'))).toBe(true);
+
+    const rotated = await app.post(`/v1/webhook-endpoints/${id}/secret/rotate`, {}, web);
+    expect(rotated.status, JSON.stringify(rotated.body)).toBe(200);
+    expect(Object.keys(rotated.body)).toEqual(['secret']);
+    const second = rotated.body.secret as string;
+    expect(second).toMatch(/^whsec_/);
+    const overlap = await delivered(organization.id, '/rotating');
+    expect(overlap.headers['webhook-signature']!.split(' ')).toHaveLength(2);
+    expect(verifies(first, overlap) && verifies(second, overlap)).toBe(true);
+    const read = await app.get(`/v1/webhook-endpoints/${id}`, web);
+    expect(read.body.secret_rotated_at).not.toBeNull();
+    const events = await app.get(`/v1/events/?type=webhook_endpoint.updated&resource_id=${id}`, web);
+    expect(events.body.items[0]?.data.secret_rotated_at).toBe(read.body.secret_rotated_at);
+
+    // rotating again ends the first at once: the second and third sign
+    const third = (await app.post(`/v1/webhook-endpoints/${id}/secret/rotate`, { expire_previous_in: 3600 }, web)).body.secret as string;
+    const again = await delivered(organization.id, '/rotating');
+    expect(again.headers['webhook-signature']!.split(' ')).toHaveLength(2);
+    expect([verifies(first, again), verifies(second, again), verifies(third, again)]).toEqual([false, true, true]);
+
+    // no overlap: the new one alone
+    const fourth = (await app.post(`/v1/webhook-endpoints/${id}/secret/rotate`, { expire_previous_in: 0 }, web)).body.secret as string;
+    const alone = await delivered(organization.id, '/rotating');
+    expect(alone.headers['webhook-signature']!.split(' ')).toHaveLength(1);
+    expect([verifies(third, alone), verifies(fourth, alone)]).toEqual([false, true]);
+
+    for (const bad of [-1, 604_801, 1.5, 'x']) {
+      const issues = expectValidationError(await app.post(`/v1/webhook-endpoints/${id}/secret/rotate`, { expire_previous_in: bad }, web));
+      expect(issues.map((i) => i.loc)).toEqual([['body', 'expire_previous_in']]);
+    }
+    const member = await app.user();
+    await app.membership(organization.id, member.id, 'member');
+    expectError(await app.post(`/v1/webhook-endpoints/${id}/secret/rotate`, {}, { session: member.session }), 403, 'NotPermitted');
+    const outsider = await app.user();
+    expectError(await app.post(`/v1/webhook-endpoints/${id}/secret/rotate`, {}, { session: outsider.session }), 404, 'ResourceNotFound');
+  });
+
+  test("an endpoint its failures disable mails its organization's managers, once", async () => {
+    const admin = await app.user();
+    const organization = await app.organization(admin.id);
+    const otherAdmin = await app.user();
+    await app.membership(organization.id, otherAdmin.id, 'admin');
+    const member = await app.user();
+    await app.membership(organization.id, member.id, 'member');
+    const created = await app.post(
+      '/v1/webhook-endpoints/',
+      { organization_id: organization.id, url: `${base}/down`, event_types: ['product.created'] },
+      { session: admin.session },
+    );
+    // nine earlier events failed already
+    await app.sql('update rowgate.webhook_endpoints set consecutive_failures = 9 where id = $1', [created.body.id]);
+    status = 503;
+    try {
+      await app.product(organization.id);
+      await until(
+        'the endpoint to be disabled',
+        async () => (await app.sql('select enabled from rowgate.webhook_endpoints where id = $1', [created.body.id]))[0].enabled,
+        (enabled) => enabled === false,
+      );
+      await until(
+        'the mail',
+        () => app.outbox(admin.email),
+        (mails) => mails.length > 0,
+      );
+    } finally {
+      status = 200;
+    }
+    for (const manager of [admin, otherAdmin]) {
+      const mails = await app.outbox(manager.email);
+      expect(mails).toHaveLength(1);
+      expect(mails[0]!.subject).toMatch(/disabled/);
+      expect(mails[0]!.text).toContain(created.body.id);
+    }
+    expect(await app.outbox(member.email)).toHaveLength(0);
+    // disabled by hand: no mail
+    await app.patch(`/v1/webhook-endpoints/${created.body.id}`, { enabled: true }, { session: admin.session });
+    await app.patch(`/v1/webhook-endpoints/${created.body.id}`, { enabled: false }, { session: admin.session });
+    expect(await app.outbox(admin.email)).toHaveLength(1);
   });
 });

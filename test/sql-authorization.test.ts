@@ -652,6 +652,7 @@ describe("secrets are out of every API role's reach", () => {
       'expires_at',
       'id',
       'last_used_at',
+      'organization_ids',
       'scopes',
       'updated_at',
       'user_id',

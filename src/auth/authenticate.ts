@@ -26,7 +26,7 @@ export const AUTHENTICATE = `
     set_config('rowgate.user_agent', $5, true) as user_agent,
     set_config('rowgate.credential_impersonator', a.credential_id || ':' || coalesce(a.impersonator_id::text, ''), true) as credential_impersonator,
     set_config('rowgate.credential_client', a.credential_id || ':' || coalesce(a.oauth2_client_id, ''), true) as credential_client
-  from rowgate_private.authenticate($1, $2, nullif($4::text, '')::inet) a`;
+  from rowgate_private.authenticate($1, $2, nullif($4::text, '')::inet, $5) a`;
 
 /** The role of a request without a credential ($1: its request id); no setting names a subject. */
 export const ANONYMOUS = `select set_config('role', 'rowgate_anonymous', true) as role, set_config('rowgate.request_id', $1, true) as request_id`;

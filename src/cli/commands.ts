@@ -327,6 +327,7 @@ export const commands: Record<string, CommandSpec> = {
     ],
     run: async (_db, o, c, config) => {
       const { WebhookWorker } = await import('../webhooks/worker.ts');
+      const { createMailer } = await import('../signin/mailer.ts');
       let attempts = 0;
       const worker = new WebhookWorker({
         connectionString: c.authenticatorUrl,
@@ -337,6 +338,7 @@ export const commands: Record<string, CommandSpec> = {
         pollMs: o.pollMs as number | undefined,
         log: (line) => process.stderr.write(`${line}\n`),
         onAttempt: () => attempts++,
+        mailer: createMailer(config, (line) => process.stderr.write(`${line}\n`), c.secret),
       });
       await worker.start();
       process.stderr.write(`${JSON.stringify({ level: 'info', msg: 'webhooks: sending', pid: process.pid })}\n`);

@@ -7,7 +7,7 @@ import { found, invalidField } from '../core/errors.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { generateWebhookSecret, sealSecret } from '../webhooks/secrets.ts';
 import { urlDenial } from '../webhooks/url-rules.ts';
-import { doc, idParams, timestamp, timestamps, uuid } from '../core/fields.ts';
+import { doc, idParams, nullableTimestamp, timestamp, timestamps, uuid } from '../core/fields.ts';
 import { listQuery, listSchema, multi, organizationFilter } from './lists.ts';
 import { runList, Where, type ListSpec } from './list-statement.ts';
 import { explain } from '../http/explanation.ts';
@@ -35,6 +35,7 @@ export const WebhookEndpointRead = z
     event_types: eventTypes,
     description,
     enabled,
+    secret_rotated_at: nullableTimestamp('When the signing secret was last rotated; null: never.'),
     ...timestamps,
   })
   .meta({ id: 'WebhookEndpoint', description: 'A URL that receives signed events (Standard Webhooks).' });
@@ -69,6 +70,26 @@ const WebhookEndpointUpdate = z
     description: 'Fields to change; only the fields sent change. Enabling again restarts the failure count.',
   });
 
+const WebhookSecretRotate = z
+  .strictObject({
+    expire_previous_in: doc(
+      z.number().int().min(0).max(604_800),
+      'Seconds the previous secret keeps signing (0..604800, default 86400).',
+      86_400,
+    ).optional(),
+  })
+  .meta({ id: 'WebhookSecretRotate', description: 'How long the previous secret keeps signing.' });
+
+const WebhookSecretRotated = z
+  .object({
+    secret: doc(
+      z.string(),
+      'The new signing secret (`whsec_` + base64). Shown once, in this answer only: store it now.',
+      'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    ),
+  })
+  .meta({ id: 'WebhookSecretRotated', description: 'The new signing secret (shown once).' });
+
 export const WebhookAttemptRead = z
   .object({
     id: uuid('The attempt id.'),
@@ -82,7 +103,7 @@ export const WebhookAttemptRead = z
   })
   .meta({ id: 'WebhookAttempt', description: 'One attempt to deliver an event to an endpoint.' });
 
-const columns = 'id, organization_id, url, event_types, description, enabled, created_at, updated_at';
+const columns = 'id, organization_id, url, event_types, description, enabled, secret_rotated_at, created_at, updated_at';
 const attemptColumns = 'id, event_id, attempt, status, response_code, duration_ms, error, created_at';
 const endpointListSpec: ListSpec = {
   from: 'rowgate.webhook_endpoints',
@@ -187,6 +208,30 @@ export const webhookEndpointRoutes = [
           ],
         ),
       );
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/v1/webhook-endpoints/{id}/secret/rotate',
+    operationId: 'webhook_endpoints:rotate_secret',
+    explanation: explain.authorized('webhook_endpoint', 'organization:manage'),
+    summary: "Rotate an endpoint's signing secret",
+    description:
+      'A new secret signs every attempt from now on, first or retried. Until the previous one expires (`expire_previous_in` seconds, default 86400; 0 ends it at once), each delivery carries both signatures, space-separated, so a receiver holding either verifies it. An endpoint has at most two live secrets: rotating again ends the previous one at once. The new secret is in this answer only. Writes `webhook_endpoint.updated` (`secret_rotated_at`).',
+    tag: 'webhooks',
+    access: write,
+    params: idParams,
+    body: WebhookSecretRotate,
+    status: 200,
+    response: WebhookSecretRotated,
+    handler: async ({ tx, params, body, secret: serverSecret }) => {
+      const secret = generateWebhookSecret();
+      await tx.one('select rowgate.rotate_webhook_secret($1, $2, $3)', [
+        params.id,
+        sealSecret(secret, serverSecret),
+        body.expire_previous_in ?? 86_400,
+      ]);
+      return { secret };
     },
   }),
   route({

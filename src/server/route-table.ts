@@ -31,9 +31,12 @@ import { personalAccessTokenRoutes } from '../resources/personal-access-tokens.t
 import { reportedCredentialRoutes } from '../resources/reported-credentials.ts';
 import type { Route } from '../http/route-declaration.ts';
 import { userRoutes } from '../resources/users.ts';
+import { sessionRoutes } from '../resources/sessions.ts';
+import { oauth2GrantRoutes } from '../resources/oauth2-grants.ts';
 
 export const apiRoutes: readonly Route[] = [
   ...userRoutes,
+  ...sessionRoutes,
   ...personalAccessTokenRoutes,
   ...organizationRoutes,
   ...leaveRoutes,
@@ -42,6 +45,7 @@ export const apiRoutes: readonly Route[] = [
   ...invitationRoutes,
   ...accountRoutes,
   ...organizationAccessTokenRoutes,
+  ...oauth2GrantRoutes,
   ...impersonationRoutes,
   ...productRoutes,
   ...externalCustomerRoutes,

@@ -33,6 +33,7 @@ import { createMetricsServer, Metrics } from '../operating/metrics.ts';
 import { RateLimits } from '../operating/rate-limit.ts';
 import { WebhookWorker } from '../webhooks/worker.ts';
 import { MailSender } from '../signin/mail-sender.ts';
+import { createMailer } from '../signin/mailer.ts';
 import { createApp, type OperatingOptions } from './app.ts';
 import { createHttpServer, drainOnStop, type HTTP_TIMEOUTS } from './http-server.ts';
 import { listen } from './listen.ts';
@@ -249,6 +250,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
           leaseMs: config.ROWGATE_WEBHOOKS_LEASE_SECONDS * 1000,
           log,
           onAttempt: metrics ? (result) => metrics.webhookAttempt(result) : undefined,
+          mailer: createMailer(config, log, connection.secret),
         })
       : undefined;
   await webhooks?.start();

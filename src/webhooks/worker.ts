@@ -21,6 +21,7 @@ import { Webhook } from 'standardwebhooks';
 import { rfc3339 } from '../db/timestamps.ts';
 import { DELIVERY_TIMEOUT_MS, postWebhook, type AttemptResult } from './post.ts';
 import { openSecret } from './secrets.ts';
+import type { Mailer } from '../core/mail.ts';
 
 export interface WorkerOptions {
   /** the authenticator, as the server's pool connects (a transaction-pooling PgBouncer is fine) */
@@ -40,6 +41,16 @@ export interface WorkerOptions {
   log: (line: string) => void;
   /** told of every attempt once it is recorded (the metrics count them) */
   onAttempt?: (result: AttemptResult) => void;
+  /** records the mail to an organization's managers when its endpoint's failures disable it (SPEC §25) */
+  mailer?: Mailer;
+}
+
+interface DisabledNotice {
+  organization_id: string;
+  organization_name: string;
+  endpoint_id: string;
+  url: string;
+  email: string;
 }
 
 /** 5 s, 15 s, 45 s, … ×3 each time, at most 6 hours: 10 attempts span about 14 hours. */
@@ -57,6 +68,10 @@ interface Claimed {
   endpoint_id: string;
   url: string;
   sealed_secret: Buffer;
+  /** the secret a rotation replaced, while it still signs */
+  previous_sealed_secret: Buffer | null;
+  /** when it stops signing (ms since the epoch) */
+  previous_expires_ms: number | null;
   event_id: string;
   type: string;
   resource_id: string;
@@ -67,9 +82,12 @@ interface Claimed {
   previous: unknown;
 }
 
-const CLAIM = `select delivery_id, lease, attempt, failures, organization_id, endpoint_id, url, sealed_secret, event_id, type,
-  resource_id, data, actor, request_id, created_at::text as created_at, previous
-  from rowgate_private.claim_webhook_deliveries($1, make_interval(secs => $2::double precision / 1000))`;
+// an endpoint's previous secret rides along while it is live (SPEC §25): the attempt is signed with both
+const CLAIM = `select c.delivery_id, c.lease, c.attempt, c.failures, c.organization_id, c.endpoint_id, c.url, c.sealed_secret,
+  c.event_id, c.type, c.resource_id, c.data, c.actor, c.request_id, c.created_at::text as created_at, c.previous,
+  p.sealed_secret as previous_sealed_secret, extract(epoch from p.expires_at)::float8 * 1000 as previous_expires_ms
+  from rowgate_private.claim_webhook_deliveries($1, make_interval(secs => $2::double precision / 1000)) c
+    left join lateral rowgate_private.webhook_previous_secret(c.organization_id, c.endpoint_id) p on true`;
 const RECORD = `select rowgate_private.record_webhook_attempt($1, $2, $3, $4, $5, $6, $7, $8,
   make_interval(secs => $9::double precision / 1000), make_interval(secs => $10::double precision / 1000),
   make_interval(secs => $11::double precision / 1000)) as recorded`;
@@ -203,6 +221,8 @@ export class WebhookWorker {
       try {
         const { rows } = await this.pool.query<{ recorded: boolean }>(RECORD, values);
         if (rows[0]?.recorded) this.options.onAttempt?.(result);
+        // a failure may have disabled the endpoint: its managers are told, once
+        if (rows[0]?.recorded && !result.succeeded) await this.mailDisabledNotices();
         return;
       } catch (error) {
         if (Date.now() + wait > deadline) {
@@ -221,11 +241,53 @@ export class WebhookWorker {
     }
   }
 
+  /**
+   * The mail of endpoints their failures disabled, recorded in the outbox with
+   * the notices taken (one transaction), and sent after the commit. A failure
+   * here leaves the notices for the next failed attempt of any sender.
+   */
+  private async mailDisabledNotices(): Promise<void> {
+    const mailer = this.options.mailer;
+    if (!mailer) return;
+    const client = await this.pool.connect();
+    try {
+      await client.query('begin');
+      const { rows } = await client.query<DisabledNotice>(
+        'select organization_id, organization_name, endpoint_id, url, email from rowgate_private.take_webhook_disabled_notices()',
+      );
+      if (rows.length) {
+        // the outbox is written as a request without a credential writes it
+        await client.query(`select set_config('role', 'rowgate_anonymous', true)`);
+        const tx = { rows: (text: string, values?: unknown[]) => client.query(text, values) };
+        for (const notice of rows) {
+          await mailer.send(
+            {
+              to: notice.email,
+              subject: `A webhook endpoint of ${notice.organization_name} was disabled`,
+              text: `The webhook endpoint ${notice.url} (${notice.endpoint_id}) of ${notice.organization_name} failed 10 events in a row and is disabled: no events are sent to it. Fix the receiver, then enable it again with PATCH /v1/webhook-endpoints/${notice.endpoint_id} {"enabled": true}.`,
+            },
+            tx,
+          );
+        }
+      }
+      await client.query('commit');
+    } catch (error) {
+      await client.query('rollback').catch(() => undefined);
+      this.options.log(JSON.stringify({ level: 'warn', msg: 'webhooks: a disabled endpoint could not be told', error: String(error) }));
+    } finally {
+      client.release();
+    }
+  }
+
   private async post(row: Claimed): Promise<AttemptResult> {
     const body = webhookBody(row);
-    let secret: string;
+    let secrets: string[];
+    // the previous secret signs until it expires, checked as the attempt is sent
+    const previousLive = row.previous_sealed_secret && row.previous_expires_ms !== null && row.previous_expires_ms > Date.now();
     try {
-      secret = openSecret(row.sealed_secret, this.options.secret);
+      secrets = [row.sealed_secret, ...(previousLive ? [row.previous_sealed_secret!] : [])].map((sealed) =>
+        openSecret(sealed, this.options.secret),
+      );
     } catch {
       return {
         succeeded: false,
@@ -236,7 +298,7 @@ export class WebhookWorker {
     }
     // one instant for the signature and its header (two clock readings could fall either side of a second)
     const now = new Date();
-    const signature = new Webhook(secret).sign(row.event_id, now, body);
+    const signature = secrets.map((secret) => new Webhook(secret).sign(row.event_id, now, body)).join(' ');
     const timestamp = String(Math.floor(now.getTime() / 1000));
     return postWebhook(row.url, { 'webhook-id': row.event_id, 'webhook-timestamp': timestamp, 'webhook-signature': signature }, body, {
       allowLoopback: this.options.allowLoopback,
