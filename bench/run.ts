@@ -392,6 +392,12 @@ async function main() {
     // turns), on the server as `npm start` runs it (one process)
     graphql_vs_rest: ratio(find(`${main}/graphql_orders_small_user`), find(`${main}/rest_orders_small_user`)),
     graphql_vs_rest_paired: paired(find(`${main}/graphql_orders_small_user`), find(`${main}/rest_orders_small_user`)),
+    // the request log's cost on the REST page (SPEC §25), in turns; and its rows per second at that saturation
+    rest_with_request_log_vs_without_paired: paired(
+      find(`${main}/rest_orders_small_user_with_request_log`),
+      find(`${main}/rest_orders_small_user_without_request_log`),
+    ),
+    request_log_rows_per_second: find(`${main}/request_log_rows_at_saturation`)?.rps ?? null,
     me_vs_bare: ratio(find(`${main}/rest_users_me`), find(`${main}/bare_express`)),
     // the same, in turns (the median of the rounds' own ratios): this machine's minutes differ by more than 5 %
     me_vs_bare_paired: paired(find(`${main}/rest_users_me`), find(`${main}/bare_express`)),
@@ -556,6 +562,7 @@ async function benchScale(
   if (runs('explain')) await benchExplain(ctx);
   if (runs('writes')) await benchWrites(ctx);
   await stopProcess(server);
+  if (runs('reads')) await benchRequestLog(ctx, startServer);
   if (runs('webhooks')) await benchSubscribedWrites(ctx, startServer);
   if (runs('webhooks')) await benchEventCosts(ctx);
   if (runs('standby')) await benchStandby(ctx, db, startServer);
@@ -634,6 +641,55 @@ interface ScaleContext {
 }
 
 type StartServer = (env?: Record<string, string>) => Promise<{ child: ChildProcess; url: string }>;
+
+/**
+ * The request log's cost (SPEC §25): the small user's REST page of one of its
+ * organizations (so each request is a row of that organization's log) on a
+ * server writing the log, in turns with the same page on one that does not
+ * (ROWGATE_REQUEST_LOG=off); and the rows written per second at that saturation.
+ */
+async function benchRequestLog(ctx: ScaleContext, startServer: StartServer) {
+  const { scale, sessions, users, ownerUrl } = ctx;
+  const owner = new pg.Client({ connectionString: ownerUrl });
+  await owner.connect();
+  try {
+    const { rows } = await owner.query<{ organization_id: string }>(
+      'select organization_id from rowgate.memberships where user_id = $1 and deleted_at is null order by organization_id limit 1',
+      [users.small],
+    );
+    const organization = rows[0]!.organization_id;
+    const on = await startServer();
+    const off = await startServer({ ROWGATE_REQUEST_LOG: 'off' });
+    try {
+      const page = (base: string) => ({
+        url: `${base}/v1/orders/?limit=50&organization_id=${organization}`,
+        headers: { cookie: `rowgate_session=${sessions.small}` },
+      });
+      const before = await owner.query<{ n: string }>('select count(*) as n from rowgate.request_log where organization_id = $1', [
+        organization,
+      ]);
+      const started = Date.now();
+      const [withLog] = await interleaved([
+        { runner: wrkRunner(`${scale}/rest_orders_small_user_with_request_log`, page(on.url)) },
+        { runner: wrkRunner(`${scale}/rest_orders_small_user_without_request_log`, page(off.url)) },
+      ]);
+      // the rows the logging server wrote while the pair ran, over the time its runs took (half of the pair's)
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const after = await owner.query<{ n: string }>('select count(*) as n from rowgate.request_log where organization_id = $1', [
+        organization,
+      ]);
+      const written = Number(after.rows[0]!.n) - Number(before.rows[0]!.n);
+      const seconds = (Date.now() - started) / 2000;
+      scenarios.push({ name: `${scale}/request_log_rows_at_saturation`, rps: Math.round(written / seconds) });
+      log(`  ${scale}/request_log_rows_at_saturation: ${Math.round(written / seconds)} rows/s (${withLog!.rps.toFixed(0)} requests/s)`);
+    } finally {
+      await stopProcess(on.child);
+      await stopProcess(off.child);
+    }
+  } finally {
+    await owner.end();
+  }
+}
 
 /** The web session's hash, as pgbench sends it to the authentication statement. */
 const sessionHash = (ctx: ScaleContext, who: keyof BenchUsers) => `\\x${hashToken(ctx.secret, ctx.sessions[who]).toString('hex')}`;

@@ -69,6 +69,8 @@ const schema = z.object({
   ROWGATE_PREPARED_STATEMENTS: z.enum(['named', 'unnamed']).default('named'),
   // the webhook delivery worker of this process (SPEC §17); off: this process delivers nothing (others may)
   ROWGATE_WEBHOOKS: z.enum(['on', 'off']).default('on'),
+  // the organizations' request log (SPEC §25); off: this process writes no rows (the bench's comparison)
+  ROWGATE_REQUEST_LOG: z.enum(['on', 'off']).default('on'),
   // how long a sender's claim on an attempt lasts; past it, another sender makes the attempt again.
   // It outlasts the 10 s timeout and the answer's record (docs/operations.md)
   ROWGATE_WEBHOOKS_LEASE_SECONDS: z.coerce.number().int().min(12).max(3_600).default(30),

@@ -12,13 +12,19 @@ import { expectError, expectValidationError } from './expect-api.ts';
 import { generateToken } from '../src/auth/tokens.ts';
 import { outboxMailer } from '../src/signin/mailer.ts';
 import { WebhookWorker } from '../src/webhooks/worker.ts';
+import { RequestLog } from '../src/operating/request-log.ts';
+import { Metrics } from '../src/operating/metrics.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 
 let app: TestApp;
+const requestLog = new RequestLog({ flushMs: 20 });
 beforeAll(async () => {
-  app = await startTestApp();
+  app = await startTestApp({ operating: { requestLog } });
 });
-afterAll(async () => app?.close());
+afterAll(async () => {
+  await requestLog.stop();
+  await app?.close();
+});
 
 /** A user with two organizations of its own (A and B, a product each) and a third it does not belong to */
 async function userWithTwoOrganizations() {
@@ -434,5 +440,153 @@ describe('webhook secret rotation', () => {
     await app.patch(`/v1/webhook-endpoints/${created.body.id}`, { enabled: true }, { session: admin.session });
     await app.patch(`/v1/webhook-endpoints/${created.body.id}`, { enabled: false }, { session: admin.session });
     expect(await app.outbox(admin.email)).toHaveLength(1);
+  });
+});
+
+describe('request log', () => {
+  /** The organization's rows for a request id, once written */
+  async function logged(organizationId: string, session: string, requestId: string) {
+    for (let i = 0; i < 100; i++) {
+      await requestLog.flush();
+      const res = await app.get(`/v1/organizations/${organizationId}/requests?request_id=${requestId}`, { session });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      if (res.body.items.length) return res.body.items as Record<string, any>[];
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return [];
+  }
+
+  test("a request's row: no query string nor body, its events and its denial linked by the row's id", async () => {
+    const admin = await app.user();
+    const organization = await app.organization(admin.id);
+    const requestId = `req-${randomUUID()}`;
+    const created = await app.request('POST', '/v1/products/?secret=shh', {
+      session: admin.session,
+      body: { organization_id: organization.id, name: 'Logged', price_amount: 100, price_currency: 'usd' },
+      headers: { 'x-request-id': requestId, 'user-agent': 'acme-sdk/1.4' },
+    });
+    expect(created.status).toBe(201);
+    const [row] = await logged(organization.id, admin.session, requestId);
+    expect(row).toMatchObject({
+      request_id: requestId,
+      method: 'POST',
+      route: '/v1/products/',
+      path: '/v1/products/',
+      status: 201,
+      error: null,
+      credential_kind: 'web_session',
+      user_id: admin.id,
+      client_ip: '127.0.0.1',
+      user_agent: 'acme-sdk/1.4',
+      idempotent_replayed: false,
+    });
+    expect(JSON.stringify(row)).not.toContain('shh');
+    expect(JSON.stringify(row)).not.toContain('Logged');
+    const detail = await app.get(`/v1/organizations/${organization.id}/requests/${row!.id}`, { session: admin.session });
+    expect(detail.status, JSON.stringify(detail.body)).toBe(200);
+    const [event] = await app.sql<{ id: string }>(
+      "select id from rowgate.events where organization_id = $1 and type = 'product.created' and resource_id = $2",
+      [organization.id, created.body.id],
+    );
+    expect(detail.body.event_ids).toEqual([event!.id]);
+    expect(detail.body.denial).toBeNull();
+
+    // a refused request: its denial, by the row's id
+    const member = await app.user();
+    await app.membership(organization.id, member.id, 'finance');
+    const refusedId = `req-${randomUUID()}`;
+    const refused = await app.request('PATCH', `/v1/products/${created.body.id}`, {
+      session: member.session,
+      body: { name: 'No' },
+      headers: { 'x-request-id': refusedId },
+    });
+    expect(refused.status).toBe(403);
+    const [denied] = await logged(organization.id, admin.session, refusedId);
+    expect(denied).toMatchObject({ status: 403, error: 'NotPermitted', user_id: member.id });
+    const deniedDetail = await app.get(`/v1/organizations/${organization.id}/requests/${denied!.id}`, { session: admin.session });
+    expect(deniedDetail.body.denial).toMatchObject({ error: 'NotPermitted', operation: 'products:update' });
+    expect(deniedDetail.body.event_ids).toEqual([]);
+
+    // filters
+    const fours = await app.get(`/v1/organizations/${organization.id}/requests?status=4xx`, { session: admin.session });
+    expect(fours.body.items.every((r: { status: number }) => r.status >= 400 && r.status < 500)).toBe(true);
+    expect(fours.body.items.map((r: { id: string }) => r.id)).toContain(denied!.id);
+    const posts = await app.get(`/v1/organizations/${organization.id}/requests?method=POST&status=201`, { session: admin.session });
+    expect(posts.body.items.map((r: { id: string }) => r.id)).toEqual([row!.id]);
+    expectValidationError(await app.get(`/v1/organizations/${organization.id}/requests?status=6xx`, { session: admin.session }));
+
+    // who reads it: managers only; organization tokens never
+    expectError(await app.get(`/v1/organizations/${organization.id}/requests`, { session: member.session }), 403, 'NotPermitted');
+    const oat = await app.oat(organization.id, ['organizations_read']);
+    expect((await app.get(`/v1/organizations/${organization.id}/requests`, { token: oat })).status).toBe(401);
+  });
+
+  test("a stranger's probe leaves no row; an organization token's requests land in its organization", async () => {
+    const admin = await app.user();
+    const organization = await app.organization(admin.id);
+    const product = await app.product(organization.id);
+    const stranger = await app.user();
+    const probes = [`/v1/products/${product}`, `/v1/organizations/${organization.id}`, `/v1/products/?organization_id=${organization.id}`];
+    const ids: string[] = [];
+    for (const path of probes) {
+      const requestId = `probe-${randomUUID()}`;
+      ids.push(requestId);
+      await app.get(path, { session: stranger.session, headers: { 'x-request-id': requestId } });
+    }
+    const oatId = `oat-${randomUUID()}`;
+    const oat = await app.oat(organization.id, ['products_read']);
+    expect((await app.get('/v1/products/', { token: oat, headers: { 'x-request-id': oatId } })).status).toBe(200);
+    expect(await logged(organization.id, admin.session, oatId)).toHaveLength(1);
+    // written by now (the token's request came after them): none is there
+    for (const id of ids) {
+      const res = await app.get(`/v1/organizations/${organization.id}/requests?request_id=${id}`, { session: admin.session });
+      expect(res.body.items).toEqual([]);
+    }
+    expect(await app.sql('select 1 from rowgate.request_log where user_id = $1', [stranger.id])).toEqual([]);
+  });
+
+  test("a deleted user's addresses are erased with it", async () => {
+    const admin = await app.user();
+    const organization = await app.organization(admin.id);
+    const leaver = await app.user();
+    await app.membership(organization.id, leaver.id, 'member');
+    const requestId = `leaver-${randomUUID()}`;
+    await app.get(`/v1/organizations/${organization.id}`, {
+      session: leaver.session,
+      headers: { 'x-request-id': requestId, 'user-agent': 'x/1' },
+    });
+    const [row] = await logged(organization.id, admin.session, requestId);
+    expect(row).toMatchObject({ client_ip: '127.0.0.1', user_agent: 'x/1' });
+    expect((await app.delete('/v1/users/me', { session: leaver.session })).status).toBe(204);
+    const [after] = await logged(organization.id, admin.session, requestId);
+    expect(after).toMatchObject({ client_ip: null, user_agent: null, user_id: leaver.id });
+  });
+
+  test('when writing falls behind, rows are dropped and counted; nothing waits', async () => {
+    const metrics = new Metrics({ processMetrics: false });
+    const bounded = new RequestLog({ maxQueued: 2, metrics });
+    const row = {
+      id: randomUUID(),
+      organization_id: randomUUID(),
+      subject_kind: 'user',
+      subject_id: randomUUID(),
+      request_id: 'r',
+      method: 'GET',
+      route: '/v1/products/',
+      path: '/v1/products/',
+      status: 200,
+      error: null,
+      duration_ms: 1,
+      credential_kind: 'web_session',
+      credential_id: null,
+      client_ip: null,
+      user_agent: null,
+      api_version: null,
+      idempotent_replayed: false,
+      created_at: new Date().toISOString(),
+    };
+    for (let i = 0; i < 5; i++) bounded.push(row);
+    expect(bounded.dropped).toBe(3);
+    expect((await metrics.requestLogDropped.get()).values[0]?.value).toBe(3);
   });
 });

@@ -25,7 +25,8 @@ export const AUTHENTICATE = `
     set_config('rowgate.client_address', coalesce($4::text, ''), true) as client_address,
     set_config('rowgate.user_agent', $5, true) as user_agent,
     set_config('rowgate.credential_impersonator', a.credential_id || ':' || coalesce(a.impersonator_id::text, ''), true) as credential_impersonator,
-    set_config('rowgate.credential_client', a.credential_id || ':' || coalesce(a.oauth2_client_id, ''), true) as credential_client
+    set_config('rowgate.credential_client', a.credential_id || ':' || coalesce(a.oauth2_client_id, ''), true) as credential_client,
+    set_config('rowgate.request_log_id', $6, true) as request_log_id
   from rowgate_private.authenticate($1, $2, nullif($4::text, '')::inet, $5) a`;
 
 /** The role of a request without a credential ($1: its request id); no setting names a subject. */
@@ -48,6 +49,8 @@ export interface AuthenticatedRow {
   /** the credential's id, a colon, and who impersonates through a web session or the client of an OAuth2 token (events record them) */
   credential_impersonator: string;
   credential_client: string;
+  /** the request's log id (SPEC §25), which the events it writes and its denial are linked by */
+  request_log_id: string;
 }
 
 /** The kinds of subject a credential authenticates (SPEC §2). */
@@ -70,6 +73,8 @@ export type RunOne = <T extends object>(text: string, values: unknown[]) => Prom
 export interface RequestOrigin {
   clientAddress?: string;
   userAgent?: string;
+  /** the request's log id (SPEC §25) */
+  logId?: string;
 }
 
 /**
@@ -92,6 +97,7 @@ export function authenticationValues(
     requestId,
     credential.from ?? origin.clientAddress ?? null,
     (origin.userAgent ?? '').slice(0, 256),
+    origin.logId ?? '',
   ];
 }
 
@@ -115,6 +121,7 @@ export function authenticatedFrom(row: AuthenticatedRow | undefined): Authentica
       'rowgate.user_agent': row.user_agent,
       'rowgate.credential_impersonator': row.credential_impersonator,
       'rowgate.credential_client': row.credential_client,
+      'rowgate.request_log_id': row.request_log_id,
     },
   };
 }

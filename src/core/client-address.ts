@@ -127,5 +127,6 @@ export function requestOrigin(req: IncomingMessage & { res?: { locals: Record<st
   return {
     clientAddress: req.socket ? (requestAddress(req) ?? undefined) : undefined,
     userAgent: req.headers['user-agent']?.slice(0, 256),
+    logId: requestRecord(req).logId,
   };
 }

@@ -9,8 +9,10 @@ import { organizationOfDenial } from '../auth/authorize.ts';
 import { type ApiError, toApiError } from '../core/errors.ts';
 import type { Input } from './input.ts';
 
+// the request's log id (SPEC §25) is set first, for the denial row to carry it
 const RECORD = `select rowgate_private.record_denial($1, nullif($2, '')::uuid, $3, nullif($4, '')::uuid, $5, $6, $7, $8::jsonb,
-  $9::uuid, $10::uuid, $11, $12, $13) as kept`;
+  $9::uuid, $10::uuid, $11, $12, $13) as kept
+  from (select set_config('rowgate.request_log_id', $14, true)) as request_log`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -51,6 +53,7 @@ export async function recordDenial(
       error.error === 'InsufficientScope' ? 'scope' : 'policy',
       error.error,
       typeof error.detail === 'string' ? error.detail : null,
+      s['rowgate.request_log_id'] ?? '',
     ]);
   } catch (failure) {
     log(`denials: a 403 of ${request.operation} was not recorded (${(failure as Error).message})`);

@@ -43,7 +43,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type pg from 'pg';
 import type { Authenticated } from '../auth/authenticate.ts';
 import { credentialKey, type PresentedCredential } from '../auth/credentials.ts';
-import { askedBeforeHandler, authorizeRequest } from '../auth/authorize.ts';
+import { askedBeforeHandler, authorizeRequest, organizationOfDenial } from '../auth/authorize.ts';
 import type { Placement } from '../db/placement.ts';
 import { inTransaction, type Tx } from '../db/pool.ts';
 import type { Mailer } from '../core/mail.ts';
@@ -151,7 +151,10 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
           const input = attempt(() => parseInput(route, req)); // read now, refused in its turn (4.)
           const context = input.ok ? new HandlerContext(tx, options, input.value, state) : undefined;
           // a scope refusal is recorded where its input resolves, when it is valid
-          if (input.ok) denial.input = input.value;
+          if (input.ok) {
+            denial.input = input.value;
+            record.organizationId = namedOrganization(route, input.value);
+          }
           // a JSON read sends everything now, in the authentication's write: the policy's question, then its one statement with the commit
           const asked = startsEarly && context && authorization ? quietly(authorizeRequest(tx, authorization, context.params)) : undefined;
           const early = startsEarly && context ? quietly(startHandler(context, tx)) : undefined;
@@ -166,7 +169,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
             }
             if (authorization) {
               const organizationId = await (asked ?? authorizeRequest(tx, authorization, context!.params)); // 5.
-              if (typeof organizationId === 'string') denial.organizationId = organizationId;
+              if (typeof organizationId === 'string') denial.organizationId = record.organizationId = organizationId;
             }
           } catch (refusal) {
             // a read started early ends before its transaction does: nothing of it
@@ -186,9 +189,13 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     try {
       result = await place.run(transaction);
     } catch (error) {
+      record.organizationId = organizationOfDenial(error) ?? record.organizationId;
       if (state.subject?.settings) await keepDenial(options.pool, route.operationId, state.subject.settings, error, denial);
       throw error;
     }
+    // the organization of the resource answered, for the request log (SPEC §25)
+    const answered = (result as { organization_id?: unknown } | null)?.organization_id;
+    if (!denial.organizationId && typeof answered === 'string') record.organizationId = answered;
     // a replayed write: what its client must see to read it, as after the write itself (SPEC §19)
     if (place.effect === 'writes') await place.committed(res, result instanceof Replay ? undefined : state.tx?.position);
     if (result instanceof Replay) return sendReplay(res, result);
@@ -210,6 +217,23 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
       return Promise.reject(error);
     }
   }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The organization a request names, for the request log (SPEC §25): the path's
+ * organization, else one `organization_id` of its body or query. The database
+ * keeps the row only if the caller reaches it.
+ */
+function namedOrganization(route: ApiRoute, input: Input): string | undefined {
+  const params = input.params as Record<string, unknown> | undefined;
+  const named = [
+    route.path.startsWith('/v1/organizations/{id}') ? params?.id : undefined,
+    (input.body as { organization_id?: unknown } | null | undefined)?.organization_id,
+    (input.query as { organization_id?: unknown } | null | undefined)?.organization_id,
+  ].find((value) => typeof value === 'string' && UUID.test(value));
+  return named as string | undefined;
 }
 
 const refuse = (error: Error): never => {

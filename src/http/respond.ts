@@ -102,6 +102,7 @@ export function errorAnswers(
       log?.(`error on ${req.method} ${req.originalUrl.split('?')[0]}: ${(error as Error)?.stack ?? String(error)}`);
     }
     if (res.headersSent) return;
+    requestRecord(req).error = found.error;
     res.status(apiError.status).set(apiError.headers).json(apiError.body());
   };
 }

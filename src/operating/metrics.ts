@@ -59,6 +59,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly requestLogDropped = new Counter({
+    name: 'rowgate_request_log_dropped_total',
+    help: 'Request log rows (SPEC §25) this process dropped: its queue was full while the database fell behind, or a batch failed',
+    registers: [this.registry],
+  });
+
   readonly oldestTransaction = new Gauge({
     name: 'rowgate_oldest_transaction_seconds',
     help: "Age of the PostgreSQL server's oldest transaction holding an xid or a snapshot, in any database (0: none), as last read (every 10 s)",

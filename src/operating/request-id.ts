@@ -10,6 +10,7 @@ import type { BlockList } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import { requestRecord } from '../core/request-record.ts';
 import { clientAddress } from '../core/client-address.ts';
+import { uuidv7 } from '../core/uuidv7.ts';
 
 const REQUEST_ID_HEADER = 'X-Request-Id';
 const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -18,7 +19,9 @@ const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
 export function assignRequestId(req: IncomingMessage, res: ServerResponse): string {
   const sent = req.headers['x-request-id'];
   const id = typeof sent === 'string' && WELL_FORMED.test(sent) ? sent : randomUUID();
-  requestRecord(req).id = id;
+  const record = requestRecord(req);
+  record.id = id;
+  record.logId = uuidv7();
   res.setHeader(REQUEST_ID_HEADER, id);
   return id;
 }

@@ -23,6 +23,7 @@ import { apiSecurityHeaders } from '../http/security-headers.ts';
 import { logRequests } from '../operating/access-log.ts';
 import type { Logger } from '../operating/logger.ts';
 import type { Metrics } from '../operating/metrics.ts';
+import type { RequestLog } from '../operating/request-log.ts';
 import type { RateLimits } from '../operating/rate-limit.ts';
 import { identifyRequests } from '../operating/request-id.ts';
 import { limitRequests } from '../operating/request-limits.ts';
@@ -39,6 +40,8 @@ export interface OperatingOptions {
   trustedProxies?: BlockList | null;
   /** the credentials this server has seen authenticate, shared with GraphQL (default: the limits' own) */
   recentCredentials?: RecentCredentials;
+  /** the organizations' request log (SPEC §25); none: no rows */
+  requestLog?: RequestLog;
 }
 
 export interface AppOptions {
@@ -96,6 +99,7 @@ function installExpressSettings(app: express.Express, trusted: BlockList | null)
 function installRequestMiddleware(app: express.Express, options: AppOptions) {
   const operating = options.operating ?? {};
   app.use(identifyRequests(operating.trustedProxies ?? null));
+  operating.requestLog?.use(options.pool);
   app.use(logRequests(operating));
   app.use(apiSecurityHeaders);
   app.use(corsMiddleware(options.corsOrigins ?? []));

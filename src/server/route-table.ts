@@ -5,6 +5,7 @@ import type { ReadReplicas } from '../db/read-replicas.ts';
 import { accountRoutes } from '../resources/accounts.ts';
 import { authorizationRoutes } from '../resources/authorization.ts';
 import { denialRoutes } from '../resources/denials.ts';
+import { requestLogRoutes } from '../resources/request-log.ts';
 import { customerPortalRoutes } from '../resources/customer-portal.ts';
 import { customerSessionRoutes } from '../resources/customer-sessions.ts';
 import { customerRoutes } from '../resources/customers.ts';
@@ -64,6 +65,7 @@ export const apiRoutes: readonly Route[] = [
   ...oauth2Routes,
   ...authorizationRoutes(() => apiRoutes),
   ...denialRoutes,
+  ...requestLogRoutes,
 ];
 
 export function allRoutes(pool: pg.Pool, reads?: ReadReplicas): Route[] {

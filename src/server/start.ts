@@ -31,6 +31,7 @@ import { DeploymentCounts } from '../operating/deployment-counts.ts';
 import { createLogger, lineLogger, type Logger } from '../operating/logger.ts';
 import { createMetricsServer, Metrics } from '../operating/metrics.ts';
 import { RateLimits } from '../operating/rate-limit.ts';
+import { RequestLog } from '../operating/request-log.ts';
 import { WebhookWorker } from '../webhooks/worker.ts';
 import { MailSender } from '../signin/mail-sender.ts';
 import { createMailer } from '../signin/mailer.ts';
@@ -192,6 +193,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     config.ROWGATE_METRICS_PORT === undefined
       ? undefined
       : new Metrics({ pool, counts, ...(reads ? { standbys: () => reads.status() } : {}) });
+  // the organizations' request logs (SPEC §25): written in batches after the answers, 30 days in day partitions
+  const requestLog = config.ROWGATE_REQUEST_LOG === 'on' ? new RequestLog({ metrics, log }).use(pool).keepPartitions() : undefined;
   const serving = await (async () => {
     await reads?.start();
     await counts.start();
@@ -218,6 +221,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
           counts,
         }),
         trustedProxies: trustedProxies(config.ROWGATE_TRUST_PROXY),
+        requestLog,
       },
     });
   })().catch(async (error) => {
@@ -276,6 +280,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         // no new connections; in-flight requests finish; then the pool; the database last
         // an attempt in flight ends within its 10 s timeout, a message within its 20 s, while the requests drain
         await Promise.all([serving.close(), webhooks?.stop(), mail?.stop()]);
+        await requestLog?.stop();
         metricsServer?.closeAllConnections();
         metricsServer?.close();
         analysts.stop();
