@@ -3,10 +3,13 @@
 // higher one), with no import circle anywhere. `npm test` checks it
 // (scripts/check-imports.ts, run before the tests).
 //
-//   core, config.ts  words every layer shares: errors, fields, the request record, SQLSTATEs
-//   db               pools, transactions, migrations, the embedded PostgreSQL
+//   core, config.ts  words every layer shares: errors, fields, money, the request record, SQLSTATEs
+//   db               pools, transactions, placement, migrations, the embedded PostgreSQL,
+//                    and the SQL-facing features the CLI runs (analysts, lint, verify)
+//   upkeep           timers: work every server does for the database on a clock
 //   auth             credentials, authentication, authorization, tokens
 //   operating        request ids, the access log, metrics, rate limits, logging
+//   listing          the list kit: list queries, their statements, the pages they answer
 //   http             the REST kernel: route declarations, the pipeline, answers, the router
 //   webhooks         delivery of webhook events
 //   resources        the REST resources (the route table's entries)
@@ -18,8 +21,10 @@
 const layers = [
   ['core', '^src/(core/|config\\.[jt]s$)'],
   ['db', '^src/db/'],
+  ['upkeep', '^src/upkeep/'],
   ['auth', '^src/auth/'],
   ['operating', '^src/operating/'],
+  ['listing', '^src/listing/'],
   ['http', '^src/http/'],
   ['webhooks', '^src/webhooks/'],
   ['resources', '^src/resources/'],

@@ -7,7 +7,7 @@ import { createPool } from '../src/db/pool.ts';
 import { Consistency } from '../src/db/consistency.ts';
 import { ensureDatabase } from '../src/db/setup.ts';
 import type { Mailer } from '../src/core/mail.ts';
-import { keepFeed } from '../src/db/event-feed.ts';
+import { keepFeed } from '../src/upkeep/event-feed.ts';
 import { outboxMailer } from '../src/signin/mailer.ts';
 import { serve } from '../src/server/start.ts';
 import type { OperatingOptions } from '../src/server/app.ts';

@@ -2,7 +2,7 @@
 // or alone as `npx rowgate webhooks work`. It leases due attempts
 // (rowgate_private.claim_webhook_deliveries: one statement, committed, which
 // first runs the feed's sequencer, so that a sender alone takes new deliveries
-// into their lanes as the servers do: src/db/event-feed.ts), sends
+// into their lanes as the servers do: src/upkeep/event-feed.ts), sends
 // them with no transaction open, and records each answer in a second short
 // statement with its lease. Endpoints are lanes of their own in the database:
 // at most one attempt per endpoint is in flight across every sender, first
