@@ -1,7 +1,7 @@
 // The folders of src/ are layers, and every import points down the list below
 // (a folder may import its own files and any folder lower in the list, never a
 // higher one), with no import circle anywhere. `npm test` checks it
-// (scripts/check-imports.ts, run before the tests).
+// (scripts/check-imports.ts, run before the tests). README.md lists what each holds.
 //
 //   core, config.ts  words every layer shares: errors, fields, money, the request record, SQLSTATEs
 //   db               pools, transactions, placement, migrations, the embedded PostgreSQL,
