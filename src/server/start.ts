@@ -13,7 +13,7 @@ import { keepFeed } from '../upkeep/event-feed.ts';
 import { watchOldestTransaction } from '../upkeep/oldest-transaction.ts';
 import { keepEvents } from '../upkeep/event-retention.ts';
 import { keepTeams } from '../upkeep/team-upkeep.ts';
-import { createPool } from '../db/pool.ts';
+import { createPool, silentPeerDeadlines } from '../db/pool.ts';
 import { ReadReplicas } from '../db/read-replicas.ts';
 import { trustedProxies } from '../core/client-address.ts';
 import { REPLACE_MS as COUNTS_REPLACE_MS } from '../operating/counts-exchange.ts';
@@ -255,10 +255,11 @@ function sharedCounts(connection: Connection, warn: (line: string) => void, log:
     connectionString: connection.authenticatorUrl,
     max: 1,
     connectionTimeoutMillis: COUNTS_REPLACE_MS,
-    // a peer gone without a word (a failover, a half-open socket) is noticed by TCP too, not only by the exchange's deadline
-    keepAlive: true,
-    keepAliveInitialDelayMillis: 1_000,
     statement_timeout: COUNTS_REPLACE_MS,
+    // A peer gone without a word (a failover, a half-open socket) must not keep the one
+    // connection: the exchange has its own deadline, and pruning and leaving theirs
+    ...silentPeerDeadlines(COUNTS_REPLACE_MS),
+    keepAliveInitialDelayMillis: 1_000,
     application_name: 'rowgate-rate-limits',
   });
   // a connection lost while idle is replaced at the next exchange, not a crash
