@@ -114,3 +114,20 @@ function textIssues(input: unknown, source: string): ValidationIssue[] {
   }
   return issues;
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The organization a request names, for the request log (SPEC §25): the path's
+ * organization, else one `organization_id` of its body or query. The database
+ * keeps the row only if the caller reaches it.
+ */
+export function namedOrganization(route: ApiRoute, input: Input): string | undefined {
+  const params = input.params as Record<string, unknown> | undefined;
+  const named = [
+    route.path.startsWith('/v1/organizations/{id}') ? params?.id : undefined,
+    (input.body as { organization_id?: unknown } | null | undefined)?.organization_id,
+    (input.query as { organization_id?: unknown } | null | undefined)?.organization_id,
+  ].find((value) => typeof value === 'string' && UUID.test(value));
+  return named as string | undefined;
+}

@@ -57,7 +57,7 @@ import {
 } from '../auth/credential-checks.ts';
 import { ApiError } from '../core/errors.ts';
 import { type DenialFacts, keepDenial } from './denials.ts';
-import { type Input, parseInput } from './input.ts';
+import { type Input, namedOrganization, parseInput } from './input.ts';
 import { Replay, send, sendReplay } from './respond.ts';
 import { type ApiRoute, effectOf, isAnonymous, type Subject } from './route-declaration.ts';
 import { requestRecord } from '../core/request-record.ts';
@@ -217,23 +217,6 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
       return Promise.reject(error);
     }
   }
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/**
- * The organization a request names, for the request log (SPEC §25): the path's
- * organization, else one `organization_id` of its body or query. The database
- * keeps the row only if the caller reaches it.
- */
-function namedOrganization(route: ApiRoute, input: Input): string | undefined {
-  const params = input.params as Record<string, unknown> | undefined;
-  const named = [
-    route.path.startsWith('/v1/organizations/{id}') ? params?.id : undefined,
-    (input.body as { organization_id?: unknown } | null | undefined)?.organization_id,
-    (input.query as { organization_id?: unknown } | null | undefined)?.organization_id,
-  ].find((value) => typeof value === 'string' && UUID.test(value));
-  return named as string | undefined;
 }
 
 const refuse = (error: Error): never => {

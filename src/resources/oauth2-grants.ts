@@ -7,8 +7,8 @@ import { z } from 'zod';
 import { doc, nullableTimestamp, timestamp, uuid } from '../core/fields.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { explain } from '../http/explanation.ts';
-import { listQuery, listSchema } from './lists.ts';
-import { type ListSpec, runList, Where } from './list-statement.ts';
+import { listQuery, listSchema } from '../listing/lists.ts';
+import { type ListSpec, runList, Where } from '../listing/list-statement.ts';
 
 const OAuth2GrantRead = z
   .object({

@@ -7,8 +7,8 @@ import { z } from 'zod';
 import { found } from '../core/errors.ts';
 import { doc, timestamp, uuid } from '../core/fields.ts';
 import { access, readScopes, route } from '../http/route-declaration.ts';
-import { createdWindow, listQuery, listSchema, multi } from './lists.ts';
-import { type ListSpec, runList, Where } from './list-statement.ts';
+import { createdWindow, listQuery, listSchema, multi } from '../listing/lists.ts';
+import { type ListSpec, runList, Where } from '../listing/list-statement.ts';
 
 const nullable = (schema: z.ZodType, description: string, example: unknown) => doc(schema.nullable(), description, example);
 

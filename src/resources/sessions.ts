@@ -7,8 +7,8 @@ import { doc, nullableTimestamp, timestamp, uuid } from '../core/fields.ts';
 import { explain } from '../http/explanation.ts';
 import { access, route } from '../http/route-declaration.ts';
 import { clearSessionCookie } from '../auth/session-cookie.ts';
-import { listQuery, listSchema } from './lists.ts';
-import { type ListSpec, runList } from './list-statement.ts';
+import { listQuery, listSchema } from '../listing/lists.ts';
+import { type ListSpec, runList } from '../listing/list-statement.ts';
 
 const SessionRead = z
   .object({
