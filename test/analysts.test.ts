@@ -802,6 +802,7 @@ describe('bypass attempts fail', () => {
         'rowgate.permissions',
         'rowgate.products',
         'rowgate.refunds',
+        'rowgate.request_log',
         'rowgate.revenue_by_day',
         'rowgate.role_permissions',
         'rowgate.roles',

@@ -338,7 +338,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
         },
       },
       // the event feed runs, as on every server; the rest of the upkeep would race the fixtures tests make
-      without: ['analysts-limits', 'oldest-transaction', 'event-partitions', 'event-retention', 'team-upkeep'],
+      without: ['analysts-limits', 'oldest-transaction', 'event-partitions', 'event-retention', 'team-upkeep', 'request-log-partitions'],
       // counted as a server counts them (in the database) only when a test sets its limits
       localCounts: !options.limits,
       serve: {

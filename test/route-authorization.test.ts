@@ -84,6 +84,8 @@ const appliedIn: Record<string, { table: string } | { function: keyof typeof fun
   'invitations:create': { function: 'invite' },
   'invitations:list': { table: 'invitations' },
   'denials:list': { table: 'denials' },
+  'requests:list': { table: 'request_log' },
+  'requests:get': { table: 'request_log' },
   'invitations:revoke': { function: 'revokeInvitation' },
   'webhook_deliveries:list': { table: 'webhook_attempts' },
   // a resource a body names: the policy applies to the row the operation inserts

@@ -19,7 +19,7 @@ begin
 end;
 $$;
 comment on function rowgate_hidden.current_token_organization_ids() is 'The organizations the credential of this transaction is kept to (a personal access token naming some); null: no such bound.';
-grant execute on function rowgate_hidden.current_token_organization_ids() to rowgate_analyst, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.current_token_organization_ids() to rowgate_organization, rowgate_user;
 
 -- Restated: a User's organizations are narrowed to those its token is kept to.
 create or replace function rowgate_hidden.current_organization_ids(p_permission text default null) returns uuid[]

@@ -102,7 +102,7 @@ create or replace function rowgate.request_log_event_ids(p_organization_id uuid,
     and rowgate_hidden.has_scope('organizations_read');
 $$;
 comment on function rowgate.request_log_event_ids(uuid, uuid) is '@behavior -*';
-grant execute on function rowgate.request_log_event_ids(uuid, uuid) to rowgate_analyst, rowgate_user;
+grant execute on function rowgate.request_log_event_ids(uuid, uuid) to rowgate_user;
 
 -- Writes a batch of requests (a JSON array) as the server saw them; keeps only the rows whose
 -- subject reaches the organization now (a user by a live membership, within its token's

@@ -17,8 +17,9 @@ const HIDDEN_TABLES = [
   'oauth2_clients',
   'webhook_endpoints',
   'webhook_attempts',
-  // recorded denials (SPEC §20) are read through REST and analysts' SQL
+  // recorded denials (SPEC §20) and the request log (SPEC §25) are read through REST and analysts' SQL
   'denials',
+  'request_log',
 ];
 /** the rowgate functions GraphQL publishes (as mutations); every other one is hidden */
 const GRAPHQL_FUNCTIONS = ['create_organization', 'add_member', 'create_account', 'create_order', 'create_refund'];

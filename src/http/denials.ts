@@ -9,10 +9,11 @@ import { organizationOfDenial } from '../auth/authorize.ts';
 import { type ApiError, toApiError } from '../core/errors.ts';
 import type { Input } from './input.ts';
 
-// the request's log id (SPEC §25) is set first, for the denial row to carry it
+// set first: the request's log id (SPEC §25), for the denial row to carry it, and the credential,
+// whose reach a token kept to some organizations narrows
 const RECORD = `select rowgate_private.record_denial($1, nullif($2, '')::uuid, $3, nullif($4, '')::uuid, $5, $6, $7, $8::jsonb,
   $9::uuid, $10::uuid, $11, $12, $13) as kept
-  from (select set_config('rowgate.request_log_id', $14, true)) as request_log`;
+  from (select set_config('rowgate.request_log_id', $14, true), set_config('rowgate.credential_id', $4, true)) as request`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -7,6 +7,7 @@
 // reaches the organization (rowgate_private.record_requests).
 import type pg from 'pg';
 import type { Metrics } from './metrics.ts';
+import { repeat } from '../upkeep/repeated-work.ts';
 
 /** One request, as rowgate_private.record_requests reads it. */
 export interface RequestLogRow {
@@ -35,7 +36,6 @@ const WRITE = 'select rowgate_private.record_requests($1::jsonb) as written';
 const FLUSH_MS = 100;
 const BATCH = 1_000;
 const QUEUED = 20_000;
-const PARTITIONS_EVERY_MS = 3_600_000;
 
 export interface RequestLogOptions {
   /** rows held at most while the database falls behind; past it rows are dropped */
@@ -51,7 +51,6 @@ export class RequestLog {
   private queue: RequestLogRow[] = [];
   private writing?: Promise<void>;
   private timer?: NodeJS.Timeout;
-  private partitions?: NodeJS.Timeout;
   private readonly options: Required<Omit<RequestLogOptions, 'metrics' | 'log'>> & Pick<RequestLogOptions, 'metrics' | 'log'>;
   /** rows this process dropped, and wrote (the database may keep fewer: those out of reach) */
   dropped = 0;
@@ -67,18 +66,6 @@ export class RequestLog {
     this.pool = pool;
     this.timer = setInterval(() => void this.flush(), this.options.flushMs);
     this.timer.unref();
-    return this;
-  }
-
-  /** Keeps the day partitions made ahead and the days past 30 dropped: now, then hourly. */
-  keepPartitions(): this {
-    const run = () =>
-      void this.pool
-        ?.query('select rowgate_private.add_request_log_partitions(), rowgate_private.prune_request_log()')
-        .catch((error: Error) => this.options.log?.(`request log: partitions not kept (${error.message}); trying again in an hour`));
-    run();
-    this.partitions = setInterval(run, PARTITIONS_EVERY_MS);
-    this.partitions.unref();
     return this;
   }
 
@@ -121,7 +108,21 @@ export class RequestLog {
   /** Writes what is left, and stops. */
   async stop(): Promise<void> {
     clearInterval(this.timer);
-    clearInterval(this.partitions);
     await this.flush();
   }
+}
+
+/**
+ * The request log's day partitions made a week ahead and its days past 30
+ * dropped (SPEC §25): at start, then hourly; a failure is logged and tried again.
+ */
+export function keepRequestLogPartitions(pool: pg.Pool, options: { log?: (line: string) => void } = {}): { stop(): Promise<void> } {
+  return repeat(
+    () =>
+      pool.query('select rowgate_private.add_request_log_partitions(), rowgate_private.prune_request_log()').then(
+        () => {},
+        (error: Error) => options.log?.(`request log: partitions not kept (${error.message}); trying again in an hour`),
+      ),
+    { firstAfterMs: 0, everyMs: 3_600_000 },
+  );
 }

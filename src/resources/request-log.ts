@@ -46,7 +46,7 @@ const DenialOfRequest = z
 
 const RequestLogDetail = RequestLogRead.extend({
   event_ids: doc(z.array(z.uuid()), 'The events the request wrote.', ['3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b']),
-  denial: DenialOfRequest.nullable(),
+  denial: doc(DenialOfRequest.nullable(), 'The denial recorded for the request (SPEC §20); null when none was.', null),
 }).meta({ id: 'RequestLogEntryDetail', description: 'A /v1 request about the organization, with the events it wrote and its denial.' });
 
 const columns =

@@ -24,7 +24,7 @@ import { RateLimits } from '../operating/rate-limit.ts';
 import { WebhookWorker } from '../webhooks/worker.ts';
 import { MailSender } from '../signin/mail-sender.ts';
 import { createMailer } from '../signin/mailer.ts';
-import { RequestLog } from '../operating/request-log.ts';
+import { keepRequestLogPartitions, RequestLog } from '../operating/request-log.ts';
 import { serve, type ServeOptions, type Serving } from './api.ts';
 import type { OperatingOptions } from './app.ts';
 import { listen } from './listen.ts';
@@ -40,7 +40,14 @@ export interface Running {
 }
 
 /** The services of startServer's list that a caller may leave out: the upkeep on a clock. */
-export type UpkeepName = 'analysts-limits' | 'oldest-transaction' | 'event-partitions' | 'event-feed' | 'event-retention' | 'team-upkeep';
+export type UpkeepName =
+  | 'analysts-limits'
+  | 'oldest-transaction'
+  | 'event-partitions'
+  | 'event-feed'
+  | 'event-retention'
+  | 'team-upkeep'
+  | 'request-log-partitions';
 
 type Upkeep = [UpkeepName, () => { stop(): unknown }];
 
@@ -144,6 +151,8 @@ export async function startServer(config: Config, choices: ServerChoices = {}): 
     ...(retentionDays === undefined ? [] : [['event-retention', () => keepEvents(pool, { days: retentionDays, log })] satisfies Upkeep]),
     // expired invitations marked, the audit trail's client addresses erased when due
     ['team-upkeep', () => keepTeams(pool, { log })],
+    // the request log's days: a week ahead made, past 30 dropped
+    ['request-log-partitions', () => keepRequestLogPartitions(pool, { log })],
   ];
   const services: Service[] = [
     service(
@@ -191,7 +200,7 @@ export async function startServer(config: Config, choices: ServerChoices = {}): 
       ? [
           service(
             'request log',
-            () => requestLog.use(pool).keepPartitions(),
+            () => requestLog.use(pool),
             (log) => log.stop(),
           ),
         ]
