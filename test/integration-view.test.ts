@@ -14,6 +14,7 @@ import { outboxMailer } from '../src/signin/mailer.ts';
 import { WebhookWorker } from '../src/webhooks/worker.ts';
 import { RequestLog } from '../src/operating/request-log.ts';
 import { Metrics } from '../src/operating/metrics.ts';
+import { uuidv7 } from '../src/core/uuidv7.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 
 let app: TestApp;
@@ -112,6 +113,21 @@ describe('personal access tokens kept to some organizations', () => {
     expectError(deleted, 403, 'NotPermitted');
     expect(deleted.body.detail).toMatch(/kept to some organizations/);
     expect((await app.get('/v1/users/me', { session: user.session })).status).toBe(200);
+  });
+
+  test('a scope refusal of such a token is recorded only in its organizations', async () => {
+    const { user, a, b, productA, productB } = await userWithTwoOrganizations();
+    const token = (await keptPat(user.session, [a.id])).body.token as string;
+    // products_read only: an update is refused for its scope, then recorded where it resolves and is reached
+    for (const product of [productA, productB]) {
+      const refused = await app.patch(`/v1/products/${product}`, { name: 'x' }, { token });
+      expect(refused.status).toBe(403);
+    }
+    const recorded = await app.sql<{ organization_id: string }>(
+      `select organization_id from rowgate.denials where organization_id = any($1) and operation = 'products:update'`,
+      [[a.id, b.id]],
+    );
+    expect(recorded.map((r) => r.organization_id)).toEqual([a.id]);
   });
 
   test('lives no longer than the shortest max_token_lifetime_days of its organizations', async () => {
@@ -565,6 +581,32 @@ describe('request log', () => {
     expect((await app.delete('/v1/users/me', { session: leaver.session })).status).toBe(204);
     const [after] = await logged(organization.id, admin.session, requestId);
     expect(after).toMatchObject({ client_ip: null, user_agent: null, user_id: leaver.id });
+  });
+
+  test('kept in day partitions made a week ahead; days past 30 are dropped', async () => {
+    await app.sql('select rowgate_private.add_request_log_partitions()');
+    const days = await app.sql<{ name: string }>(
+      `select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
+       where i.inhparent = 'rowgate.request_log'::regclass and c.relname <> 'request_log_default' order by 1`,
+    );
+    expect(days.length).toBeGreaterThanOrEqual(7);
+    const admin = await app.user();
+    const organization = await app.organization(admin.id);
+    const old = uuidv7(Date.now() - 40 * 86_400_000);
+    const recent = uuidv7(Date.now() - 20 * 86_400_000);
+    for (const [id, daysAgo] of [
+      [old, 40],
+      [recent, 20],
+    ] as const) {
+      await app.sql(
+        `insert into rowgate.request_log (id, organization_id, request_id, method, route, path, status, duration_ms, created_at)
+         values ($1, $2, 'r', 'GET', '/v1/products/', '/v1/products/', 200, 1, now() - make_interval(days => $3))`,
+        [id, organization.id, daysAgo],
+      );
+    }
+    await app.sql('select rowgate_private.prune_request_log()');
+    const left = await app.sql<{ id: string }>('select id from rowgate.request_log where organization_id = $1', [organization.id]);
+    expect(left.map((r) => r.id)).toEqual([recent]);
   });
 
   test('when writing falls behind, rows are dropped and counted; nothing waits', async () => {
