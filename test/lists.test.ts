@@ -13,7 +13,8 @@ import { startTestApp, type RequestOptions, type TestApp } from './harness.ts';
 
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp();
+  // the lists' own requests would land in the request log this file lists
+  app = await startTestApp({ operating: { requestLog: undefined } });
 });
 afterAll(async () => app?.close());
 
@@ -166,6 +167,39 @@ const product = (organizationId: string, price = 700) =>
   insertRow('rowgate.products', { organization_id: organizationId, name: 'P', price_amount: price, price_currency: 'usd' });
 const customer = (organizationId: string) =>
   insertRow('rowgate.customers', { organization_id: organizationId, email: `x${unique()}@example.com` });
+
+/** Distinct-but-tied creation times (as `stamp`) on a table without the timestamps trigger, by a key column. */
+async function stampBy(table: string, column: string, keys: string[]): Promise<Map<string, number>> {
+  const at = keys.map((_, i) => new Date(BASE + Math.floor(((i * 7) % keys.length) / 2) * 1000).toISOString());
+  await app.sql(
+    `update ${table} t set created_at = v.at from unnest($1::text[], $2::timestamptz[]) v(k, at) where t.${column}::text = v.k`,
+    [keys, at],
+  );
+  return new Map(keys.map((k, i) => [k, Date.parse(at[i]!)]));
+}
+
+/** An OAuth2 client of its own and a grant of it by `userId` (on an organization, when named): its family id */
+async function oauth2Grant(userId: string, organizationId: string | null = null) {
+  const clientId = `rg_ci_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+  await app.sql(
+    `insert into rowgate.oauth2_clients (client_id, user_id, client_name, redirect_uris, scopes, token_endpoint_auth_method)
+     values ($1, $2, $3, '{https://example.com/cb}', '{products_read}', 'none')`,
+    [clientId, userId, `App ${unique()}`],
+  );
+  const [family] = await app.sql<{ id: string }>(
+    `with code as (
+       insert into rowgate_private.oauth2_authorization_codes (code_hash, client_id, user_id, organization_id, scopes, redirect_uri, expires_at, used_at)
+       values (sha256(gen_random_uuid()::text::bytea), $1, $2, $3, '{products_read}', 'https://example.com/cb', now(), now()) returning id)
+     insert into rowgate_private.oauth2_token_families (client_id, user_id, organization_id, scopes, authorization_code_id)
+     select $1, $2, $3, '{products_read}', id from code returning id`,
+    [clientId, userId, organizationId],
+  );
+  await app.sql(
+    'select rowgate_private.issue_oauth2_tokens($1, $2, sha256(gen_random_uuid()::text::bytea), sha256(gen_random_uuid()::text::bytea))',
+    [family!.id, ['products_read']],
+  );
+  return { clientId, familyId: family!.id };
+}
 
 // ---------------------------------------------------------------------------
 // The declarations: one per list route.
@@ -489,6 +523,102 @@ const declarations: Record<string, Declaration> = {
         auth: { session: user.session },
         keys: ids(rows),
         filters: organizationCases(rows, [a, b], [c]),
+      };
+    },
+  },
+
+  'sessions:list': {
+    invalid: ['sorting=ip'],
+    seed: async (n) => {
+      const { user } = await world();
+      for (let i = 1; i < n; i++) await app.session(user.id);
+      const rows = await app.sql<{ id: string }>("select id from rowgate_private.sessions where user_id = $1 and kind = 'user'", [user.id]);
+      await stampBy('rowgate_private.sessions', 'id', ids(rows));
+      return { path: '/v1/users/me/sessions', auth: { session: user.session }, keys: ids(rows), filters: [] };
+    },
+  },
+
+  'authorized_apps:list': {
+    invalid: ['sorting=scopes'],
+    seed: async (n) => {
+      const { user, a } = await world();
+      const grants = [];
+      // the first on an organization: a row of its own kind
+      for (let i = 0; i < n; i++) grants.push(await oauth2Grant(user.id, i === 0 ? a : null));
+      await stampBy(
+        'rowgate_private.oauth2_token_families',
+        'id',
+        grants.map((g) => g.familyId),
+      );
+      return {
+        path: '/v1/users/me/authorized-apps',
+        auth: { session: user.session },
+        keys: grants.map((g) => g.clientId),
+        key: (item) => item.client_id as string,
+        filters: [
+          { query: `organization_id=${a}`, expect: [grants[0]!.clientId] },
+          { query: `organization_id=${randomUUID()}`, expect: [] },
+        ],
+      };
+    },
+  },
+
+  'oauth2_grants:list': {
+    invalid: ['sorting=scopes'],
+    seed: async (n) => {
+      const { user, a } = await world();
+      const grants = [];
+      for (let i = 0; i < n; i++) grants.push(await oauth2Grant(user.id, a));
+      await oauth2Grant(user.id); // the user's own grant: not the organization's
+      await stampBy(
+        'rowgate_private.oauth2_token_families',
+        'id',
+        grants.map((g) => g.familyId),
+      );
+      return {
+        path: `/v1/organizations/${a}/oauth2-grants`,
+        auth: { session: user.session },
+        keys: grants.map((g) => g.familyId),
+        filters: [],
+      };
+    },
+  },
+
+  'requests:list': {
+    invalid: ['status=6xx', 'method=PUT', 'created_after=yesterday'],
+    seed: async (n) => {
+      const { user, a, b } = await world();
+      const rows: { id: string; status: number; method: string }[] = [];
+      for (let i = 0; i < n; i++) {
+        const row = { id: randomUUID(), status: [200, 201, 404, 403][i % 4]!, method: i % 2 ? 'POST' : 'GET' };
+        await app.sql(
+          `insert into rowgate.request_log (id, organization_id, request_id, method, route, path, status, duration_ms, user_id, created_at)
+           values ($1, $2, $3, $4, '/v1/products/', '/v1/products/', $5, $6, $7, now())`,
+          [row.id, a, `r-${i}`, row.method, row.status, i % 3, user.id],
+        );
+        rows.push(row);
+      }
+      // another organization's row
+      await app.sql(
+        `insert into rowgate.request_log (id, organization_id, request_id, method, route, path, status, duration_ms, created_at)
+         values ($1, $2, 'elsewhere', 'GET', '/v1/products/', '/v1/products/', 200, 1, now())`,
+        [randomUUID(), b],
+      );
+      const stamps = await stampBy('rowgate.request_log', 'id', ids(rows));
+      return {
+        path: `/v1/organizations/${a}/requests`,
+        auth: { session: user.session },
+        keys: ids(rows),
+        filters: [
+          { query: 'status=4xx', expect: ids(rows, (r) => r.status >= 400) },
+          { query: 'status=200&status=403', expect: ids(rows, (r) => r.status === 200 || r.status === 403) },
+          { query: 'method=POST', expect: ids(rows, (r) => r.method === 'POST') },
+          { query: 'request_id=r-1', expect: [rows[1]!.id] },
+          { query: 'route=/v1/products/', expect: ids(rows) },
+          { query: 'route=/v1/orders/', expect: [] },
+          { query: `credential_id=${randomUUID()}`, expect: [] },
+          ...windowCases(stamps),
+        ],
       };
     },
   },
@@ -1156,7 +1286,18 @@ describe('the declarations cover every list route', () => {
     const byPath = apiRoutes.filter(
       (r) =>
         r.method === 'get' &&
-        (r.path.endsWith('/') || ['/members', '/deliveries', '/roles', '/invitations', '/denials'].some((end) => r.path.endsWith(end))),
+        (r.path.endsWith('/') ||
+          [
+            '/members',
+            '/deliveries',
+            '/roles',
+            '/invitations',
+            '/denials',
+            '/sessions',
+            '/authorized-apps',
+            '/oauth2-grants',
+            '/requests',
+          ].some((end) => r.path.endsWith(end))),
     );
     expect(listRoutes.map((r) => r.operationId).sort()).toEqual(byPath.map((r) => r.operationId).sort());
     expect(listRoutes.length).toBeGreaterThanOrEqual(10);

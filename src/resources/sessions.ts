@@ -7,8 +7,8 @@ import { doc, nullableTimestamp, timestamp, uuid } from '../core/fields.ts';
 import { explain } from '../http/explanation.ts';
 import { access, route } from '../http/route-declaration.ts';
 import { clearSessionCookie } from '../auth/session-cookie.ts';
-import { listQuery, listSchema } from '../listing/lists.ts';
-import { type ListSpec, runList } from '../listing/list-statement.ts';
+import { listQuery, listSchema, organizationFilter } from '../listing/lists.ts';
+import { type ListSpec, runList, Where } from '../listing/list-statement.ts';
 
 const SessionRead = z
   .object({
@@ -49,14 +49,20 @@ const AuthorizedAppRead = z
     ),
     first_authorized_at: timestamp('When the user first authorized it, of its live grants.'),
     last_used_at: nullableTimestamp('When one of its access tokens last authenticated a request, to the minute; null: never.'),
+    created_at: timestamp('The same instant as `first_authorized_at` (every list sorts by `created_at`).'),
   })
   .meta({ id: 'AuthorizedApp', description: 'An OAuth2 client holding live tokens of the signed-in user.' });
 
 const appList: ListSpec = {
   from: 'rowgate.current_user_authorized_apps()',
-  columns: 'client_id, client_name, scopes, sub_type, organization_id, first_authorized_at, last_used_at',
-  sortable: { first_authorized_at: 'first_authorized_at', last_used_at: 'last_used_at', client_name: 'client_name' },
-  defaultSort: '-first_authorized_at',
+  columns:
+    'client_id, client_name, scopes, sub_type, organization_id, first_authorized_at, last_used_at, first_authorized_at as created_at',
+  sortable: {
+    created_at: 'first_authorized_at',
+    first_authorized_at: 'first_authorized_at',
+    last_used_at: 'last_used_at',
+    client_name: 'client_name',
+  },
   id: 'app_key',
 };
 
@@ -121,10 +127,10 @@ export const sessionRoutes = [
       'One row per OAuth2 client, kind of subject and organization holding live tokens (access or refresh) of the signed-in user.',
     tag: 'users',
     access: access.webUserRead,
-    query: listQuery(appList, {}),
+    query: listQuery(appList, { organization_id: organizationFilter }),
     status: 200,
     response: listSchema(AuthorizedAppRead, 'AuthorizedApp'),
-    handler: ({ tx, query }) => runList(tx, appList, query),
+    handler: ({ tx, query }) => runList(tx, appList, query, new Where().organizations(query.organization_id)),
   }),
   route({
     method: 'delete',
