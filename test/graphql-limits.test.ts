@@ -10,7 +10,7 @@ import { createApp } from '../src/server/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createPool } from '../src/db/pool.ts';
 import { createGraphql, requestSettings } from '../src/graphql/server.ts';
-import { makeWithPgClient, ReadTransactions, STARTUP_STATEMENT_TIMEOUT_MS } from '../src/graphql/pg-client.ts';
+import { makeWithPgClient, ReadTransactions, STARTUP_STATEMENT_TIMEOUT_MS } from '../src/graphql/transport/pg-client.ts';
 import { LIMITS, makeParseAndValidate } from '../src/graphql/limits.ts';
 import { buildSchema } from 'postgraphile/graphql';
 import { allRoutes } from '../src/server/route-table.ts';

@@ -4,7 +4,7 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createPool } from '../src/db/pool.ts';
-import { preparedName, retired } from '../src/graphql/prepared-statements.ts';
+import { preparedName, retired } from '../src/graphql/transport/prepared-statements.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 
 let app: TestApp;

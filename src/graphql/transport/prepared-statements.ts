@@ -8,7 +8,7 @@
 // statements in use now. pg has no API to forget a statement it prepared:
 // after a DEALLOCATE it would skip the Parse of the next statement of that name.
 import type pg from 'pg';
-import { SQLSTATE } from '../core/sqlstate.ts';
+import { SQLSTATE } from '../../core/sqlstate.ts';
 
 const PREPARED_PER_CONNECTION = 100;
 const prepared = new WeakMap<pg.PoolClient, Set<string>>();
