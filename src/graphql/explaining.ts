@@ -3,7 +3,7 @@
 // GET /v1/organizations/{id}/permissions answer (src/resources/authorization.ts),
 // from the same SQL (rowgate_hidden.check_operations, check_operation and
 // organization_permissions), in the request's own transactions with its role
-// and settings (src/graphql/pg-client.ts). The REST route's credential rules
+// and settings (src/graphql/transport/pg-client.ts). The REST route's credential rules
 // hold: a check takes any valid credential (none: Unauthorized), and the
 // permissions are decided by check_operation for `organizations:permissions`,
 // the step REST's pipeline takes, so a refusal carries REST's error and reason.

@@ -131,7 +131,10 @@ export function requestHandlers(options: RequestOptions) {
       const deferrable = !options.standbys && !MAY_WRITE_OR_STREAM.test(text);
       if (deferrable && recentCredentials.has(key)) {
         // a query's authentication in its first read transaction (the statement sets the request's id too)
-        const authentication = new DeferredAuthentication(pool, authenticationValues(secret, credential, requestId(req), requestOrigin(req)));
+        const authentication = new DeferredAuthentication(
+          pool,
+          authenticationValues(secret, credential, requestId(req), requestOrigin(req)),
+        );
         const accepted = (subject: Settings) => {
           requestRecord(req).subject = subject;
           recentCredentials.add(key);

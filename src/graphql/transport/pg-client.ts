@@ -1,13 +1,16 @@
 // PostGraphile's database access (its `withPgClient`), on the server's pool and
 // in the server's way, instead of @dataplan/pg's default adaptor, which spends
 // four awaited round trips on every statement (BEGIN, the settings, the
-// statement, COMMIT), each on a connection of its own.
+// statement, COMMIT), each on a connection of its own. Each request's comes
+// in its GraphQL context (src/graphql/requests.ts); the adaptor's serves only
+// the start-up introspection. This folder is the fence around what leans on
+// the libraries' behaviour (test/graphql-transport.test.ts).
 //
 // A query's statements that grafast asks for together (a page and its
 // totalCount) are one transaction, pipelined in one round trip: BEGIN with the
 // timeouts, the request's role and settings (src/auth/authenticate.ts: exactly
 // what REST sets; in a query's first transaction the authentication statement
-// itself, which applies them: src/graphql/deferred-authentication.ts), the
+// itself, which applies them: deferred-authentication.ts), the
 // statements, COMMIT. A connection is held only while its statements run,
 // never while grafast plans or writes the answer: a request that held its
 // connection from authentication to answer made the pool the bound.
@@ -22,7 +25,7 @@
 // failure of the standby's moves the rest of the query to the primary.
 //
 // Prepared statements follow the pool's configuration (none behind an old
-// PgBouncer), at most a hundred per connection (src/graphql/prepared-statements.ts).
+// PgBouncer), at most a hundred per connection (prepared-statements.ts).
 import type pg from 'pg';
 import type { Settings } from '../../auth/authenticate.ts';
 import { commitAtPosition, poolStatements, statementName } from '../../db/pool.ts';
@@ -74,7 +77,7 @@ function applySettings(client: pg.PoolClient, named: boolean, settings: Settings
 /**
  * The parsers of a request's statements: none, every value as PostgreSQL wrote
  * it. @dataplan/pg casts what it selects to text where pg would parse it, and
- * takes timestamptz and bigint columns as they are (src/graphql/server.ts), so
+ * takes timestamptz and bigint columns as they are (codecs.ts), so
  * PostgreSQL writes them out for the returned rows only; their text is then
  * exactly that of the `::text` casts, unparsed by the server's own parsers
  * (src/db/pool.ts: a bigint as a Number, a timestamptz in REST's shape).
@@ -135,7 +138,7 @@ export class ReadTransactions {
   /**
    * `fallBack`: on a standby, the primary to go on with after a failure of the
    * standby's (src/db/read-replicas.ts). `authentication`: the credential's, to
-   * be sent in the first transaction (src/graphql/deferred-authentication.ts);
+   * be sent in the first transaction (deferred-authentication.ts);
    * the settings then are its.
    */
   constructor(pool: pg.Pool, settings: Settings, fallBack?: FallBack, authentication?: DeferredAuthentication) {

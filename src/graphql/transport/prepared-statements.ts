@@ -1,5 +1,5 @@
 // Prepared statements of GraphQL's reads and writes on a connection
-// (src/graphql/pg-client.ts): PostGraphile names each statement it sends (a
+// (src/graphql/transport/pg-client.ts): PostGraphile names each statement it sends (a
 // hash of its text), and a connection prepares at most
 // PREPARED_PER_CONNECTION of them: documents vary without bound, and each
 // prepared statement holds memory in its backend and in pg's client. Past
