@@ -1,4 +1,4 @@
-// GraphQL's prepared statements on a connection (src/graphql/prepared-statements.ts):
+// GraphQL's prepared statements on a connection (src/graphql/transport/prepared-statements.ts):
 // at most a hundred; past them a statement runs unnamed and the connection is
 // closed when it goes back to the pool, through pg's own API only.
 import type pg from 'pg';
