@@ -13,7 +13,7 @@ import type { SubjectKind } from '../auth/authenticate.ts';
 import { ApiError, insufficientScope, notFound, validationError } from '../core/errors.ts';
 import type { Route } from '../http/route-declaration.ts';
 import { type CheckItem, checkItems, MAX_CHECKS } from '../resources/authorization.ts';
-import type { RequestContext } from './requests.ts';
+import type { RowgateContext } from './requests.ts';
 
 const TYPE_DEFS = /* GraphQL */ `
   """One request to check: an operation, its path parameters, the organization of a create or a list."""
@@ -97,7 +97,7 @@ const refusal = (SafeError: SafeErrorClass, status: number, error: string, messa
 
 const unauthorized = (SafeError: SafeErrorClass) => refusal(SafeError, 401, 'Unauthorized', 'A valid credential is required (SPEC §7)');
 
-type Subject = RequestContext['rowgateSubject'];
+type Subject = RowgateContext['rowgateSubject'];
 
 const CHECK = 'select rowgate_hidden.check_operations($1::jsonb, $2::uuid)::text as results';
 // the route's own step first (its access class and scopes, the organization in reach), as REST's pipeline takes it

@@ -172,7 +172,7 @@ export function requestHandlers(options: RequestOptions) {
 }
 
 /** What a request's GraphQL context adds to PostGraphile's (prefixed, as PostGraphile asks of its users' keys). */
-export interface RequestContext {
+export interface RowgateContext {
   /** the request's own transactions (src/graphql/transport/pg-client.ts) */
   withPgClient: WithPgClient;
   /** the subject: anonymous or not, and its settings (a deferred authentication's: once its verdict is in) */
@@ -186,7 +186,7 @@ export interface RequestContext {
  * the answer as a REST write's (the later commit's last).
  */
 export function requestContext(primary: pg.Pool) {
-  return (req: IncomingMessage | undefined, res: Response | undefined, query: boolean): RequestContext => {
+  return (req: IncomingMessage | undefined, res: Response | undefined, query: boolean): RowgateContext => {
     const found = req && graphqlRequest(req);
     const authentication = found?.authentication ?? ANONYMOUS_SETTINGS;
     const id = req ? requestId(req) : '';
