@@ -53,6 +53,8 @@ const authenticateForPgbench = ({ origin = true } = {}) =>
     .replace('$3', "'bench-request-id'")
     .replaceAll('$4', origin ? "'127.0.0.1'" : "''")
     .replace('$5', origin ? "'bench'" : "''")
+    .replace('$6', "''")
+    .replace('$7', "'2026-12-15'")
     .replace(/\s+/g, ' ')
     .trim();
 
@@ -743,7 +745,9 @@ async function benchCursor(ctx: ScaleContext) {
   const keyset = { cookie, 'rowgate-version': '2026-12-15' };
   let after: string | null = null;
   for (let page = 1; page < 1_000; page++) {
-    const response: Response = await fetch(`${base}/v1/orders/?limit=10${after ? `&after=${encodeURIComponent(after)}` : ''}`, { headers: keyset });
+    const response: Response = await fetch(`${base}/v1/orders/?limit=10${after ? `&after=${encodeURIComponent(after)}` : ''}`, {
+      headers: keyset,
+    });
     if (!response.ok) throw new Error(`keyset page ${page}: ${response.status} ${await response.text()}`);
     after = ((await response.json()) as { next_cursor: string | null }).next_cursor;
     if (after === null) throw new Error(`the big user's orders end before page 1,000 (page ${page})`);
@@ -772,7 +776,7 @@ async function explainAsServer(ctx: ScaleContext, who: keyof BenchUsers, text: s
   await client.connect();
   try {
     await client.query('begin');
-    await client.query(AUTHENTICATE, ['web_session', hashToken(ctx.secret, ctx.sessions[who]), 'bench-explain', '', '']);
+    await client.query(AUTHENTICATE, ['web_session', hashToken(ctx.secret, ctx.sessions[who]), 'bench-explain', '', '', '', '2026-12-15']);
     for (let i = 0; i < 6; i++) await client.query({ name: 'bench_explain', text, values });
     const literals = values.map((v) => client.escapeLiteral(Array.isArray(v) ? textArray(v.map(String)) : String(v)));
     const { rows } = await client.query<{ 'QUERY PLAN': string }>(

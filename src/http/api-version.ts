@@ -31,9 +31,9 @@ export function markVersion(res: Response, versions: ApiVersions, version: strin
 /**
  * The middleware that reads the header on /v1, before the credential, the rate
  * limits and the route. A version it accepts is the request's; without one the
- * answer names the version the pipeline settles on (the credential's pin).
+ * answer names the newest until the pipeline settles on the credential's pin.
  */
-export function readVersion(versions: ApiVersions, defaultVersion: string): RequestHandler {
+export function readVersion(versions: ApiVersions): RequestHandler {
   return (req: Request, res: Response, next) => {
     if (!req.path.startsWith('/v1/') && req.path !== '/v1') return next();
     if (UNVERSIONED.test(req.path)) {
@@ -42,7 +42,7 @@ export function readVersion(versions: ApiVersions, defaultVersion: string): Requ
     }
     const sent = req.headers['rowgate-version'];
     if (sent === undefined) {
-      markVersion(res, versions, defaultVersion);
+      markVersion(res, versions, versions.newest);
       return next();
     }
     const given = Array.isArray(sent) ? sent.join(', ') : sent.trim();

@@ -65,7 +65,7 @@ import { requestId } from '../operating/request-id.ts';
 import { requestOrigin } from '../core/client-address.ts';
 import { listRequest } from '../core/list-page.ts';
 import type { ApiVersions } from '../core/versions.ts';
-import { prefersExactCount, routeIn } from './api-version.ts';
+import { markVersion, prefersExactCount, routeIn } from './api-version.ts';
 
 /** What the hooks see of a request, filled in as the pipeline goes. */
 export interface RequestState {
@@ -104,9 +104,8 @@ export interface PipelineOptions {
   /** check every response against its schema (the test suite turns this on) */
   validateResponses: boolean;
   hooks: PipelineHooks;
-  /** the API versions (SPEC §23) and the one a request without Rowgate-Version is answered in */
+  /** the API versions (SPEC §23) */
   versions: ApiVersions;
-  defaultVersion: string;
 }
 
 export const noHooks = (): PipelineHooks => ({ received: [], accepted: [], authenticated: [], answered: [] });
@@ -115,6 +114,8 @@ export const noHooks = (): PipelineHooks => ({ received: [], accepted: [], authe
 export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestHandler {
   const { hooks, validateResponses, versions } = options;
   const shapes = new Map(versions.list.map(({ version }) => [version, routeIn(route, versions, version)]));
+  // a route every version shapes alike reads its input before the version is settled
+  const uniform = new Set(shapes.values()).size === 1;
   // an anonymous endpoint reads no credential: an Authorization header there is
   // not ours to judge (an OAuth2 client's HTTP Basic credentials)
   const anonymous = isAnonymous(route.access);
@@ -132,7 +133,10 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     const state: RequestState = { route, req, res, credential: null, subject: null };
     const record = requestRecord(req);
     record.route = route.path;
-    const shaped = shapes.get(record.apiVersion ?? options.defaultVersion)!;
+    // the version its header names; without one, the credential's pin (SPEC §23), known
+    // once the authentication answers: a route whose shapes differ waits for it to read its input
+    const named = record.apiVersion;
+    let shaped = named !== undefined ? shapes.get(named) : anonymous ? shapes.get(versions.newest) : uniform ? route : undefined;
     if (hooks.received.length) await run(hooks.received, state);
     try {
       state.credential = anonymous
@@ -155,17 +159,25 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
         pool,
         async (tx) => {
           state.tx = tx;
-          const subject = authenticateIn(tx, options.secret, state.credential, requestId(req), requestOrigin(req)); // 2. sent now, awaited in its turn
-          const input = attempt(() => parseInput(shaped, req)); // read now, refused in its turn (4.)
-          const context = input.ok ? new HandlerContext(tx, options, input.value, state) : undefined;
-          // a scope refusal is recorded where its input resolves, when it is valid
-          if (input.ok) denial.input = input.value;
+          const origin = { ...requestOrigin(req), apiVersion: named };
+          const subject = authenticateIn(tx, options.secret, state.credential, requestId(req), origin); // 2. sent now, awaited in its turn
+          const read = (as: ApiRoute) => {
+            const input = attempt(() => parseInput(as, req)); // read now, refused in its turn (4.)
+            // a scope refusal is recorded where its input resolves, when it is valid
+            if (input.ok) denial.input = input.value;
+            return { input, context: input.ok ? new HandlerContext(tx, options, input.value, state) : undefined };
+          };
+          let { input, context } = shaped ? read(shaped) : { input: undefined, context: undefined };
           // a JSON read sends everything now, in the authentication's write: the policy's question, then its one statement with the commit
           const asked = startsEarly && context && authorization ? quietly(authorizeRequest(tx, authorization, context.params)) : undefined;
           const early = startsEarly && context ? quietly(startHandler(context, tx)) : undefined;
           try {
             state.subject = await subject; // 2.
             record.subject = state.subject?.settings;
+            const version = named ?? (state.subject?.settings?.['rowgate.api_version'] || versions.newest);
+            record.apiVersion = version;
+            markVersion(res, versions, version);
+            if (!input) ({ input, context } = read((shaped = shapes.get(version)!)));
             requireScopes(route.access.scopes, state.subject); // 3.
             input.take(); // 4.
             if (hooks.authenticated.length) {
@@ -206,7 +218,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
       if (state.subject?.settings) await keepDenial(options.pool, route.operationId, state.subject.settings, result, denial);
       throw result;
     }
-    send(shaped, res, result, validateResponses); // 7.
+    send(shaped!, res, result, validateResponses); // 7.
   };
 
   /** The handler, started now: its first statement joins what is queued on the connection. */
