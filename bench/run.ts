@@ -23,7 +23,7 @@ import pg from 'pg';
 import { AUTHENTICATE } from '../src/auth/authenticate.ts';
 import { ensureDatabase, ensureRoles, hardenDatabase, migrateDatabase, projectRoot } from '../src/db/setup.ts';
 import { embeddedUrl, type EmbeddedDatabase, freePort, openEmbeddedDatabase } from '../src/db/embedded.ts';
-import { listStatement, Where } from '../src/resources/list-statement.ts';
+import { listStatement, Where } from '../src/listing/list-statement.ts';
 import { orderColumns, orderListSpec } from '../src/resources/orders.ts';
 import { hashToken } from '../src/auth/tokens.ts';
 import { ME } from '../src/resources/users.ts';

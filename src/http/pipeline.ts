@@ -63,7 +63,7 @@ import { type ApiRoute, effectOf, isAnonymous, type Subject } from './route-decl
 import { requestRecord } from '../core/request-record.ts';
 import { requestId } from '../operating/request-id.ts';
 import { requestOrigin } from '../core/client-address.ts';
-import { listRequest } from '../core/list-page.ts';
+import { listRequest } from '../listing/list-page.ts';
 import type { ApiVersions } from '../core/versions.ts';
 import { markVersion, prefersExactCount, routeIn } from './api-version.ts';
 
@@ -261,7 +261,7 @@ class HandlerContext {
     this.mailer = options.mailer;
     this.params = input.params as Record<string, unknown>;
     this.query = input.query;
-    // a keyset list signs its cursors and counts only when asked (src/resources/list-statement.ts)
+    // a keyset list signs its cursors and counts only when asked (src/listing/list-statement.ts)
     if (typeof input.query === 'object' && input.query !== null) {
       (input.query as Record<symbol, unknown>)[listRequest] = { secret: options.secret, countExact: prefersExactCount(state.req) };
     }

@@ -1,5 +1,4 @@
 // The answer of a list: REST sends its items as PostgreSQL wrote them.
-import type { ZodType } from 'zod';
 /**
  * A page of a list as PostgreSQL wrote it: the items already JSON (`json_agg` of
  * the page's rows, so the server neither parses 50 rows nor serialises them
@@ -59,11 +58,3 @@ export interface ListRequest {
   secret: string;
   countExact: boolean;
 }
-
-/**
- * Each list's `2026-12-15` schemas, keyed by its `2026-11-20` ones: the keyset
- * query (`after` instead of `page`) and answer (`next_cursor` instead of
- * `pagination`). The list kit (src/resources/lists.ts) fills it as lists are
- * declared; the version change that uses it is declared in src/core/versions.ts.
- */
-export const keysetVariants = new WeakMap<ZodType, ZodType>();
