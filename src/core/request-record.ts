@@ -19,6 +19,8 @@ export interface RequestRecord {
   subject?: Readonly<Record<string, string>>;
   /** the shape of the request's error answers, set before its body is parsed */
   errorFormat?: ErrorFormat;
+  /** the API version its Rowgate-Version header chose (SPEC §23); none: the credential's pinned one */
+  apiVersion?: string;
   /** the server-made id of its request log row (SPEC §25), carried into its transaction as `rowgate.request_log_id` */
   logId?: string;
   /** the organization the request was about, as far as it resolved (its request log row goes there) */

@@ -1,5 +1,6 @@
 // The OpenAPI 3.1 document, generated from the route table's own zod schemas,
 // the same ones that validate requests (SPEC §9).
+import { FIRST_VERSION } from '../core/versions.ts';
 import { createDocument } from 'zod-openapi';
 import { IDEMPOTENCY_HEADER, takesIdempotencyKeys } from './idempotency.ts';
 import { z } from 'zod';
@@ -8,6 +9,7 @@ import { credentialNames } from '../auth/credentials.ts';
 import { mediaTypes } from './input.ts';
 import { effectOf, isAnonymous, type Route } from './route-declaration.ts';
 import { doc } from '../core/fields.ts';
+import { addComponentExamples, type OpenApiDocument } from './openapi-examples.ts';
 import {
   CLIENT_AUTHENTICATION_SENTENCE,
   clientAuthenticationRequirements,
@@ -186,7 +188,8 @@ const successDescriptions: Record<number, string> = {
   302: 'Redirect',
 };
 
-export function openApiDocument(routes: readonly Route[]) {
+/** The OpenAPI document of `routes` as `apiVersion` shapes them (the route table's own shapes are the first version's). */
+export function openApiDocument(routes: readonly Route[], apiVersion = FIRST_VERSION) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const api = route.access !== null;
@@ -279,11 +282,10 @@ export function openApiDocument(routes: readonly Route[]) {
     openapi: '3.1.0',
     info: {
       title: 'rowgate',
-      version: '1',
+      version: apiVersion,
       license: { name: 'MIT', identifier: 'MIT' },
       contact: { name: 'The operators of this rowgate server' },
-      description:
-        "A versioned REST API whose authorization lives in PostgreSQL. Errors have the shape `{error, detail}`, except on the OAuth2 protocol endpoints (token, revocation, introspection, metadata), which answer RFC 6749's `{error, error_description}`, as client registration does for refused metadata (RFC 7591).",
+      description: `A versioned REST API whose authorization lives in PostgreSQL. This document describes API version ${apiVersion}: send it as the Rowgate-Version header (GET /v1/versions lists every version; /v1/openapi.json?version= gives each one's document). Errors have the shape \`{error, detail}\`, except on the OAuth2 protocol endpoints (token, revocation, introspection, metadata), which answer RFC 6749's \`{error, error_description}\`, as client registration does for refused metadata (RFC 7591).`,
     },
     servers: [{ url: '/', description: 'This server' }],
     tags,
@@ -292,80 +294,4 @@ export function openApiDocument(routes: readonly Route[]) {
   });
   addComponentExamples(document as OpenApiDocument);
   return document;
-}
-
-type JsonSchema = Record<string, unknown> & {
-  $ref?: string;
-  example?: unknown;
-  examples?: unknown[];
-  properties?: Record<string, JsonSchema>;
-  items?: JsonSchema;
-  anyOf?: JsonSchema[];
-  oneOf?: JsonSchema[];
-  allOf?: JsonSchema[];
-};
-type OpenApiDocument = { components?: { schemas?: Record<string, JsonSchema> } };
-
-/**
- * Every schema of the document has an example (SPEC §6): zod-openapi renders the
- * examples of fields, and a named schema (an object, a list) gets one assembled
- * from its fields' examples, following references.
- */
-function addComponentExamples(document: OpenApiDocument) {
-  const schemas = document.components?.schemas ?? {};
-  const exampleOf = (schema: JsonSchema | undefined, depth: number): unknown => {
-    if (!schema || depth > 10) return undefined;
-    if ('example' in schema) return schema.example;
-    if (Array.isArray(schema.examples) && schema.examples.length) return schema.examples[0];
-    if (schema.$ref) return exampleOf(schemas[schema.$ref.replace('#/components/schemas/', '')], depth + 1);
-    if (schema.properties) {
-      const entries = Object.entries(schema.properties).map(([key, value]) => [key, exampleOf(value, depth + 1)] as const);
-      return Object.fromEntries(entries.filter(([, value]) => value !== undefined));
-    }
-    if (schema.items) {
-      const item = exampleOf(schema.items, depth + 1);
-      return item === undefined ? undefined : [item];
-    }
-    for (const alternatives of [schema.anyOf, schema.oneOf, schema.allOf]) {
-      for (const alternative of alternatives ?? []) {
-        const example = exampleOf(alternative, depth + 1);
-        if (example !== undefined) return example;
-      }
-    }
-    return undefined;
-  };
-  for (const schema of Object.values(schemas)) {
-    if ('example' in schema || schema.examples) continue;
-    const example = exampleOf(schema, 0);
-    if (example !== undefined) schema.example = example;
-  }
-}
-
-type Parameter = { in?: string; required?: boolean; example?: unknown; examples?: unknown; schema?: JsonSchema; description?: string };
-
-/**
- * The document as the rendered reference loads it: Swagger UI's "Try it out"
- * fills every parameter with its example, so a list would be asked with every
- * optional filter set (listing orders returned none of a user's 2,006). Here an
- * optional query parameter's example moves into its description; defaults
- * stay (they change nothing). The published document keeps its examples.
- */
-export function tryItOutDocument(document: unknown): unknown {
-  const copy = structuredClone(document) as { paths?: Record<string, Record<string, { parameters?: Parameter[] }>> };
-  for (const item of Object.values(copy.paths ?? {})) {
-    for (const operation of Object.values(item)) {
-      for (const parameter of operation.parameters ?? []) {
-        if (parameter.in !== 'query' || parameter.required) continue;
-        const example = parameter.example ?? parameter.schema?.example;
-        for (const node of [parameter, parameter.schema ?? {}]) {
-          delete node.example;
-          delete node.examples;
-        }
-        if (example !== undefined)
-          parameter.description =
-            `${parameter.description ?? parameter.schema?.description ?? ''}\n\nExample: \`${String(example)}\``.trim();
-      }
-    }
-  }
-  return copy;
 }

@@ -55,7 +55,7 @@ import {
   otherKindRefusal,
   requireScopes,
 } from '../auth/credential-checks.ts';
-import { ApiError } from '../core/errors.ts';
+import { ApiError, notFound } from '../core/errors.ts';
 import { type DenialFacts, keepDenial } from './denials.ts';
 import { type Input, namedOrganization, parseInput } from './input.ts';
 import { Replay, send, sendReplay } from './respond.ts';
@@ -63,6 +63,9 @@ import { type ApiRoute, effectOf, isAnonymous, type Subject } from './route-decl
 import { requestRecord } from '../core/request-record.ts';
 import { requestId } from '../operating/request-id.ts';
 import { requestOrigin } from '../core/client-address.ts';
+import { listRequest } from '../listing/list-page.ts';
+import type { ApiVersions } from '../core/versions.ts';
+import { markVersion, prefersExactCount, routeIn } from './api-version.ts';
 
 /** What the hooks see of a request, filled in as the pipeline goes. */
 export interface RequestState {
@@ -101,13 +104,18 @@ export interface PipelineOptions {
   /** check every response against its schema (the test suite turns this on) */
   validateResponses: boolean;
   hooks: PipelineHooks;
+  /** the API versions (SPEC §23) */
+  versions: ApiVersions;
 }
 
 export const noHooks = (): PipelineHooks => ({ received: [], accepted: [], authenticated: [], answered: [] });
 
 /** The Express handler of an API route (one that names its credentials, or none: access.anonymous). */
 export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestHandler {
-  const { hooks, validateResponses } = options;
+  const { hooks, validateResponses, versions } = options;
+  const shapes = new Map(versions.list.map(({ version }) => [version, routeIn(route, versions, version)]));
+  // a route every version shapes alike reads its input before the version is settled
+  const uniform = new Set(shapes.values()).size === 1;
   // an anonymous endpoint reads no credential: an Authorization header there is
   // not ours to judge (an OAuth2 client's HTTP Basic credentials)
   const anonymous = isAnonymous(route.access);
@@ -125,6 +133,10 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     const state: RequestState = { route, req, res, credential: null, subject: null };
     const record = requestRecord(req);
     record.route = route.path;
+    // the version its header names; without one, the credential's pin (SPEC §23), known
+    // once the authentication answers: a route whose shapes differ waits for it to read its input
+    const named = record.apiVersion;
+    let shaped = named !== undefined ? shapes.get(named) : anonymous ? shapes.get(versions.newest) : uniform ? route : undefined;
     if (hooks.received.length) await run(hooks.received, state);
     try {
       state.credential = anonymous
@@ -147,20 +159,28 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
         pool,
         async (tx) => {
           state.tx = tx;
-          const subject = authenticateIn(tx, options.secret, state.credential, requestId(req), requestOrigin(req)); // 2. sent now, awaited in its turn
-          const input = attempt(() => parseInput(route, req)); // read now, refused in its turn (4.)
-          const context = input.ok ? new HandlerContext(tx, options, input.value, state) : undefined;
-          // a scope refusal is recorded where its input resolves, when it is valid
-          if (input.ok) {
-            denial.input = input.value;
-            record.organizationId = namedOrganization(route, input.value);
-          }
+          const origin = { ...requestOrigin(req), apiVersion: named };
+          const subject = authenticateIn(tx, options.secret, state.credential, requestId(req), origin); // 2. sent now, awaited in its turn
+          const read = (as: ApiRoute) => {
+            const input = attempt(() => parseInput(as, req)); // read now, refused in its turn (4.)
+            // a scope refusal is recorded where its input resolves, when it is valid
+            if (input.ok) {
+              denial.input = input.value;
+              record.organizationId = namedOrganization(as, input.value);
+            }
+            return { input, context: input.ok ? new HandlerContext(tx, options, input.value, state) : undefined };
+          };
+          let { input, context } = shaped ? read(shaped) : { input: undefined, context: undefined };
           // a JSON read sends everything now, in the authentication's write: the policy's question, then its one statement with the commit
           const asked = startsEarly && context && authorization ? quietly(authorizeRequest(tx, authorization, context.params)) : undefined;
           const early = startsEarly && context ? quietly(startHandler(context, tx)) : undefined;
           try {
             state.subject = await subject; // 2.
             record.subject = state.subject?.settings;
+            const version = named ?? (state.subject?.settings?.['rowgate.api_version'] || versions.newest);
+            record.apiVersion = version;
+            markVersion(res, versions, version);
+            if (!input) ({ input, context } = read((shaped = shapes.get(version)!)));
             requireScopes(route.access.scopes, state.subject); // 3.
             input.take(); // 4.
             if (hooks.authenticated.length) {
@@ -179,6 +199,9 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
           }
           HandlerContext.open(context!);
           const result = await (early ?? startHandler(context!, tx)); // 6.
+          // A row that the authorization found and the statement no longer reaches (a request at once ended
+          // the caller's membership): not found, as a request a moment later is told, never an empty 200.
+          if ((result === undefined || result === null) && route.response) throw notFound();
           for (const hook of hooks.answered) await hook(state, result);
           return result;
         },
@@ -205,7 +228,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
       if (state.subject?.settings) await keepDenial(options.pool, route.operationId, state.subject.settings, result, denial);
       throw result;
     }
-    send(route, res, result, validateResponses); // 7.
+    send(shaped!, res, result, validateResponses); // 7.
   };
 
   /** The handler, started now: its first statement joins what is queued on the connection. */
@@ -248,6 +271,10 @@ class HandlerContext {
     this.mailer = options.mailer;
     this.params = input.params as Record<string, unknown>;
     this.query = input.query;
+    // a keyset list signs its cursors and counts only when asked (src/listing/list-statement.ts)
+    if (typeof input.query === 'object' && input.query !== null) {
+      (input.query as Record<symbol, unknown>)[listRequest] = { secret: options.secret, countExact: prefersExactCount(state.req) };
+    }
     this.body = input.body;
     this.req = state.req;
     this.#res = state.res;

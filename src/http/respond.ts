@@ -1,8 +1,8 @@
 // Writing answers: a route's result with the status its entry declares, and every
 // error in SPEC §7's shape (RFC 6749's on the OAuth2 protocol endpoints).
 import type { NextFunction, Request, Response } from 'express';
-import { ListPage } from '../listing/list-page.ts';
-import { asOAuth2Error, asRegistrationError, isCollision, toApiError } from '../core/errors.ts';
+import { KeysetPage, ListPage } from '../listing/list-page.ts';
+import { type ApiError, asOAuth2Error, asRegistrationError, isCollision, toApiError } from '../core/errors.ts';
 import { requestRecord } from '../core/request-record.ts';
 import type { Route } from './route-declaration.ts';
 
@@ -19,7 +19,12 @@ export function send(route: Route, res: Response, result: unknown, validate: boo
     return;
   }
   if (validate) checkResponse(route, JSON.stringify(result ?? null));
-  sendJson(res, route.status, result instanceof ListPage ? result.json() : (JSON.stringify(result) ?? ''));
+  if (result instanceof KeysetPage && result.totalCount !== undefined) {
+    // asked with Prefer: count=exact (SPEC §23)
+    res.setHeader('Rowgate-Total-Count', String(result.totalCount));
+    res.setHeader('Preference-Applied', 'count=exact');
+  }
+  sendJson(res, route.status, result instanceof ListPage || result instanceof KeysetPage ? result.json() : (JSON.stringify(result) ?? ''));
 }
 
 /**
@@ -89,7 +94,22 @@ export function errorAnswers(
   statementTimeoutMs?: number,
   formatOf: (path: string) => Route['errorFormat'] = () => undefined,
 ) {
+  const answer = errorAnswer(log, statementTimeoutMs, formatOf);
   return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const apiError = answer(error, req);
+    if (res.headersSent) return;
+    requestRecord(req).error = apiError.error;
+    res.status(apiError.status).set(apiError.headers).json(apiError.body());
+  };
+}
+
+/** The ApiError the error handler answers an error with, logged as it logs it: also for answers another library writes (GraphQL's). */
+export function errorAnswer(
+  log: ((line: string) => void) | undefined,
+  statementTimeoutMs?: number,
+  formatOf: (path: string) => Route['errorFormat'] = () => undefined,
+) {
+  return (error: unknown, req: Request): ApiError => {
     const found = toApiError(error, statementTimeoutMs);
     const format = requestRecord(req).errorFormat ?? formatOf(req.path);
     const apiError = format === 'oauth2' ? asOAuth2Error(found) : format === 'oauth2-registration' ? asRegistrationError(found) : found;
@@ -101,8 +121,6 @@ export function errorAnswers(
     } else if (apiError.status >= 500 && apiError.status !== 503) {
       log?.(`error on ${req.method} ${req.originalUrl.split('?')[0]}: ${(error as Error)?.stack ?? String(error)}`);
     }
-    if (res.headersSent) return;
-    requestRecord(req).error = found.error;
-    res.status(apiError.status).set(apiError.headers).json(apiError.body());
+    return apiError;
   };
 }

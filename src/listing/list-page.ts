@@ -21,3 +21,40 @@ export class ListPage {
     return { items: JSON.parse(this.itemsJson) as unknown[], pagination: this.pagination };
   }
 }
+
+/**
+ * A keyset page (SPEC §23, `2026-12-15`): the items as PostgreSQL wrote them,
+ * the cursor that continues after them (null on the page holding the last
+ * item), and the total only when it was asked for (`Prefer: count=exact`).
+ */
+export class KeysetPage {
+  readonly itemsJson: string;
+  readonly nextCursor: string | null;
+  readonly totalCount: number | undefined;
+  constructor(itemsJson: string, nextCursor: string | null, totalCount?: number) {
+    this.itemsJson = itemsJson;
+    this.nextCursor = nextCursor;
+    this.totalCount = totalCount;
+  }
+
+  /** the response body */
+  json(): string {
+    return `{"items":${this.itemsJson},"next_cursor":${JSON.stringify(this.nextCursor)}}`;
+  }
+
+  toJSON() {
+    return { items: JSON.parse(this.itemsJson) as unknown[], next_cursor: this.nextCursor };
+  }
+}
+
+/**
+ * What a keyset list needs of its request beside its query: the secret its
+ * cursors are signed with, and whether the client asked for the total
+ * (`Prefer: count=exact`). The pipeline puts it on the parsed query under this key.
+ */
+export const listRequest = Symbol('list request');
+
+export interface ListRequest {
+  secret: string;
+  countExact: boolean;
+}

@@ -1,157 +1,42 @@
-// The SQL of a list (SPEC §6): the filters as parameterised predicates (`Where`),
-// the page and its exact total in one statement, written as JSON by PostgreSQL
-// (`listStatement`), and running it (`runList`). What a list accepts and how its
+// The statements of a list and running them (SPEC §6, §23): a numbered page
+// and its exact total in one statement, written as JSON by PostgreSQL
+// (`listStatement`, `2026-11-20`), a keyset page (`readPage`, `2026-12-15`),
+// and `runList`, which answers the one its request's version asks for. The
+// filters are src/listing/list-filters.ts; what a list accepts and how its
 // answer is documented is src/listing/lists.ts.
 import type { Tx } from '../db/pool.ts';
-import { ListPage } from './list-page.ts';
+import { KeysetPage, ListPage, type ListRequest, listRequest } from './list-page.ts';
+import { listFingerprint, openCursor, signCursor } from './list-cursor.ts';
+import { type ListSpec, type ListStatement, orderKeys, parseSorting, type SortKey, Where } from './list-filters.ts';
+import { type KeysetRead, keysetStatement } from './keyset-statement.ts';
 
-const asArray = <T>(v: T | T[] | undefined): T[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
+export { type ListSpec, type ListStatement, parseSorting, type SortKey, Where } from './list-filters.ts';
+export type { KeysetRead } from './keyset-statement.ts';
 
-/** One key of a list's order: an API sort field, ascending or descending. */
-export interface SortKey {
-  field: string;
-  descending: boolean;
-}
-
-/** `sorting` as sent (comma-separated or repeated fields, a leading `-` for descending): its keys, in order. */
-export function parseSorting(value: string | readonly string[]): SortKey[] {
-  return (typeof value === 'string' ? [value] : value)
-    .flatMap((v) => v.split(','))
-    .map((v) => v.trim())
-    .filter(Boolean)
-    .map((key) => (key.startsWith('-') ? { field: key.slice(1), descending: true } : { field: key, descending: false }));
-}
-
-/** The JSON values a query string value stands for: itself, and the integer or boolean it spells. */
-function metadataValues(value: string): unknown[] {
-  const values: unknown[] = [value];
-  if (/^-?[0-9]{1,16}$/.test(value) && Math.abs(Number(value)) <= Number.MAX_SAFE_INTEGER) values.push(Number(value));
-  if (value === 'true' || value === 'false') values.push(value === 'true');
-  return values;
-}
-
-/** Collects the values of a statement and hands out their placeholders. */
-class Params {
-  readonly values: unknown[] = [];
-  add(value: unknown) {
-    this.values.push(value);
-    return `$${this.values.length}`;
-  }
-}
-
-/** The filters of a list: SQL predicates over parameters. RLS decides the rest. */
-export class Where {
-  readonly params = new Params();
-  readonly conditions: string[] = [];
-  /** the `organization_id` narrowing, kept apart: per-organization lists use it to pick organizations */
-  organizationIds?: string[];
-
-  /** narrows to some organizations (SPEC §6); unreachable ones simply yield nothing */
-  organizations(values: string | string[] | undefined) {
-    this.organizationIds = asArray(values);
-    return this;
-  }
-
-  /** `column = any(values)` when the filter was given (a repeatable parameter) */
-  anyOf(column: string, values: string | string[] | undefined, type: 'uuid' | 'text' = 'text') {
-    const list = asArray(values);
-    if (list) this.conditions.push(`${column} = any(${this.params.add(list)}::${type}[])`);
-    return this;
-  }
-
-  equals(column: string, value: unknown) {
-    if (value !== undefined) this.conditions.push(`${column} = ${this.params.add(value)}`);
-    return this;
-  }
-
-  /** the time window of `createdWindow`, over the list's `created_at` */
-  created(window: { created_after?: string; created_before?: string }, column = 'created_at') {
-    if (window.created_after !== undefined) this.conditions.push(`${column} >= ${this.params.add(window.created_after)}::timestamptz`);
-    if (window.created_before !== undefined) this.conditions.push(`${column} < ${this.params.add(window.created_before)}::timestamptz`);
-    return this;
-  }
-
-  /**
-   * The metadata filter as documents, one array per key, for `rowgate_hidden.metadata_ids`:
-   * a per-organization list finds the matching rows through the GIN index with it.
-   */
-  readonly metadataDocuments: Record<string, unknown>[][] = [];
-
-  /** the `metadata[<key>]` parameters of a parsed query: each key any of its values, all keys (`@>`) */
-  metadata(query: Record<string, unknown>, column = 'metadata') {
-    for (const [name, given] of Object.entries(query)) {
-      const key = /^metadata\[(.*)\]$/.exec(name)?.[1];
-      if (key === undefined) continue;
-      const documents = (asArray(given as string | string[]) ?? []).flatMap((v) => metadataValues(v).map((x) => ({ [key]: x })));
-      this.metadataDocuments.push(documents);
-      this.conditions.push(`${column} @> any(${this.params.add(documents.map((d) => JSON.stringify(d)))}::jsonb[])`);
-    }
-    return this;
-  }
-
-  /** rows of the subject's live customers with these external ids (found past the customers' RLS, within its reach) */
-  externalCustomers(values: string | string[] | undefined, column = 'customer_id') {
-    const list = asArray(values);
-    if (list) {
-      this.conditions.push(
-        `${column} = any((select rowgate_hidden.customer_ids_by_external_id(${this.params.add(list)}::text[]))::uuid[])`,
-      );
-    }
-    return this;
-  }
-
-  /** case-insensitive substring search over some columns */
-  search(columns: string[], text: string | undefined) {
-    if (text !== undefined && text !== '') {
-      const pattern = this.params.add(`%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
-      this.conditions.push(`(${columns.map((c) => `${c} ilike ${pattern}`).join(' or ')})`);
-    }
-    return this;
-  }
-}
-
-export interface ListSpec {
-  /** `rowgate.products` */
-  from: string;
-  /** the columns of the read schema */
-  columns: string;
-  /** API sort field → SQL column */
-  sortable: Record<string, string>;
-  /** the unique column that breaks ties (default `id`) */
-  id?: string;
-  defaultSort?: string;
-  /**
-   * A tenant table with an `(organization_id, sort column, id)` index per sortable
-   * field: the page is the merge of each reachable organization's own top rows
-   * (one short index range scan each) instead of sorting every visible row.
-   * `permission` names the permission filter of the table's RLS policy, so that
-   * only organizations whose rows the subject may see are scanned.
-   */
-  perOrganization?: {
-    permission?: string;
-    /**
-     * The resource name of the table's per-organization row counts (kept by
-     * triggers): an unfiltered list's total is their sum, not a count of rows.
-     */
-    counter?: string;
-  };
-}
-
-export interface ListQuery {
+/** A numbered page (`2026-11-20`). */
+export interface NumberedQuery {
   page: number;
   limit: number;
   /** the keys `sorting` was parsed into (src/listing/lists.ts); none: the list's default */
   sorting?: readonly SortKey[];
 }
 
-export interface ListStatement {
-  /** one row: `items`, the page as a JSON array, and `total_count` */
-  text: string;
-  values: unknown[];
+/** A keyset page (`2026-12-15`): the page after a cursor, or the first. */
+export interface KeysetQuery {
+  after?: string;
+  limit: number;
+  sorting?: readonly SortKey[];
+  /** set by the pipeline (src/http/pipeline.ts) */
+  [listRequest]?: ListRequest;
 }
 
+/** What a list's handler passes on: the page its request's version asks for (the query schema of src/listing/lists.ts). */
+export type ListQuery = NumberedQuery | KeysetQuery;
+
+const isNumbered = (query: ListQuery): query is NumberedQuery => typeof (query as NumberedQuery).page === 'number';
+
 /** The SQL of one page of a list (exported for the benchmark's pgbench comparator). */
-export function listStatement(spec: ListSpec, query: ListQuery, where: Where): ListStatement {
+export function listStatement(spec: ListSpec, query: NumberedQuery, where: Where): ListStatement {
   const keys = query.sorting?.length ? query.sorting : parseSorting(spec.defaultSort ?? '-created_at');
   const lastDescending = keys[keys.length - 1]!.descending;
   const orderOf = (column: (key: string) => string) =>
@@ -215,8 +100,37 @@ export function listStatement(spec: ListSpec, query: ListQuery, where: Where): L
   return { text: `select ${items(page)}, (select count(*) from ${spec.from} ${filter}) as total_count`, values };
 }
 
-/** Runs a list: the filters of `where` and the sort of `query`; RLS decides the rest. */
-export async function runList(tx: Tx, spec: ListSpec, query: ListQuery, where: Where = new Where()): Promise<ListPage> {
+/**
+ * Reads one keyset page of a list: the rows after `read.after` (a cursor this
+ * server signed for the same sorting and filters, else a 422 at `query.after`),
+ * in the list's order, and the cursor of the next page. Lists answer with it in
+ * `2026-12-15`; anything that reads a whole list in chunks (exports) calls it
+ * page after page with each `nextCursor`.
+ */
+export async function readPage(tx: Tx, spec: ListSpec, read: KeysetRead, where: Where = new Where()): Promise<KeysetPage> {
+  const { keys, columns } = orderKeys(spec, read.sorting);
+  const fingerprint = listFingerprint(spec.from, keys, where.conditions, where.params.values, where.organizationIds);
+  const after = read.after === undefined ? null : openCursor(read.secret, fingerprint, read.after, columns.length);
+  const statement = keysetStatement(spec, read, where, after);
+  const row = await tx.one<{ items: string; next_key: (string | null)[] | null; total_count?: string | number }>(
+    statement.text,
+    statement.values,
+  );
+  const next = row!.next_key ? signCursor(read.secret, fingerprint, row!.next_key) : null;
+  return new KeysetPage(row!.items, next, row!.total_count === undefined ? undefined : Number(row!.total_count));
+}
+
+/**
+ * Runs a list: the filters of `where` and the sort of `query`; RLS decides the
+ * rest. A numbered page in `2026-11-20`, a keyset page in `2026-12-15` (the
+ * query the request's version parsed says which).
+ */
+export async function runList(tx: Tx, spec: ListSpec, query: ListQuery, where: Where = new Where()): Promise<ListPage | KeysetPage> {
+  if (!isNumbered(query)) {
+    const request = query[listRequest];
+    if (!request) throw new Error(`${spec.from}: a keyset list read without its request (the pipeline sets it)`);
+    return readPage(tx, spec, { ...query, secret: request.secret, countExact: request.countExact }, where);
+  }
   const statement = listStatement(spec, query, where);
   const row = await tx.one<{ items: string; total_count: number }>(statement.text, statement.values);
   return new ListPage(row!.items, row!.total_count, query.limit);

@@ -9,6 +9,7 @@ import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tok
 import { generateToken, hashToken } from '../auth/tokens.ts';
 import { allowedIpsCreate, allowedIpsRead } from './allowed-ips.ts';
 import { explain } from '../http/explanation.ts';
+import { API_VERSION_COLUMN, API_VERSIONS, apiVersionField, apiVersionRead, PIN_API_VERSION } from '../core/versions.ts';
 
 const PersonalAccessTokenRead = z
   .object({
@@ -23,6 +24,7 @@ const PersonalAccessTokenRead = z
       'The only organizations the token reaches (any other answers 404 and is left out of lists); null: every organization of its user. Fixed at creation.',
       ['3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b'],
     ),
+    api_version: apiVersionRead('requests with this token use when they send no Rowgate-Version'),
     ...timestamps,
   })
   .meta({ id: 'PersonalAccessToken', description: 'A personal access token (the token itself is never shown again).' });
@@ -38,6 +40,7 @@ const PersonalAccessTokenCreate = z
       'Keeps the token to these organizations (1 to 50, each one the calling user belongs to; otherwise 422 at that item). Such a token cannot create organizations or delete its user, and lives no longer than the smallest `max_token_lifetime_days` of its organizations (422 at `body.expires_in`). Absent or null: every organization of the user.',
       ['3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b'],
     ),
+    api_version: apiVersionField('requests with this token use when they send no Rowgate-Version'),
   })
   .meta({ id: 'PersonalAccessTokenCreate', description: 'A new personal access token.' });
 
@@ -46,7 +49,7 @@ const PersonalAccessTokenCreated = PersonalAccessTokenRead.extend({ token: token
   description: 'The new token, with the token itself (shown once).',
 });
 
-const columns = 'id, comment, scopes, expires_at, last_used_at, allowed_ips, organization_ids, created_at, updated_at';
+const columns = `id, comment, scopes, expires_at, last_used_at, allowed_ips, organization_ids, ${API_VERSION_COLUMN}, created_at, updated_at`;
 
 const personalAccessTokenList: ListSpec = {
   from: 'rowgate.personal_access_tokens',
@@ -83,6 +86,7 @@ export const personalAccessTokenRoutes = [
     response: PersonalAccessTokenCreated,
     handler: async ({ tx, body, secret }) => {
       const token = generateToken('personal_access_token');
+      await tx.one(PIN_API_VERSION, [body.api_version ?? API_VERSIONS.newest]);
       const created = await tx.one(
         `select ${columns} from rowgate.create_personal_access_token($1, $2, now() + make_interval(secs => $3), $4, $5, $6)`,
         [

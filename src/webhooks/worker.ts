@@ -22,7 +22,9 @@ import { Webhook } from 'standardwebhooks';
 import { rfc3339 } from '../db/timestamps.ts';
 import { DELIVERY_TIMEOUT_MS, postWebhook, type AttemptResult } from './post.ts';
 import { openSecret } from './secrets.ts';
+import { API_VERSIONS, type ApiVersions, FIRST_VERSION } from '../core/versions.ts';
 import type { Mailer } from '../core/mail.ts';
+import { mailDisabledNotices } from './disabled-notices.ts';
 
 export interface WorkerOptions {
   /** the authenticator, as the server's pool connects (a transaction-pooling PgBouncer is fine) */
@@ -44,14 +46,8 @@ export interface WorkerOptions {
   onAttempt?: (result: AttemptResult) => void;
   /** records the mail to an organization's managers when its endpoint's failures disable it (SPEC §25) */
   mailer?: Mailer;
-}
-
-interface DisabledNotice {
-  organization_id: string;
-  organization_name: string;
-  endpoint_id: string;
-  url: string;
-  email: string;
+  /** the API versions a body may be rendered in (default: src/core/versions.ts's) */
+  versions?: ApiVersions;
 }
 
 /** 5 s, 15 s, 45 s, … ×3 each time, at most 6 hours: 10 attempts span about 14 hours. */
@@ -89,20 +85,33 @@ const CLAIM = `select c.delivery_id, c.lease, c.attempt, c.failures, c.organizat
   p.sealed_secret as previous_sealed_secret, extract(epoch from p.expires_at)::float8 * 1000 as previous_expires_ms
   from rowgate_private.claim_webhook_deliveries($1, make_interval(secs => $2::double precision / 1000)) c
     left join lateral rowgate_private.webhook_previous_secret(c.organization_id, c.endpoint_id) p on true`;
+const ENDPOINT_VERSIONS = 'select endpoint_id, api_version from rowgate_private.webhook_endpoint_versions($1::uuid[])';
 const RECORD = `select rowgate_private.record_webhook_attempt($1, $2, $3, $4, $5, $6, $7, $8,
   make_interval(secs => $9::double precision / 1000), make_interval(secs => $10::double precision / 1000),
   make_interval(secs => $11::double precision / 1000)) as recorded`;
 
-/** The request body: `{type, timestamp, data}`, data being the event as GET /v1/events/{id} answers it. */
-export function webhookBody(row: Omit<Claimed, 'lease' | 'failures' | 'endpoint_id' | 'delivery_id' | 'attempt'>): string {
+/**
+ * The request body: `{type, timestamp, data}`, data being the event as GET
+ * /v1/events/{id} answers it, its resource (`data`, `previous`) rendered as the
+ * endpoint's API version renders it (SPEC §23; stored once, in the first version's shape).
+ */
+export function webhookBody(
+  row: Omit<Claimed, 'lease' | 'failures' | 'endpoint_id' | 'delivery_id' | 'attempt'>,
+  version = FIRST_VERSION,
+  versions: ApiVersions = API_VERSIONS,
+): string {
   const createdAt = rfc3339(row.created_at);
+  const render = (resource: unknown) =>
+    resource !== null && typeof resource === 'object'
+      ? versions.eventData(version, row.type, resource as Record<string, unknown>)
+      : resource;
   const event = {
     id: row.event_id,
     organization_id: row.organization_id,
     type: row.type,
     resource_id: row.resource_id,
-    data: row.data,
-    previous: row.previous ?? null,
+    data: render(row.data),
+    previous: render(row.previous ?? null),
     actor: row.actor,
     request_id: row.request_id,
     created_at: createdAt,
@@ -183,8 +192,9 @@ export class WebhookWorker {
   /** Leases up to `free` attempts and starts them; how many. */
   private async claim(free: number): Promise<number> {
     const { rows } = await this.pool.query<Claimed>(CLAIM, [free, this.leaseMs]);
+    const versions = rows.length ? await this.endpointVersions(rows) : new Map<string, string>();
     for (const row of rows) {
-      const attempt: Promise<void> = this.attempt(row).finally(() => {
+      const attempt: Promise<void> = this.attempt(row, versions.get(row.endpoint_id) ?? FIRST_VERSION).finally(() => {
         this.inFlight.delete(attempt);
         // a slot is free, and the endpoint's next delivery may be due at once
         this.wake?.();
@@ -194,8 +204,15 @@ export class WebhookWorker {
     return rows.length;
   }
 
-  private async attempt(row: Claimed): Promise<void> {
-    const result = await this.post(row);
+  /** The version each claimed endpoint's bodies are rendered in; the claim holds the leases, so a failure here only delays them. */
+  private async endpointVersions(rows: Claimed[]): Promise<Map<string, string>> {
+    const ids = [...new Set(rows.map((r) => r.endpoint_id))];
+    const { rows: found } = await this.pool.query<{ endpoint_id: string; api_version: string }>(ENDPOINT_VERSIONS, [ids]);
+    return new Map(found.map((r) => [r.endpoint_id, r.api_version]));
+  }
+
+  private async attempt(row: Claimed, version: string): Promise<void> {
+    const result = await this.post(row, version);
     const retryDelay = result.succeeded ? 0 : this.retryDelayMs(row.attempt);
     // the breaker opens at the third failure in a row (rowgate_private.record_webhook_attempt): its first wait is
     // the first retry's, then each grows as a delivery's retries do
@@ -221,7 +238,8 @@ export class WebhookWorker {
         const { rows } = await this.pool.query<{ recorded: boolean }>(RECORD, values);
         if (rows[0]?.recorded) this.options.onAttempt?.(result);
         // a failure may have disabled the endpoint: its managers are told, once
-        if (rows[0]?.recorded && !result.succeeded) await this.mailDisabledNotices();
+        if (rows[0]?.recorded && !result.succeeded && this.options.mailer)
+          await mailDisabledNotices(this.pool, this.options.mailer, this.options.log);
         return;
       } catch (error) {
         if (Date.now() + wait > deadline) {
@@ -240,46 +258,10 @@ export class WebhookWorker {
     }
   }
 
-  /**
-   * The mail of endpoints their failures disabled, recorded in the outbox with
-   * the notices taken (one transaction), and sent after the commit. A failure
-   * here leaves the notices for the next failed attempt of any sender.
-   */
-  private async mailDisabledNotices(): Promise<void> {
-    const mailer = this.options.mailer;
-    if (!mailer) return;
-    const client = await this.pool.connect();
-    try {
-      await client.query('begin');
-      const { rows } = await client.query<DisabledNotice>(
-        'select organization_id, organization_name, endpoint_id, url, email from rowgate_private.take_webhook_disabled_notices()',
-      );
-      if (rows.length) {
-        // the outbox is written as a request without a credential writes it
-        await client.query(`select set_config('role', 'rowgate_anonymous', true)`);
-        const tx = { rows: (text: string, values?: unknown[]) => client.query(text, values) };
-        for (const notice of rows) {
-          await mailer.send(
-            {
-              to: notice.email,
-              subject: `A webhook endpoint of ${notice.organization_name} was disabled`,
-              text: `The webhook endpoint ${notice.url} (${notice.endpoint_id}) of ${notice.organization_name} failed 10 events in a row and is disabled: no events are sent to it. Fix the receiver, then enable it again with PATCH /v1/webhook-endpoints/${notice.endpoint_id} {"enabled": true}.`,
-            },
-            tx,
-          );
-        }
-      }
-      await client.query('commit');
-    } catch (error) {
-      await client.query('rollback').catch(() => undefined);
-      this.options.log(JSON.stringify({ level: 'warn', msg: 'webhooks: a disabled endpoint could not be told', error: String(error) }));
-    } finally {
-      client.release();
-    }
-  }
-
-  private async post(row: Claimed): Promise<AttemptResult> {
-    const body = webhookBody(row);
+  private async post(row: Claimed, version: string): Promise<AttemptResult> {
+    const versions = this.options.versions ?? API_VERSIONS;
+    // an endpoint pinned to a version this server no longer (or not yet) serves gets the newest it serves
+    const body = webhookBody(row, versions.has(version) ? version : versions.newest, versions);
     let secrets: string[];
     // the previous secret signs until it expires, checked as the attempt is sent
     const previousLive = row.previous_sealed_secret && row.previous_expires_ms !== null && row.previous_expires_ms > Date.now();
