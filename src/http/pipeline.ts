@@ -43,7 +43,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type pg from 'pg';
 import type { Authenticated } from '../auth/authenticate.ts';
 import { credentialKey, type PresentedCredential } from '../auth/credentials.ts';
-import { askedBeforeHandler, authorizeRequest, organizationOfDenial } from '../auth/authorize.ts';
+import { askedBeforeHandler, authorizeRequest } from '../auth/authorize.ts';
 import type { Placement } from '../db/placement.ts';
 import { inTransaction, type Tx } from '../db/pool.ts';
 import type { Mailer } from '../core/mail.ts';
@@ -163,11 +163,8 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
           const subject = authenticateIn(tx, options.secret, state.credential, requestId(req), origin); // 2. sent now, awaited in its turn
           const read = (as: ApiRoute) => {
             const input = attempt(() => parseInput(as, req)); // read now, refused in its turn (4.)
-            // a scope refusal is recorded where its input resolves, when it is valid
-            if (input.ok) {
-              denial.input = input.value;
-              record.organizationId = namedOrganization(as, input.value);
-            }
+            // a scope refusal is recorded where its input resolves, when it is valid; the request log (SPEC §25) takes what it names
+            if (input.ok) record.organizationId = namedOrganization(as, (denial.input = input.value));
             return { input, context: input.ok ? new HandlerContext(tx, options, input.value, state) : undefined };
           };
           let { input, context } = shaped ? read(shaped) : { input: undefined, context: undefined };
@@ -189,7 +186,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
             }
             if (authorization) {
               const organizationId = await (asked ?? authorizeRequest(tx, authorization, context!.params)); // 5.
-              if (typeof organizationId === 'string') denial.organizationId = record.organizationId = organizationId;
+              if (typeof organizationId === 'string') denial.organizationId = organizationId;
             }
           } catch (refusal) {
             // a read started early ends before its transaction does: nothing of it
@@ -212,13 +209,9 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     try {
       result = await place.run(transaction);
     } catch (error) {
-      record.organizationId = organizationOfDenial(error) ?? record.organizationId;
       if (state.subject?.settings) await keepDenial(options.pool, route.operationId, state.subject.settings, error, denial);
       throw error;
     }
-    // the organization of the resource answered, for the request log (SPEC §25)
-    const answered = (result as { organization_id?: unknown } | null)?.organization_id;
-    if (!denial.organizationId && typeof answered === 'string') record.organizationId = answered;
     // a replayed write: what its client must see to read it, as after the write itself (SPEC §19)
     if (place.effect === 'writes') await place.committed(res, result instanceof Replay ? undefined : state.tx?.position);
     if (result instanceof Replay) return sendReplay(res, result);

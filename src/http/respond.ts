@@ -4,6 +4,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { KeysetPage, ListPage } from '../listing/list-page.ts';
 import { type ApiError, asOAuth2Error, asRegistrationError, isCollision, toApiError } from '../core/errors.ts';
 import { requestRecord } from '../core/request-record.ts';
+import { organizationOfDenial } from '../auth/authorize.ts';
 import type { Route } from './route-declaration.ts';
 
 /** Sends a handler's result as its route declares: a redirect to it (302), nothing (204), or it as JSON. */
@@ -18,6 +19,9 @@ export function send(route: Route, res: Response, result: unknown, validate: boo
     res.status(route.status).end();
     return;
   }
+  // the organization of the resource answered, for the request log (SPEC §25)
+  const answered = (result as { organization_id?: unknown } | null)?.organization_id;
+  if (typeof answered === 'string') requestRecord(res.req).organizationId = answered;
   if (validate) checkResponse(route, JSON.stringify(result ?? null));
   if (result instanceof KeysetPage && result.totalCount !== undefined) {
     // asked with Prefer: count=exact (SPEC §23)
@@ -98,7 +102,10 @@ export function errorAnswers(
   return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const apiError = answer(error, req);
     if (res.headersSent) return;
-    requestRecord(req).error = apiError.error;
+    // for the request log (SPEC §25): the error, and the organization a policy refused in
+    const record = requestRecord(req);
+    record.error = apiError.error;
+    record.organizationId = organizationOfDenial(error) ?? record.organizationId;
     res.status(apiError.status).set(apiError.headers).json(apiError.body());
   };
 }
