@@ -174,7 +174,9 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
           try {
             state.subject = await subject; // 2.
             record.subject = state.subject?.settings;
-            const version = named ?? (state.subject?.settings?.['rowgate.api_version'] || versions.newest);
+            const pinned = state.subject?.settings?.['rowgate.api_version'] || versions.newest;
+            // a pin to a retired version: the oldest still served is the nearest to it
+            const version = named ?? (versions.has(pinned) ? pinned : versions.oldest);
             record.apiVersion = version;
             markVersion(res, versions, version);
             if (!input) ({ input, context } = read((shaped = shapes.get(version)!)));
