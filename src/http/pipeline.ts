@@ -65,7 +65,7 @@ import { requestId } from '../operating/request-id.ts';
 import { requestOrigin } from '../core/client-address.ts';
 import { listRequest } from '../listing/list-page.ts';
 import type { ApiVersions } from '../core/versions.ts';
-import { markVersion, prefersExactCount, routeIn } from './api-version.ts';
+import { prefersExactCount, routeIn, settleVersion } from './api-version.ts';
 
 /** What the hooks see of a request, filled in as the pipeline goes. */
 export interface RequestState {
@@ -174,11 +174,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
           try {
             state.subject = await subject; // 2.
             record.subject = state.subject?.settings;
-            const pinned = state.subject?.settings?.['rowgate.api_version'] || versions.newest;
-            // a pin to a retired version: the oldest still served is the nearest to it
-            const version = named ?? (versions.has(pinned) ? pinned : versions.oldest);
-            record.apiVersion = version;
-            markVersion(res, versions, version);
+            const version = (record.apiVersion = settleVersion(res, versions, named, state.subject?.settings));
             if (!input) ({ input, context } = read((shaped = shapes.get(version)!)));
             requireScopes(route.access.scopes, state.subject); // 3.
             input.take(); // 4.
