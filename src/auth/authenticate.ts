@@ -5,7 +5,7 @@
 // rowgate_authenticator). REST runs the statement inside its request's
 // transaction; GraphQL runs it in a query's first transaction (or once per
 // request before a mutation) and hands the same settings to each of
-// PostGraphile's transactions (src/graphql/pg-client.ts, deferred-authentication.ts).
+// PostGraphile's transactions (src/graphql/transport/pg-client.ts, deferred-authentication.ts).
 import { API_VERSIONS } from '../core/versions.ts';
 import type { PresentedCredential } from './credentials.ts';
 import { type CredentialKind, hashToken } from './tokens.ts';

@@ -1236,7 +1236,7 @@ describe.skipIf(skipReason !== null)('two hosts behind HAProxy', () => {
       await until(
         'the held attempt made again, and the later events delivered',
         (LEASE_SECONDS + 30) * 1000,
-        async () => [first, ...later].every((id) => received().some((r) => r.id === id && !r.held)),
+        async () => [first, ...later].every((id) => received().some((r) => r.id === id && r.path === '/hold' && !r.held)),
         200,
       );
       const attempts = () =>
@@ -1362,7 +1362,14 @@ describe.skipIf(skipReason !== null)('two hosts behind HAProxy', () => {
     await until('every server shares its counts again', 30_000, async () =>
       instances.every((i) => said(i, /shared rate-limit counts answer again/)),
     ).catch((error) => {
-      for (const i of instances) console.error(`${i.name}:\n${i.lines.slice(linesBefore.get(i)).filter((l) => /rate-limit/.test(l)).slice(-8).join('\n')}`);
+      for (const i of instances)
+        console.error(
+          `${i.name}:\n${i.lines
+            .slice(linesBefore.get(i))
+            .filter((l) => /rate-limit/.test(l))
+            .slice(-8)
+            .join('\n')}`,
+        );
       throw error;
     });
     console.error(
