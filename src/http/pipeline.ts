@@ -55,7 +55,7 @@ import {
   otherKindRefusal,
   requireScopes,
 } from '../auth/credential-checks.ts';
-import { ApiError } from '../core/errors.ts';
+import { ApiError, notFound } from '../core/errors.ts';
 import { type DenialFacts, keepDenial } from './denials.ts';
 import { type Input, parseInput } from './input.ts';
 import { Replay, send, sendReplay } from './respond.ts';
@@ -194,6 +194,9 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
           }
           HandlerContext.open(context!);
           const result = await (early ?? startHandler(context!, tx)); // 6.
+          // A row that the authorization found and the statement no longer reaches (a request at once ended
+          // the caller's membership): not found, as a request a moment later is told, never an empty 200.
+          if ((result === undefined || result === null) && route.response) throw notFound();
           for (const hook of hooks.answered) await hook(state, result);
           return result;
         },
