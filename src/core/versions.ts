@@ -69,6 +69,10 @@ export class ApiVersions {
     this.#byName = new Map(list.map((v, i) => [v.version, i]));
   }
 
+  get oldest(): string {
+    return this.list[0]!.version;
+  }
+
   get newest(): string {
     return this.list[this.list.length - 1]!.version;
   }

@@ -62,6 +62,24 @@ export function readVersion(versions: ApiVersions): RequestHandler {
   };
 }
 
+/**
+ * The version a request is answered in, named on its answer: its header's,
+ * else its credential's pin (the authentication statement's
+ * `rowgate.api_version`), else the newest. A pin to a retired version is served
+ * in the oldest version left, the nearest to it.
+ */
+export function settleVersion(
+  res: Response,
+  versions: ApiVersions,
+  named: string | undefined,
+  settings?: Readonly<Record<string, string>>,
+) {
+  const pinned = settings?.['rowgate.api_version'] || versions.newest;
+  const version = named ?? (versions.has(pinned) ? pinned : versions.oldest);
+  markVersion(res, versions, version);
+  return version;
+}
+
 /** Whether the client asked for a list's total (`Prefer: count=exact`, RFC 7240). */
 export function prefersExactCount(req: Request): boolean {
   const prefer = req.headers.prefer;

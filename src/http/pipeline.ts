@@ -65,7 +65,7 @@ import { requestId } from '../operating/request-id.ts';
 import { requestOrigin } from '../core/client-address.ts';
 import { listRequest } from '../listing/list-page.ts';
 import type { ApiVersions } from '../core/versions.ts';
-import { markVersion, prefersExactCount, routeIn } from './api-version.ts';
+import { prefersExactCount, routeIn, settleVersion } from './api-version.ts';
 
 /** What the hooks see of a request, filled in as the pipeline goes. */
 export interface RequestState {
@@ -133,8 +133,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     const state: RequestState = { route, req, res, credential: null, subject: null };
     const record = requestRecord(req);
     record.route = route.path;
-    // the version its header names; without one, the credential's pin (SPEC §23), known
-    // once the authentication answers: a route whose shapes differ waits for it to read its input
+    // the header's version; else the credential's pin (SPEC §23), known once it authenticates: shapes that differ wait
     const named = record.apiVersion;
     let shaped = named !== undefined ? shapes.get(named) : anonymous ? shapes.get(versions.newest) : uniform ? route : undefined;
     if (hooks.received.length) await run(hooks.received, state);
@@ -159,8 +158,8 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
         pool,
         async (tx) => {
           state.tx = tx;
-          const origin = { ...requestOrigin(req), apiVersion: named };
-          const subject = authenticateIn(tx, options.secret, state.credential, requestId(req), origin); // 2. sent now, awaited in its turn
+          const origin = { ...requestOrigin(req), apiVersion: named }; // 2. sent now, awaited in its turn
+          const subject = authenticateIn(tx, options.secret, state.credential, requestId(req), origin);
           const read = (as: ApiRoute) => {
             const input = attempt(() => parseInput(as, req)); // read now, refused in its turn (4.)
             // a scope refusal is recorded where its input resolves, when it is valid; the request log (SPEC §25) takes what it names
@@ -174,9 +173,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
           try {
             state.subject = await subject; // 2.
             record.subject = state.subject?.settings;
-            const version = named ?? (state.subject?.settings?.['rowgate.api_version'] || versions.newest);
-            record.apiVersion = version;
-            markVersion(res, versions, version);
+            const version = (record.apiVersion = settleVersion(res, versions, named, state.subject?.settings));
             if (!input) ({ input, context } = read((shaped = shapes.get(version)!)));
             requireScopes(route.access.scopes, state.subject); // 3.
             input.take(); // 4.

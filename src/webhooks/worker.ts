@@ -260,8 +260,8 @@ export class WebhookWorker {
 
   private async post(row: Claimed, version: string): Promise<AttemptResult> {
     const versions = this.options.versions ?? API_VERSIONS;
-    // an endpoint pinned to a version this server no longer (or not yet) serves gets the newest it serves
-    const body = webhookBody(row, versions.has(version) ? version : versions.newest, versions);
+    // an endpoint pinned to a version this server no longer serves gets the oldest it serves
+    const body = webhookBody(row, versions.has(version) ? version : versions.oldest, versions);
     let secrets: string[];
     // the previous secret signs until it expires, checked as the attempt is sent
     const previousLive = row.previous_sealed_secret && row.previous_expires_ms !== null && row.previous_expires_ms > Date.now();
