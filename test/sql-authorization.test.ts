@@ -647,6 +647,7 @@ describe("secrets are out of every API role's reach", () => {
     );
     expect(granted.map((g) => g.column_name)).toEqual([
       'allowed_ips',
+      'api_version',
       'comment',
       'created_at',
       'expires_at',
