@@ -96,6 +96,8 @@ export interface PipelineOptions {
   pool: pg.Pool;
   secret: string;
   mailer: Mailer;
+  /** the database URL SQL logins connect to (SPEC §24) */
+  sqlLoginUrl: string;
   /** where a read or a write runs and what its answer carries (Rowgate-Consistency) */
   placement: Placement;
   /** check every response against its schema (the test suite turns this on) */
@@ -227,6 +229,7 @@ class HandlerContext {
   readonly tx: Tx;
   readonly secret: string;
   readonly mailer: Mailer;
+  readonly sqlLoginUrl: string;
   readonly params: Record<string, unknown>;
   readonly query: unknown;
   readonly body: unknown;
@@ -239,6 +242,7 @@ class HandlerContext {
     this.tx = tx;
     this.secret = options.secret;
     this.mailer = options.mailer;
+    this.sqlLoginUrl = options.sqlLoginUrl;
     this.params = input.params as Record<string, unknown>;
     this.query = input.query;
     this.body = input.body;

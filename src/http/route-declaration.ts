@@ -78,6 +78,8 @@ interface Context<P, Q, B> {
   /** the server secret that keys token hashes */
   secret: string;
   mailer: Mailer;
+  /** the database URL an organization's SQL login connects to (SPEC §24), without user or password */
+  sqlLoginUrl: string;
   params: P;
   query: Q;
   body: B;

@@ -29,6 +29,7 @@ import { organizationAccessTokenRoutes } from '../resources/organization-access-
 import { organizationRoutes } from '../resources/organizations.ts';
 import { personalAccessTokenRoutes } from '../resources/personal-access-tokens.ts';
 import { reportedCredentialRoutes } from '../resources/reported-credentials.ts';
+import { sqlCredentialRoutes } from '../resources/sql-credentials.ts';
 import type { Route } from '../http/route-declaration.ts';
 import { userRoutes } from '../resources/users.ts';
 
@@ -42,6 +43,7 @@ export const apiRoutes: readonly Route[] = [
   ...invitationRoutes,
   ...accountRoutes,
   ...organizationAccessTokenRoutes,
+  ...sqlCredentialRoutes,
   ...impersonationRoutes,
   ...productRoutes,
   ...externalCustomerRoutes,

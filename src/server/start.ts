@@ -13,6 +13,7 @@ import type { Config } from '../config.ts';
 import type { Mailer } from '../core/mail.ts';
 import { setPublicUrl } from '../core/public-url.ts';
 import { watchAnalysts } from '../db/analyst-limits.ts';
+import { watchSqlLogins } from '../db/sql-logins.ts';
 import { connect } from '../db/connect.ts';
 import { Consistency } from '../db/consistency.ts';
 import { keepEventPartitions } from '../db/event-partitions.ts';
@@ -58,6 +59,8 @@ export interface ServeOptions {
   corsOrigins?: readonly string[];
   /** default: SMTP_URL's server, or the development outbox */
   mailer?: Mailer;
+  /** the database URL SQL logins connect to (SPEC §24); default: the pool's own database */
+  sqlLoginUrl?: string;
   /** check every response against its schema (the test suite turns this on) */
   validateResponses?: boolean;
   /** the API routes' extension points (src/http/pipeline.ts) */
@@ -102,6 +105,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
       validateResponses: options.validateResponses,
       log: options.log,
       mailer: options.mailer,
+      sqlLoginUrl: options.sqlLoginUrl,
       mounts: [graphql.mount],
       consistency,
       reads,
@@ -122,6 +126,14 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     await graphql.release();
     throw error;
   }
+}
+
+/** The database URL SQL logins are given: the analysts' host when set, else the primary's, without user or password. */
+function sqlLoginBase(databaseUrl: string): string {
+  const url = new URL(databaseUrl);
+  url.username = '';
+  url.password = '';
+  return url.toString();
 }
 
 export interface Running {
@@ -208,6 +220,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       consistency: new Consistency({ primary: pool, holdMs: config.ROWGATE_READ_MAX_LAG_MS }),
       reads,
       corsOrigins: config.ROWGATE_CORS_ORIGINS,
+      sqlLoginUrl: sqlLoginBase(config.ROWGATE_ANALYST_DATABASE_URL ?? connection.ownerUrl),
       operating: {
         logger,
         metrics,
@@ -229,6 +242,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     throw error;
   });
   const analysts = watchAnalysts(pool, { log });
+  // revoked or expired SQL logins lose their sessions within a second on every host that serves them
+  const sqlLogins = watchSqlLogins([pool, ...(reads?.pools() ?? [])], { log });
   // a transaction left open anywhere on the database server is seen (a gauge) and told (a warning)
   const oldest = watchOldestTransaction(pool, { log, report: metrics ? (seconds) => metrics.oldestTransaction.set(seconds) : undefined });
   // the days ahead get their partitions of events, whether or not retention prunes
@@ -277,6 +292,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         metricsServer?.closeAllConnections();
         metricsServer?.close();
         analysts.stop();
+        sqlLogins.stop();
         oldest.stop();
         await counts.stop();
         await countsPool.end();
