@@ -83,5 +83,9 @@ export function watchSqlLogins(
     timer.unref();
     return timer;
   });
-  return { stop: () => timers.forEach((timer) => clearInterval(timer)) };
+  return {
+    stop: () => {
+      for (const timer of timers) clearInterval(timer);
+    },
+  };
 }
