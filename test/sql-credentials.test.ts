@@ -2,9 +2,11 @@
 // with organization:manage; the login (a pg client is what psql is) reads exactly what an
 // organization access token with its scopes reads, writes nothing, and from the moment it
 // is revoked or expires reads no rows, cannot connect, and loses its sessions.
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { watchSqlLogins, type SqlLoginWatch } from '../src/db/sql-logins.ts';
+import { sqlLoginFunctions } from '../src/db/lint.ts';
 import { withDatabase } from './database-server.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
@@ -271,6 +273,61 @@ describe('what a login reads (SPEC §24)', () => {
     expect(rows[0].orders).toMatchObject({ allowed: false, status: 403, error: 'InsufficientScope' });
     expect(rows[0].other).toMatchObject({ allowed: false, status: 404 });
   });
+});
+
+test('every function the group may execute answers the same for another organization’s ids as for ids that exist nowhere', async () => {
+  const minted = await mint(orgA, ['orders_read', 'products_read', 'members_read', 'organizations_read']);
+  const client = await connect(minted);
+  // ids of orgB (another tenant) and of its rows, against random ids
+  const [theirs] = await app.sql(
+    `select o.id as organization, (select id from rowgate.orders where organization_id = o.id limit 1) as row_id,
+       (select user_id from rowgate.memberships where organization_id = o.id limit 1) as user_id
+     from rowgate.organizations o where o.id = $1`,
+    [orgB],
+  );
+  const nowhere = { organization: randomUUID(), row_id: randomUUID(), user_id: randomUUID() };
+  const functions = await superuser<{ signature: string; args: string[] }>(
+    `select p.oid::regprocedure::text as signature, array(select format_type(t, null) from unnest(p.proargtypes) t) as args
+     from pg_proc p where has_function_privilege('rowgate_sql_login', p.oid, 'EXECUTE')
+       and p.pronamespace in ('rowgate'::regnamespace, 'rowgate_hidden'::regnamespace, 'rowgate_private'::regnamespace)`,
+  );
+  expect(functions.map((f) => f.signature).sort()).toEqual([...sqlLoginFunctions].sort());
+  const argument = (type: string, ids: typeof nowhere, n: number) => {
+    switch (type) {
+      case 'uuid':
+        return pg.escapeLiteral(n === 1 ? ids.user_id : ids.organization) + '::uuid';
+      case 'uuid[]':
+        return `array[${pg.escapeLiteral(ids.row_id)}]::uuid[]`;
+      case 'text':
+        return n === 0 ? "'orders'" : "'finance_read'";
+      case 'boolean':
+        return 'false';
+      case 'jsonb':
+        return `jsonb_build_array(jsonb_build_object('operation', 'orders:get', 'params', jsonb_build_object('id', ${pg.escapeLiteral(ids.row_id)})))`;
+      default:
+        return null;
+    }
+  };
+  let called = 0;
+  for (const f of functions) {
+    if (!f.args.some((a) => a.startsWith('uuid') || a === 'jsonb')) continue;
+    const call = (ids: typeof nowhere) => {
+      const args = f.args.map((a, n) => argument(a, ids, n));
+      if (args.includes(null)) return null;
+      const name = f.signature.slice(0, f.signature.indexOf('('));
+      return `select to_jsonb(x) as answer from ${name}(${args.join(', ')}) x`;
+    };
+    const [theirsSql, nowhereSql] = [call(theirs), call(nowhere)];
+    if (!theirsSql || !nowhereSql) continue;
+    const answer = (sql: string) =>
+      client.query(sql).then(
+        (r) => JSON.stringify(r.rows).replaceAll(theirs.organization, 'ID').replaceAll(nowhere.organization, 'ID'),
+        (e: { code?: string }) => `error ${e.code}`,
+      );
+    expect(await answer(theirsSql), f.signature).toEqual(await answer(nowhereSql));
+    called++;
+  }
+  expect(called).toBeGreaterThan(10);
 });
 
 describe('revocation and expiry (SPEC §24)', () => {
