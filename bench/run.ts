@@ -9,7 +9,8 @@
 // the paid order's write with every organization subscribed; with --standby, reads
 // served by a hot standby; with --only prune, one retention call pruning 10M events
 // (minutes of filling: never run by default). Writes bench/results/<date>.json and .md, and with --json
-// FILE the summary {scenarios, ratios}. --only runs some groups of scenarios (explain: SPEC §20 check of 100 vs 100 requests; reads,
+// FILE the summary {scenarios, ratios}. --only runs some groups of scenarios (explain: SPEC §20 check of 100 vs 100 requests; cursor:
+// SPEC §23's 1,000th keyset page of 10 against the first, and the same page by number; reads,
 // writes, metadata, webhooks, standby, prune, feed: an event's wait for the feed under an open transaction of another database), for iterating.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
@@ -66,7 +67,7 @@ const { values: args } = parseArgs({
   },
 });
 
-const GROUPS = ['reads', 'writes', 'metadata', 'webhooks', 'standby', 'explain', 'prune', 'feed'] as const;
+const GROUPS = ['reads', 'cursor', 'writes', 'metadata', 'webhooks', 'standby', 'explain', 'prune', 'feed'] as const;
 type Group = (typeof GROUPS)[number];
 const only = args.only?.split(',').map((g) => g.trim());
 for (const g of only ?? []) if (!GROUPS.includes(g as Group)) throw new Error(`unknown group ${g}; known: ${GROUPS.join(', ')}`);
@@ -416,6 +417,12 @@ async function main() {
     // issue 17: the orders page filtered by metadata
     // SPEC §20: one check of 100 items against the 100 real requests it answers for (issue 35: ≥ 5)
     check_100_vs_requests_100: ratio(find(`${main}/check_100`), find(`${main}/requests_100`)),
+    // SPEC §23: a deep keyset page costs about what the first does; the numbered page's OFFSET for comparison
+    list_deep_cursor_vs_first: paired(
+      find(`${main}/rest_orders_cursor_page_1000_big_user`),
+      find(`${main}/rest_orders_cursor_first_big_user`),
+    ),
+    list_deep_page_vs_first: paired(find(`${main}/rest_orders_page_1000_big_user`), find(`${main}/rest_orders_page_1_big_user`)),
     metadata_rest_vs_sql: ratio(find(`${main}/rest_orders_metadata_small_user`), find(`${main}/sql_api_orders_metadata_small_user`)),
     // an ERP id's lookup (one order) by the admin of 50 organizations, against that user's unfiltered page
     metadata_erp_id_vs_page_big_user: ratio(find(`${main}/rest_orders_metadata_erp_id_big_user`), find(`${main}/rest_orders_big_user`)),
@@ -552,6 +559,7 @@ async function benchScale(
   const { child: server, url: base } = await startServer();
   const ctx: ScaleContext = { scale: scale.name, database, ownerUrl, authenticatorUrl, secret, sessions, users, base };
   if (runs('reads')) await benchReads(ctx, server, p50ByScale);
+  if (runs('cursor')) await benchCursor(ctx);
   if (runs('metadata')) await benchMetadata(ctx);
   if (runs('explain')) await benchExplain(ctx);
   if (runs('writes')) await benchWrites(ctx);
@@ -721,6 +729,37 @@ async function benchReads(ctx: ScaleContext, server: ChildProcess, p50ByScale: R
   );
   extra.rss_mb_at_64_connections = Math.round(Math.max(extra.rss_mb_at_64_connections ?? 0, peak));
   log(`  server RSS peak at 64 connections: ${extra.rss_mb_at_64_connections} MB`);
+}
+
+/**
+ * SPEC §23: GET /v1/orders/?limit=10 of the big user, the 1,000th page by
+ * cursor (2026-12-15) against the first, and the same page by number
+ * (2026-11-20, OFFSET 9,990) against its first, in turns. The cursor is
+ * reached by following next_cursor from the first page.
+ */
+async function benchCursor(ctx: ScaleContext) {
+  const { scale, sessions, base } = ctx;
+  const cookie = `rowgate_session=${sessions.big}`;
+  const keyset = { cookie, 'rowgate-version': '2026-12-15' };
+  let after: string | null = null;
+  for (let page = 1; page < 1_000; page++) {
+    const response: Response = await fetch(`${base}/v1/orders/?limit=10${after ? `&after=${encodeURIComponent(after)}` : ''}`, { headers: keyset });
+    if (!response.ok) throw new Error(`keyset page ${page}: ${response.status} ${await response.text()}`);
+    after = ((await response.json()) as { next_cursor: string | null }).next_cursor;
+    if (after === null) throw new Error(`the big user's orders end before page 1,000 (page ${page})`);
+  }
+  const numbered = { cookie, 'rowgate-version': '2026-11-20' };
+  await interleaved([
+    { runner: wrkRunner(`${scale}/rest_orders_cursor_first_big_user`, { url: `${base}/v1/orders/?limit=10`, headers: keyset }) },
+    {
+      runner: wrkRunner(`${scale}/rest_orders_cursor_page_1000_big_user`, {
+        url: `${base}/v1/orders/?limit=10&after=${encodeURIComponent(after!)}`,
+        headers: keyset,
+      }),
+    },
+    { runner: wrkRunner(`${scale}/rest_orders_page_1_big_user`, { url: `${base}/v1/orders/?limit=10&page=1`, headers: numbered }) },
+    { runner: wrkRunner(`${scale}/rest_orders_page_1000_big_user`, { url: `${base}/v1/orders/?limit=10&page=1000`, headers: numbered }) },
+  ]);
 }
 
 /**

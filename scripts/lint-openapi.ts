@@ -1,4 +1,4 @@
-// `npm run lint:openapi`: the published OpenAPI document, linted by Redocly
+// `npm run lint:openapi`: the published OpenAPI document of each API version, linted by Redocly
 // (recommended) and Spectral (spectral:oas) with the committed rulesets
 // (redocly.yaml, .spectral.yaml). Prints each linter's counts and problems;
 // exits 1 on any problem of either (SPEC §16). `npm run lint:openapi -- file.json`
@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import { projectRoot } from '../src/db/setup.ts';
 import { apiRoutes } from '../src/server/route-table.ts';
 import { publishedDocument } from '../src/http/service-routes.ts';
+import { API_VERSIONS } from '../src/core/versions.ts';
 
 const run = promisify(execFile);
 
@@ -70,19 +71,28 @@ async function spectral(file: string): Promise<Problem[]> {
 const given = process.argv[2];
 const folder = await mkdtemp(path.join(tmpdir(), 'rowgate-openapi-'));
 try {
-  const file = given ? path.resolve(given) : path.join(folder, 'openapi.json');
-  if (!given) await writeFile(file, JSON.stringify(publishedDocument(apiRoutes), null, 2));
+  // each API version's document (SPEC §23), or the file named
+  const files: [string, string][] = given
+    ? [[given, path.resolve(given)]]
+    : API_VERSIONS.names.map((version) => [`version ${version}`, path.join(folder, `openapi-${version}.json`)]);
+  for (const [i, version] of (given ? [] : API_VERSIONS.names).entries()) {
+    await writeFile(files[i]![1], JSON.stringify(publishedDocument(apiRoutes, version), null, 2));
+  }
   let failed = false;
-  for (const [name, lint] of [
-    ['redocly', redocly],
-    ['spectral', spectral],
-  ] as const) {
-    const problems = await lint(file);
-    const count = (severity: string) => problems.filter((p) => p.severity === severity).length;
-    console.log(`${name}: ${count('error')} errors, ${count('warning') + count('warn')} warnings, ${problems.length} problems in all`);
-    for (const p of problems) console.log(`  ${p.severity} ${p.rule} ${p.where}: ${p.message}`);
-    // infos and hints count too: the rulesets turn off what is accepted, and say why
-    if (problems.length) failed = true;
+  for (const [label, file] of files) {
+    for (const [name, lint] of [
+      ['redocly', redocly],
+      ['spectral', spectral],
+    ] as const) {
+      const problems = await lint(file);
+      const count = (severity: string) => problems.filter((p) => p.severity === severity).length;
+      console.log(
+        `${label}: ${name}: ${count('error')} errors, ${count('warning') + count('warn')} warnings, ${problems.length} problems in all`,
+      );
+      for (const p of problems) console.log(`  ${p.severity} ${p.rule} ${p.where}: ${p.message}`);
+      // infos and hints count too: the rulesets turn off what is accepted, and say why
+      if (problems.length) failed = true;
+    }
   }
   if (failed) process.exitCode = 1;
 } finally {

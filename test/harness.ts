@@ -28,7 +28,16 @@ export interface RequestOptions {
   body?: unknown;
   rawBody?: string;
   headers?: Record<string, string>;
+  /**
+   * The Rowgate-Version header (SPEC §23). By default the suite speaks
+   * 2026-11-20, the shapes its tests were written in; a test of another
+   * version names it, and a test of pinning sends none (null).
+   */
+  version?: string | null;
 }
+
+/** The version a test request is made in unless it says otherwise. */
+export const TEST_VERSION = '2026-11-20';
 
 export interface TestUser {
   id: string;
@@ -76,6 +85,8 @@ export class TestApp {
 
   async request(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse> {
     const headers: Record<string, string> = { ...options.headers };
+    const version = options.version === undefined ? TEST_VERSION : options.version;
+    if (version !== null && !Object.keys(headers).some((h) => h.toLowerCase() === 'rowgate-version')) headers['rowgate-version'] = version;
     if (options.token) headers.authorization = `Bearer ${options.token}`;
     if (options.session) headers.cookie = `rowgate_session=${options.session}`;
     let body: string | undefined = options.rawBody;

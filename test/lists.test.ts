@@ -1410,4 +1410,102 @@ describe.each(listRoutes.map((r) => [r.operationId, r] as const))('%s', (operati
     }
     expect(gotten).toEqual(body.items);
   });
+
+  // ---------------------------------------------------------------------------
+  // 2026-12-15 (SPEC §23): the same list in keyset pages, side by side with 2026-11-20's.
+
+  const KEYSET = '2026-12-15';
+  const inKeyset = (query: string, headers: Record<string, string> = {}) =>
+    app.get(`${fx.path}${query ? `?${query}` : ''}`, {
+      ...fx.auth,
+      headers: { ...fx.auth.headers, 'rowgate-version': KEYSET, ...headers },
+    });
+
+  async function keysetOk(query: string, headers: Record<string, string> = {}) {
+    const res = await inKeyset(query, headers);
+    expect({ query, status: res.status, body: res.status === 200 ? undefined : res.body }).toEqual({ query, status: 200, body: undefined });
+    expect(res.headers.get('rowgate-version')).toBe(KEYSET);
+    expect(Object.keys(res.body)).toEqual(['items', 'next_cursor']);
+    return res as { headers: Headers; body: { items: Item[]; next_cursor: string | null } };
+  }
+
+  /** every keyset page of `limit` after the first, following next_cursor */
+  async function allKeysetPages(query: string, limit: number) {
+    const seen: Item[] = [];
+    let after: string | null = null;
+    for (let pages = 0; pages <= N; pages++) {
+      const { body } = await keysetOk(`${query}&limit=${limit}${after ? `&after=${encodeURIComponent(after)}` : ''}`);
+      seen.push(...body.items);
+      if (body.next_cursor === null) return seen;
+      expect(body.items.length).toBe(limit);
+      after = body.next_cursor;
+    }
+    throw new Error('next_cursor never ended');
+  }
+
+  test.each(['', ...sortable.flatMap((field) => [field, `-${field}`])])(
+    '2026-12-15: sorting=%s in keyset pages is 2026-11-20 order, each row once',
+    async (sorting) => {
+      const query = sorting ? `sorting=${sorting}` : '';
+      const numbered = await listOk(`${query}&limit=100`);
+      const paged = await allKeysetPages(query, LIMIT);
+      // the items themselves, byte for byte as 2026-11-20 answers them
+      expect(paged).toEqual(numbered.items);
+      const single = await keysetOk(`${query}&limit=100`);
+      expect(single.body).toEqual({ items: numbered.items, next_cursor: null });
+    },
+  );
+
+  test('2026-12-15: a sort on two fields in keyset pages', async () => {
+    const keys = `${sortable.find((f) => f !== 'created_at') ?? 'created_at'},-created_at`;
+    if (keys.startsWith('created_at,')) return;
+    const numbered = await listOk(`sorting=${keys}&limit=100`);
+    expect(await allKeysetPages(`sorting=${keys}`, 4)).toEqual(numbered.items);
+  });
+
+  test('2026-12-15: next_cursor is null on the page holding the last item; no count unless asked', async () => {
+    const first = await keysetOk(`limit=${N}`);
+    expect(first.body.next_cursor).toBeNull();
+    expect(first.headers.get('rowgate-total-count')).toBeNull();
+    const short = await keysetOk(`limit=${N - 1}`);
+    expect(short.body.next_cursor).toEqual(expect.any(String));
+    const last = await keysetOk(`limit=${N - 1}&after=${encodeURIComponent(short.body.next_cursor!)}`);
+    expect(last.body.items.length).toBe(1);
+    expect(last.body.next_cursor).toBeNull();
+    const counted = await keysetOk('limit=2', { prefer: 'count=exact' });
+    expect(counted.headers.get('rowgate-total-count')).toBe(String(N));
+    expect(counted.headers.get('preference-applied')).toBe('count=exact');
+  });
+
+  test('2026-12-15: page is 422 at query.page; a cursor of other filters, another sorting or forged is 422 at query.after', async () => {
+    expect(expectValidationError(await inKeyset('page=1')).map((i) => i.loc)).toEqual([['query', 'page']]);
+    expect(expectValidationError(await inKeyset('limit=0')).map((i) => i.loc)).toEqual([['query', 'limit']]);
+    const { body } = await keysetOk('limit=2');
+    const after = encodeURIComponent(body.next_cursor!);
+    expect((await inKeyset(`limit=3&after=${after}`)).status).toBe(200); // limit may change between pages
+    expect(expectValidationError(await inKeyset(`sorting=created_at&after=${after}`)).map((i) => i.loc)).toEqual([['query', 'after']]);
+    const narrowing = fx.filters.find((f) => f.expect.length > 0);
+    if (narrowing) {
+      expect(expectValidationError(await inKeyset(`${narrowing.query}&after=${after}`)).map((i) => i.loc)).toEqual([['query', 'after']]);
+    }
+    const [payload] = body.next_cursor!.split('.');
+    const forged = `${payload}.${Buffer.alloc(32).toString('base64url')}`;
+    expect(expectValidationError(await inKeyset(`after=${forged}`)).map((i) => i.loc)).toEqual([['query', 'after']]);
+    expect(expectValidationError(await inKeyset('after=not-a-cursor')).map((i) => i.loc)).toEqual([['query', 'after']]);
+  });
+
+  test('2026-12-15: every filter returns the rows it does in 2026-11-20, and its cursor continues with its values in any order', async () => {
+    for (const { query, expect: expected } of fx.filters) {
+      const { body } = await keysetOk(`${query}&limit=100`);
+      expect({ query, keys: body.items.map(keyOf).sort() }).toEqual({ query, keys: [...expected].sort() });
+    }
+    const repeated = fx.filters.find((f) => f.expect.length > 1 && new URLSearchParams(f.query).size > 1);
+    if (!repeated) return;
+    const { body } = await keysetOk(`${repeated.query}&limit=1`);
+    const reordered = [...new URLSearchParams(repeated.query)]
+      .reverse()
+      .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`);
+    const next = await keysetOk(`${reordered.join('&')}&limit=100&after=${encodeURIComponent(body.next_cursor!)}`);
+    expect(next.body.items.length).toBe(repeated.expect.length - 1);
+  });
 });

@@ -438,7 +438,9 @@ describe('the rendered reference', () => {
     expect(res.body).toContain('swagger-ui-bundle.js');
     const init = await app.get('/docs/init.js');
     expect(init.status).toBe(200);
-    expect(init.body).toContain("url: '/docs/openapi.json'");
+    // one document per API version, the newest first (SPEC §23)
+    expect(init.body).toContain('"url":"/docs/openapi-2026-12-15.json"');
+    expect(init.body.indexOf('openapi-2026-12-15.json')).toBeLessThan(init.body.indexOf('openapi-2026-11-20.json'));
     expect(init.body).toContain('usePkceWithAuthorizationCodeGrant: true');
   });
 

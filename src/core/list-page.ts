@@ -1,4 +1,5 @@
 // The answer of a list: REST sends its items as PostgreSQL wrote them.
+import type { ZodType } from 'zod';
 /**
  * A page of a list as PostgreSQL wrote it: the items already JSON (`json_agg` of
  * the page's rows, so the server neither parses 50 rows nor serialises them
@@ -21,3 +22,48 @@ export class ListPage {
     return { items: JSON.parse(this.itemsJson) as unknown[], pagination: this.pagination };
   }
 }
+
+/**
+ * A keyset page (SPEC §23, `2026-12-15`): the items as PostgreSQL wrote them,
+ * the cursor that continues after them (null on the page holding the last
+ * item), and the total only when it was asked for (`Prefer: count=exact`).
+ */
+export class KeysetPage {
+  readonly itemsJson: string;
+  readonly nextCursor: string | null;
+  readonly totalCount: number | undefined;
+  constructor(itemsJson: string, nextCursor: string | null, totalCount?: number) {
+    this.itemsJson = itemsJson;
+    this.nextCursor = nextCursor;
+    this.totalCount = totalCount;
+  }
+
+  /** the response body */
+  json(): string {
+    return `{"items":${this.itemsJson},"next_cursor":${JSON.stringify(this.nextCursor)}}`;
+  }
+
+  toJSON() {
+    return { items: JSON.parse(this.itemsJson) as unknown[], next_cursor: this.nextCursor };
+  }
+}
+
+/**
+ * What a keyset list needs of its request beside its query: the secret its
+ * cursors are signed with, and whether the client asked for the total
+ * (`Prefer: count=exact`). The pipeline puts it on the parsed query under this key.
+ */
+export const listRequest = Symbol('list request');
+
+export interface ListRequest {
+  secret: string;
+  countExact: boolean;
+}
+
+/**
+ * Each list's `2026-12-15` schemas, keyed by its `2026-11-20` ones: the keyset
+ * query (`after` instead of `page`) and answer (`next_cursor` instead of
+ * `pagination`). The list kit (src/resources/lists.ts) fills it as lists are
+ * declared; the version change that uses it is declared in src/core/versions.ts.
+ */
+export const keysetVariants = new WeakMap<ZodType, ZodType>();

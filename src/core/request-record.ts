@@ -19,6 +19,8 @@ export interface RequestRecord {
   subject?: Readonly<Record<string, string>>;
   /** the shape of the request's error answers, set before its body is parsed */
   errorFormat?: ErrorFormat;
+  /** the API version its Rowgate-Version header chose (SPEC §23); none: the credential's pinned one */
+  apiVersion?: string;
 }
 
 /** A property of the request itself: nothing for the garbage collector to trace in a WeakMap */

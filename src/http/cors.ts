@@ -20,8 +20,17 @@ export function corsMiddleware(origins: readonly string[]): RequestHandler {
   const api = cors({
     origin: (origin, callback) => callback(null, origin !== undefined && allowed.has(origin) ? origin : false),
     methods: ['GET', 'POST', 'PATCH', 'DELETE'],
-    // Rowgate-Consistency both ways: a write's answer carries it, a later read sends it (SPEC §19)
-    allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id', 'Rowgate-Consistency'],
+    // Rowgate-Consistency both ways: a write's answer carries it, a later read sends it (SPEC §19);
+    // Rowgate-Version picks the API version and Prefer asks for a list's total (SPEC §23)
+    allowedHeaders: [
+      'Authorization',
+      'Content-Type',
+      'Idempotency-Key',
+      'X-Request-Id',
+      'Rowgate-Consistency',
+      'Rowgate-Version',
+      'Prefer',
+    ],
     exposedHeaders: [
       'WWW-Authenticate',
       'Retry-After',
@@ -31,6 +40,11 @@ export function corsMiddleware(origins: readonly string[]): RequestHandler {
       'Location',
       'Idempotent-Replayed',
       'Rowgate-Consistency',
+      'Rowgate-Version',
+      'Rowgate-Total-Count',
+      'Preference-Applied',
+      'Deprecation',
+      'Sunset',
     ],
     credentials: false,
     maxAge: 600,

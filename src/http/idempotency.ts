@@ -14,6 +14,8 @@ import { createHash } from 'node:crypto';
 import type { Request } from 'express';
 import { open, seal } from '../auth/at-rest-encryption.ts';
 import { ApiError, invalidField } from '../core/errors.ts';
+import { requestRecord } from '../core/request-record.ts';
+import { FIRST_VERSION } from '../core/versions.ts';
 import type { PipelineHooks, RequestState } from './pipeline.ts';
 import { Replay } from './respond.ts';
 import { type ApiRoute, effectOf, isAnonymous } from './route-declaration.ts';
@@ -38,9 +40,11 @@ export const takesIdempotencyKeys = (route: ApiRoute) =>
 export const IDEMPOTENCY_HEADER = HEADER;
 
 /**
- * The same request: the same method, target (path and query string) and body;
- * for a route that acts on the presenting credential itself (signing out), the
- * same credential too.
+ * The same request: the same method, target (path and query string) and body,
+ * in the same API version (SPEC §23); for a route that acts on the presenting
+ * credential itself (signing out), the same credential too. The first
+ * version's requests hash as they did before versions existed, so a key
+ * claimed by a server of the previous release still replays.
  */
 function requestHash(state: RequestState): Buffer {
   const { req, route } = state;
@@ -49,8 +53,10 @@ function requestHash(state: RequestState): Buffer {
   // request, and so are a path with and without its trailing slash (one route either way)
   const target = new URL(req.originalUrl, 'http://target.invalid');
   const path = target.pathname.length > 1 ? target.pathname.replace(/\/+$/, '') : target.pathname;
+  const apiVersion = requestRecord(req).apiVersion;
+  const version = apiVersion === undefined || apiVersion === FIRST_VERSION ? '' : `${apiVersion}\n`;
   return createHash('sha256')
-    .update(`${req.method} ${path}${target.search}\n${credential}\n${canonicalJson(req.body ?? null)}`)
+    .update(`${version}${req.method} ${path}${target.search}\n${credential}\n${canonicalJson(req.body ?? null)}`)
     .digest();
 }
 

@@ -1,5 +1,6 @@
 // The OpenAPI 3.1 document, generated from the route table's own zod schemas,
 // the same ones that validate requests (SPEC §9).
+import { FIRST_VERSION } from '../core/versions.ts';
 import { createDocument } from 'zod-openapi';
 import { IDEMPOTENCY_HEADER, takesIdempotencyKeys } from './idempotency.ts';
 import { z } from 'zod';
@@ -186,7 +187,8 @@ const successDescriptions: Record<number, string> = {
   302: 'Redirect',
 };
 
-export function openApiDocument(routes: readonly Route[]) {
+/** The OpenAPI document of `routes` as `apiVersion` shapes them (the route table's own shapes are the first version's). */
+export function openApiDocument(routes: readonly Route[], apiVersion = FIRST_VERSION) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const api = route.access !== null;
@@ -279,11 +281,10 @@ export function openApiDocument(routes: readonly Route[]) {
     openapi: '3.1.0',
     info: {
       title: 'rowgate',
-      version: '1',
+      version: apiVersion,
       license: { name: 'MIT', identifier: 'MIT' },
       contact: { name: 'The operators of this rowgate server' },
-      description:
-        "A versioned REST API whose authorization lives in PostgreSQL. Errors have the shape `{error, detail}`, except on the OAuth2 protocol endpoints (token, revocation, introspection, metadata), which answer RFC 6749's `{error, error_description}`, as client registration does for refused metadata (RFC 7591).",
+      description: `A versioned REST API whose authorization lives in PostgreSQL. This document describes API version ${apiVersion}: send it as the Rowgate-Version header (GET /v1/versions lists every version; /v1/openapi.json?version= gives each one's document). Errors have the shape \`{error, detail}\`, except on the OAuth2 protocol endpoints (token, revocation, introspection, metadata), which answer RFC 6749's \`{error, error_description}\`, as client registration does for refused metadata (RFC 7591).`,
     },
     servers: [{ url: '/', description: 'This server' }],
     tags,

@@ -63,6 +63,9 @@ import { type ApiRoute, effectOf, isAnonymous, type Subject } from './route-decl
 import { requestRecord } from '../core/request-record.ts';
 import { requestId } from '../operating/request-id.ts';
 import { requestOrigin } from '../core/client-address.ts';
+import { listRequest } from '../core/list-page.ts';
+import type { ApiVersions } from '../core/versions.ts';
+import { prefersExactCount, routeIn } from './api-version.ts';
 
 /** What the hooks see of a request, filled in as the pipeline goes. */
 export interface RequestState {
@@ -103,13 +106,17 @@ export interface PipelineOptions {
   /** check every response against its schema (the test suite turns this on) */
   validateResponses: boolean;
   hooks: PipelineHooks;
+  /** the API versions (SPEC §23) and the one a request without Rowgate-Version is answered in */
+  versions: ApiVersions;
+  defaultVersion: string;
 }
 
 export const noHooks = (): PipelineHooks => ({ received: [], accepted: [], authenticated: [], answered: [] });
 
 /** The Express handler of an API route (one that names its credentials, or none: access.anonymous). */
 export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestHandler {
-  const { hooks, validateResponses } = options;
+  const { hooks, validateResponses, versions } = options;
+  const shapes = new Map(versions.list.map(({ version }) => [version, routeIn(route, versions, version)]));
   // an anonymous endpoint reads no credential: an Authorization header there is
   // not ours to judge (an OAuth2 client's HTTP Basic credentials)
   const anonymous = isAnonymous(route.access);
@@ -127,6 +134,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     const state: RequestState = { route, req, res, credential: null, subject: null };
     const record = requestRecord(req);
     record.route = route.path;
+    const shaped = shapes.get(record.apiVersion ?? options.defaultVersion)!;
     if (hooks.received.length) await run(hooks.received, state);
     try {
       state.credential = anonymous
@@ -150,7 +158,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
         async (tx) => {
           state.tx = tx;
           const subject = authenticateIn(tx, options.secret, state.credential, requestId(req), requestOrigin(req)); // 2. sent now, awaited in its turn
-          const input = attempt(() => parseInput(route, req)); // read now, refused in its turn (4.)
+          const input = attempt(() => parseInput(shaped, req)); // read now, refused in its turn (4.)
           const context = input.ok ? new HandlerContext(tx, options, input.value, state) : undefined;
           // a scope refusal is recorded where its input resolves, when it is valid
           if (input.ok) denial.input = input.value;
@@ -200,7 +208,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
       if (state.subject?.settings) await keepDenial(options.pool, route.operationId, state.subject.settings, result, denial);
       throw result;
     }
-    send(route, res, result, validateResponses); // 7.
+    send(shaped, res, result, validateResponses); // 7.
   };
 
   /** The handler, started now: its first statement joins what is queued on the connection. */
@@ -245,6 +253,10 @@ class HandlerContext {
     this.sqlLoginUrl = options.sqlLoginUrl;
     this.params = input.params as Record<string, unknown>;
     this.query = input.query;
+    // a keyset list signs its cursors and counts only when asked (src/resources/list-statement.ts)
+    if (typeof input.query === 'object' && input.query !== null) {
+      (input.query as Record<symbol, unknown>)[listRequest] = { secret: options.secret, countExact: prefersExactCount(state.req) };
+    }
     this.body = input.body;
     this.req = state.req;
     this.#res = state.res;

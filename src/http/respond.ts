@@ -1,7 +1,7 @@
 // Writing answers: a route's result with the status its entry declares, and every
 // error in SPEC §7's shape (RFC 6749's on the OAuth2 protocol endpoints).
 import type { NextFunction, Request, Response } from 'express';
-import { ListPage } from '../core/list-page.ts';
+import { KeysetPage, ListPage } from '../core/list-page.ts';
 import { asOAuth2Error, asRegistrationError, isCollision, toApiError } from '../core/errors.ts';
 import { requestRecord } from '../core/request-record.ts';
 import type { Route } from './route-declaration.ts';
@@ -19,7 +19,12 @@ export function send(route: Route, res: Response, result: unknown, validate: boo
     return;
   }
   if (validate) checkResponse(route, JSON.stringify(result ?? null));
-  sendJson(res, route.status, result instanceof ListPage ? result.json() : (JSON.stringify(result) ?? ''));
+  if (result instanceof KeysetPage && result.totalCount !== undefined) {
+    // asked with Prefer: count=exact (SPEC §23)
+    res.setHeader('Rowgate-Total-Count', String(result.totalCount));
+    res.setHeader('Preference-Applied', 'count=exact');
+  }
+  sendJson(res, route.status, result instanceof ListPage || result instanceof KeysetPage ? result.json() : (JSON.stringify(result) ?? ''));
 }
 
 /**

@@ -4,6 +4,10 @@ import path from 'node:path';
 import type pg from 'pg';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import { ApiError } from '../core/errors.ts';
+import type { Request } from 'express';
+import { API_VERSIONS } from '../core/versions.ts';
+import { requestRecord } from '../core/request-record.ts';
+import { routeIn } from './api-version.ts';
 import { openApiDocument, tryItOutDocument } from './openapi.ts';
 import { publicRoute, type Route } from './route-declaration.ts';
 import { z } from 'zod';
@@ -31,13 +35,51 @@ const Readiness = Health.extend({
   primary_reads: doc(z.number().int(), 'Reads the primary served because no standby would do.', 3).optional(),
 }).meta({ id: 'Readiness', description: 'Readiness: the primary answers; the standbys as they are.' });
 
-/** The published OpenAPI document: the API's routes and the health endpoints (load balancers are clients too). */
-export const publishedDocument = (apiRoutes: readonly Route[]) => openApiDocument([...healthRoutes(null), ...apiRoutes]);
+/**
+ * The published OpenAPI document of an API version (default the newest): the
+ * API's routes as that version shapes them, and the health endpoints (load
+ * balancers are clients too).
+ */
+export const publishedDocument = (apiRoutes: readonly Route[], version = API_VERSIONS.newest) =>
+  openApiDocument([...healthRoutes(null), ...apiRoutes.map((r) => (r.access === null ? r : routeIn(r, API_VERSIONS, version)))], version);
+
+const VersionRead = z
+  .object({
+    version: doc(z.string(), 'The version, a date: send it as the Rowgate-Version header.', '2026-12-15'),
+    released_at: doc(z.string(), 'When it was released (RFC 3339).', '2026-12-15T00:00:00Z'),
+    changes: doc(z.array(z.string()), 'What it changes from the version before, one sentence per change.', [
+      'Lists answer {items, next_cursor}.',
+    ]),
+  })
+  .meta({ id: 'ApiVersion', description: 'A version of this API (SPEC §23).' });
+
+const VersionList = z
+  .object({ items: doc(z.array(VersionRead), 'Every supported version, newest first.', []) })
+  .meta({ id: 'ApiVersionList', description: 'The versions of this API.' });
+
+/** The version a document is asked in: `?version=`, else the Rowgate-Version header, else the newest. */
+function documentVersion(req: Request): string {
+  const asked = req.query.version;
+  if (asked === undefined) return requestRecord(req).apiVersion ?? API_VERSIONS.newest;
+  const version = String(asked);
+  if (!API_VERSIONS.has(version)) {
+    throw new ApiError(
+      400,
+      'UnsupportedVersion',
+      `${JSON.stringify(version)} is not a version of this API; supported: ${API_VERSIONS.names.join(', ')}`,
+    );
+  }
+  return version;
+}
 
 export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[], reads?: ReadReplicas): Route[] {
-  let document: ReturnType<typeof openApiDocument> | undefined;
-  const published = () => (document ??= publishedDocument(apiRoutes()));
-  let reference: unknown;
+  const documents = new Map<string, ReturnType<typeof openApiDocument>>();
+  const published = (version: string) => {
+    let document = documents.get(version);
+    if (!document) documents.set(version, (document = publishedDocument(apiRoutes(), version)));
+    return document;
+  };
+  const references = new Map<string, unknown>();
   return [
     ...healthRoutes(pool, reads),
     publicRoute({
@@ -45,9 +87,31 @@ export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[], 
       path: '/v1/openapi.json',
       operationId: 'openapi',
       summary: 'The OpenAPI 3.1 document of this API',
+      description: "The newest version's document; `?version=` or the Rowgate-Version header picks another.",
       tag: 'documents',
       status: 200,
-      handler: async () => published(),
+      handler: async ({ req, res }) => {
+        const version = documentVersion(req);
+        res.setHeader('Rowgate-Version', version);
+        return published(version);
+      },
+    }),
+    publicRoute({
+      method: 'get',
+      path: '/v1/versions',
+      operationId: 'versions:list',
+      summary: 'The versions of this API',
+      description: 'Every supported version, newest first, with what each changes (SPEC §23). Takes no credential.',
+      tag: 'documents',
+      status: 200,
+      response: VersionList,
+      handler: async () => ({
+        items: [...API_VERSIONS.list].reverse().map((v) => ({
+          version: v.version,
+          released_at: v.released_at,
+          changes: v.changes.map((c) => c.changelog),
+        })),
+      }),
     }),
     publicRoute({
       method: 'get',
@@ -75,9 +139,13 @@ export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[], 
           res.type('js').send(INIT_SCRIPT);
           return;
         }
-        // the document as "Try it out" should start from: no optional filter filled in
-        if (file === 'openapi.json') {
-          res.json((reference ??= tryItOutDocument(published())));
+        // the document as "Try it out" should start from: no optional filter filled in; one per version
+        const version =
+          /^openapi-([0-9]{4}-[0-9]{2}-[0-9]{2})\.json$/.exec(file)?.[1] ?? (file === 'openapi.json' ? API_VERSIONS.newest : undefined);
+        if (version !== undefined && API_VERSIONS.has(version)) {
+          let reference = references.get(version);
+          if (!reference) references.set(version, (reference = tryItOutDocument(published(version))));
+          res.json(reference);
           return;
         }
         if (!SWAGGER_FILES.includes(file)) throw new ApiError(404, 'NotFound', 'No such file');
@@ -132,13 +200,22 @@ function healthRoutes(pool: pg.Pool | null, reads?: ReadReplicas): Route[] {
   ];
 }
 
-const SWAGGER_FILES = ['swagger-ui.css', 'swagger-ui-bundle.js', 'oauth2-redirect.html', 'oauth2-redirect.js'];
+const SWAGGER_FILES = [
+  'swagger-ui.css',
+  'swagger-ui-bundle.js',
+  'swagger-ui-standalone-preset.js',
+  'oauth2-redirect.html',
+  'oauth2-redirect.js',
+];
 
 // Swagger UI's Authorize dialog runs the authorization code flow with PKCE; a
 // client registered with the redirect URI <origin>/docs/oauth2-redirect.html
 // can sign the reference in.
+// The top bar offers each API version's document, the newest first.
 const INIT_SCRIPT = `window.ui = SwaggerUIBundle({
-  url: '/docs/openapi.json',
+  urls: ${JSON.stringify(API_VERSIONS.names.map((version) => ({ url: `/docs/openapi-${version}.json`, name: `API version ${version}` })))},
+  presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
+  layout: 'StandaloneLayout',
   dom_id: '#ui',
   oauth2RedirectUrl: new URL('/docs/oauth2-redirect.html', location.href).href,
 });
@@ -150,4 +227,4 @@ const swaggerDir = path.dirname(createRequire(import.meta.url).resolve('swagger-
 const DOCS_PAGE = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>rowgate API reference</title>
 <link rel="stylesheet" href="/docs/swagger-ui.css"></head>
-<body><div id="ui"></div><script src="/docs/swagger-ui-bundle.js"></script><script src="/docs/init.js"></script></body></html>`;
+<body><div id="ui"></div><script src="/docs/swagger-ui-bundle.js"></script><script src="/docs/swagger-ui-standalone-preset.js"></script><script src="/docs/init.js"></script></body></html>`;

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { doc, instant, METADATA_KEY } from '../core/fields.ts';
 import { boundedText } from '../core/errors.ts';
+import { keysetVariants } from '../core/list-page.ts';
 import { type ListSpec, parseSorting } from './list-statement.ts';
 
 const MAX_LIMIT = 100;
@@ -58,17 +59,37 @@ export function listQuery<F extends z.ZodRawShape>(list: Pick<ListSpec, 'sortabl
     }
     return parsed;
   });
-  const shape = {
-    page: doc(wholeNumber(1, 1_000_000, 1), 'Page number, from 1.', 1),
-    limit: doc(wholeNumber(1, MAX_LIMIT, 10), `Items per page, 1 to ${MAX_LIMIT}. Out-of-range values are refused, never capped.`, 10),
-    sorting: doc(
-      sorting.optional(),
-      `Sort order: comma-separated or repeated fields of ${sortable.join(', ')}; a leading - sorts descending. Default ${defaultSort}; ties break on id.`,
-      defaultSort,
-    ),
-    ...filters,
-  };
-  if (!('metadata' in filters)) return z.strictObject(shape);
+  const sortingParameter = doc(
+    sorting.optional(),
+    `Sort order: comma-separated or repeated fields of ${sortable.join(', ')}; a leading - sorts descending. Default ${defaultSort}; ties break on id.`,
+    defaultSort,
+  );
+  const limit = doc(wholeNumber(1, MAX_LIMIT, 10), `Items per page, 1 to ${MAX_LIMIT}. Out-of-range values are refused, never capped.`, 10);
+  const numbered = queryObject(
+    { page: doc(wholeNumber(1, 1_000_000, 1), 'Page number, from 1.', 1), limit, sorting: sortingParameter, ...filters },
+    'metadata' in filters,
+  );
+  const keyset = queryObject(
+    {
+      after: doc(
+        z.string().min(1).max(1000).optional(),
+        'The next_cursor of the previous page, sent with the same sorting and filters: the page after it. Absent: the first page.',
+        'WyIyMDI2LTEyLTE1IDEwOjAwOjAwKzAwIiwiM2YyYiJd.c2lnbmF0dXJl',
+      ),
+      limit,
+      sorting: sortingParameter,
+      ...filters,
+    },
+    'metadata' in filters,
+  );
+  // `2026-12-15`'s query of this list: `after` instead of `page` (src/core/versions.ts)
+  keysetVariants.set(numbered, keyset);
+  return numbered;
+}
+
+/** A list's query object: strict, or with `metadata[<key>]` parameters when the list filters on metadata. */
+function queryObject<S extends z.ZodRawShape>(shape: S, withMetadata: boolean) {
+  if (!withMetadata) return z.strictObject(shape);
   // `metadata[<key>]=<value>` parameters: their names are not known in advance
   return z
     .object(shape)
@@ -111,12 +132,27 @@ const paginationSchema = z
   .meta({ id: 'Pagination', description: 'Totals of a list.' });
 
 export function listSchema<T extends z.ZodType>(item: T, name: string) {
-  return z
+  const numbered = z
     .object({
       items: doc(z.array(item), 'The items of this page.', []),
       pagination: paginationSchema,
     })
     .meta({ id: `${name}List`, description: `A page of ${name} items.` });
+  // `2026-12-15`'s answer of this list: `next_cursor` instead of `pagination` (src/core/versions.ts)
+  keysetVariants.set(
+    numbered,
+    z
+      .object({
+        items: doc(z.array(item), 'The items of this page.', []),
+        next_cursor: doc(
+          z.string().nullable(),
+          'Send it as `after` (with the same sorting and filters) for the next page; null on the page holding the last item.',
+          'WyIyMDI2LTEyLTE1IDEwOjAwOjAwKzAwIiwiM2YyYiJd.c2lnbmF0dXJl',
+        ),
+      })
+      .meta({ id: `${name}List`, description: `A page of ${name} items.` }),
+  );
+  return numbered;
 }
 
 /**

@@ -14,6 +14,8 @@ import { Placement } from '../db/placement.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import { poolStatements } from '../db/pool.ts';
 import { corsMiddleware } from '../http/cors.ts';
+import { readVersion } from '../http/api-version.ts';
+import { API_VERSIONS, type ApiVersions, FIRST_VERSION } from '../core/versions.ts';
 import { takesIdempotencyKeys, withIdempotency } from '../http/idempotency.ts';
 import { apiPipeline, noHooks, type PipelineHooks } from '../http/pipeline.ts';
 import { errorAnswers, errorFormats, send, sendNoSuchRoute } from '../http/respond.ts';
@@ -64,7 +66,12 @@ export interface AppOptions {
   corsOrigins?: readonly string[];
   /** request ids, rate limits, the access log and metrics; ids only when absent */
   operating?: OperatingOptions;
+  /** the API versions (SPEC §23); default: src/core/versions.ts's */
+  versions?: ApiVersions;
 }
+
+/** The version of a request that sends no Rowgate-Version: what credentials made before versions are pinned to. */
+const UNPINNED_VERSION = FIRST_VERSION;
 
 export function createApp(options: AppOptions): express.Express {
   const app = express();
@@ -101,6 +108,8 @@ function installRequestMiddleware(app: express.Express, options: AppOptions) {
   app.use(logRequests(operating));
   app.use(apiSecurityHeaders);
   app.use(corsMiddleware(options.corsOrigins ?? []));
+  // the version before anything that may refuse: a bad one is a 400 before authentication (SPEC §23)
+  app.use(readVersion(options.versions ?? API_VERSIONS, UNPINNED_VERSION));
   if (operating.rateLimits) app.use(limitRequests({ ...operating, rateLimits: operating.rateLimits }));
 }
 
@@ -124,6 +133,8 @@ function installRoutes(app: express.Express, options: AppOptions) {
     placement: new Placement({ primary: options.pool, consistency: options.consistency, reads: options.reads }),
     validateResponses: options.validateResponses ?? false,
     hooks: { ...noHooks(), ...options.hooks },
+    versions: options.versions ?? API_VERSIONS,
+    defaultVersion: UNPINNED_VERSION,
   };
   const writes = { ...pipeline, hooks: withIdempotency(options.secret, options.hooks) };
   mountRoutes(app, options.routes, (route) =>

@@ -1,0 +1,110 @@
+// The API versions (SPEC §23) and, once each, the changes they make. A version
+// is a date; a change says what it does to request validation, to answers, to
+// the OpenAPI document (which follows from the schemas it swaps), to webhook
+// bodies, and its changelog sentence. The route table declares the first
+// version's shapes; a request in a later version sees them through the changes
+// of every version up to its own, in order. Nothing else decides shapes by
+// version: handlers are written once.
+import type { ZodType } from 'zod';
+import { keysetVariants } from './list-page.ts';
+
+/** One change of the API, declared once. */
+export interface VersionChange {
+  /** the changelog sentence (`GET /v1/versions`) */
+  changelog: string;
+  /** request validation: a route's query schema in this version (undefined: unchanged) */
+  query?(schema: ZodType): ZodType | undefined;
+  /** request validation: a route's body schema in this version (undefined: unchanged) */
+  body?(schema: ZodType): ZodType | undefined;
+  /** answers and the document: a route's success schema in this version (undefined: unchanged) */
+  response?(schema: ZodType): ZodType | undefined;
+  /** webhook bodies and events read: an event's `data`, stored once, as this version renders its resource */
+  eventData?(type: string, data: Record<string, unknown>): Record<string, unknown>;
+}
+
+export interface ApiVersion {
+  /** `YYYY-MM-DD` */
+  version: string;
+  /** RFC 3339 */
+  released_at: string;
+  changes: readonly VersionChange[];
+  /**
+   * When the version stops being served (RFC 3339): its answers carry
+   * `Deprecation` (RFC 9745) from its successor's release and `Sunset`
+   * (RFC 8594). A version is kept at least 24 months after its successor ships.
+   */
+  sunset_at?: string;
+}
+
+/** `2026-12-15`: keyset lists. */
+export const keysetLists: VersionChange = {
+  changelog:
+    'Lists answer {items, next_cursor} and continue with after=<cursor> instead of page; Prefer: count=exact adds Rowgate-Total-Count.',
+  query: (schema) => keysetVariants.get(schema),
+  response: (schema) => keysetVariants.get(schema),
+};
+
+/** The versions of the API, oldest first. */
+export const VERSIONS: readonly ApiVersion[] = [
+  { version: '2026-11-20', released_at: '2026-11-20T00:00:00Z', changes: [] },
+  { version: '2026-12-15', released_at: '2026-12-15T00:00:00Z', changes: [keysetLists] },
+];
+
+/** The first version: what existed before versions did is pinned to it. */
+export const FIRST_VERSION = VERSIONS[0]!.version;
+
+/** A set of versions, oldest first, and what each makes of the first version's shapes. */
+export class ApiVersions {
+  readonly list: readonly ApiVersion[];
+  readonly #byName: ReadonlyMap<string, number>;
+  constructor(list: readonly ApiVersion[] = VERSIONS) {
+    this.list = list;
+    this.#byName = new Map(list.map((v, i) => [v.version, i]));
+  }
+
+  get newest(): string {
+    return this.list[this.list.length - 1]!.version;
+  }
+
+  /** the version names, newest first */
+  get names(): string[] {
+    return this.list.map((v) => v.version).reverse();
+  }
+
+  has(version: string): boolean {
+    return this.#byName.has(version);
+  }
+
+  /** the changes from the first version up to `version`, in release order */
+  changesUpTo(version: string): VersionChange[] {
+    const index = this.#byName.get(version);
+    if (index === undefined) throw new Error(`unknown API version ${version}`);
+    return this.list.slice(0, index + 1).flatMap((v) => v.changes);
+  }
+
+  /** a schema as `version` has it, from the first version's, through one kind of change */
+  schema(version: string, kind: 'query' | 'body' | 'response', schema: ZodType | undefined): ZodType | undefined {
+    if (!schema) return schema;
+    let shaped = schema;
+    for (const change of this.changesUpTo(version)) shaped = change[kind]?.(shaped) ?? shaped;
+    return shaped;
+  }
+
+  /** an event's stored `data` as `version` renders it */
+  eventData(version: string, type: string, data: Record<string, unknown>): Record<string, unknown> {
+    let rendered = data;
+    for (const change of this.changesUpTo(version)) rendered = change.eventData?.(type, rendered) ?? rendered;
+    return rendered;
+  }
+
+  /** `Deprecation` and `Sunset` of a version with a retirement date (RFC 9745, RFC 8594) */
+  retirement(version: string): { deprecation: Date; sunset: Date } | undefined {
+    const index = this.#byName.get(version);
+    const entry = index === undefined ? undefined : this.list[index];
+    if (!entry?.sunset_at) return undefined;
+    const successor = this.list[index! + 1];
+    return { deprecation: new Date(successor?.released_at ?? entry.released_at), sunset: new Date(entry.sunset_at) };
+  }
+}
+
+export const API_VERSIONS = new ApiVersions();

@@ -1,0 +1,216 @@
+// API versions (SPEC §23): the Rowgate-Version header read before anything
+// else, the versions list, the document of each version, CORS for the
+// version's headers, idempotency keys per version, and the retirement headers.
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { ApiVersions, VERSIONS } from '../src/core/versions.ts';
+import { createApp } from '../src/server/app.ts';
+import { allRoutes } from '../src/server/route-table.ts';
+import { outboxMailer } from '../src/signin/mailer.ts';
+import { startTestApp, type TestApp, type TestUser } from './harness.ts';
+
+const OLD = '2026-11-20';
+const NEW = '2026-12-15';
+
+let app: TestApp;
+let user: TestUser;
+let org: string;
+beforeAll(async () => {
+  app = await startTestApp({ corsOrigins: ['https://app.example.com'] });
+  user = await app.user();
+  org = (await app.organization(user.id)).id;
+});
+afterAll(async () => app?.close());
+
+describe('the Rowgate-Version header (SPEC §23)', () => {
+  test.each([['2026-11-21'], [''], ['latest'], ['2026-11-20, 2026-12-15']])(
+    '%j is 400 UnsupportedVersion before authentication, naming the supported ones',
+    async (version) => {
+      for (const options of [{}, { token: 'rg_pat_not_a_token' }, { session: user.session }]) {
+        const res = await app.get('/v1/products/', { ...options, headers: { 'rowgate-version': version } });
+        expect(res.status).toBe(400);
+        expect(res.body.error).toBe('UnsupportedVersion');
+        expect(res.body.detail).toContain(`${NEW}, ${OLD}`);
+        expect(res.headers.get('rowgate-version')).toBe(NEW);
+      }
+    },
+  );
+
+  test('every /v1 answer names its version: a list, a 401, a 404, a 422', async () => {
+    for (const version of [OLD, NEW]) {
+      const headers = { 'rowgate-version': version };
+      const answers = [
+        await app.get('/v1/products/', { session: user.session, headers }),
+        await app.get('/v1/products/', { headers }),
+        await app.get(`/v1/products/${randomUUID()}`, { session: user.session, headers }),
+        await app.get('/v1/products/?limit=0', { session: user.session, headers }),
+        await app.get('/v1/no-such-thing', { headers }),
+      ];
+      expect(answers.map((r) => [r.status, r.headers.get('rowgate-version')])).toEqual(
+        [200, 401, 404, 422, 404].map((status) => [status, version]),
+      );
+    }
+  });
+
+  test('a version changes only what its list says: a get, a create and its errors answer alike in both', async () => {
+    const created = await app.post(
+      '/v1/products/',
+      { organization_id: org, name: 'same', price_amount: 1, price_currency: 'usd' },
+      {
+        session: user.session,
+        headers: { 'rowgate-version': NEW },
+      },
+    );
+    expect(created.status).toBe(201);
+    const [old, now] = await Promise.all(
+      [OLD, NEW].map((v) => app.get(`/v1/products/${created.body.id}`, { session: user.session, headers: { 'rowgate-version': v } })),
+    );
+    expect(now!.body).toEqual(old!.body);
+    const refusals = await Promise.all(
+      [OLD, NEW].map((v) => app.post('/v1/products/', { name: 'x' }, { session: user.session, headers: { 'rowgate-version': v } })),
+    );
+    expect(refusals[1]!.body).toEqual(refusals[0]!.body);
+  });
+
+  test('the OAuth2 protocol endpoints and /.well-known ignore the header', async () => {
+    const headers = { 'rowgate-version': 'nonsense' };
+    const token = await app.request('POST', '/v1/oauth2/token', {
+      rawBody: 'grant_type=authorization_code&code=x',
+      headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(token.body.error).not.toBe('UnsupportedVersion');
+    expect(token.body.error).toEqual(expect.any(String));
+    const metadata = await app.get('/.well-known/oauth-authorization-server', { headers });
+    expect(metadata.status).toBe(200);
+  });
+});
+
+describe('GET /v1/versions', () => {
+  test('lists every version newest first with its changes, without a credential, alike in each version', async () => {
+    const answers = await Promise.all([undefined, OLD, NEW].map((v) => app.get('/v1/versions', { version: v ?? null })));
+    for (const res of answers) {
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual(answers[0]!.body);
+    }
+    const { items } = answers[0]!.body;
+    expect(Object.keys(answers[0]!.body)).toEqual(['items']);
+    expect(items.map((v: { version: string }) => v.version)).toEqual([NEW, OLD]);
+    expect(items[0]).toEqual({ version: NEW, released_at: expect.any(String), changes: [expect.stringContaining('next_cursor')] });
+    expect(items[1].changes).toEqual([]);
+  });
+});
+
+describe('the OpenAPI document of each version', () => {
+  const listAnswer = (document: any) =>
+    document.paths['/v1/products/'].get.responses['200'].content['application/json'].schema as { $ref?: string };
+  const resolved = (document: any, schema: { $ref?: string }) =>
+    schema.$ref ? document.components.schemas[schema.$ref.split('/').pop()!] : schema;
+  const listParameters = (document: any) => document.paths['/v1/products/'].get.parameters.map((p: { name: string }) => p.name);
+
+  test('/v1/openapi.json is the newest; ?version= or the header picks another; an unknown one is 400', async () => {
+    const newest = (await app.get('/v1/openapi.json', { version: null })).body;
+    expect(newest.info.version).toBe(NEW);
+    expect(Object.keys(resolved(newest, listAnswer(newest)).properties)).toEqual(['items', 'next_cursor']);
+    expect(listParameters(newest)).toContain('after');
+    expect(listParameters(newest)).not.toContain('page');
+    for (const old of [
+      (await app.get(`/v1/openapi.json?version=${OLD}`, { version: null })).body,
+      (await app.get('/v1/openapi.json', { headers: { 'rowgate-version': OLD } })).body,
+    ]) {
+      expect(old.info.version).toBe(OLD);
+      expect(Object.keys(resolved(old, listAnswer(old)).properties)).toEqual(['items', 'pagination']);
+      expect(listParameters(old)).toContain('page');
+      expect(listParameters(old)).not.toContain('after');
+    }
+    // outside the lists, the two documents say the same
+    const old = (await app.get(`/v1/openapi.json?version=${OLD}`)).body;
+    expect(newest.paths['/v1/products/{id}']).toEqual(old.paths['/v1/products/{id}']);
+    const bad = await app.get('/v1/openapi.json?version=2020-01-01', { version: null });
+    expect([bad.status, bad.body.error]).toEqual([400, 'UnsupportedVersion']);
+  });
+
+  test('/docs offers each version', async () => {
+    const init = await app.get('/docs/init.js');
+    for (const version of [OLD, NEW]) {
+      expect(init.body).toContain(`/docs/openapi-${version}.json`);
+      const reference = await app.get(`/docs/openapi-${version}.json`);
+      expect([reference.status, reference.body.info.version]).toEqual([200, version]);
+    }
+  });
+});
+
+describe('CORS (SPEC §16) and the version headers', () => {
+  test('a preflight allows Rowgate-Version, Prefer and Idempotency-Key; answers expose the version headers', async () => {
+    const preflight = await app.request('OPTIONS', '/v1/products/', {
+      headers: {
+        origin: 'https://app.example.com',
+        'access-control-request-method': 'GET',
+        'access-control-request-headers': 'rowgate-version,prefer,idempotency-key',
+      },
+    });
+    expect(preflight.status).toBe(204);
+    const allowed = preflight.headers.get('access-control-allow-headers')!.toLowerCase().split(',');
+    for (const header of ['rowgate-version', 'prefer', 'idempotency-key']) expect(allowed).toContain(header);
+    const answer = await app.get('/v1/products/', { session: user.session, headers: { origin: 'https://app.example.com' } });
+    const exposed = answer.headers.get('access-control-expose-headers')!.toLowerCase().split(',');
+    for (const header of [
+      'rowgate-version',
+      'rowgate-total-count',
+      'preference-applied',
+      'ratelimit',
+      'ratelimit-policy',
+      'rowgate-consistency',
+    ]) {
+      expect(exposed).toContain(header);
+    }
+  });
+});
+
+describe('idempotency keys (SPEC §17) and versions', () => {
+  test('the same key in another version is 422 IdempotencyKeyReused; in the same version a replay', async () => {
+    const key = randomUUID();
+    const body = { organization_id: org, name: `idem ${key}`, price_amount: 100, price_currency: 'usd' };
+    const send = (version: string) =>
+      app.post('/v1/products/', body, { session: user.session, headers: { 'idempotency-key': key, 'rowgate-version': version } });
+    expect((await send(OLD)).status).toBe(201);
+    const replay = await send(OLD);
+    expect([replay.status, replay.headers.get('idempotent-replayed')]).toEqual([201, 'true']);
+    const other = await send(NEW);
+    expect([other.status, other.body.error]).toEqual([422, 'IdempotencyKeyReused']);
+  });
+});
+
+describe('a version with a retirement date', () => {
+  let server: Server;
+  let base: string;
+  beforeAll(async () => {
+    // a test-only retirement date on the first version
+    const versions = new ApiVersions([{ ...VERSIONS[0]!, sunset_at: '2029-01-01T00:00:00Z' }, ...VERSIONS.slice(1)]);
+    server = createApp({
+      pool: app.pool,
+      secret: app.secret,
+      routes: allRoutes(app.pool),
+      mailer: outboxMailer(() => {}),
+      versions,
+    }).listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server?.closeAllConnections();
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  test('its answers carry Deprecation (RFC 9745) and Sunset (RFC 8594); the newest version’s do not', async () => {
+    const get = (version: string) =>
+      fetch(`${base}/v1/products/`, { headers: { 'rowgate-version': version, cookie: `rowgate_session=${user.session}` } });
+    const old = await get(OLD);
+    expect(old.status).toBe(200);
+    expect(old.headers.get('deprecation')).toBe(`@${Date.parse('2026-12-15T00:00:00Z') / 1000}`);
+    expect(old.headers.get('sunset')).toBe('Mon, 01 Jan 2029 00:00:00 GMT');
+    const now = await get(NEW);
+    expect([now.headers.get('deprecation'), now.headers.get('sunset')]).toEqual([null, null]);
+  });
+});
