@@ -245,9 +245,11 @@ class HandlerContext {
   readonly #res: Response;
   readonly #state: RequestState;
   readonly #operationId: string;
+  readonly #options: PipelineOptions;
   #open = false;
   constructor(tx: Tx, options: PipelineOptions, input: Input, state: RequestState) {
     this.tx = tx;
+    this.#options = options;
     this.secret = options.secret;
     this.mailer = options.mailer;
     this.sqlLoginUrl = options.sqlLoginUrl;
@@ -269,6 +271,25 @@ class HandlerContext {
     const subject = this.#state.subject;
     if (!subject) throw new Error(`${this.#operationId}: its handler read the subject before the authentication answered, or has none`);
     return { kind: subject.subjectKind, id: subject.subjectId, credentialKind: subject.credentialKind, scopes: subject.scopes };
+  }
+
+  /**
+   * Runs `work` in a short transaction of its own on the primary, authenticated again as
+   * this request's credential (a 401 once it is revoked): what a handler that answers
+   * after its own transaction (a streamed export's next chunk) reads with.
+   */
+  inNewTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    const options = this.#options;
+    const state = this.#state;
+    return inTransaction(options.pool, async (tx) => {
+      await authenticateIn(tx, options.secret, state.credential, requestId(state.req), requestOrigin(state.req));
+      return work(tx);
+    });
+  }
+
+  /** the most connections the primary's pool opens */
+  get poolSize(): number {
+    return (this.#options.pool as unknown as { options: { max?: number } }).options.max ?? 10;
   }
 
   /** the checks passed */

@@ -85,6 +85,10 @@ interface Context<P, Q, B> {
   body: B;
   req: Request;
   res: Response;
+  /** a transaction of its own, authenticated as this request, after this one (src/http/pipeline.ts) */
+  inNewTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
+  /** the most connections the primary's pool opens */
+  poolSize: number;
 }
 
 interface PublicContext {
@@ -109,8 +113,11 @@ interface RouteBase {
   description?: string;
   status: 200 | 201 | 202 | 204 | 302;
   response?: z.ZodType;
-  /** `text/html`: the handler sends an HTML page itself (default: `response`, as JSON) */
-  responseType?: 'text/html';
+  /**
+   * `text/html`: the handler sends an HTML page itself; `export`: it streams CSV or NDJSON
+   * itself (SPEC §24); default: `response`, as JSON
+   */
+  responseType?: 'text/html' | 'export';
   /** `page`: an HTML document's security headers (helmet's defaults) instead of an API answer's (src/http/security-headers.ts) */
   headers?: 'page';
   /** statuses documented beside the success one (401/403/422 are added from the access) */

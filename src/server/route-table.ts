@@ -30,6 +30,7 @@ import { organizationRoutes } from '../resources/organizations.ts';
 import { personalAccessTokenRoutes } from '../resources/personal-access-tokens.ts';
 import { reportedCredentialRoutes } from '../resources/reported-credentials.ts';
 import { sqlCredentialRoutes } from '../resources/sql-credentials.ts';
+import { exportRoutes } from '../resources/exports.ts';
 import type { Route } from '../http/route-declaration.ts';
 import { userRoutes } from '../resources/users.ts';
 
@@ -62,6 +63,15 @@ export const apiRoutes: readonly Route[] = [
   ...oauth2Routes,
   ...authorizationRoutes(() => apiRoutes),
   ...denialRoutes,
+  ...exportRoutes([
+    ...productRoutes,
+    ...customerRoutes,
+    ...orderRoutes,
+    ...customerMemberRoutes,
+    ...transactionRoutes,
+    ...refundRoutes,
+    ...eventRoutes,
+  ]),
 ];
 
 export function allRoutes(pool: pg.Pool, reads?: ReadReplicas): Route[] {
