@@ -1,12 +1,15 @@
 // The folders of src/ are layers, and every import points down the list below
 // (a folder may import its own files and any folder lower in the list, never a
 // higher one), with no import circle anywhere. `npm test` checks it
-// (scripts/check-imports.ts, run before the tests).
+// (scripts/check-imports.ts, run before the tests). README.md lists what each holds.
 //
-//   core, config.ts  words every layer shares: errors, fields, the request record, SQLSTATEs
-//   db               pools, transactions, migrations, the embedded PostgreSQL
+//   core, config.ts  words every layer shares: errors, fields, money, the request record, SQLSTATEs
+//   db               pools, transactions, placement, migrations, the embedded PostgreSQL,
+//                    and the SQL-facing features the CLI runs (analysts, lint, verify)
+//   upkeep           timers: work every server does for the database on a clock
 //   auth             credentials, authentication, authorization, tokens
 //   operating        request ids, the access log, metrics, rate limits, logging
+//   listing          the list kit: list queries, their statements, the pages they answer
 //   http             the REST kernel: route declarations, the pipeline, answers, the router
 //   webhooks         delivery of webhook events
 //   resources        the REST resources (the route table's entries)
@@ -18,8 +21,10 @@
 const layers = [
   ['core', '^src/(core/|config\\.[jt]s$)'],
   ['db', '^src/db/'],
+  ['upkeep', '^src/upkeep/'],
   ['auth', '^src/auth/'],
   ['operating', '^src/operating/'],
+  ['listing', '^src/listing/'],
   ['http', '^src/http/'],
   ['webhooks', '^src/webhooks/'],
   ['resources', '^src/resources/'],

@@ -1,12 +1,12 @@
 // How long an event waits for the feed while a transaction holding an xid stays
 // open in another database of the same server (SPEC §17: within a second of its
 // commit, held back by no other transaction). The servers' sequencer
-// (src/db/event-feed.ts) runs as a server runs it; events are written one at a
+// (src/upkeep/event-feed.ts) runs as a server runs it; events are written one at a
 // time, each in its own transaction, and the time from its commit until it has
 // a feed position (what the next poll hands out) is measured. The feed itself
 // reads positions through an index: its poll adds one statement to this.
 import pg from 'pg';
-import { keepFeed } from '../src/db/event-feed.ts';
+import { keepFeed } from '../src/upkeep/event-feed.ts';
 import { embeddedUrl, type EmbeddedDatabase } from '../src/db/embedded.ts';
 import { ensureDatabase, hardenDatabase, migrateDatabase } from '../src/db/setup.ts';
 

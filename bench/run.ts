@@ -23,7 +23,7 @@ import pg from 'pg';
 import { AUTHENTICATE } from '../src/auth/authenticate.ts';
 import { ensureDatabase, ensureRoles, hardenDatabase, migrateDatabase, projectRoot } from '../src/db/setup.ts';
 import { embeddedUrl, type EmbeddedDatabase, freePort, openEmbeddedDatabase } from '../src/db/embedded.ts';
-import { listStatement, Where } from '../src/resources/list-statement.ts';
+import { listStatement, Where } from '../src/listing/list-statement.ts';
 import { orderColumns, orderListSpec } from '../src/resources/orders.ts';
 import { hashToken } from '../src/auth/tokens.ts';
 import { ME } from '../src/resources/users.ts';
@@ -743,7 +743,9 @@ async function benchCursor(ctx: ScaleContext) {
   const keyset = { cookie, 'rowgate-version': '2026-12-15' };
   let after: string | null = null;
   for (let page = 1; page < 1_000; page++) {
-    const response: Response = await fetch(`${base}/v1/orders/?limit=10${after ? `&after=${encodeURIComponent(after)}` : ''}`, { headers: keyset });
+    const response: Response = await fetch(`${base}/v1/orders/?limit=10${after ? `&after=${encodeURIComponent(after)}` : ''}`, {
+      headers: keyset,
+    });
     if (!response.ok) throw new Error(`keyset page ${page}: ${response.status} ${await response.text()}`);
     after = ((await response.json()) as { next_cursor: string | null }).next_cursor;
     if (after === null) throw new Error(`the big user's orders end before page 1,000 (page ${page})`);

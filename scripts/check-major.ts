@@ -11,7 +11,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { dumpSchema } from '../src/db/schema-dump.ts';
+import { dumpSchema } from './schema-dump.ts';
 import { ensureDatabase, ensureRoles, hardenDatabase, migrateDatabase, projectRoot } from '../src/db/setup.ts';
 
 const SCHEMA_FILE = path.join(projectRoot, 'data', 'schema.sql');

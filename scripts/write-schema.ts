@@ -1,5 +1,5 @@
 // Writes data/schema.sql: the schema the committed migrations make, as SQL to
-// read (src/db/schema-dump.ts). `npm run db:schema` applies the roles and every
+// read (scripts/schema-dump.ts). `npm run db:schema` applies the roles and every
 // committed migration to a throwaway embedded PostgreSQL, the way start-up
 // does, and dumps it; test/schema-dump.test.ts fails when the file is stale.
 // As graphile-migrate's afterAllMigrations hook (.gmrc), it dumps the database
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { DATABASE_NAME, embeddedUrl, openEmbeddedDatabase } from '../src/db/embedded.ts';
-import { dumpSchema } from '../src/db/schema-dump.ts';
+import { dumpSchema } from './schema-dump.ts';
 import { ensureDatabase, ensureRoles, hardenDatabase, migrateDatabase, projectRoot } from '../src/db/setup.ts';
 
 export const SCHEMA_FILE = path.join(projectRoot, 'data', 'schema.sql');

@@ -34,7 +34,7 @@ try {
   const config = loadConfig();
   logger = createLogger({ level: config.LOG_LEVEL, pretty: config.NODE_ENV === 'development' });
   const log = logger;
-  const running = await (await import('./server/start.ts')).startServer(config, log);
+  const running = await (await import('./server/start.ts')).startServer(config, { logger: log });
   log.info(
     { url: running.url, metrics: running.metricsUrl ?? null },
     `rowgate listening on ${running.url} (API reference: ${running.url}/docs)`,

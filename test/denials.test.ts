@@ -4,7 +4,7 @@
 // read by users with `organization:manage` (scope `organizations_read`); pruned with events.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { pruneEvents } from '../src/db/event-retention.ts';
+import { pruneEvents } from '../src/upkeep/event-retention.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
 let app: TestApp;

@@ -9,8 +9,8 @@
 // through the parent's grants and policies.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, inject, test } from 'vitest';
-import { addEventPartitions } from '../src/db/event-partitions.ts';
-import { pruneEvents } from '../src/db/event-retention.ts';
+import { addEventPartitions } from '../src/upkeep/event-partitions.ts';
+import { pruneEvents } from '../src/upkeep/event-retention.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
 process.env.ROWGATE_WEBHOOKS_ALLOW_LOOPBACK = '1';

@@ -4,7 +4,7 @@
 // authenticator may prune, and never less than a day's worth.
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
-import { pruneEvents } from '../src/db/event-retention.ts';
+import { pruneEvents } from '../src/upkeep/event-retention.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
 process.env.ROWGATE_WEBHOOKS_ALLOW_LOOPBACK = '1';

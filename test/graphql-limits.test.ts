@@ -78,7 +78,7 @@ async function dataStatementsDuring(work: () => Promise<unknown>): Promise<strin
   } finally {
     pool.connect = original;
   }
-  // the feed's sequencer (src/db/event-feed.ts) runs on the same pool every 200 ms, whatever the request does
+  // the feed's sequencer (src/upkeep/event-feed.ts) runs on the same pool every 200 ms, whatever the request does
   return texts.filter(
     (t) =>
       !/^\s*(begin|commit|rollback|savepoint|release savepoint)\b/i.test(t) &&

@@ -3,16 +3,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { createPool } from '../src/db/pool.ts';
-import { Consistency } from '../src/db/consistency.ts';
 import { ensureDatabase } from '../src/db/setup.ts';
 import type { Mailer } from '../src/core/mail.ts';
-import { keepFeed } from '../src/db/event-feed.ts';
 import { outboxMailer } from '../src/signin/mailer.ts';
-import { serve } from '../src/server/start.ts';
+import { startServer } from '../src/server/start.ts';
+import { loadConfig } from '../src/config.ts';
 import type { OperatingOptions } from '../src/server/app.ts';
-import { DeploymentCounts } from '../src/operating/deployment-counts.ts';
-import { RateLimits } from '../src/operating/rate-limit.ts';
 import { generateToken, hashToken, type CredentialKind } from '../src/auth/tokens.ts';
 import { withDatabase } from './database-server.ts';
 
@@ -311,10 +307,8 @@ export const UNREFUSED = { perCredential: 1_000_000_000, perAddress: 1_000_000_0
 
 /** A fresh database from the template and an app on a free port. */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const statementTimeoutMs = options.statementTimeoutMs ?? 10_000;
   const superuserUrl = inject('superuserUrl');
   const database = `rowgate_test_${randomBytes(6).toString('hex')}`;
-  await ensureDatabase(superuserUrl, database, inject('template'));
   const ownerUrl = withDatabase(superuserUrl, database, { name: 'rowgate_owner', password: inject('ownerPassword') });
   const directAuthenticatorUrl = withDatabase(superuserUrl, database, {
     name: 'rowgate_authenticator',
@@ -323,57 +317,60 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const authenticatorUrl = throughPgBouncer(directAuthenticatorUrl);
   const owner = new pg.Pool({ connectionString: ownerUrl, max: 2 });
   owner.on('error', () => {}); // the database is dropped at close while a client may still be closing
-  const pool = createPool({
-    connectionString: authenticatorUrl,
-    max: 4,
-    statementTimeoutMs,
-    // through PgBouncer 1.18 (scripts/test-pgbouncer.ts), named prepared statements cannot be shared
-    statements: process.env.TEST_PGBOUNCER_STATEMENTS === 'unnamed' ? 'unnamed' : 'named',
-  });
   const secret = randomBytes(32).toString('base64url');
-  // as a server counts them: on a connection of their own
-  const countsPool = new pg.Pool({ connectionString: authenticatorUrl, max: 1 });
-  countsPool.on('error', () => {});
-  const counts = options.limits ? DeploymentCounts.inDatabase(countsPool) : new DeploymentCounts();
-  await counts.start();
-  // the composition root production serves (src/server/start.ts), with the suite's choices
-  const serving = await serve({
-    pool,
-    secret,
-    host: '127.0.0.1',
-    port: 0,
-    publicUrl: options.publicUrl,
-    development: false,
-    log: options.log ?? ((l: string) => console.error(l)),
-    consistency: new Consistency({ primary: pool }),
-    operating: { rateLimits: new RateLimits({ ...(options.limits ?? UNREFUSED), counts }), ...options.operating },
-    corsOrigins: options.corsOrigins,
-    mailer: options.mailer?.(secret) ?? outboxMailer(() => {}),
-    validateResponses: true,
-  });
-  // the feed's sequencer, as every server runs it (src/server/start.ts)
-  const feed = keepFeed(pool);
+  const limits = options.limits ?? UNREFUSED;
+  // the server production starts (src/server/start.ts), with the suite's choices
+  const running = await startServer(
+    {
+      ...loadConfig({ HOST: '127.0.0.1', PORT: '0', NODE_ENV: 'test', ROWGATE_WEBHOOKS: 'off' }),
+      ROWGATE_POOL_SIZE: 4,
+      ROWGATE_STATEMENT_TIMEOUT_MS: options.statementTimeoutMs ?? 10_000,
+      // through PgBouncer 1.18 (scripts/test-pgbouncer.ts), named prepared statements cannot be shared
+      ROWGATE_PREPARED_STATEMENTS: process.env.TEST_PGBOUNCER_STATEMENTS === 'unnamed' ? 'unnamed' : 'named',
+      ROWGATE_RATE_LIMIT: limits.perCredential,
+      ROWGATE_ANONYMOUS_RATE_LIMIT: limits.perAddress,
+      ROWGATE_CORS_ORIGINS: options.corsOrigins ?? [],
+      ROWGATE_PUBLIC_URL: options.publicUrl,
+    },
+    {
+      log: options.log ?? ((l: string) => console.error(l)),
+      // a clone of the migrated template, dropped at the end
+      database: {
+        open: async () => {
+          await ensureDatabase(superuserUrl, database, inject('template'));
+          return { ownerUrl, authenticatorUrl, secret };
+        },
+        close: async () => {
+          await owner.end();
+          const admin = new pg.Client({ connectionString: superuserUrl });
+          await admin.connect();
+          await admin.query(`drop database if exists ${database} with (force)`);
+          await admin.end();
+        },
+      },
+      // the event feed runs, as on every server; the rest of the upkeep would race the fixtures tests make
+      without: ['analysts-limits', 'oldest-transaction', 'event-partitions', 'event-retention', 'team-upkeep'],
+      // counted as a server counts them (in the database) only when a test sets its limits
+      localCounts: !options.limits,
+      serve: {
+        validateResponses: true,
+        mailer: options.mailer?.(secret) ?? outboxMailer(() => {}),
+        operating: options.operating,
+      },
+    },
+  );
   return new TestApp({
-    url: serving.url,
+    url: running.url,
     owner,
-    pool,
+    pool: running.pool,
     secret,
     ownerUrl,
     authenticatorUrl,
     database,
     listenUrl: directAuthenticatorUrl,
     close: async () => {
-      serving.server.closeAllConnections();
-      await serving.close();
-      await feed.stop();
-      await counts.stop();
-      await countsPool.end();
-      await pool.end();
-      await owner.end();
-      const admin = new pg.Client({ connectionString: superuserUrl });
-      await admin.connect();
-      await admin.query(`drop database if exists ${database} with (force)`);
-      await admin.end();
+      running.server.closeAllConnections();
+      await running.stop();
     },
   });
 }

@@ -63,34 +63,29 @@ const codeIn = (message: string) => /code is ([A-Z0-9]{4}-[A-Z0-9]{4})/.exec(mes
 const outboxRow = async (email: string) =>
   (await app.sql<Record<string, unknown>>('select * from rowgate_private.mail_outbox where recipient = $1', [email]))[0]!;
 
-test('a healthy mail server has the code well under a second after the answer', async () => {
+test('a healthy mail server gets the code once the answer has committed it', async () => {
   const { sender, smtp } = await sending();
   await sender.start();
   const email = newEmail();
   const res = await requestCode(email);
   expect(res.status).toBe(202);
-  const answered = Date.now();
-  await until('the code is mailed', () => smtp.messages.length === 1, 2_000);
-  expect(Date.now() - answered).toBeLessThan(800);
+  await until('the code is mailed', () => smtp.messages.length === 1);
   expect(smtp.received.join('')).toContain(`RCPT TO:<${email}>`);
   expect(smtp.received.join('')).toContain('MAIL FROM:<auth@example.com>');
   expect(codeIn(smtp.messages[0]!)).toBeDefined();
 });
 
 test('a stalled mail server holds no answer and no pool connection; the mail goes out once it answers', async () => {
-  const { sender, smtp } = await sending({ stalled: true, timeouts: { greetingMs: 20_000, messageMs: 25_000 }, leaseMs: 30_000 });
+  // the server stays silent longer than the test may last: an answer that waited on it would never come in time
+  const { sender, smtp } = await sending({ stalled: true, timeouts: { greetingMs: 60_000, messageMs: 65_000 }, leaseMs: 70_000 });
   await sender.start();
   const emails = Array.from({ length: 20 }, newEmail);
-  const began = Date.now();
+  // 20 requests on a pool of 4, answered while every message the sender has in flight waits on the server
   const answers = await Promise.all(emails.map(requestCode));
   expect(answers.map((r) => r.status)).toEqual(Array(20).fill(202));
-  // 20 requests on a pool of 4, while every message the sender has in flight waits on the server
-  expect(Date.now() - began).toBeLessThan(3_000);
   await until('the sender is waiting on the server', () => smtp.connections > 0);
   expect(smtp.messages).toEqual([]);
-  const quick = Date.now();
   expect((await app.request('GET', '/v1/users/me', { session: (await app.user()).session })).status).toBe(200);
-  expect(Date.now() - quick).toBeLessThan(1_000);
   expect(app.pool.waitingCount).toBe(0);
   smtp.release();
   await until('every code is mailed', () => smtp.messages.length === 20, 15_000);

@@ -3,7 +3,7 @@
 // organizations), and the helper never answers with rows out of reach.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { listStatement, Where } from '../src/resources/list-statement.ts';
+import { listStatement, Where } from '../src/listing/list-statement.ts';
 import { orderListSpec } from '../src/resources/orders.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 

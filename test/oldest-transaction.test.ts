@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, inject, test } from 'vitest';
 import { grantAnalyst, revokeAnalyst } from '../src/db/analysts.ts';
-import { oldestTransaction, watchOldestTransaction } from '../src/db/oldest-transaction.ts';
+import { oldestTransaction, watchOldestTransaction } from '../src/upkeep/oldest-transaction.ts';
 import { Metrics } from '../src/operating/metrics.ts';
 import { withDatabase } from './database-server.ts';
 import { startTestApp, type TestApp } from './harness.ts';

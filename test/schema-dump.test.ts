@@ -1,5 +1,5 @@
 // data/schema.sql shows the schema the committed migrations make: it is the dump
-// (src/db/schema-dump.ts) of a database cloned from the suite's template, which
+// (scripts/schema-dump.ts) of a database cloned from the suite's template, which
 // global-setup migrated the way a deploy does. A migration that lands without
 // `npm run db:schema` fails here.
 import { randomBytes } from 'node:crypto';
@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { dumpSchema } from '../src/db/schema-dump.ts';
+import { dumpSchema } from '../scripts/schema-dump.ts';
 import { ensureDatabase, projectRoot } from '../src/db/setup.ts';
 import { withDatabase } from './database-server.ts';
 

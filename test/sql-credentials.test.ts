@@ -5,8 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { watchSqlLogins, type SqlLoginWatch } from '../src/db/sql-logins.ts';
-import { sqlLoginFunctions } from '../src/db/lint.ts';
+import { watchSqlLogins, type SqlLoginWatch } from '../src/upkeep/sql-login-sessions.ts';
+import { sqlLoginFunctions } from '../src/db/lint-sql-logins.ts';
 import { withDatabase } from './database-server.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 

@@ -42,3 +42,6 @@ type Writable = { [S in Scope]: S extends `${infer D}_write` ? D : never }[Scope
 /** A read endpoint accepts the read scope or its write scope (SPEC §3). */
 export const readScopes = (data: ReadWrite): Scope[] => [`${data}_read`, `${data}_write`];
 export const writeScopes = (data: Writable): Scope[] => [`${data}_write`];
+
+/** Finance-read endpoints accept any of these (SPEC §3). */
+export const financeReadScopes: Scope[] = ['transactions_read', 'transactions_write', 'payouts_read', 'payouts_write'];

@@ -6,7 +6,7 @@
 import type express from 'express';
 import type { Request } from 'express';
 
-/** Set once the server listens (src/server/start.ts). */
+/** Set once the server listens (src/server/api.ts). */
 export function setPublicUrl(app: express.Express, url: string) {
   app.locals.publicUrl = url;
 }

@@ -6,7 +6,14 @@
 // of every version up to its own, in order. Nothing else decides shapes by
 // version: handlers are written once.
 import type { ZodType } from 'zod';
-import { keysetVariants } from './list-page.ts';
+
+/**
+ * Each list's `2026-12-15` schemas, keyed by its `2026-11-20` ones: the keyset
+ * query (`after` instead of `page`) and answer (`next_cursor` instead of
+ * `pagination`). The list kit (src/listing/lists.ts) fills it as lists are
+ * declared; the version change that uses it is declared below.
+ */
+export const keysetVariants = new WeakMap<ZodType, ZodType>();
 
 /** One change of the API, declared once. */
 export interface VersionChange {

@@ -31,6 +31,38 @@ export interface PoolSettings {
 }
 const poolSettings = new WeakMap<pg.Pool, PoolSettings>();
 
+/**
+ * A peer that stops answering without closing (a failover that moves the
+ * database's address, a half-open socket, a frozen host) never trips the
+ * server's statement timeout, and TCP gives up only after many minutes. A query
+ * unanswered this long past the server's own timeout fails on the client, which
+ * drops the connection (pg destroys a pipelined connection whose sent query
+ * times out); keepalive probes find a dead idle connection before it is used.
+ */
+export function silentPeerDeadlines(statementTimeoutMs: number) {
+  return { query_timeout: statementTimeoutMs + 2_000, keepAlive: true, keepAliveInitialDelayMillis: 5_000 } as const;
+}
+
+/**
+ * A pool for work in the background (webhook and mail senders): a few
+ * connections that claim and record, which a lost server or a silent peer must
+ * neither crash nor hold for ever.
+ */
+export function createBackgroundPool(options: { connectionString: string; max: number; applicationName: string }): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.max,
+    application_name: options.applicationName,
+    statement_timeout: BACKGROUND_STATEMENT_TIMEOUT_MS,
+    ...silentPeerDeadlines(BACKGROUND_STATEMENT_TIMEOUT_MS),
+  });
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+  return pool;
+}
+/** a claim or a record is one short statement */
+const BACKGROUND_STATEMENT_TIMEOUT_MS = 10_000;
+
 export function createPool(options: PoolOptions): pg.Pool {
   const pool = new pg.Pool({
     connectionString: options.connectionString,
@@ -41,6 +73,7 @@ export function createPool(options: PoolOptions): pg.Pool {
     // one slow query cannot hold a connection for ever
     statement_timeout: options.statementTimeoutMs,
     idle_in_transaction_session_timeout: options.statementTimeoutMs * 2,
+    ...silentPeerDeadlines(options.statementTimeoutMs),
     application_name: 'rowgate',
     // queries queued on a connection go out without waiting for the previous
     // answer: `begin` and the authentication travel together (one round trip)

@@ -4,7 +4,6 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { ENFORCE_ANALYST_LIMITS_IF_MIGRATED } from './analyst-limits.ts';
 import { runMigrations } from './migrations-process.ts';
 
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -118,6 +117,11 @@ function withoutCompat(error: Error) {
     { cause: error },
   );
 }
+
+/** Analysts' limits enforced once (src/upkeep/analyst-limits.ts), in a database that may not have the function yet. */
+const ENFORCE_ANALYST_LIMITS_IF_MIGRATED = `
+  select rowgate_private.enforce_analyst_limits()
+  where to_regprocedure('rowgate_private.enforce_analyst_limits()') is not null`;
 
 async function endAnalystsHoldingLocks(ownerUrl: string) {
   const client = new pg.Client({ connectionString: ownerUrl });

@@ -1,12 +1,9 @@
 // Organizations' SQL logins (SPEC §24): what the server adds to what the database decides.
 // It draws the login's name and password, hands the database only the password's
-// SCRAM-SHA-256 verifier (rowgate.create_sql_credential makes the role), builds the URL
-// the merchant hands to psql or a BI tool, and on each database host that serves logins
-// runs rowgate_private.end_sql_login_sessions about twice a second, which ends the sessions
-// of revoked or expired logins (and those past their organization's share) by the
-// database's clock. Every server runs it: it is idempotent.
+// SCRAM-SHA-256 verifier (rowgate.create_sql_credential makes the role), and builds the
+// URL the merchant hands to psql or a BI tool. Ending revoked logins' sessions is
+// src/upkeep/sql-login-sessions.ts.
 import { randomBytes } from 'node:crypto';
-import type pg from 'pg';
 import { scramVerifier } from './analysts.ts';
 
 const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
@@ -42,50 +39,4 @@ export function loginUrl(base: string, login: string, password: string): string 
   url.username = login;
   url.password = encodeURIComponent(password);
   return url.toString();
-}
-
-export const END_SQL_LOGIN_SESSIONS = 'select cancelled, terminated, dropped from rowgate_private.end_sql_login_sessions()';
-
-export interface SqlLoginWatch {
-  stop(): void;
-}
-
-/**
- * Runs the sweep on each pool (the primary's and every standby's) every `intervalMs`;
- * a failure is logged once until it works again. A database migrated before the logins
- * existed has no function yet: that is a failure too, logged once.
- */
-export function watchSqlLogins(
-  pools: readonly pg.Pool[],
-  options: { intervalMs?: number; log?: (line: string) => void } = {},
-): SqlLoginWatch {
-  const timers = pools.map((pool) => {
-    let failing = false;
-    let running = false;
-    const timer = setInterval(() => {
-      if (running) return;
-      running = true;
-      pool
-        .query(END_SQL_LOGIN_SESSIONS)
-        .then(
-          () => {
-            failing = false;
-          },
-          (error: Error) => {
-            if (!failing) options.log?.(`SQL logins: cannot end revoked logins' sessions (${error.message}); trying again`);
-            failing = true;
-          },
-        )
-        .finally(() => {
-          running = false;
-        });
-    }, options.intervalMs ?? 400);
-    timer.unref();
-    return timer;
-  });
-  return {
-    stop: () => {
-      for (const timer of timers) clearInterval(timer);
-    },
-  };
 }

@@ -4,7 +4,7 @@
 // session: RFC 3339, UTC as "+00:00", the fraction of a second to the
 // microsecond with trailing zeros left out ("2026-11-21T08:22:11.16+00:00",
 // "2026-11-21T08:22:11+00:00"); docs/decisions.md says why. Lists are rendered
-// to JSON by PostgreSQL (src/resources/list-statement.ts); single rows pass through here, so both
+// to JSON by PostgreSQL (src/listing/list-statement.ts); single rows pass through here, so both
 // write the same text for the same value. A value PostgreSQL wrote in UTC (the
 // authenticator's session time zone, db/roles.sql), "2026-11-21
 // 08:22:11.16+00", only changes shape; one written at another offset (any

@@ -1,7 +1,7 @@
 // `totalCount` of a connection over every row a subject may see
 // (`Query.allOrders`, `Query.allCustomers`, asked with no argument that filters)
 // reads the trigger-kept per-organization counters REST's lists read
-// (src/resources/list-statement.ts), instead of `count(*)` over the visible rows.
+// (src/listing/list-statement.ts), instead of `count(*)` over the visible rows.
 //
 // Who sees what stays in the database: rowgate_hidden.visible_row_count
 // (migrations) answers from the counters only when they count exactly what the

@@ -1,6 +1,6 @@
 // A page of an unfiltered root connection over orders (`Query.allOrders` with
 // no argument but the page's and the order) read the way REST reads one
-// (src/resources/list-statement.ts, `perOrganization`): each organization the
+// (src/listing/list-statement.ts, `perOrganization`): each organization the
 // subject reaches gives its own first rows from its `(organization_id, <sort
 // column>, id)` index, and the page is taken from their merge, instead of
 // sorting every visible row to keep a page (docs/performance.md, GraphQL).

@@ -63,7 +63,7 @@ import { type ApiRoute, effectOf, isAnonymous, type Subject } from './route-decl
 import { requestRecord } from '../core/request-record.ts';
 import { requestId } from '../operating/request-id.ts';
 import { requestOrigin } from '../core/client-address.ts';
-import { listRequest } from '../core/list-page.ts';
+import { listRequest } from '../listing/list-page.ts';
 import type { ApiVersions } from '../core/versions.ts';
 import { prefersExactCount, routeIn } from './api-version.ts';
 
@@ -99,7 +99,6 @@ export interface PipelineOptions {
   pool: pg.Pool;
   secret: string;
   mailer: Mailer;
-  /** the database URL SQL logins connect to (SPEC §24) */
   sqlLoginUrl: string;
   /** where a read or a write runs and what its answer carries (Rowgate-Consistency) */
   placement: Placement;
@@ -246,10 +245,12 @@ class HandlerContext {
   readonly #state: RequestState;
   readonly #operationId: string;
   readonly #options: PipelineOptions;
+  readonly poolSize: number;
   #open = false;
   constructor(tx: Tx, options: PipelineOptions, input: Input, state: RequestState) {
     this.tx = tx;
     this.#options = options;
+    this.poolSize = (options.pool as unknown as { options: { max?: number } }).options.max ?? 10;
     this.secret = options.secret;
     this.mailer = options.mailer;
     this.sqlLoginUrl = options.sqlLoginUrl;
@@ -273,25 +274,11 @@ class HandlerContext {
     return { kind: subject.subjectKind, id: subject.subjectId, credentialKind: subject.credentialKind, scopes: subject.scopes };
   }
 
-  /**
-   * Runs `work` in a short transaction of its own on the primary, authenticated again as
-   * this request's credential (a 401 once it is revoked): what a handler that answers
-   * after its own transaction (a streamed export's next chunk) reads with.
-   */
+  /** A short transaction of its own, authenticated again as this request (401 once revoked): an export's next chunk. */
   inNewTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    const options = this.#options;
-    const state = this.#state;
-    return inTransaction(options.pool, async (tx) => {
-      await authenticateIn(tx, options.secret, state.credential, requestId(state.req), requestOrigin(state.req));
-      return work(tx);
-    });
+    const [{ pool, secret }, { credential, req }] = [this.#options, this.#state];
+    return inTransaction(pool, async (tx) => (await authenticateIn(tx, secret, credential, requestId(req), requestOrigin(req)), work(tx)));
   }
-
-  /** the most connections the primary's pool opens */
-  get poolSize(): number {
-    return (this.#options.pool as unknown as { options: { max?: number } }).options.max ?? 10;
-  }
-
   /** the checks passed */
   static open(context: HandlerContext) {
     context.#open = true;

@@ -1,7 +1,7 @@
 // Writing answers: a route's result with the status its entry declares, and every
 // error in SPEC §7's shape (RFC 6749's on the OAuth2 protocol endpoints).
 import type { NextFunction, Request, Response } from 'express';
-import { KeysetPage, ListPage } from '../core/list-page.ts';
+import { KeysetPage, ListPage } from '../listing/list-page.ts';
 import { asOAuth2Error, asRegistrationError, isCollision, toApiError } from '../core/errors.ts';
 import { requestRecord } from '../core/request-record.ts';
 import type { Route } from './route-declaration.ts';

@@ -11,8 +11,8 @@ import { hashToken, randomCharacters, randomToken } from '../auth/tokens.ts';
 import { found, notFound } from '../core/errors.ts';
 import { access, anonymousRoute, route } from '../http/route-declaration.ts';
 import { idParams } from '../core/fields.ts';
-import { listQuery, listSchema } from '../resources/lists.ts';
-import { type ListSpec, runList } from '../resources/list-statement.ts';
+import { listQuery, listSchema } from '../listing/lists.ts';
+import { type ListSpec, runList } from '../listing/list-statement.ts';
 import { checkRequest, issuer, RedirectError, redirectUrl, scopeList } from './authorize-request.ts';
 import { authorizationErrorPage, consentPage, consentPolicy, errorPagePolicy } from './consent-page.ts';
 import {

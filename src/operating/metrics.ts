@@ -5,7 +5,7 @@
 // scrape time, refusals by the rate limits and by GraphQL's limits, and each
 // hot standby's replay lag and whether reads go to it (SPEC §19), and the
 // webhook delivery attempts this process made, by outcome (SPEC §17), and the
-// age of the database server's oldest open transaction (src/db/oldest-transaction.ts).
+// age of the database server's oldest open transaction (src/upkeep/oldest-transaction.ts).
 import { createServer, type Server } from 'node:http';
 import type pg from 'pg';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';

@@ -1,18 +1,14 @@
 // Accounts: an organization's financial identity (SPEC §5 finance policies, §9, §11).
 // GET /v1/organizations/{id}/account, POST /v1/accounts/, GET/PATCH /v1/accounts/{id}.
 import { z } from 'zod';
-import type { Scope } from '../auth/scopes.ts';
+import { financeReadScopes, type Scope } from '../auth/scopes.ts';
+import { country, currency } from '../core/money.ts';
 import { notFound } from '../core/errors.ts';
 import { access, route, writeScopes, type Access } from '../http/route-declaration.ts';
 import { doc, idParams, timestamps, uuid } from '../core/fields.ts';
 import { explain } from '../http/explanation.ts';
 
-/** Finance-read endpoints accept any of these (SPEC §3). */
-export const financeReadScopes: Scope[] = ['transactions_read', 'transactions_write', 'payouts_read', 'payouts_write'];
 const financeWriteScopes: Scope[] = ['transactions_write', 'payouts_write'];
-
-export const country = doc(z.string().regex(/^[A-Z]{2}$/, 'An ISO 3166-1 alpha-2 code, upper case'), 'Country (ISO 3166-1 alpha-2).', 'US');
-export const currency = doc(z.string().regex(/^[a-z]{3}$/, 'An ISO 4217 code, lower case'), 'Currency (ISO 4217, lower case).', 'usd');
 
 const AccountRead = z
   .object({

@@ -6,8 +6,8 @@ import type { Tx } from '../db/pool.ts';
 import { found } from '../core/errors.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
-import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from './lists.ts';
-import { type ListSpec, runList, Where } from './list-statement.ts';
+import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from '../listing/lists.ts';
+import { type ListSpec, runList, Where } from '../listing/list-statement.ts';
 import { explain } from '../http/explanation.ts';
 
 const email = doc(

@@ -3,8 +3,8 @@
 import { z } from 'zod';
 import { CustomerRead } from './customers.ts';
 import { found, notPermitted } from '../core/errors.ts';
-import { listQuery, listSchema, multi } from './lists.ts';
-import { type ListSpec, runList, Where } from './list-statement.ts';
+import { listQuery, listSchema, multi } from '../listing/lists.ts';
+import { type ListSpec, runList, Where } from '../listing/list-statement.ts';
 import { OrderRead, orderSortable } from './orders.ts';
 import { access, route } from '../http/route-declaration.ts';
 import { doc, idParams } from '../core/fields.ts';

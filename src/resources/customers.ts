@@ -2,8 +2,8 @@
 import { z } from 'zod';
 import type { Tx } from '../db/pool.ts';
 import { found } from '../core/errors.ts';
-import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from './lists.ts';
-import { type ListSpec, runList, Where } from './list-statement.ts';
+import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from '../listing/lists.ts';
+import { type ListSpec, runList, Where } from '../listing/list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
 import { explain } from '../http/explanation.ts';

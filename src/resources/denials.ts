@@ -4,8 +4,8 @@
 import { z } from 'zod';
 import { access, readScopes, route } from '../http/route-declaration.ts';
 import { doc, timestamps, uuid } from '../core/fields.ts';
-import { createdWindow, listQuery, listSchema, multi } from './lists.ts';
-import { type ListSpec, runList, Where } from './list-statement.ts';
+import { createdWindow, listQuery, listSchema, multi } from '../listing/lists.ts';
+import { type ListSpec, runList, Where } from '../listing/list-statement.ts';
 
 const nullableText = (description: string, example: unknown) => doc(z.string().nullable(), description, example);
 

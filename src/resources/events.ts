@@ -5,8 +5,8 @@ import { z } from 'zod';
 import { ApiError, found, invalidField } from '../core/errors.ts';
 import { access, route } from '../http/route-declaration.ts';
 import { doc, idParams, timestamp, uuid } from '../core/fields.ts';
-import { createdWindow, listQuery, listSchema, multi, organizationFilter, wholeNumber } from './lists.ts';
-import { runList, Where, type ListSpec } from './list-statement.ts';
+import { createdWindow, listQuery, listSchema, multi, organizationFilter, wholeNumber } from '../listing/lists.ts';
+import { runList, Where, type ListSpec } from '../listing/list-statement.ts';
 import { explain } from '../http/explanation.ts';
 
 const nullableUuid = (description: string) => doc(z.uuid().nullable(), description, '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b');

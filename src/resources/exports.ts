@@ -12,7 +12,7 @@ import { stringify } from 'csv-stringify/sync';
 import { z } from 'zod';
 import { ApiError, toApiError } from '../core/errors.ts';
 import { METADATA_KEY } from '../core/fields.ts';
-import { type KeysetPage, keysetVariants, listRequest } from '../core/list-page.ts';
+import { type KeysetPage, keysetVariants, listRequest } from '../listing/list-page.ts';
 import type { Tx } from '../db/pool.ts';
 import type { ApiRoute, Route } from '../http/route-declaration.ts';
 

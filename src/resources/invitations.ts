@@ -10,8 +10,8 @@ import { access, readScopes, route, writeScopes } from '../http/route-declaratio
 import type { Tx } from '../db/pool.ts';
 import type { Mailer } from '../core/mail.ts';
 import { doc, timestamp, timestamps, uuid } from '../core/fields.ts';
-import { listQuery, listSchema, multi, organizationFilter } from './lists.ts';
-import { type ListSpec, runList, Where } from './list-statement.ts';
+import { listQuery, listSchema, multi, organizationFilter } from '../listing/lists.ts';
+import { type ListSpec, runList, Where } from '../listing/list-statement.ts';
 import { MembershipRead } from './members.ts';
 import { explain } from '../http/explanation.ts';
 

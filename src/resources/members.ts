@@ -2,8 +2,8 @@
 // Changes go through the members-management policy (SPEC §5).
 import { z } from 'zod';
 import { notFound } from '../core/errors.ts';
-import { listQuery, listSchema, multi } from './lists.ts';
-import { type ListSpec, runList, Where } from './list-statement.ts';
+import { listQuery, listSchema, multi } from '../listing/lists.ts';
+import { type ListSpec, runList, Where } from '../listing/list-statement.ts';
 import type { Tx } from '../db/pool.ts';
 import { type Authorization, authorizeRequest } from '../auth/authorize.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';

@@ -1,9 +1,9 @@
 // /v1/orders: what customers bought (SPEC §9, §11). A paid order records a payment transaction.
 import { z } from 'zod';
-import { currency } from './accounts.ts';
+import { currency } from '../core/money.ts';
 import { found } from '../core/errors.ts';
-import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from './lists.ts';
-import { runList, Where, type ListSpec } from './list-statement.ts';
+import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from '../listing/lists.ts';
+import { runList, Where, type ListSpec } from '../listing/list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
 import { explain } from '../http/explanation.ts';

@@ -1,8 +1,8 @@
 // /v1/organization-access-tokens: tokens that act as an organization (SPEC §2, §9).
 // Users with access_tokens:manage only; an organization token never mints or revokes them.
 import { z } from 'zod';
-import { listQuery, listSchema, multi, organizationFilter } from './lists.ts';
-import { type ListSpec, runList, Where } from './list-statement.ts';
+import { listQuery, listSchema, multi, organizationFilter } from '../listing/lists.ts';
+import { type ListSpec, runList, Where } from '../listing/list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from '../core/fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';

@@ -1,8 +1,8 @@
 // /v1/organizations: the tenants (SPEC §9, §11).
 import { z } from 'zod';
 import { notFound } from '../core/errors.ts';
-import { listQuery, listSchema, organizationFilter } from './lists.ts';
-import { type ListSpec, runList, Where } from './list-statement.ts';
+import { listQuery, listSchema, organizationFilter } from '../listing/lists.ts';
+import { type ListSpec, runList, Where } from '../listing/list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, idParams, timestamps, uuid } from '../core/fields.ts';
 import { explain } from '../http/explanation.ts';

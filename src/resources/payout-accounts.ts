@@ -1,9 +1,9 @@
 // /v1/payout-accounts: where an organization's balance is paid out. Web payouts
 // access classes (SPEC §4) plus the finance policies (SPEC §5).
 import { z } from 'zod';
-import { country, currency } from './accounts.ts';
-import { listQuery, listSchema, organizationFilter } from './lists.ts';
-import { type ListSpec, runList, Where } from './list-statement.ts';
+import { country, currency } from '../core/money.ts';
+import { listQuery, listSchema, organizationFilter } from '../listing/lists.ts';
+import { type ListSpec, runList, Where } from '../listing/list-statement.ts';
 import { access, route } from '../http/route-declaration.ts';
 import { doc, idParams, timestamps, uuid } from '../core/fields.ts';
 import { explain } from '../http/explanation.ts';

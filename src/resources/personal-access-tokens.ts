@@ -2,8 +2,8 @@
 import { z } from 'zod';
 import type { Tx } from '../db/pool.ts';
 import { notFound } from '../core/errors.ts';
-import { listQuery, listSchema } from './lists.ts';
-import { type ListSpec, runList } from './list-statement.ts';
+import { listQuery, listSchema } from '../listing/lists.ts';
+import { type ListSpec, runList } from '../listing/list-statement.ts';
 import { access, route } from '../http/route-declaration.ts';
 import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tokenField, uuid } from '../core/fields.ts';
 import { generateToken, hashToken } from '../auth/tokens.ts';

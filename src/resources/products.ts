@@ -1,10 +1,10 @@
 // /v1/products: what an organization sells (SPEC §9, §11).
 import { z } from 'zod';
 import { found } from '../core/errors.ts';
-import { createdWindow, listQuery, listSchema, metadataFilter, organizationFilter } from './lists.ts';
-import { type ListSpec, runList, Where } from './list-statement.ts';
+import { createdWindow, listQuery, listSchema, metadataFilter, organizationFilter } from '../listing/lists.ts';
+import { type ListSpec, runList, Where } from '../listing/list-statement.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
-import { currency } from './accounts.ts';
+import { currency } from '../core/money.ts';
 import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
 import { explain } from '../http/explanation.ts';
 

@@ -3,12 +3,12 @@
 // goes through rowgate.create_refund (one SQL function for REST and GraphQL),
 // which locks the order, so refunds of one order never exceed it together.
 import { z } from 'zod';
-import { currency } from './accounts.ts';
+import { currency } from '../core/money.ts';
 import { found } from '../core/errors.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { doc, idParams, jsonOrNull, metadata, timestamps, uuid } from '../core/fields.ts';
-import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from './lists.ts';
-import { type ListSpec, runList, Where } from './list-statement.ts';
+import { createdWindow, listQuery, listSchema, metadataFilter, multi, organizationFilter } from '../listing/lists.ts';
+import { type ListSpec, runList, Where } from '../listing/list-statement.ts';
 import { explain } from '../http/explanation.ts';
 
 const amount = doc(

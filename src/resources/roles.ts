@@ -8,8 +8,8 @@ import { notFound } from '../core/errors.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import type { Tx } from '../db/pool.ts';
 import { doc, uuid } from '../core/fields.ts';
-import { listQuery, listSchema } from './lists.ts';
-import { type ListSpec, runList, Where } from './list-statement.ts';
+import { listQuery, listSchema } from '../listing/lists.ts';
+import { type ListSpec, runList, Where } from '../listing/list-statement.ts';
 
 const roleName = doc(
   z.string().regex(/^[a-z][a-z0-9_-]{0,49}$/, 'A lower-case letter, then up to 49 lower-case letters, digits, _ and -'),

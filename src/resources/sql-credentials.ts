@@ -8,8 +8,8 @@ import { found } from '../core/errors.ts';
 import { doc, expiresIn, nullableTimestamp, scopeList, timestamps, uuid } from '../core/fields.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
 import { loginUrl, newLogin } from '../db/sql-logins.ts';
-import { listQuery, listSchema, multi } from './lists.ts';
-import { type ListSpec, runList, Where } from './list-statement.ts';
+import { listQuery, listSchema, multi } from '../listing/lists.ts';
+import { type ListSpec, runList, Where } from '../listing/list-statement.ts';
 
 const SqlCredentialRead = z
   .object({

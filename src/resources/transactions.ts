@@ -1,9 +1,10 @@
 // /v1/transactions: money movements, behind the finance:read permission filter.
 import { z } from 'zod';
-import { currency, financeReadScopes } from './accounts.ts';
+import { financeReadScopes } from '../auth/scopes.ts';
+import { currency } from '../core/money.ts';
 import { found } from '../core/errors.ts';
-import { createdWindow, listQuery, listSchema, multi, organizationFilter } from './lists.ts';
-import { type ListSpec, runList, Where } from './list-statement.ts';
+import { createdWindow, listQuery, listSchema, multi, organizationFilter } from '../listing/lists.ts';
+import { type ListSpec, runList, Where } from '../listing/list-statement.ts';
 import { access, route } from '../http/route-declaration.ts';
 import { doc, idParams, timestamps, uuid } from '../core/fields.ts';
 import { explain } from '../http/explanation.ts';

@@ -8,8 +8,8 @@ import { access, readScopes, route, writeScopes } from '../http/route-declaratio
 import { generateWebhookSecret, sealSecret } from '../webhooks/secrets.ts';
 import { urlDenial } from '../webhooks/url-rules.ts';
 import { doc, idParams, timestamp, timestamps, uuid } from '../core/fields.ts';
-import { listQuery, listSchema, multi, organizationFilter } from './lists.ts';
-import { runList, Where, type ListSpec } from './list-statement.ts';
+import { listQuery, listSchema, multi, organizationFilter } from '../listing/lists.ts';
+import { runList, Where, type ListSpec } from '../listing/list-statement.ts';
 import { explain } from '../http/explanation.ts';
 
 /** ROWGATE_WEBHOOKS_ALLOW_LOOPBACK=1: loopback URLs, over http too (development, tests) */

@@ -10,8 +10,9 @@
 // other processes recorded. A mail server that is slow or away holds a sender's
 // slots and its own short timeouts, never a request, a pool connection or the
 // event feed.
-import pg from 'pg';
+import type pg from 'pg';
 import { open } from '../auth/at-rest-encryption.ts';
+import { createBackgroundPool } from '../db/pool.ts';
 import type { Mail } from '../core/mail.ts';
 
 /** What a sealed message is sealed for: a key of its own under the server secret */
@@ -100,9 +101,7 @@ export class MailSender {
       throw new Error(`the lease (${this.leaseMs} ms) must outlast a message's timeout by 2 s at least`);
     this.concurrency = options.concurrency ?? 4;
     // connections only to claim and to record, never while a message is sent
-    this.pool = new pg.Pool({ connectionString: options.connectionString, max: 2, application_name: 'rowgate-mail' });
-    this.pool.on('error', () => {});
-    this.pool.on('connect', (client) => client.on('error', () => {}));
+    this.pool = createBackgroundPool({ connectionString: options.connectionString, max: 2, applicationName: 'rowgate-mail' });
   }
 
   async start(): Promise<void> {

@@ -2,7 +2,7 @@
 // or alone as `npx rowgate webhooks work`. It leases due attempts
 // (rowgate_private.claim_webhook_deliveries: one statement, committed, which
 // first runs the feed's sequencer, so that a sender alone takes new deliveries
-// into their lanes as the servers do: src/db/event-feed.ts), sends
+// into their lanes as the servers do: src/upkeep/event-feed.ts), sends
 // them with no transaction open, and records each answer in a second short
 // statement with its lease. Endpoints are lanes of their own in the database:
 // at most one attempt per endpoint is in flight across every sender, first
@@ -16,7 +16,8 @@
 // sleep apart when idle: nothing is notified on the write path (a notifying
 // commit serializes with every other; bench/webhooks.ts measures it), and
 // polling works through a transaction-pooling PgBouncer.
-import pg from 'pg';
+import type pg from 'pg';
+import { createBackgroundPool } from '../db/pool.ts';
 import { Webhook } from 'standardwebhooks';
 import { rfc3339 } from '../db/timestamps.ts';
 import { DELIVERY_TIMEOUT_MS, postWebhook, type AttemptResult } from './post.ts';
@@ -115,9 +116,7 @@ export class WebhookWorker {
     // a delivery's whole retry schedule: past it, deliveries behind an endpoint that stays down fail
     this.giveUpAfterMs = Array.from({ length: 9 }, (_, i) => this.retryDelayMs(i + 1)).reduce((a, b) => a + b, 0);
     // connections only to claim and to record: a few serve many attempts in flight
-    this.pool = new pg.Pool({ connectionString: options.connectionString, max: 2, application_name: 'rowgate-webhooks' });
-    this.pool.on('error', () => {});
-    this.pool.on('connect', (client) => client.on('error', () => {}));
+    this.pool = createBackgroundPool({ connectionString: options.connectionString, max: 2, applicationName: 'rowgate-webhooks' });
   }
 
   async start(): Promise<void> {

@@ -22,8 +22,23 @@
 //  (f) each webhook event is delivered (at least once; by webhook-id), signed;
 //  (e) host B's link cut under load: no write answered 2xx is lost, and once
 //      HAProxy has marked host B down, no request fails;
-//  (g) host B's clock runs 5 s ahead (libfaketime, Debian's faketime): its
-//      servers log it once, and (a) holds all the same.
+//  (g) host b's clock runs 5 s ahead (libfaketime, Debian's faketime): its
+//      servers log it once, and (a) holds all the same;
+//  (h) with latency on host b's database link, (a) holds;
+//  (i) every server's rate-limit counts connection frozen (its packets
+//      dropped, nothing closed): no request waits on it or fails, a burst
+//      stays within the bound, each server says so and shares again on a
+//      connection of its own;
+//  (j) a webhook sender stopped with SIGSTOP in the middle of an attempt, past
+//      its lease: another sender makes the attempt again and the endpoint's
+//      later events follow; the stopped one, resumed, records nothing;
+//  (k) last, a failover: the standby is promoted while the old primary
+//      silently drops every open connection of the servers: writes, webhooks
+//      and the rate limits' counts resume on the new primary, and no write
+//      answered 2xx before is lost.
+// Every server reaches the primary through a TCP proxy in the test (one per
+// host, on its link's address), which can delay, freeze, and point new
+// connections elsewhere: this machine's kernel has no `netem` qdisc.
 // Where the machine does not allow it (not root, no `ip`, namespaces refused,
 // HAProxy missing and not installable), every test is skipped and the reason
 // printed. Namespaces, links, processes and files of an earlier run that
@@ -50,6 +65,7 @@ import {
 } from '../../src/db/embedded.ts';
 import { ensureDatabase, ensureRoles, hardenDatabase, migrateDatabase, projectRoot } from '../../src/db/setup.ts';
 import { seed, type Seeded } from '../faults/server-process.ts';
+import { type LinkProcess, startLinkProcess } from '../faults/link-process.ts';
 
 // ---------------------------------------------------------------------------
 // The layout: one private /24, a /26 for each host's link.
@@ -88,6 +104,10 @@ const CLIENTS = ['127.0.0.11', '127.0.0.12', '127.0.0.13', '127.0.0.14', '127.0.
 const RATE = 20;
 /** long enough for a paused standby to stay in use while the read-your-writes test runs */
 const READ_MAX_LAG_MS = 10_000;
+/** the shortest lease a webhook sender may take: a stopped sender's attempt is made again soon */
+const LEASE_SECONDS = 12;
+/** the application_name of a server's rate-limit counts connection */
+const COUNTS_APPLICATION = 'rowgate-rate-limits';
 const WORK_PREFIX = 'rowgate-hosts-';
 const HAPROXY = '/usr/sbin/haproxy';
 
@@ -237,6 +257,8 @@ let lbUrl: string;
 let statsUrl: string;
 let haproxy: ChildProcess | undefined;
 const receivers: { host: Host; child: ChildProcess; lines: string[] }[] = [];
+/** each host's link to the primary (after (k), to the promoted standby), by host name */
+const links = new Map<string, LinkProcess>();
 
 interface Instance {
   host: Host;
@@ -350,23 +372,36 @@ function collect(child: ChildProcess, lines: string[], onLine?: (line: string) =
   }
 }
 
-/** A webhook receiver inside the host's namespace, on its loopback: one JSON line per request received. */
+/**
+ * A webhook receiver inside the host's namespace, on its loopback: one JSON line per request
+ * received, with the sender's port. Requests to /hold are answered only once the line
+ * `release` arrives on its stdin (an attempt kept in flight), and at once after it.
+ */
 const RECEIVER = `
 const http = require('node:http');
+let released = false;
+const held = [];
+require('node:readline').createInterface({ input: process.stdin }).on('line', (line) => {
+  if (line !== 'release') return;
+  released = true;
+  for (const res of held.splice(0)) res.writeHead(200).end('ok');
+});
 http.createServer((req, res) => {
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
   req.on('end', () => {
     const h = req.headers;
-    process.stdout.write(JSON.stringify({ id: h['webhook-id'], timestamp: h['webhook-timestamp'], signature: h['webhook-signature'], body: Buffer.concat(chunks).toString('utf8') }) + '\\n');
-    res.writeHead(200).end('ok');
+    const hold = req.url.startsWith('/hold') && !released;
+    process.stdout.write(JSON.stringify({ id: h['webhook-id'], timestamp: h['webhook-timestamp'], signature: h['webhook-signature'], body: Buffer.concat(chunks).toString('utf8'), path: req.url, port: req.socket.remotePort, held: hold }) + '\\n');
+    if (hold) held.push(res);
+    else res.writeHead(200).end('ok');
   });
 }).listen(Number(process.argv[1]), '127.0.0.1', () => process.stdout.write('listening\\n'));
 `;
 
 async function startReceiver(host: Host) {
   const child = spawn('ip', ['netns', 'exec', host.netns, process.execPath, '-e', RECEIVER, String(RECEIVER_PORT)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
   const lines: string[] = [];
   const listening = new Promise<void>((resolve, reject) => {
@@ -390,8 +425,9 @@ async function startInstance(host: Host, port: number, name: string): Promise<In
     NODE_ENV: 'production',
     HOST: host.address,
     PORT: String(port),
-    DATABASE_URL: databaseUrl('owner', host.rootAddress),
-    AUTH_DATABASE_URL: databaseUrl('authenticator', host.rootAddress),
+    // through the host's link (a proxy of the test's), which the faults below delay, freeze and move
+    DATABASE_URL: databaseUrl('owner', host.rootAddress, links.get(host.name)!.port),
+    AUTH_DATABASE_URL: databaseUrl('authenticator', host.rootAddress, links.get(host.name)!.port),
     ROWGATE_READ_DATABASE_URLS: databaseUrl('authenticator', host.rootAddress, standbyPort),
     ROWGATE_READ_MAX_LAG_MS: String(READ_MAX_LAG_MS),
     ROWGATE_SECRET: state.secret,
@@ -400,6 +436,7 @@ async function startInstance(host: Host, port: number, name: string): Promise<In
     // HAProxy as this host sees it: its X-Forwarded-For names the client
     ROWGATE_TRUST_PROXY: host.rootAddress,
     ROWGATE_WEBHOOKS_ALLOW_LOOPBACK: '1',
+    ROWGATE_WEBHOOKS_LEASE_SECONDS: String(LEASE_SECONDS),
     // the wall clock only: timers keep the real monotonic clock
     ...(host.clockSkewSeconds === 0
       ? {}
@@ -440,6 +477,8 @@ defaults
   timeout client 30s
   timeout server 8s
   timeout queue 5s
+  # a check answers within a second; with only \`inter\` (200 ms) a busy machine's slow /readyz reads as a dead host
+  timeout check 1s
   timeout http-keep-alive 5s
   # a connection a host refuses or cannot take goes to another server
   retries 3
@@ -661,6 +700,9 @@ beforeAll(async () => {
   await writeManifest({});
   buildNetwork();
   await buildDatabases();
+  for (const host of HOSTS) {
+    links.set(host.name, await startLinkProcess({ host: '127.0.0.1', port: state.port }, host.rootAddress));
+  }
   data = await seed({ ownerUrl: ownerUrl(), state }, { products: 20, customers: 5, orders: 10 });
   adminId = await asOwner(
     async (owner) =>
@@ -696,47 +738,73 @@ afterAll(async () => {
       await pgCtl(path.join(work, home), ['stop', '-m', 'fast', '-w', '-t', '30']).catch(() => stopClusterNow(path.join(work, home)));
     }
   }
+  await Promise.all([...links.values()].map((link) => link.close()));
   // whatever is still in our namespaces, and the namespaces and links themselves
   removeLeftovers();
   if (work) await rm(work, { recursive: true, force: true });
 }, 120_000);
 
+interface Burst {
+  answers: Answer[];
+  seconds: number;
+  served: number;
+  bound: number;
+}
+
+/**
+ * 5 × RATE requests of one fresh PAT at once through HAProxy, from the start of a second. A
+ * burst that outlasts its second spends the allowance of several windows, and a bound that grows
+ * with it proves little: such a burst is sent again (with a fresh key), at most three times.
+ */
+async function burst(label: string): Promise<Burst> {
+  const SENT = 5 * RATE;
+  let answers: Answer[] = [];
+  for (let tries = 1; ; tries++) {
+    const { token: key } = await newPat(`hosts: rate limit ${label} ${tries}`);
+    // from the start of a second: the burst's windows are the bound's
+    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
+    answers = await Promise.all(
+      Array.from({ length: SENT }, (_, i) =>
+        send(lbUrl, 'GET', '/v1/products/?limit=1', { headers: bearer(key), from: CLIENTS[i % CLIENTS.length] }),
+      ),
+    );
+    const spent = (Math.max(...answers.map((a) => a.end)) - Math.min(...answers.map((a) => a.start))) / 1000;
+    if (spent < 1 || tries === 3) break;
+  }
+  const seconds = (Math.max(...answers.map((a) => a.end)) - Math.min(...answers.map((a) => a.start))) / 1000;
+  const served = answers.filter((a) => a.status >= 200 && a.status < 300).length;
+  const bound = rateBound(RATE, INSTANCES, seconds);
+  console.error(
+    `test:hosts (${label}): ${SENT} requests in ${seconds.toFixed(2)} s: ${JSON.stringify(tally(answers.map((a) => a.status)))}; ` +
+      `2xx by instance ${JSON.stringify(tally(answers.filter((a) => a.status >= 200 && a.status < 300).map(servedBy)))}; bound ${bound}; ` +
+      `clocks ${HOSTS.map((h) => `${h.name} +${h.clockSkewSeconds} s`).join(', ')}`,
+  );
+  return { answers, seconds, served, bound };
+}
+
+/** The burst was answered, 200 or 429 only, by every instance, within the documented bound. */
+function expectWithinBound({ answers, seconds, served, bound }: Burst) {
+  expect(seconds, 'the burst fits in the second it started in (else the bound means little)').toBeLessThan(1);
+  // every instance of both hosts took part
+  expect(new Set(answers.map(servedBy))).toEqual(new Set(instances.map((i) => i.name)));
+  expect(answers.filter((a) => a.status !== 200 && a.status !== 429).map((a) => a.status || a.error)).toEqual([]);
+  expect(served, 'the allowance is given').toBeGreaterThanOrEqual(RATE);
+  expect(served, `2xx of ${answers.length} sent over ${INSTANCES} instances in ${seconds.toFixed(2)} s`).toBeLessThanOrEqual(bound);
+  const refused = answers.find((a) => a.status === 429);
+  expect(refused?.headers['retry-after']).toMatch(/^[1-9][0-9]*$/);
+  expect(refused?.headers['ratelimit-policy']).toBe(`"default";q=${RATE};w=1`);
+}
+
+/** The instance whose process owns the local end of a connection from `port` inside the host's namespace. */
+function instanceOnPort(host: Host, port: number): Instance | undefined {
+  const listing = sh('ip', ['netns', 'exec', host.netns, 'ss', '-Htnp', 'src', `127.0.0.1:${port}`]);
+  const pid = Number(/pid=(\d+)/.exec(listing)?.[1]);
+  return instances.find((i) => i.child.pid === pid);
+}
+
 describe.skipIf(skipReason !== null)('two hosts behind HAProxy', () => {
   test('(a) one PAT gets its allowance once across both hosts, within the documented bound', async () => {
-    const { token } = await newPat('hosts: rate limit');
-    const SENT = 5 * RATE;
-    // A burst that outlasts its second spends the allowance of several windows, and a bound that
-    // grows with it proves little: such a burst is sent again (with a fresh key), at most three times.
-    let answers: Answer[] = [];
-    for (let tries = 1; ; tries++) {
-      const { token: key } = tries === 1 ? { token } : await newPat(`hosts: rate limit ${tries}`);
-      // from the start of a second: the burst's windows are the bound's
-      await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
-      answers = await Promise.all(
-        Array.from({ length: SENT }, (_, i) =>
-          send(lbUrl, 'GET', '/v1/products/?limit=1', { headers: bearer(key), from: CLIENTS[i % CLIENTS.length] }),
-        ),
-      );
-      const spent = (Math.max(...answers.map((a) => a.end)) - Math.min(...answers.map((a) => a.start))) / 1000;
-      if (spent < 1 || tries === 3) break;
-    }
-    const seconds = (Math.max(...answers.map((a) => a.end)) - Math.min(...answers.map((a) => a.start))) / 1000;
-    const served = answers.filter((a) => a.status >= 200 && a.status < 300).length;
-    expect(seconds, 'the burst fits in the second it started in (else the bound means little)').toBeLessThan(1);
-    const bound = rateBound(RATE, INSTANCES, seconds);
-    console.error(
-      `test:hosts (a): ${SENT} requests in ${seconds.toFixed(2)} s: ${JSON.stringify(tally(answers.map((a) => a.status)))}; ` +
-        `2xx by instance ${JSON.stringify(tally(answers.filter((a) => a.status >= 200 && a.status < 300).map(servedBy)))}; bound ${bound}; ` +
-        `clocks ${HOSTS.map((h) => `${h.name} +${h.clockSkewSeconds} s`).join(', ')}`,
-    );
-    // every instance of both hosts took part
-    expect(new Set(answers.map(servedBy))).toEqual(new Set(instances.map((i) => i.name)));
-    expect(answers.filter((a) => a.status !== 200 && a.status !== 429).map((a) => a.status || a.error)).toEqual([]);
-    expect(served, 'the allowance is given').toBeGreaterThanOrEqual(RATE);
-    expect(served, `2xx of ${SENT} sent over ${INSTANCES} instances in ${seconds.toFixed(2)} s`).toBeLessThanOrEqual(bound);
-    const refused = answers.find((a) => a.status === 429);
-    expect(refused?.headers['retry-after']).toMatch(/^[1-9][0-9]*$/);
-    expect(refused?.headers['ratelimit-policy']).toBe(`"default";q=${RATE};w=1`);
+    expectWithinBound(await burst('a'));
   });
 
   test("(g) host b's clock runs 5 s ahead: its servers say so once, and (a) held with it", () => {
@@ -747,6 +815,41 @@ describe.skipIf(skipReason !== null)('two hosts behind HAProxy', () => {
       );
       expect(told.length, instance.name).toBe(instance.host.clockSkewSeconds === 0 ? 0 : 1);
     }
+  });
+
+  test("(h) with 20 ms each way on host b's database link, (a) holds", async () => {
+    const link = links.get('b')!;
+    await link.setLatency(20);
+    try {
+      expectWithinBound(await burst('h'));
+    } finally {
+      await link.setLatency(0);
+    }
+  });
+
+  test('(i) every counts connection frozen: no request waits on it or fails, the bound holds, each server shares again', async () => {
+    const linesBefore = new Map(instances.map((i) => [i, i.lines.length]));
+    const openedBefore = new Map(
+      await Promise.all([...links].map(async ([name, link]) => [name, await link.opened(COUNTS_APPLICATION)] as const)),
+    );
+    for (const link of links.values()) await link.stallOpenConnections(COUNTS_APPLICATION);
+    const frozen = await burst('i');
+    expectWithinBound(frozen);
+    // each server noticed, said so once, and exchanges again on a new connection, through the same link
+    const said = (instance: Instance, pattern: RegExp) => instance.lines.slice(linesBefore.get(instance)).some((l) => pattern.test(l));
+    await until('every server shares its counts again', 20_000, async () =>
+      instances.every((i) => said(i, /shared rate-limit counts do not answer/) && said(i, /shared rate-limit counts answer again/)),
+    );
+    const opened: Record<string, number> = {};
+    for (const [name, link] of links) opened[name] = (await link.opened(COUNTS_APPLICATION)) - openedBefore.get(name)!;
+    console.error(`test:hosts (i): counts connections opened per link since the freeze ${JSON.stringify(opened)}`);
+    for (const [name, count] of Object.entries(opened)) {
+      expect(count, `new counts connections through host ${name}'s link`).toBeGreaterThanOrEqual(
+        instances.filter((i) => i.host.name === name).length,
+      );
+    }
+    // and the deployment shares one count again: the bound holds with the old connections still frozen
+    expectWithinBound(await burst('i, after'));
   });
 
   test('(b) 5 wrong codes for one attempt, one to each instance in turn, end it: the right one is refused', async () => {
@@ -1085,5 +1188,193 @@ describe.skipIf(skipReason !== null)('two hosts behind HAProxy', () => {
       (e: Error) => e.message,
     );
     console.error(`test:hosts (e): host B after its link came back: ${back}`);
+  });
+
+  test('(j) a webhook sender stopped in the middle of an attempt, past its lease: another makes it again, the later events follow', async () => {
+    const { token } = await newPat('hosts: stopped sender');
+    // requests go to the instances directly: HAProxy would try the stopped one until it notices
+    const endpoint = await send(instances[0]!.url, 'POST', '/v1/webhook-endpoints/', {
+      headers: bearer(token),
+      body: { organization_id: data.organizationId, url: `http://127.0.0.1:${RECEIVER_PORT}/hold`, event_types: ['customer.created'] },
+    });
+    expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(201);
+    const newCustomer = async (via: Instance) => {
+      const answer = await send(via.url, 'POST', '/v1/customers/', {
+        headers: bearer(token),
+        body: { organization_id: data.organizationId, email: `held-${randomBytes(4).toString('hex')}@example.com` },
+      });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(201);
+      return asOwner(
+        async (owner) =>
+          (
+            await owner.query<{ id: string }>(`select id from rowgate.events where resource_id = $1 and type = 'customer.created'`, [
+              answer.body.id,
+            ])
+          ).rows[0]!.id,
+      );
+    };
+    type Received = { id: string; path: string; port: number; held: boolean; host: Host };
+    const received = (): Received[] =>
+      receivers.flatMap((r) =>
+        r.lines.filter((l) => l.startsWith('{')).map((l) => ({ ...(JSON.parse(l) as Omit<Received, 'host'>), host: r.host })),
+      );
+    const first = await newCustomer(instances[0]!);
+    let held: Received | undefined;
+    await until('the first attempt held by a receiver', 20_000, async () => {
+      held = received().find((r) => r.id === first && r.held);
+      return held !== undefined;
+    });
+    const stopped = instanceOnPort(held!.host, held!.port);
+    expect(stopped, `the sender of port ${held!.port} in ${held!.host.netns}`).toBeDefined();
+    process.kill(stopped!.child.pid!, 'SIGSTOP');
+    const stoppedAt = Date.now();
+    try {
+      const others = instances.filter((i) => i !== stopped);
+      const later = [await newCustomer(others[0]!), await newCustomer(others[1]!)];
+      // the held attempt is answered now, but its sender is stopped and cannot record it
+      for (const receiver of receivers) receiver.child.stdin!.write('release\n');
+      await until(
+        'the held attempt made again, and the later events delivered',
+        (LEASE_SECONDS + 30) * 1000,
+        async () => [first, ...later].every((id) => received().some((r) => r.id === id && !r.held)),
+        200,
+      );
+      const attempts = () =>
+        asOwner(async (owner) =>
+          (
+            await owner.query<{ status: string; error: string | null }>(
+              'select status, error from rowgate.webhook_attempts where endpoint_id = $1 and event_id = $2 order by created_at, attempt',
+              [endpoint.body.id, first],
+            )
+          ).rows.map((r) => `${r.status}${r.error ? `: ${r.error}` : ''}`),
+        );
+      await until('the attempts recorded', 10_000, async () => (await attempts()).length >= 2);
+      const recorded = await attempts();
+      console.error(
+        `test:hosts (j): ${stopped!.name} stopped holding the first attempt; made again after ${((Date.now() - stoppedAt) / 1000).toFixed(1)} s; attempts ${JSON.stringify(recorded)}`,
+      );
+      expect(recorded).toEqual(['failed: No outcome was recorded: the sender stopped before its lease ran out', 'succeeded']);
+      process.kill(stopped!.child.pid!, 'SIGCONT');
+      // resumed, the stopped sender reads the answer it was sent and records nothing: its lease is gone
+      await until(`${stopped!.name} answers again`, 10_000, async () => (await send(stopped!.url, 'GET', '/readyz')).status === 200);
+      await sleep(1_000);
+      expect(await attempts()).toEqual(recorded);
+      expect(stopped!.alive()).toBe(true);
+    } finally {
+      process.kill(stopped!.child.pid!, 'SIGCONT');
+    }
+  });
+
+  test('(k) the standby promoted while the old primary silently drops the servers: writes, webhooks and counts resume', async () => {
+    await until('HAProxy sees every instance up', 30_000, async () => {
+      const states = await serverStates();
+      return instances.every((i) => states[i.name] === 'UP');
+    });
+    const { token } = await newPat('hosts: failover');
+    const endpoint = await send(lbUrl, 'POST', '/v1/webhook-endpoints/', {
+      headers: bearer(token),
+      body: { organization_id: data.organizationId, url: `http://127.0.0.1:${RECEIVER_PORT}/failover`, event_types: ['customer.created'] },
+    });
+    expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(201);
+    const run = randomUUID().slice(0, 8);
+    const write = (name: string) =>
+      send(lbUrl, 'POST', '/v1/products/', {
+        headers: bearer(token),
+        body: { organization_id: data.organizationId, name, price_amount: 1, price_currency: 'usd' },
+        timeoutMs: 15_000,
+      });
+    const acknowledged: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const answer = await write(`failover ${run} before ${i}`);
+      expect(answer.status, JSON.stringify(answer.body)).toBe(201);
+      acknowledged.push(`failover ${run} before ${i}`);
+    }
+    const linesBefore = new Map(instances.map((i) => [i, i.lines.length]));
+    // the old primary goes silent for the servers: nothing they sent is answered, nothing is
+    // closed; the database's address now leads to the standby, promoted once it has every commit
+    for (const link of links.values()) {
+      await link.stallOpenConnections();
+      await link.retarget({ host: '127.0.0.1', port: standbyPort });
+    }
+    const cutAt = Date.now();
+    await standbyCaughtUp();
+    const control = await standbyControl();
+    try {
+      await control.query('select pg_promote(true, 60)');
+    } finally {
+      await control.end();
+    }
+    const promotedAt = Date.now();
+    const outcomes: (string | number)[] = [];
+    let inARow = 0;
+    await until(
+      'five writes in a row succeed on the new primary',
+      90_000,
+      async () => {
+        const answer = await write(`failover ${run} after ${outcomes.length}`);
+        outcomes.push(answer.status || answer.error!);
+        if (answer.status === 201) acknowledged.push(`failover ${run} after ${outcomes.length - 1}`);
+        inARow = answer.status === 201 ? inARow + 1 : 0;
+        return inARow >= 5;
+      },
+      200,
+    );
+    const recoveredAt = Date.now();
+    const newPrimary = new pg.Client({ connectionString: databaseUrl('owner', '127.0.0.1', standbyPort) });
+    await newPrimary.connect();
+    try {
+      const { rows } = await newPrimary.query<{ name: string }>(
+        'select name from rowgate.products where organization_id = $1 and name like $2',
+        [data.organizationId, `failover ${run} %`],
+      );
+      const stored = new Set(rows.map((r) => r.name));
+      expect(
+        acknowledged.filter((name) => !stored.has(name)),
+        'writes answered 2xx and not on the new primary',
+      ).toEqual([]);
+      // a webhook event written after the failover is delivered: the senders reconnected
+      const customer = await send(lbUrl, 'POST', '/v1/customers/', {
+        headers: bearer(token),
+        body: { organization_id: data.organizationId, email: `after-failover-${run}@example.com` },
+      });
+      expect(customer.status, JSON.stringify(customer.body)).toBe(201);
+      const event = (
+        await newPrimary.query<{ id: string }>(`select id from rowgate.events where resource_id = $1 and type = 'customer.created'`, [
+          customer.body.id,
+        ])
+      ).rows[0]!.id;
+      await until(
+        'the event after the failover delivered',
+        60_000,
+        async () =>
+          receivers.some((r) =>
+            r.lines.some(
+              (l) => l.startsWith('{') && (JSON.parse(l) as { id: string; path: string }).id === event && l.includes('/failover'),
+            ),
+          ),
+        200,
+      );
+    } finally {
+      await newPrimary.end();
+    }
+    // the rate limits' counts are exchanged again, on the new primary
+    const said = (instance: Instance, pattern: RegExp) => instance.lines.slice(linesBefore.get(instance)).some((l) => pattern.test(l));
+    await until('every server shares its counts again', 30_000, async () =>
+      instances.every((i) => said(i, /shared rate-limit counts answer again/)),
+    ).catch((error) => {
+      for (const i of instances)
+        console.error(
+          `${i.name}:\n${i.lines
+            .slice(linesBefore.get(i))
+            .filter((l) => /rate-limit/.test(l))
+            .slice(-8)
+            .join('\n')}`,
+        );
+      throw error;
+    });
+    console.error(
+      `test:hosts (k): promoted ${((promotedAt - cutAt) / 1000).toFixed(1)} s after the cut; writes succeed again ${((recoveredAt - promotedAt) / 1000).toFixed(1)} s after the promotion; outcomes meanwhile ${JSON.stringify(tally(outcomes))}`,
+    );
+    expect(instances.filter((i) => !i.alive()).map((i) => i.name)).toEqual([]);
   });
 });

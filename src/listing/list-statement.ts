@@ -1,9 +1,9 @@
 // The SQL of a list (SPEC §6): the filters as parameterised predicates (`Where`),
 // the page and its exact total in one statement, written as JSON by PostgreSQL
 // (`listStatement`), and running it (`runList`). What a list accepts and how its
-// answer is documented is src/resources/lists.ts.
+// answer is documented is src/listing/lists.ts.
 import type { Tx } from '../db/pool.ts';
-import { KeysetPage, ListPage, type ListRequest, listRequest } from '../core/list-page.ts';
+import { KeysetPage, ListPage, type ListRequest, listRequest } from './list-page.ts';
 import { type CursorKey, listFingerprint, openCursor, signCursor } from './list-cursor.ts';
 
 const asArray = <T>(v: T | T[] | undefined): T[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
@@ -142,7 +142,7 @@ export interface ListSpec {
 export interface NumberedQuery {
   page: number;
   limit: number;
-  /** the keys `sorting` was parsed into (src/resources/lists.ts); none: the list's default */
+  /** the keys `sorting` was parsed into (src/listing/lists.ts); none: the list's default */
   sorting?: readonly SortKey[];
 }
 

@@ -60,10 +60,4 @@ export interface ListRequest {
   countExact: boolean;
 }
 
-/**
- * Each list's `2026-12-15` schemas, keyed by its `2026-11-20` ones: the keyset
- * query (`after` instead of `page`) and answer (`next_cursor` instead of
- * `pagination`). The list kit (src/resources/lists.ts) fills it as lists are
- * declared; the version change that uses it is declared in src/core/versions.ts.
- */
-export const keysetVariants = new WeakMap<ZodType, ZodType>();
+export { keysetVariants } from '../core/versions.ts';

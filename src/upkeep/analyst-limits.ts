@@ -2,15 +2,10 @@
 // rowgate_private.enforce_analyst_limits (migration 000006) cancels statements
 // past an analyst's statement timeout and ends sessions idle in a transaction
 // past its idle timeout or holding an advisory lock. The server runs it every
-// second; the migrations run it when their lock is taken.
+// second; the migrations run it when their lock is taken (src/db/setup.ts).
 import type pg from 'pg';
 
 const ENFORCE_ANALYST_LIMITS = 'select cancelled, terminated from rowgate_private.enforce_analyst_limits()';
-
-/** The same, for a database that may not have the function yet (before its first migration). */
-export const ENFORCE_ANALYST_LIMITS_IF_MIGRATED = `
-  select rowgate_private.enforce_analyst_limits()
-  where to_regprocedure('rowgate_private.enforce_analyst_limits()') is not null`;
 
 export interface AnalystWatch {
   stop(): void;

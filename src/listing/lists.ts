@@ -1,11 +1,11 @@
 // The list conventions of SPEC §6, written once for every list: what a list
 // accepts (page/limit, sorting with an allow-list, repeated-parameter filters,
 // metadata and time windows) and the {items, pagination} envelope it answers.
-// The SQL they become is src/resources/list-statement.ts.
+// The SQL they become is src/listing/list-statement.ts.
 import { z } from 'zod';
 import { doc, instant, METADATA_KEY } from '../core/fields.ts';
 import { boundedText } from '../core/errors.ts';
-import { keysetVariants } from '../core/list-page.ts';
+import { keysetVariants } from '../listing/list-page.ts';
 import { type ListSpec, parseSorting } from './list-statement.ts';
 
 const MAX_LIMIT = 100;
