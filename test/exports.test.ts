@@ -2,7 +2,7 @@
 // each item exactly as the list renders it, read in keyset chunks; formula cells
 // neutralised; page/limit/after refused; Accept negotiated; at most 2 per credential.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { EXPORT_CHUNK_ROWS, exportFormat, neutralised } from '../src/resources/exports.ts';
+import { EXPORT_CHUNK_ROWS, EXPORT_FIRST_ROWS, exportFormat, neutralised } from '../src/resources/exports.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
 let app: TestApp;
@@ -11,7 +11,7 @@ let org: string;
 let other: string;
 let token: string;
 
-const ROWS = EXPORT_CHUNK_ROWS * 2 + 317;
+const ROWS = EXPORT_FIRST_ROWS + EXPORT_CHUNK_ROWS + 317;
 
 async function exported(path: string, accept: string, credential = token) {
   const response = await fetch(app.url + path, { headers: { authorization: `Bearer ${credential}`, accept } });

@@ -27,8 +27,10 @@ export const EXPORTED = {
   events: 'events:list',
 } as const;
 
-/** Rows read in one chunk (one short transaction). */
-export const EXPORT_CHUNK_ROWS = 1000;
+/** Rows of the first chunk: small, so the first byte goes out soon. */
+export const EXPORT_FIRST_ROWS = 500;
+/** Rows read in each later chunk (one short transaction each): fewer statements for a long export. */
+export const EXPORT_CHUNK_ROWS = 5000;
 /** Exports one credential runs at once, across every server. */
 export const EXPORTS_PER_CREDENTIAL = 2;
 /** How long an export's slot outlives its last chunk, should its server die. */
@@ -140,7 +142,8 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   ]);
   running.set(pool, inUse + 1);
   const read = (tx: Tx, after: string | undefined) => {
-    const query = { ...context.query, limit: EXPORT_CHUNK_ROWS, ...(after ? { after } : {}) } as Record<string | symbol, unknown>;
+    const limit = after ? EXPORT_CHUNK_ROWS : EXPORT_FIRST_ROWS;
+    const query = { ...context.query, limit, ...(after ? { after } : {}) } as Record<string | symbol, unknown>;
     query[listRequest] = { secret: context.secret, countExact: false };
     return list.handler({ ...context, tx, query } as never) as Promise<KeysetPage>;
   };
