@@ -115,6 +115,37 @@ describe('GET /v1/exports/{resource} (SPEC §24)', () => {
     expect(await app.sql('select 1 from rowgate_private.export_leases where credential_id = $1', [credential!.id])).toEqual([]);
   });
 
+  test('every resource exports, as its list answers (a web session, CSV and NDJSON)', async () => {
+    const customer = await app.customer(other);
+    await app.order(await app.product(other), customer, 'paid');
+    const lists: Record<string, string> = {
+      products: '/v1/products/',
+      customers: '/v1/customers/',
+      orders: '/v1/orders/',
+      members: '/v1/members/',
+      transactions: '/v1/transactions/',
+      refunds: '/v1/refunds/',
+      events: '/v1/events/',
+    };
+    for (const [resource, list] of Object.entries(lists)) {
+      const res = await fetch(`${app.url}/v1/exports/${resource}?organization_id=${other}`, {
+        headers: { cookie: `rowgate_session=${admin.session}`, accept: 'application/x-ndjson' },
+      });
+      expect(res.status, resource).toBe(200);
+      const items = (await res.text())
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line));
+      const page = await app.get(`${list}?organization_id=${other}&limit=100`, { session: admin.session });
+      expect(items, resource).toEqual(page.body.items);
+      const csv = await fetch(`${app.url}/v1/exports/${resource}?organization_id=${other}`, {
+        headers: { cookie: `rowgate_session=${admin.session}` },
+      });
+      expect(csv.status, resource).toBe(200);
+      expect((await csv.text()).trimEnd().split('\n').length, resource).toBe(items.length + 1);
+    }
+  });
+
   test('Accept negotiation and neutralising, as functions', () => {
     expect(exportFormat(undefined)).toBe('text/csv');
     expect(exportFormat('application/x-ndjson')).toBe('application/x-ndjson');

@@ -136,11 +136,24 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   if (inUse >= Math.max(1, Math.floor(context.poolSize / 4))) {
     throw new ApiError(429, 'TooManyRequests', 'Too many exports are running on this server; try again shortly', { 'Retry-After': '1' });
   }
-  const lease = await context.tx.one<{ id: string }>('select rowgate_hidden.claim_export($1, $2) as id', [
-    EXPORTS_PER_CREDENTIAL,
-    LEASE_SECONDS,
-  ]);
   running.set(pool, inUse + 1);
+  // the slot is claimed and committed at once, so that whatever ends this export (even before the
+  // request's own transaction commits) finds it to give back
+  const lease = await context
+    .inNewTransaction((tx) =>
+      tx.one<{ id: string }>('select rowgate_hidden.claim_export($1, $2) as id', [EXPORTS_PER_CREDENTIAL, LEASE_SECONDS]),
+    )
+    .catch((error: unknown) => {
+      running.set(pool, (running.get(pool) ?? 1) - 1);
+      throw error;
+    });
+  let released = false;
+  const release = async () => {
+    if (released) return;
+    released = true;
+    running.set(pool, (running.get(pool) ?? 1) - 1);
+    await context.inNewTransaction((tx) => tx.one('select rowgate_hidden.end_export($1)', [lease!.id])).catch(() => {});
+  };
   const read = (tx: Tx, after: string | undefined) => {
     const limit = after ? EXPORT_CHUNK_ROWS : EXPORT_FIRST_ROWS;
     const query = { ...context.query, limit, ...(after ? { after } : {}) } as Record<string | symbol, unknown>;
@@ -151,7 +164,7 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   try {
     first = await read(context.tx, undefined);
   } catch (error) {
-    running.set(pool, (running.get(pool) ?? 1) - 1);
+    await release();
     throw error;
   }
   const { res } = context;
@@ -171,13 +184,6 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   // the first chunk (and the CSV's header) goes out with the answer's head
   res.write(render(first, true));
   // the rest after this transaction commits, each chunk in its own
-  let released = false;
-  const release = async () => {
-    if (released) return;
-    released = true;
-    running.set(pool, (running.get(pool) ?? 1) - 1);
-    await context.inNewTransaction((tx) => tx.one('select rowgate_hidden.end_export($1)', [lease!.id])).catch(() => {});
-  };
   void (async () => {
     let after = first.nextCursor;
     try {
