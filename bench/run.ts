@@ -54,6 +54,8 @@ const authenticateForPgbench = ({ origin = true } = {}) =>
     .replace('$3', "'bench-request-id'")
     .replaceAll('$4', origin ? "'127.0.0.1'" : "''")
     .replace('$5', origin ? "'bench'" : "''")
+    .replace('$6', "''")
+    .replace('$7', "'2026-12-15'")
     .replace(/\s+/g, ' ')
     .trim();
 
@@ -848,7 +850,7 @@ async function explainAsServer(ctx: ScaleContext, who: keyof BenchUsers, text: s
   await client.connect();
   try {
     await client.query('begin');
-    await client.query(AUTHENTICATE, ['web_session', hashToken(ctx.secret, ctx.sessions[who]), 'bench-explain', '', '']);
+    await client.query(AUTHENTICATE, ['web_session', hashToken(ctx.secret, ctx.sessions[who]), 'bench-explain', '', '', '', '2026-12-15']);
     for (let i = 0; i < 6; i++) await client.query({ name: 'bench_explain', text, values });
     const literals = values.map((v) => client.escapeLiteral(Array.isArray(v) ? textArray(v.map(String)) : String(v)));
     const { rows } = await client.query<{ 'QUERY PLAN': string }>(

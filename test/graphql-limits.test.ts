@@ -5,12 +5,13 @@
 // served beside them.
 import type { AddressInfo } from 'node:net';
 import type { Request } from 'express';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createApp } from '../src/server/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createPool } from '../src/db/pool.ts';
 import { createGraphql, requestSettings } from '../src/graphql/server.ts';
-import { makeWithPgClient, ReadTransactions, STARTUP_STATEMENT_TIMEOUT_MS } from '../src/graphql/pg-client.ts';
+import { makeWithPgClient, ReadTransactions, STARTUP_STATEMENT_TIMEOUT_MS } from '../src/graphql/transport/pg-client.ts';
 import { LIMITS, makeParseAndValidate } from '../src/graphql/limits.ts';
 import { buildSchema } from 'postgraphile/graphql';
 import { allRoutes } from '../src/server/route-table.ts';
@@ -42,47 +43,60 @@ async function besideRest<T>(work: () => Promise<T>): Promise<{ result: T; ms: n
   return { result, ms: performance.now() - started, rest };
 }
 
+/** A pg client that records the text of each statement it sends (pg-pool's `Client` option). */
+class RecordingClient extends pg.Client {
+  static texts: string[] | null = null;
+  override query(...args: unknown[]): any {
+    const q = args[0];
+    RecordingClient.texts?.push(typeof q === 'string' ? q : String((q as { text?: string })?.text));
+    return (pg.Client.prototype.query as (...a: unknown[]) => unknown).apply(this, args);
+  }
+}
+
+/** A GraphQL server of its own on a pool of RecordingClients, over the suite's database. */
+let recording: { url: string; close(): Promise<void> };
+
+async function startRecording() {
+  const pool = new pg.Pool({ connectionString: app.authenticatorUrl, max: 4, Client: RecordingClient });
+  const graphql = await createGraphql({ pool, secret: app.secret, development: false });
+  const server = createApp({ pool, secret: app.secret, routes: allRoutes(pool), mounts: [graphql.mount] }).listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  recording = {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await graphql.release();
+      await pool.end();
+    },
+  };
+}
+
+/** gql, answered by the recording server */
+async function recordedGql(query: string, variables: Record<string, unknown> = {}, auth: Auth = {}) {
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+  if (auth.token) headers.authorization = `Bearer ${auth.token}`;
+  if (auth.session) headers.cookie = `rowgate_session=${auth.session}`;
+  const response = await fetch(`${recording.url}/graphql`, { method: 'POST', headers, body: JSON.stringify({ query, variables }) });
+  return { status: response.status, body: (await response.json()) as GraphqlBody };
+}
+
 /**
- * The statements the server's pool runs while `work` runs, but for the
+ * The statements the recording server runs while `work` runs, but for the
  * transactions' own (BEGIN, the settings, COMMIT, savepoints) and the authentication
  */
 async function dataStatementsDuring(work: () => Promise<unknown>): Promise<string[]> {
-  type Client = { query: (...a: unknown[]) => unknown; release: (...a: unknown[]) => unknown };
-  const pool = app.pool as unknown as { connect: (...a: unknown[]) => unknown };
-  const original = pool.connect;
   const texts: string[] = [];
-  const record = (client: Client) => {
-    const query = client.query;
-    const release = client.release;
-    client.query = function (this: unknown, ...q: unknown[]) {
-      texts.push(typeof q[0] === 'string' ? q[0] : String((q[0] as { text?: string })?.text));
-      return query.apply(this, q);
-    };
-    client.release = function (this: unknown, ...r: unknown[]) {
-      client.query = query;
-      client.release = release;
-      return release.apply(this, r);
-    };
-    return client;
-  };
-  // pg's pool.query asks for its connection with a callback, the rest with a promise
-  pool.connect = function (this: unknown, ...args: unknown[]) {
-    const callback = args[0];
-    if (typeof callback === 'function') {
-      return original.call(this, (error: unknown, client: Client, done: unknown) => callback(error, client && record(client), done));
-    }
-    return (original.apply(this, args) as Promise<Client>).then(record);
-  };
+  RecordingClient.texts = texts;
   try {
     await work();
   } finally {
-    pool.connect = original;
+    RecordingClient.texts = null;
   }
-  // the feed's sequencer (src/upkeep/event-feed.ts) runs on the same pool every 200 ms, whatever the request does
   return texts.filter(
     (t) =>
       !/^\s*(begin|commit|rollback|savepoint|release savepoint)\b/i.test(t) &&
-      !/rowgate_private\.authenticate|json_each_text|rowgate_private\.place_events/.test(t),
+      !/rowgate_private\.authenticate|json_each_text|set_config\(/.test(t),
   );
 }
 
@@ -99,8 +113,12 @@ beforeAll(async () => {
      select $1, $2, $3, 1000, 'usd' from generate_series(1, $4)`,
     [organizationId, customerId, productId, ORDERS],
   );
+  await startRecording();
 });
-afterAll(() => app?.close());
+afterAll(async () => {
+  await recording?.close();
+  await app?.close();
+});
 
 describe('the documents that took the server down are refused or bounded, and REST is served meanwhile', () => {
   test('anonymous: 1,600 node(id:) aliases (154 KB)', async () => {
@@ -197,14 +215,18 @@ describe('limits before planning (QUERY_TOO_COMPLEX), each at its edge', () => {
   });
 
   test('a refused document runs no statement beyond the authentication (anonymous: none at all)', async () => {
-    const anonymous = await dataStatementsDuring(() => gql(`{ ${Array.from({ length: 30 }, (_, i) => `a${i}: __typename`).join(' ')} }`));
+    const anonymous = await dataStatementsDuring(() =>
+      recordedGql(`{ ${Array.from({ length: 30 }, (_, i) => `a${i}: __typename`).join(' ')} }`),
+    );
     expect(anonymous).toEqual([]);
     const run = await dataStatementsDuring(() =>
-      gql(`{ ${Array.from({ length: 30 }, (_, i) => `a${i}: allProducts { totalCount }`).join(' ')} }`, {}, { session }),
+      recordedGql(`{ ${Array.from({ length: 30 }, (_, i) => `a${i}: allProducts { totalCount }`).join(' ')} }`, {}, { session }),
     );
     expect(run).toEqual([]);
     // (the probe sees the statements of an accepted one)
-    expect((await dataStatementsDuring(() => gql('{ allProducts { totalCount } }', {}, { session }))).join('\n')).toMatch(/count\(\*\)/);
+    expect((await dataStatementsDuring(() => recordedGql('{ allProducts { totalCount } }', {}, { session }))).join('\n')).toMatch(
+      /count\(\*\)/,
+    );
   });
 });
 
@@ -220,7 +242,7 @@ describe('page arguments (BAD_USER_INPUT, no SQL) and the default page', () => {
   ])('allOrders(%s) with %j is refused, naming %s', async (args, variables, argument) => {
     let result: Awaited<ReturnType<typeof gql>> | undefined;
     const run = await dataStatementsDuring(async () => {
-      result = await gql(`query${args.includes('$n') ? ' ($n: Int)' : ''} { allOrders(${args}) { nodes { rowId } } }`, variables);
+      result = await recordedGql(`query${args.includes('$n') ? ' ($n: Int)' : ''} { allOrders(${args}) { nodes { rowId } } }`, variables);
     });
     expect(result!.status).toBe(200);
     expect(codes(result!.body)).toEqual(['BAD_USER_INPUT']);

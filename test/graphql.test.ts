@@ -362,7 +362,7 @@ describe('isolation: each subject sees exactly its rows, as REST lists them', ()
   });
 });
 
-describe('values as PostgreSQL writes them (timestamptz and bigint selected as they are, src/graphql/server.ts)', () => {
+describe('values as PostgreSQL writes them (timestamptz and bigint selected as they are, src/graphql/transport/codecs.ts)', () => {
   test("an order's fields are REST's, and its cursor pages on", async () => {
     const auth = { session: w.adminA.session };
     const got = await data(
@@ -470,7 +470,7 @@ describe('credentials that authenticate nobody: 401 like REST', () => {
     { name: 'a malformed session cookie', auth: () => ({ headers: { cookie: 'rowgate_session=nope' } }) },
   ];
   // a query's authentication goes in its first read transaction, a mutation's
-  // before it, and a query that reads nothing asks alone (src/graphql/deferred-authentication.ts)
+  // before it, and a query that reads nothing asks alone (src/graphql/transport/deferred-authentication.ts)
   const documents = {
     'a query that reads': DEFAULT_PRODUCTS,
     'a query that reads nothing': '{ __typename }',
@@ -495,7 +495,7 @@ describe('credentials that authenticate nobody: 401 like REST', () => {
   }
 });
 
-describe("a query's authentication in its first read transaction (src/graphql/deferred-authentication.ts)", () => {
+describe("a query's authentication in its first read transaction (src/graphql/transport/deferred-authentication.ts)", () => {
   test('a token the server has not seen authenticate is asked first: its over-limit document is never planned', async () => {
     const metrics = new Metrics({ processMetrics: false });
     const own = await startTestApp({ operating: { metrics } });

@@ -23,7 +23,8 @@ afterAll(async () => app?.close());
 
 /** The answer as the wire carries it: status, the replay header, the body's bytes. */
 async function send(method: string, path: string, credential: { session?: string; token?: string }, body: unknown, key?: string) {
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  // one API version for every credential: a key is claimed per version (SPEC §23), and a web session's differs from a PAT's pin
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'rowgate-version': '2026-11-20' };
   if (credential.session) headers.cookie = `rowgate_session=${credential.session}`;
   if (credential.token) headers.authorization = `Bearer ${credential.token}`;
   if (key !== undefined) headers['idempotency-key'] = key;
@@ -345,6 +346,7 @@ describe('a sealed answer belongs to its row (a review, 2026-11-26)', () => {
       });
       req.setHeader('content-type', 'application/json');
       req.setHeader('cookie', `rowgate_session=${user.session}`);
+      req.setHeader('rowgate-version', '2026-11-20');
       req.setHeader('idempotency-key', key);
       req.on('error', reject);
       req.end(JSON.stringify(product(name)));

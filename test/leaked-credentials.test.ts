@@ -196,7 +196,7 @@ describe('allowed_ips', () => {
     expect(query.status, JSON.stringify(query.body)).toBe(200);
     expect(query.body.data.allOrganizations.totalCount).toBe(0);
     // the server has now seen the token authenticate: GraphQL sends its authentication within the query's
-    // transaction (src/graphql/deferred-authentication.ts), and refuses it from outside all the same
+    // transaction (src/graphql/transport/deferred-authentication.ts), and refuses it from outside all the same
     expectRefusedFromAddress(await graphql(token, '198.51.100.10'), '198.51.100.10');
     expectRefusedFromAddress(await app.request('GET', ME, { token, headers: from('198.51.100.10') }), '198.51.100.10');
   });

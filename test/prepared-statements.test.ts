@@ -1,10 +1,10 @@
-// GraphQL's prepared statements on a connection (src/graphql/prepared-statements.ts):
+// GraphQL's prepared statements on a connection (src/graphql/transport/prepared-statements.ts):
 // at most a hundred; past them a statement runs unnamed and the connection is
 // closed when it goes back to the pool, through pg's own API only.
 import type pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createPool } from '../src/db/pool.ts';
-import { preparedName, retired } from '../src/graphql/prepared-statements.ts';
+import { preparedName, retired } from '../src/graphql/transport/prepared-statements.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 
 let app: TestApp;

@@ -214,3 +214,118 @@ describe('a version with a retirement date', () => {
     expect([now.headers.get('deprecation'), now.headers.get('sunset')]).toEqual([null, null]);
   });
 });
+
+describe('pinning (SPEC §23): the version of a request without Rowgate-Version', () => {
+  /** the shape and the header of a list answer without Rowgate-Version */
+  async function versionOf(auth: { token?: string; session?: string }, path = '/v1/products/') {
+    const res = await app.get(path, { ...auth, version: null });
+    expect(res.status).toBe(200);
+    const shape = 'next_cursor' in res.body ? NEW : 'pagination' in res.body ? OLD : 'neither';
+    expect(res.headers.get('rowgate-version')).toBe(shape);
+    return shape;
+  }
+
+  test('a web session uses the newest; the header overrides any pin', async () => {
+    expect(await versionOf({ session: user.session })).toBe(NEW);
+    const res = await app.get('/v1/products/', { session: user.session, version: OLD });
+    expect([res.headers.get('rowgate-version'), 'pagination' in res.body]).toEqual([OLD, true]);
+  });
+
+  test('personal access tokens: api_version of the create body, else the newest; tokens made before versions: 2026-11-20', async () => {
+    const made = async (body: Record<string, unknown>) => {
+      const res = await app.post(
+        '/v1/personal-access-tokens/',
+        { comment: 'pin', scopes: ['products_read'], ...body },
+        { session: user.session },
+      );
+      expect(res.status).toBe(201);
+      return res.body as { token: string; api_version: string; id: string };
+    };
+    const newest = await made({});
+    expect(newest.api_version).toBe(NEW);
+    expect(await versionOf({ token: newest.token })).toBe(NEW);
+    const pinned = await made({ api_version: OLD });
+    expect(pinned.api_version).toBe(OLD);
+    expect(await versionOf({ token: pinned.token })).toBe(OLD);
+    const listed = await app.get('/v1/personal-access-tokens/?limit=100', { session: user.session });
+    expect(listed.body.items.find((t: { id: string }) => t.id === pinned.id).api_version).toBe(OLD);
+    // as a token stored before versions (or by a server of the previous release): no version on its row
+    expect(await versionOf({ token: await app.pat(user.id, ['products_read']) })).toBe(OLD);
+    const bad = await app.post(
+      '/v1/personal-access-tokens/',
+      { comment: 'x', scopes: ['products_read'], api_version: '2026-01-01' },
+      { session: user.session },
+    );
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail.map((i: { loc: string[] }) => i.loc)).toEqual([['body', 'api_version']]);
+  });
+
+  test('organization access tokens: api_version of the create body, else the newest', async () => {
+    const made = async (body: Record<string, unknown>) => {
+      const res = await app.post(
+        '/v1/organization-access-tokens/',
+        { organization_id: org, comment: 'pin', scopes: ['products_read'], ...body },
+        { session: user.session },
+      );
+      expect(res.status).toBe(201);
+      return res.body as { token: string; api_version: string };
+    };
+    const newest = await made({});
+    expect([newest.api_version, await versionOf({ token: newest.token })]).toEqual([NEW, NEW]);
+    const pinned = await made({ api_version: OLD });
+    expect([pinned.api_version, await versionOf({ token: pinned.token })]).toEqual([OLD, OLD]);
+    expect(await versionOf({ token: await app.oat(org, ['products_read']) })).toBe(OLD);
+  });
+
+  test("OAuth2 tokens use their client's version (registration body, else the newest)", async () => {
+    const register = async (body: Record<string, unknown>) => {
+      const res = await app.post(
+        '/v1/oauth2/register',
+        { client_name: 'pin', redirect_uris: ['https://app.example.com/cb'], ...body },
+        { session: user.session },
+      );
+      expect(res.status).toBe(201);
+      return res.body as { client_id: string; api_version: string };
+    };
+    for (const [body, version] of [
+      [{}, NEW],
+      [{ api_version: OLD }, OLD],
+    ] as const) {
+      const client = await register(body);
+      expect(client.api_version).toBe(version);
+      // a token of the client, as the token endpoint issues one (refreshed ones are of the same client)
+      const token = await app.oauthUserToken(user.id, ['products_read']);
+      await app.sql(`update rowgate_private.oauth2_access_tokens set client_id = $1 where token_hash = $2`, [
+        client.client_id,
+        app.hash(token),
+      ]);
+      expect(await versionOf({ token })).toBe(version);
+    }
+  });
+
+  test('customer and member sessions use the version of the request that created them', async () => {
+    const customer = await app.customer(org);
+    for (const version of [OLD, NEW]) {
+      const res = await app.post('/v1/customer-sessions/', { customer_id: customer }, { session: user.session, version });
+      expect(res.status).toBe(201);
+      expect(await versionOf({ token: res.body.token }, '/v1/customer-portal/orders/')).toBe(version);
+    }
+  });
+
+  test('webhook endpoints: api_version of the create body, else the newest; PATCH changes it', async () => {
+    const created = await app.post(
+      '/v1/webhook-endpoints/',
+      { organization_id: org, url: 'https://hooks.example.com/pin', event_types: ['order.paid'] },
+      { session: user.session },
+    );
+    expect([created.status, created.body.api_version]).toEqual([201, NEW]);
+    const patched = await app.patch(`/v1/webhook-endpoints/${created.body.id}`, { api_version: OLD }, { session: user.session });
+    expect([patched.status, patched.body.api_version]).toEqual([200, OLD]);
+    const pinned = await app.post(
+      '/v1/webhook-endpoints/',
+      { organization_id: org, url: 'https://hooks.example.com/pin2', event_types: ['order.paid'], api_version: OLD },
+      { session: user.session },
+    );
+    expect(pinned.body.api_version).toBe(OLD);
+  });
+});

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { Metrics } from '../src/operating/metrics.ts';
 import { urlDenial } from '../src/webhooks/url-rules.ts';
 import { defaultRetryDelayMs, WebhookWorker } from '../src/webhooks/worker.ts';
+import { type ApiVersion, ApiVersions, VERSIONS } from '../src/core/versions.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
 process.env.ROWGATE_WEBHOOKS_ALLOW_LOOPBACK = '1';
@@ -74,7 +75,7 @@ const web = () => ({ session: admin.session });
 /** every worker of this file counts its attempts here, as the server's do */
 const metrics = new Metrics({ processMetrics: false });
 
-const newWorker = (concurrency = 2, timeoutMs = 1_500) =>
+const newWorker = (concurrency = 2, timeoutMs = 1_500, versions?: ApiVersions) =>
   new WebhookWorker({
     connectionString: app.authenticatorUrl,
     secret: app.secret,
@@ -85,6 +86,7 @@ const newWorker = (concurrency = 2, timeoutMs = 1_500) =>
     timeoutMs,
     log: () => {},
     onAttempt: (result) => metrics.webhookAttempt(result),
+    versions,
   });
 
 /** Waits (polling the database, at most 60 s) until the predicate holds. */
@@ -912,6 +914,54 @@ describe('deliveries', () => {
       expect(recorded!.failed).toBeGreaterThan(0);
       expect(text).toMatch(/rowgate_webhook_delivery_duration_seconds_count\{outcome="succeeded"\} [1-9]/);
     } finally {
+      worker = newWorker();
+      await worker.start();
+    }
+  });
+});
+
+describe('webhook bodies in the endpoint’s API version (SPEC §23)', () => {
+  test('a change that renames a field renders the bodies of endpoints pinned to its version only', async () => {
+    // a version registered only here: its one change renames a product's `name` in event data
+    const renamed: ApiVersion = {
+      version: '2099-01-01',
+      released_at: '2099-01-01T00:00:00Z',
+      changes: [
+        {
+          changelog: 'Products in event data name their name `title`.',
+          eventData: (type, data) => {
+            if (!type.startsWith('product.')) return data;
+            const { name, ...rest } = data;
+            return { ...rest, title: name };
+          },
+        },
+      ],
+    };
+    await worker.stop();
+    const pinned = newWorker(2, 1_500, new ApiVersions([...VERSIONS, renamed]));
+    try {
+      await pinned.start();
+      const later = await endpoint('/version-later', ['product.created']);
+      await app.sql(`update rowgate.webhook_endpoints set api_version = '2099-01-01' where id = $1`, [later.id]);
+      await endpoint('/version-first', ['product.created'], { api_version: '2026-11-20' });
+      const productId = await product('Versioned');
+      const [one] = await until(
+        'a delivery',
+        async () => receiver.at('/version-later'),
+        (r) => r.length === 1,
+      );
+      const [other] = await until(
+        'a delivery',
+        async () => receiver.at('/version-first'),
+        (r) => r.length === 1,
+      );
+      const data = (delivery: { body: string }) => JSON.parse(delivery.body).data.data;
+      expect(data(one!)).toMatchObject({ id: productId, title: 'Versioned' });
+      expect(data(one!)).not.toHaveProperty('name');
+      expect(data(other!)).toMatchObject({ id: productId, name: 'Versioned' });
+      expect(data(other!)).not.toHaveProperty('title');
+    } finally {
+      await pinned.stop();
       worker = newWorker();
       await worker.start();
     }

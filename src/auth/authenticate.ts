@@ -5,7 +5,8 @@
 // rowgate_authenticator). REST runs the statement inside its request's
 // transaction; GraphQL runs it in a query's first transaction (or once per
 // request before a mutation) and hands the same settings to each of
-// PostGraphile's transactions (src/graphql/pg-client.ts, deferred-authentication.ts).
+// PostGraphile's transactions (src/graphql/transport/pg-client.ts, deferred-authentication.ts).
+import { API_VERSIONS } from '../core/versions.ts';
 import type { PresentedCredential } from './credentials.ts';
 import { type CredentialKind, hashToken } from './tokens.ts';
 
@@ -25,7 +26,8 @@ export const AUTHENTICATE = `
     set_config('rowgate.client_address', coalesce($4::text, ''), true) as client_address,
     set_config('rowgate.user_agent', $5, true) as user_agent,
     set_config('rowgate.credential_impersonator', a.credential_id || ':' || coalesce(a.impersonator_id::text, ''), true) as credential_impersonator,
-    set_config('rowgate.credential_client', a.credential_id || ':' || coalesce(a.oauth2_client_id, ''), true) as credential_client
+    set_config('rowgate.credential_client', a.credential_id || ':' || coalesce(a.oauth2_client_id, ''), true) as credential_client,
+    set_config('rowgate.api_version', coalesce(nullif($6, ''), rowgate_private.credential_api_version($1, a.credential_id), $7), true) as api_version
   from rowgate_private.authenticate($1, $2, nullif($4::text, '')::inet) a`;
 
 /** The role of a request without a credential ($1: its request id); no setting names a subject. */
@@ -48,6 +50,8 @@ export interface AuthenticatedRow {
   /** the credential's id, a colon, and who impersonates through a web session or the client of an OAuth2 token (events record them) */
   credential_impersonator: string;
   credential_client: string;
+  /** the request's API version: its Rowgate-Version, else the credential's pin, else the newest (SPEC §23) */
+  api_version: string;
 }
 
 /** The kinds of subject a credential authenticates (SPEC §2). */
@@ -70,6 +74,8 @@ export type RunOne = <T extends object>(text: string, values: unknown[]) => Prom
 export interface RequestOrigin {
   clientAddress?: string;
   userAgent?: string;
+  /** the version its Rowgate-Version header names, if it sent one */
+  apiVersion?: string;
 }
 
 /**
@@ -92,6 +98,8 @@ export function authenticationValues(
     requestId,
     credential.from ?? origin.clientAddress ?? null,
     (origin.userAgent ?? '').slice(0, 256),
+    origin.apiVersion ?? '',
+    API_VERSIONS.newest,
   ];
 }
 
@@ -115,6 +123,7 @@ export function authenticatedFrom(row: AuthenticatedRow | undefined): Authentica
       'rowgate.user_agent': row.user_agent,
       'rowgate.credential_impersonator': row.credential_impersonator,
       'rowgate.credential_client': row.credential_client,
+      'rowgate.api_version': row.api_version,
     },
   };
 }

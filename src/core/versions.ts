@@ -5,13 +5,13 @@
 // version's shapes; a request in a later version sees them through the changes
 // of every version up to its own, in order. Nothing else decides shapes by
 // version: handlers are written once.
-import type { ZodType } from 'zod';
+import { type ZodType, z } from 'zod';
 
 /**
  * Each list's `2026-12-15` schemas, keyed by its `2026-11-20` ones: the keyset
  * query (`after` instead of `page`) and answer (`next_cursor` instead of
  * `pagination`). The list kit (src/listing/lists.ts) fills it as lists are
- * declared; the version change that uses it is declared below.
+ * declared; `keysetLists` below is the change that uses it.
  */
 export const keysetVariants = new WeakMap<ZodType, ZodType>();
 
@@ -69,6 +69,10 @@ export class ApiVersions {
     this.#byName = new Map(list.map((v, i) => [v.version, i]));
   }
 
+  get oldest(): string {
+    return this.list[0]!.version;
+  }
+
   get newest(): string {
     return this.list[this.list.length - 1]!.version;
   }
@@ -115,3 +119,26 @@ export class ApiVersions {
 }
 
 export const API_VERSIONS = new ApiVersions();
+
+/**
+ * `api_version` of a create body (tokens, OAuth2 clients, webhook endpoints):
+ * the version requests without Rowgate-Version use; absent, the newest.
+ */
+export const apiVersionField = (what: string, absent = 'the newest') =>
+  z
+    .enum(API_VERSIONS.names as [string, ...string[]])
+    .optional()
+    .meta({ description: `The API version ${what} (SPEC §23); absent: ${absent}.`, example: API_VERSIONS.newest });
+
+/** `api_version` of a read schema */
+export const apiVersionRead = (what: string) =>
+  z.string().meta({ description: `The API version ${what} (SPEC §23).`, example: API_VERSIONS.newest });
+
+/** The read column: rows made before versions existed, or by a server of the previous release, are pinned to the first. */
+export const API_VERSION_COLUMN = `coalesce(api_version, '${FIRST_VERSION}') as api_version`;
+
+/**
+ * Pins what the transaction creates next to a version: a new row's
+ * `api_version` defaults to this setting (migration part 200).
+ */
+export const PIN_API_VERSION = `select set_config('rowgate.api_version', $1, true)`;

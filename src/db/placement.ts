@@ -1,5 +1,5 @@
 // Where a request runs and what its answer carries (SPEC §19), decided here once
-// for REST (src/http/pipeline.ts) and GraphQL (src/graphql/server.ts) alike. What a
+// for REST (src/http/pipeline.ts) and GraphQL (src/graphql/requests.ts) alike. What a
 // request does is declared, never inferred here: a route says whether it reads or
 // writes (src/http/route-declaration.ts), a GraphQL query reads and a mutation writes.
 // - A read runs on a hot standby that has replayed what it must see (its credential's

@@ -53,7 +53,7 @@ export function makeMaskError(
     // a grant is missing (an anonymous request) or RLS refused a row
     if (failure === 'privilege') return copy(original.message, 'NotPermitted');
     // a query's statements after its credential was found to authenticate nobody
-    // (src/graphql/deferred-authentication.ts); the request's answer is REST's 401
+    // (src/graphql/transport/deferred-authentication.ts); the request's answer is REST's 401
     if (failure === 'nobody') return copy(original.message, 'Unauthorized');
     // the statement timeout (SPEC §13), said with a warning (SPEC §14)
     if (original.code === SQLSTATE.queryCanceled) {

@@ -3,17 +3,17 @@
 // GET /v1/organizations/{id}/permissions answer (src/resources/authorization.ts),
 // from the same SQL (rowgate_hidden.check_operations, check_operation and
 // organization_permissions), in the request's own transactions with its role
-// and settings (src/graphql/pg-client.ts). The REST route's credential rules
+// and settings (src/graphql/transport/pg-client.ts). The REST route's credential rules
 // hold: a check takes any valid credential (none: Unauthorized), and the
 // permissions are decided by check_operation for `organizations:permissions`,
 // the step REST's pipeline takes, so a refusal carries REST's error and reason.
 import type { ExecutableStep, Step } from 'postgraphile/grafast';
 import type { z } from 'zod';
-import { ANONYMOUS_SETTINGS, type Settings, type SubjectKind } from '../auth/authenticate.ts';
+import type { SubjectKind } from '../auth/authenticate.ts';
 import { ApiError, insufficientScope, notFound, validationError } from '../core/errors.ts';
 import type { Route } from '../http/route-declaration.ts';
 import { type CheckItem, checkItems, MAX_CHECKS } from '../resources/authorization.ts';
-import { subjectSettings } from './pg-client.ts';
+import type { RowgateContext } from './requests.ts';
 
 const TYPE_DEFS = /* GraphQL */ `
   """One request to check: an operation, its path parameters, the organization of a create or a list."""
@@ -97,7 +97,7 @@ const refusal = (SafeError: SafeErrorClass, status: number, error: string, messa
 
 const unauthorized = (SafeError: SafeErrorClass) => refusal(SafeError, 401, 'Unauthorized', 'A valid credential is required (SPEC §7)');
 
-const isAnonymous = (settings: Settings | null | undefined) => !settings || settings.role === ANONYMOUS_SETTINGS.role;
+type Subject = RowgateContext['rowgateSubject'];
 
 const CHECK = 'select rowgate_hidden.check_operations($1::jsonb, $2::uuid)::text as results';
 // the route's own step first (its access class and scopes, the organization in reach), as REST's pipeline takes it
@@ -117,8 +117,8 @@ export async function explainingPlugin(routes?: () => readonly Route[]): Promise
   ]);
   const Safe = SafeError as unknown as SafeErrorClass;
 
-  const check = async (client: Client, data: { pgSettings: Settings; checks: CheckInput[]; userId: string | null }) => {
-    if (isAnonymous(data.pgSettings)) throw unauthorized(Safe);
+  const check = async (client: Client, data: { subject: Subject; checks: CheckInput[]; userId: string | null }) => {
+    if (data.subject.anonymous) throw unauthorized(Safe);
     const checks: z.infer<typeof CheckItem>[] = data.checks.map((c) => ({
       operation: c.operation,
       ...(c.params == null ? {} : { params: c.params as Record<string, string> }),
@@ -130,7 +130,7 @@ export async function explainingPlugin(routes?: () => readonly Route[]): Promise
       throw refusal(Safe, error.status, error.error, msg, error.detail);
     }
     if (routes) {
-      const settings = await subjectSettings(data.pgSettings);
+      const settings = await data.subject.settings();
       const issues = checkItems(routes(), checks, settings['rowgate.subject_kind'] as SubjectKind);
       if (issues.length) {
         const error = validationError(issues);
@@ -155,8 +155,8 @@ export async function explainingPlugin(routes?: () => readonly Route[]): Promise
     }));
   };
 
-  const permissions = async (client: Client, data: { pgSettings: Settings; organizationId: string; userId: string | null }) => {
-    if (isAnonymous(data.pgSettings)) throw unauthorized(Safe);
+  const permissions = async (client: Client, data: { subject: Subject; organizationId: string; userId: string | null }) => {
+    if (data.subject.anonymous) throw unauthorized(Safe);
     const { rows } = await client.query<{ refusal: string; scopes: string | null }>({ text: GATE, values: [data.organizationId] });
     const gate = JSON.parse(rows[0]!.refusal) as Answer;
     if (!gate.allowed) {
@@ -179,19 +179,19 @@ export async function explainingPlugin(routes?: () => readonly Route[]): Promise
 
   return extendSchema((build) => {
     const executor = build.input.pgRegistry.pgExecutors.main!;
-    const settings = () => context().get('pgSettings');
+    const subject = () => context().get('rowgateSubject' as never);
     return {
       typeDefs: gql([TYPE_DEFS] as unknown as TemplateStringsArray),
       objects: {
         Query: {
           plans: {
             checkAuthorization(_: Step, fieldArgs: { getRaw(name: string): ExecutableStep }) {
-              const $data = object({ pgSettings: settings(), checks: fieldArgs.getRaw('checks'), userId: fieldArgs.getRaw('userId') });
+              const $data = object({ subject: subject(), checks: fieldArgs.getRaw('checks'), userId: fieldArgs.getRaw('userId') });
               return withPgClient(executor, $data, (client, data) => check(client as unknown as Client, data as never));
             },
             organizationPermissions(_: Step, fieldArgs: { getRaw(name: string): ExecutableStep }) {
               const $data = object({
-                pgSettings: settings(),
+                subject: subject(),
                 organizationId: fieldArgs.getRaw('organizationId'),
                 userId: fieldArgs.getRaw('userId'),
               });

@@ -1,6 +1,6 @@
 // What GraphQL publishes of the rowgate schema: the RLS-guarded tables, the
 // functions listed here, and nothing that holds or takes a token. PostGraphile
-// reads this plugin when it builds the schema (src/graphql/server.ts).
+// reads this plugin when it builds the schema (src/graphql/preset.ts).
 import type { ObjectStep, Step } from 'postgraphile/grafast';
 
 /**

@@ -31,9 +31,9 @@ export function markVersion(res: Response, versions: ApiVersions, version: strin
 /**
  * The middleware that reads the header on /v1, before the credential, the rate
  * limits and the route. A version it accepts is the request's; without one the
- * answer names the version the pipeline settles on (the credential's pin).
+ * answer names the newest until the pipeline settles on the credential's pin.
  */
-export function readVersion(versions: ApiVersions, defaultVersion: string): RequestHandler {
+export function readVersion(versions: ApiVersions): RequestHandler {
   return (req: Request, res: Response, next) => {
     if (!req.path.startsWith('/v1/') && req.path !== '/v1') return next();
     if (UNVERSIONED.test(req.path)) {
@@ -42,7 +42,7 @@ export function readVersion(versions: ApiVersions, defaultVersion: string): Requ
     }
     const sent = req.headers['rowgate-version'];
     if (sent === undefined) {
-      markVersion(res, versions, defaultVersion);
+      markVersion(res, versions, versions.newest);
       return next();
     }
     const given = Array.isArray(sent) ? sent.join(', ') : sent.trim();
@@ -60,6 +60,24 @@ export function readVersion(versions: ApiVersions, defaultVersion: string): Requ
     markVersion(res, versions, given);
     next();
   };
+}
+
+/**
+ * The version a request is answered in, named on its answer: its header's,
+ * else its credential's pin (the authentication statement's
+ * `rowgate.api_version`), else the newest. A pin to a retired version is served
+ * in the oldest version left, the nearest to it.
+ */
+export function settleVersion(
+  res: Response,
+  versions: ApiVersions,
+  named: string | undefined,
+  settings?: Readonly<Record<string, string>>,
+) {
+  const pinned = settings?.['rowgate.api_version'] || versions.newest;
+  const version = named ?? (versions.has(pinned) ? pinned : versions.oldest);
+  markVersion(res, versions, version);
+  return version;
 }
 
 /** Whether the client asked for a list's total (`Prefer: count=exact`, RFC 7240). */

@@ -59,13 +59,14 @@ import { ApiError } from '../core/errors.ts';
 import { type DenialFacts, keepDenial } from './denials.ts';
 import { type Input, parseInput } from './input.ts';
 import { Replay, send, sendReplay } from './respond.ts';
+import { type HandlerServer, type HandlerServerOptions, handlerServer } from './handler-server.ts';
 import { type ApiRoute, effectOf, isAnonymous, type Subject } from './route-declaration.ts';
 import { requestRecord } from '../core/request-record.ts';
 import { requestId } from '../operating/request-id.ts';
 import { requestOrigin } from '../core/client-address.ts';
 import { listRequest } from '../listing/list-page.ts';
 import type { ApiVersions } from '../core/versions.ts';
-import { prefersExactCount, routeIn } from './api-version.ts';
+import { prefersExactCount, routeIn, settleVersion } from './api-version.ts';
 
 /** What the hooks see of a request, filled in as the pipeline goes. */
 export interface RequestState {
@@ -95,19 +96,17 @@ export interface PipelineHooks {
   answered: AnsweredHook[];
 }
 
-export interface PipelineOptions {
+export interface PipelineOptions extends HandlerServerOptions {
   pool: pg.Pool;
   secret: string;
   mailer: Mailer;
-  sqlLoginUrl: string;
   /** where a read or a write runs and what its answer carries (Rowgate-Consistency) */
   placement: Placement;
   /** check every response against its schema (the test suite turns this on) */
   validateResponses: boolean;
   hooks: PipelineHooks;
-  /** the API versions (SPEC §23) and the one a request without Rowgate-Version is answered in */
+  /** the API versions (SPEC §23) */
   versions: ApiVersions;
-  defaultVersion: string;
 }
 
 export const noHooks = (): PipelineHooks => ({ received: [], accepted: [], authenticated: [], answered: [] });
@@ -116,6 +115,8 @@ export const noHooks = (): PipelineHooks => ({ received: [], accepted: [], authe
 export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestHandler {
   const { hooks, validateResponses, versions } = options;
   const shapes = new Map(versions.list.map(({ version }) => [version, routeIn(route, versions, version)]));
+  // a route every version shapes alike reads its input before the version is settled
+  const uniform = new Set(shapes.values()).size === 1;
   // an anonymous endpoint reads no credential: an Authorization header there is
   // not ours to judge (an OAuth2 client's HTTP Basic credentials)
   const anonymous = isAnonymous(route.access);
@@ -133,7 +134,10 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     const state: RequestState = { route, req, res, credential: null, subject: null };
     const record = requestRecord(req);
     record.route = route.path;
-    const shaped = shapes.get(record.apiVersion ?? options.defaultVersion)!;
+    // the version its header names; without one, the credential's pin (SPEC §23), known
+    // once the authentication answers: a route whose shapes differ waits for it to read its input
+    const named = record.apiVersion;
+    let shaped = named !== undefined ? shapes.get(named) : anonymous ? shapes.get(versions.newest) : uniform ? route : undefined;
     if (hooks.received.length) await run(hooks.received, state);
     try {
       state.credential = anonymous
@@ -156,17 +160,23 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
         pool,
         async (tx) => {
           state.tx = tx;
-          const subject = authenticateIn(tx, options.secret, state.credential, requestId(req), requestOrigin(req)); // 2. sent now, awaited in its turn
-          const input = attempt(() => parseInput(shaped, req)); // read now, refused in its turn (4.)
-          const context = input.ok ? new HandlerContext(tx, options, input.value, state) : undefined;
-          // a scope refusal is recorded where its input resolves, when it is valid
-          if (input.ok) denial.input = input.value;
+          const origin = { ...requestOrigin(req), apiVersion: named };
+          const subject = authenticateIn(tx, options.secret, state.credential, requestId(req), origin); // 2. sent now, awaited in its turn
+          const read = (as: ApiRoute) => {
+            const input = attempt(() => parseInput(as, req)); // read now, refused in its turn (4.)
+            // a scope refusal is recorded where its input resolves, when it is valid
+            if (input.ok) denial.input = input.value;
+            return { input, context: input.ok ? new HandlerContext(tx, options, input.value, state) : undefined };
+          };
+          let { input, context } = shaped ? read(shaped) : { input: undefined, context: undefined };
           // a JSON read sends everything now, in the authentication's write: the policy's question, then its one statement with the commit
           const asked = startsEarly && context && authorization ? quietly(authorizeRequest(tx, authorization, context.params)) : undefined;
           const early = startsEarly && context ? quietly(startHandler(context, tx)) : undefined;
           try {
             state.subject = await subject; // 2.
             record.subject = state.subject?.settings;
+            const version = (record.apiVersion = settleVersion(res, versions, named, state.subject?.settings));
+            if (!input) ({ input, context } = read((shaped = shapes.get(version)!)));
             requireScopes(route.access.scopes, state.subject); // 3.
             input.take(); // 4.
             if (hooks.authenticated.length) {
@@ -207,7 +217,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
       if (state.subject?.settings) await keepDenial(options.pool, route.operationId, state.subject.settings, result, denial);
       throw result;
     }
-    send(shaped, res, result, validateResponses); // 7.
+    send(shaped!, res, result, validateResponses); // 7.
   };
 
   /** The handler, started now: its first statement joins what is queued on the connection. */
@@ -236,7 +246,7 @@ class HandlerContext {
   readonly tx: Tx;
   readonly secret: string;
   readonly mailer: Mailer;
-  readonly sqlLoginUrl: string;
+  readonly server: HandlerServer;
   readonly params: Record<string, unknown>;
   readonly query: unknown;
   readonly body: unknown;
@@ -244,19 +254,14 @@ class HandlerContext {
   readonly #res: Response;
   readonly #state: RequestState;
   readonly #operationId: string;
-  readonly #options: PipelineOptions;
-  readonly poolSize: number;
   #open = false;
   constructor(tx: Tx, options: PipelineOptions, input: Input, state: RequestState) {
     this.tx = tx;
-    this.#options = options;
-    this.poolSize = (options.pool as unknown as { options: { max?: number } }).options.max ?? 10;
     this.secret = options.secret;
-    this.mailer = options.mailer;
-    this.sqlLoginUrl = options.sqlLoginUrl;
+    [this.mailer, this.server] = [options.mailer, handlerServer(options, state)];
     this.params = input.params as Record<string, unknown>;
     this.query = input.query;
-    // a keyset list signs its cursors and counts only when asked (src/resources/list-statement.ts)
+    // a keyset list signs its cursors and counts only when asked (src/listing/list-statement.ts)
     if (typeof input.query === 'object' && input.query !== null) {
       (input.query as Record<symbol, unknown>)[listRequest] = { secret: options.secret, countExact: prefersExactCount(state.req) };
     }
@@ -274,11 +279,6 @@ class HandlerContext {
     return { kind: subject.subjectKind, id: subject.subjectId, credentialKind: subject.credentialKind, scopes: subject.scopes };
   }
 
-  /** A short transaction of its own, authenticated again as this request (401 once revoked): an export's next chunk. */
-  inNewTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    const [{ pool, secret }, { credential, req }] = [this.#options, this.#state];
-    return inTransaction(pool, async (tx) => (await authenticateIn(tx, secret, credential, requestId(req), requestOrigin(req)), work(tx)));
-  }
   /** the checks passed */
   static open(context: HandlerContext) {
     context.#open = true;

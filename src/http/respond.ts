@@ -2,7 +2,7 @@
 // error in SPEC §7's shape (RFC 6749's on the OAuth2 protocol endpoints).
 import type { NextFunction, Request, Response } from 'express';
 import { KeysetPage, ListPage } from '../listing/list-page.ts';
-import { asOAuth2Error, asRegistrationError, isCollision, toApiError } from '../core/errors.ts';
+import { type ApiError, asOAuth2Error, asRegistrationError, isCollision, toApiError } from '../core/errors.ts';
 import { requestRecord } from '../core/request-record.ts';
 import type { Route } from './route-declaration.ts';
 
@@ -94,7 +94,21 @@ export function errorAnswers(
   statementTimeoutMs?: number,
   formatOf: (path: string) => Route['errorFormat'] = () => undefined,
 ) {
+  const answer = errorAnswer(log, statementTimeoutMs, formatOf);
   return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const apiError = answer(error, req);
+    if (res.headersSent) return;
+    res.status(apiError.status).set(apiError.headers).json(apiError.body());
+  };
+}
+
+/** The ApiError the error handler answers an error with, logged as it logs it: also for answers another library writes (GraphQL's). */
+export function errorAnswer(
+  log: ((line: string) => void) | undefined,
+  statementTimeoutMs?: number,
+  formatOf: (path: string) => Route['errorFormat'] = () => undefined,
+) {
+  return (error: unknown, req: Request): ApiError => {
     const found = toApiError(error, statementTimeoutMs);
     const format = requestRecord(req).errorFormat ?? formatOf(req.path);
     const apiError = format === 'oauth2' ? asOAuth2Error(found) : format === 'oauth2-registration' ? asRegistrationError(found) : found;
@@ -106,7 +120,6 @@ export function errorAnswers(
     } else if (apiError.status >= 500 && apiError.status !== 503) {
       log?.(`error on ${req.method} ${req.originalUrl.split('?')[0]}: ${(error as Error)?.stack ?? String(error)}`);
     }
-    if (res.headersSent) return;
-    res.status(apiError.status).set(apiError.headers).json(apiError.body());
+    return apiError;
   };
 }

@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import type { Authorization } from '../auth/authorize.ts';
 import type { Scope } from '../auth/scopes.ts';
 import type { Tx } from '../db/pool.ts';
+import type { HandlerServer } from './handler-server.ts';
 import type { Mailer } from '../core/mail.ts';
 import type { ErrorFormat } from '../core/request-record.ts';
 import type { CredentialKind } from '../auth/tokens.ts';
@@ -78,17 +79,13 @@ interface Context<P, Q, B> {
   /** the server secret that keys token hashes */
   secret: string;
   mailer: Mailer;
-  /** the database URL an organization's SQL login connects to (SPEC §24), without user or password */
-  sqlLoginUrl: string;
   params: P;
   query: Q;
   body: B;
   req: Request;
   res: Response;
-  /** a transaction of its own, authenticated as this request, after this one (src/http/pipeline.ts) */
-  inNewTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
-  /** the most connections the primary's pool opens */
-  poolSize: number;
+  /** the SQL logins' URL, the pool's size, transactions after this one (src/http/handler-server.ts) */
+  server: HandlerServer;
 }
 
 interface PublicContext {

@@ -1,5 +1,4 @@
 // The answer of a list: REST sends its items as PostgreSQL wrote them.
-import type { ZodType } from 'zod';
 /**
  * A page of a list as PostgreSQL wrote it: the items already JSON (`json_agg` of
  * the page's rows, so the server neither parses 50 rows nor serialises them
@@ -59,5 +58,3 @@ export interface ListRequest {
   secret: string;
   countExact: boolean;
 }
-
-export { keysetVariants } from '../core/versions.ts';

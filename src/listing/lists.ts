@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { doc, instant, METADATA_KEY } from '../core/fields.ts';
 import { boundedText } from '../core/errors.ts';
-import { keysetVariants } from '../listing/list-page.ts';
+import { keysetVariants } from '../core/versions.ts';
 import { type ListSpec, parseSorting } from './list-statement.ts';
 
 const MAX_LIMIT = 100;

@@ -7,6 +7,7 @@
 // map the database's answers onto RFC 6749's responses. Here: the routes of
 // clients, of the authorization and of the metadata; the token endpoints are in
 // token-endpoints.ts.
+import { API_VERSION_COLUMN, API_VERSIONS, PIN_API_VERSION } from '../core/versions.ts';
 import { hashToken, randomCharacters, randomToken } from '../auth/tokens.ts';
 import { found, notFound } from '../core/errors.ts';
 import { access, anonymousRoute, route } from '../http/route-declaration.ts';
@@ -31,7 +32,7 @@ import { explain } from '../http/explanation.ts';
 
 const clientColumns = `id, client_id, client_name, redirect_uris, array_to_string(scopes, ' ') as scope, token_endpoint_auth_method,
   array['authorization_code', 'refresh_token'] as grant_types, array['code'] as response_types,
-  extract(epoch from created_at)::bigint as client_id_issued_at, created_at, updated_at`;
+  extract(epoch from created_at)::bigint as client_id_issued_at, ${API_VERSION_COLUMN}, created_at, updated_at`;
 
 const clientList: ListSpec = {
   from: 'rowgate.oauth2_clients',
@@ -58,6 +59,7 @@ export const oauth2Routes = [
       // an identifier, not a secret: no checksum (docs/credentials.md)
       const clientId = `rg_ci_${randomCharacters(24)}`;
       const clientSecret = body.token_endpoint_auth_method === 'none' ? null : randomToken('rg_cs_');
+      await tx.one(PIN_API_VERSION, [body.api_version ?? API_VERSIONS.newest]);
       await tx.one('select 1 from rowgate.register_oauth2_client($1, $2, $3, $4, $5, $6)', [
         clientId,
         body.client_name,

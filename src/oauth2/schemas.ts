@@ -2,6 +2,7 @@
 // request (RFC 6749 §4.1.1, RFC 7636), the token endpoint's requests and answers,
 // introspection (RFC 7662), userinfo and the server's metadata (RFC 8414). The same
 // schemas validate requests and write the OpenAPI document.
+import { apiVersionField, apiVersionRead } from '../core/versions.ts';
 import { z } from 'zod';
 import { doc, timestamps, uuid } from '../core/fields.ts';
 
@@ -74,6 +75,7 @@ export const OAuth2ClientRead = z
     grant_types: doc(z.array(z.enum(GRANT_TYPES)), 'The grants the client uses.', ['authorization_code', 'refresh_token']),
     response_types: doc(z.array(z.literal('code')), 'The response types the client uses.', ['code']),
     client_id_issued_at: doc(z.number().int(), 'When the client was registered (seconds since the epoch, RFC 7591).', 1795253400),
+    api_version: apiVersionRead("the client's tokens use when their requests send no Rowgate-Version, refreshed ones included"),
     ...timestamps,
   })
   .meta({ id: 'OAuth2Client', description: 'An OAuth2 client registered by the current user (RFC 7591 metadata).' });
@@ -106,6 +108,7 @@ export const OAuth2ClientRegistration = z
       'refresh_token',
     ]),
     response_types: doc(z.array(z.literal('code')).min(1).optional(), 'Only `code` is supported.', ['code']),
+    api_version: apiVersionField("the client's tokens use when their requests send no Rowgate-Version, refreshed ones included"),
   })
   .meta({
     id: 'OAuth2ClientRegistration',

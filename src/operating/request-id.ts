@@ -1,7 +1,7 @@
 // Request ids (SPEC §14): every answer carries `X-Request-Id`, the client's own
 // when it is well-formed, otherwise a new one. The id is set in the request's
 // database transaction as `rowgate.request_id` with the other settings (REST:
-// src/auth/authenticate.ts; GraphQL: src/graphql/server.ts), and it is the
+// src/auth/authenticate.ts; GraphQL: src/graphql/requests.ts), and it is the
 // access log line's `request_id`. The same first step records the client's
 // address, which the rate limits and sign-in count.
 import { randomUUID } from 'node:crypto';

@@ -12,8 +12,10 @@ import { stringify } from 'csv-stringify/sync';
 import { z } from 'zod';
 import { ApiError, toApiError } from '../core/errors.ts';
 import { METADATA_KEY } from '../core/fields.ts';
-import { type KeysetPage, keysetVariants, listRequest } from '../listing/list-page.ts';
+import { keysetVariants } from '../core/versions.ts';
+import { type KeysetPage, listRequest } from '../listing/list-page.ts';
 import type { Tx } from '../db/pool.ts';
+import type { HandlerServer } from '../http/handler-server.ts';
 import type { ApiRoute, Route } from '../http/route-declaration.ts';
 
 /** The resources exported, by the operation of the list each one is (SPEC §24). */
@@ -100,8 +102,7 @@ interface ExportContext {
   query: Record<string, unknown>;
   req: Request;
   res: Response;
-  inNewTransaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
-  poolSize: number;
+  server: HandlerServer;
 }
 
 /** The export routes, one a resource, each made from its list route. */
@@ -133,13 +134,13 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   if (!format) throw new ApiError(406, 'NotAcceptable', `This endpoint answers in ${CSV} or ${NDJSON}`);
   const pool = context.res.app ?? context.res;
   const inUse = running.get(pool) ?? 0;
-  if (inUse >= Math.max(1, Math.floor(context.poolSize / 4))) {
+  if (inUse >= Math.max(1, Math.floor(context.server.poolSize / 4))) {
     throw new ApiError(429, 'TooManyRequests', 'Too many exports are running on this server; try again shortly', { 'Retry-After': '1' });
   }
   running.set(pool, inUse + 1);
   // the slot is claimed and committed at once, so that whatever ends this export (even before the
   // request's own transaction commits) finds it to give back
-  const lease = await context
+  const lease = await context.server
     .inNewTransaction((tx) =>
       tx.one<{ id: string }>('select rowgate_hidden.claim_export($1, $2) as id', [EXPORTS_PER_CREDENTIAL, LEASE_SECONDS]),
     )
@@ -152,7 +153,7 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
     if (released) return;
     released = true;
     running.set(pool, (running.get(pool) ?? 1) - 1);
-    await context.inNewTransaction((tx) => tx.one('select rowgate_hidden.end_export($1)', [lease!.id])).catch(() => {});
+    await context.server.inNewTransaction((tx) => tx.one('select rowgate_hidden.end_export($1)', [lease!.id])).catch(() => {});
   };
   const read = (tx: Tx, after: string | undefined) => {
     const limit = after ? EXPORT_CHUNK_ROWS : EXPORT_FIRST_ROWS;
@@ -191,7 +192,7 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
         if (res.destroyed) return;
         if (res.writableNeedDrain) await Promise.race([once(res, 'drain'), once(res, 'close')]);
         if (res.destroyed) return;
-        const page = await context.inNewTransaction(async (tx) => {
+        const page = await context.server.inNewTransaction(async (tx) => {
           await tx.one('select rowgate_hidden.renew_export($1, $2)', [lease!.id, LEASE_SECONDS]);
           return read(tx, after ?? undefined);
         });

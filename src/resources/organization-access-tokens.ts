@@ -8,6 +8,7 @@ import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tok
 import { generateToken, hashToken } from '../auth/tokens.ts';
 import { allowedIpsCreate, allowedIpsRead } from './allowed-ips.ts';
 import { explain } from '../http/explanation.ts';
+import { API_VERSION_COLUMN, API_VERSIONS, apiVersionField, apiVersionRead, PIN_API_VERSION } from '../core/versions.ts';
 
 const OrganizationAccessTokenRead = z
   .object({
@@ -23,6 +24,7 @@ const OrganizationAccessTokenRead = z
       'The user who minted the token; null for tokens minted before the API recorded it. The token belongs to the organization: it keeps working when that user leaves or loses a permission.',
       '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b',
     ),
+    api_version: apiVersionRead('requests with this token use when they send no Rowgate-Version'),
     ...timestamps,
   })
   .meta({ id: 'OrganizationAccessToken', description: 'An organization access token (the token itself is never shown again).' });
@@ -34,6 +36,7 @@ const OrganizationAccessTokenCreate = z
     scopes: scopeList('Organization scopes for the token; each must be one the calling credential holds.'),
     expires_in: expiresIn,
     allowed_ips: allowedIpsCreate,
+    api_version: apiVersionField('requests with this token use when they send no Rowgate-Version'),
   })
   .meta({ id: 'OrganizationAccessTokenCreate', description: 'A new organization access token.' });
 
@@ -42,7 +45,7 @@ const OrganizationAccessTokenCreated = OrganizationAccessTokenRead.extend({ toke
   description: 'The new token, with the token itself (shown once).',
 });
 
-const columns = 'id, organization_id, comment, scopes, expires_at, last_used_at, allowed_ips, created_by, created_at, updated_at';
+const columns = `id, organization_id, comment, scopes, expires_at, last_used_at, allowed_ips, created_by, ${API_VERSION_COLUMN}, created_at, updated_at`;
 
 const organizationAccessTokenList: ListSpec = {
   from: 'rowgate.organization_access_tokens',
@@ -90,6 +93,7 @@ export const organizationAccessTokenRoutes = [
     response: OrganizationAccessTokenCreated,
     handler: async ({ tx, body, secret }) => {
       const token = generateToken('organization_access_token');
+      await tx.one(PIN_API_VERSION, [body.api_version ?? API_VERSIONS.newest]);
       const created = await tx.one(
         `select ${columns} from rowgate.create_organization_access_token($1, $2, $3, now() + make_interval(secs => $4), $5, $6)`,
         [body.organization_id, body.comment, body.scopes, body.expires_in ?? null, hashToken(secret, token), body.allowed_ips ?? null],

@@ -9,6 +9,7 @@ import { doc, expiresIn, idParams, nullableTimestamp, scopeList, timestamps, tok
 import { generateToken, hashToken } from '../auth/tokens.ts';
 import { allowedIpsCreate, allowedIpsRead } from './allowed-ips.ts';
 import { explain } from '../http/explanation.ts';
+import { API_VERSION_COLUMN, API_VERSIONS, apiVersionField, apiVersionRead, PIN_API_VERSION } from '../core/versions.ts';
 
 const PersonalAccessTokenRead = z
   .object({
@@ -18,6 +19,7 @@ const PersonalAccessTokenRead = z
     expires_at: nullableTimestamp('When it stops working; null: never.'),
     last_used_at: nullableTimestamp('When it last authenticated a request (to the minute); null: never used.'),
     allowed_ips: allowedIpsRead,
+    api_version: apiVersionRead('requests with this token use when they send no Rowgate-Version'),
     ...timestamps,
   })
   .meta({ id: 'PersonalAccessToken', description: 'A personal access token (the token itself is never shown again).' });
@@ -28,6 +30,7 @@ const PersonalAccessTokenCreate = z
     scopes: scopeList('Scopes for the token; each must be one the calling credential holds.'),
     expires_in: expiresIn,
     allowed_ips: allowedIpsCreate,
+    api_version: apiVersionField('requests with this token use when they send no Rowgate-Version'),
   })
   .meta({ id: 'PersonalAccessTokenCreate', description: 'A new personal access token.' });
 
@@ -36,7 +39,7 @@ const PersonalAccessTokenCreated = PersonalAccessTokenRead.extend({ token: token
   description: 'The new token, with the token itself (shown once).',
 });
 
-const columns = 'id, comment, scopes, expires_at, last_used_at, allowed_ips, created_at, updated_at';
+const columns = `id, comment, scopes, expires_at, last_used_at, allowed_ips, ${API_VERSION_COLUMN}, created_at, updated_at`;
 
 const personalAccessTokenList: ListSpec = {
   from: 'rowgate.personal_access_tokens',
@@ -73,6 +76,7 @@ export const personalAccessTokenRoutes = [
     response: PersonalAccessTokenCreated,
     handler: async ({ tx, body, secret }) => {
       const token = generateToken('personal_access_token');
+      await tx.one(PIN_API_VERSION, [body.api_version ?? API_VERSIONS.newest]);
       const created = await tx.one(
         `select ${columns} from rowgate.create_personal_access_token($1, $2, now() + make_interval(secs => $3), $4, $5)`,
         [body.comment, body.scopes, body.expires_in ?? null, hashToken(secret, token), body.allowed_ips ?? null],

@@ -68,13 +68,13 @@ export const sqlCredentialRoutes = [
     status: 201,
     response: SqlCredentialCreated,
     authorize: manage,
-    handler: async ({ tx, params, body, sqlLoginUrl }) => {
+    handler: async ({ tx, params, body, server }) => {
       const made = newLogin();
       const created = await tx.one(
         `select ${columns} from rowgate.create_sql_credential($1, $2, $3, now() + make_interval(secs => $4), $5, $6)`,
         [params.id, body.comment, body.scopes, body.expires_in ?? null, made.login, made.verifier],
       );
-      return { ...found(created), database_url: loginUrl(sqlLoginUrl, made.login, made.password) };
+      return { ...found(created), database_url: loginUrl(server.sqlLoginUrl, made.login, made.password) };
     },
   }),
   route({

@@ -2,6 +2,7 @@
 // Users with organization:manage (for reading too) and the organization itself;
 // the signing secret is shown once, at creation. Deliveries are made by the
 // server's worker (src/webhooks/worker.ts).
+import { API_VERSION_COLUMN, API_VERSIONS, apiVersionField, apiVersionRead, PIN_API_VERSION } from '../core/versions.ts';
 import { z } from 'zod';
 import { found, invalidField } from '../core/errors.ts';
 import { access, readScopes, route, writeScopes } from '../http/route-declaration.ts';
@@ -35,6 +36,7 @@ export const WebhookEndpointRead = z
     event_types: eventTypes,
     description,
     enabled,
+    api_version: apiVersionRead('its webhook bodies are rendered in'),
     ...timestamps,
   })
   .meta({ id: 'WebhookEndpoint', description: 'A URL that receives signed events (Standard Webhooks).' });
@@ -54,6 +56,7 @@ const WebhookEndpointCreate = z
     event_types: eventTypes,
     description: description.optional(),
     enabled: enabled.optional(),
+    api_version: apiVersionField('its webhook bodies are rendered in'),
   })
   .meta({ id: 'WebhookEndpointCreate', description: 'A new webhook endpoint.' });
 
@@ -63,6 +66,7 @@ const WebhookEndpointUpdate = z
     event_types: eventTypes.optional(),
     description: description.optional(),
     enabled: enabled.optional(),
+    api_version: apiVersionField('its webhook bodies are rendered in', 'unchanged'),
   })
   .meta({
     id: 'WebhookEndpointUpdate',
@@ -82,7 +86,7 @@ export const WebhookAttemptRead = z
   })
   .meta({ id: 'WebhookAttempt', description: 'One attempt to deliver an event to an endpoint.' });
 
-const columns = 'id, organization_id, url, event_types, description, enabled, created_at, updated_at';
+const columns = `id, organization_id, url, event_types, description, enabled, ${API_VERSION_COLUMN}, created_at, updated_at`;
 const attemptColumns = 'id, event_id, attempt, status, response_code, duration_ms, error, created_at';
 const endpointListSpec: ListSpec = {
   from: 'rowgate.webhook_endpoints',
@@ -134,6 +138,7 @@ export const webhookEndpointRoutes = [
     handler: async ({ tx, body, secret: serverSecret }) => {
       checkUrl(body.url);
       const secret = generateWebhookSecret();
+      await tx.one(PIN_API_VERSION, [body.api_version ?? API_VERSIONS.newest]);
       const created = await tx.one(`select ${columns} from rowgate.create_webhook_endpoint($1, $2, $3, $4, $5, $6)`, [
         body.organization_id ?? null,
         body.url,
@@ -175,7 +180,8 @@ export const webhookEndpointRoutes = [
       return found(
         await tx.one(
           `update rowgate.webhook_endpoints set url = coalesce($2, url), event_types = coalesce($3, event_types),
-             description = case when $4 then $5 else description end, enabled = coalesce($6, enabled)
+             description = case when $4 then $5 else description end, enabled = coalesce($6, enabled),
+             api_version = coalesce($7, api_version)
            where id = $1 returning ${columns}`,
           [
             params.id,
@@ -184,6 +190,7 @@ export const webhookEndpointRoutes = [
             body.description !== undefined,
             body.description ?? null,
             body.enabled ?? null,
+            body.api_version ?? null,
           ],
         ),
       );

@@ -15,7 +15,7 @@ import type { ReadReplicas } from '../db/read-replicas.ts';
 import { poolStatements } from '../db/pool.ts';
 import { corsMiddleware } from '../http/cors.ts';
 import { readVersion } from '../http/api-version.ts';
-import { API_VERSIONS, type ApiVersions, FIRST_VERSION } from '../core/versions.ts';
+import { API_VERSIONS, type ApiVersions } from '../core/versions.ts';
 import { takesIdempotencyKeys, withIdempotency } from '../http/idempotency.ts';
 import { apiPipeline, noHooks, type PipelineHooks } from '../http/pipeline.ts';
 import { errorAnswers, errorFormats, send, sendNoSuchRoute } from '../http/respond.ts';
@@ -70,9 +70,6 @@ export interface AppOptions {
   versions?: ApiVersions;
 }
 
-/** The version of a request that sends no Rowgate-Version: what credentials made before versions are pinned to. */
-const UNPINNED_VERSION = FIRST_VERSION;
-
 export function createApp(options: AppOptions): express.Express {
   const app = express();
   installExpressSettings(app, options.operating?.trustedProxies ?? null);
@@ -109,7 +106,7 @@ function installRequestMiddleware(app: express.Express, options: AppOptions) {
   app.use(apiSecurityHeaders);
   app.use(corsMiddleware(options.corsOrigins ?? []));
   // the version before anything that may refuse: a bad one is a 400 before authentication (SPEC §23)
-  app.use(readVersion(options.versions ?? API_VERSIONS, UNPINNED_VERSION));
+  app.use(readVersion(options.versions ?? API_VERSIONS));
   if (operating.rateLimits) app.use(limitRequests({ ...operating, rateLimits: operating.rateLimits }));
 }
 
@@ -134,7 +131,6 @@ function installRoutes(app: express.Express, options: AppOptions) {
     validateResponses: options.validateResponses ?? false,
     hooks: { ...noHooks(), ...options.hooks },
     versions: options.versions ?? API_VERSIONS,
-    defaultVersion: UNPINNED_VERSION,
   };
   const writes = { ...pipeline, hooks: withIdempotency(options.secret, options.hooks) };
   mountRoutes(app, options.routes, (route) =>

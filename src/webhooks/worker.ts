@@ -22,6 +22,7 @@ import { Webhook } from 'standardwebhooks';
 import { rfc3339 } from '../db/timestamps.ts';
 import { DELIVERY_TIMEOUT_MS, postWebhook, type AttemptResult } from './post.ts';
 import { openSecret } from './secrets.ts';
+import { API_VERSIONS, type ApiVersions, FIRST_VERSION } from '../core/versions.ts';
 
 export interface WorkerOptions {
   /** the authenticator, as the server's pool connects (a transaction-pooling PgBouncer is fine) */
@@ -41,6 +42,8 @@ export interface WorkerOptions {
   log: (line: string) => void;
   /** told of every attempt once it is recorded (the metrics count them) */
   onAttempt?: (result: AttemptResult) => void;
+  /** the API versions a body may be rendered in (default: src/core/versions.ts's) */
+  versions?: ApiVersions;
 }
 
 /** 5 s, 15 s, 45 s, … ×3 each time, at most 6 hours: 10 attempts span about 14 hours. */
@@ -71,20 +74,33 @@ interface Claimed {
 const CLAIM = `select delivery_id, lease, attempt, failures, organization_id, endpoint_id, url, sealed_secret, event_id, type,
   resource_id, data, actor, request_id, created_at::text as created_at, previous
   from rowgate_private.claim_webhook_deliveries($1, make_interval(secs => $2::double precision / 1000))`;
+const ENDPOINT_VERSIONS = 'select endpoint_id, api_version from rowgate_private.webhook_endpoint_versions($1::uuid[])';
 const RECORD = `select rowgate_private.record_webhook_attempt($1, $2, $3, $4, $5, $6, $7, $8,
   make_interval(secs => $9::double precision / 1000), make_interval(secs => $10::double precision / 1000),
   make_interval(secs => $11::double precision / 1000)) as recorded`;
 
-/** The request body: `{type, timestamp, data}`, data being the event as GET /v1/events/{id} answers it. */
-export function webhookBody(row: Omit<Claimed, 'lease' | 'failures' | 'endpoint_id' | 'delivery_id' | 'attempt'>): string {
+/**
+ * The request body: `{type, timestamp, data}`, data being the event as GET
+ * /v1/events/{id} answers it, its resource (`data`, `previous`) rendered as the
+ * endpoint's API version renders it (SPEC §23; stored once, in the first version's shape).
+ */
+export function webhookBody(
+  row: Omit<Claimed, 'lease' | 'failures' | 'endpoint_id' | 'delivery_id' | 'attempt'>,
+  version = FIRST_VERSION,
+  versions: ApiVersions = API_VERSIONS,
+): string {
   const createdAt = rfc3339(row.created_at);
+  const render = (resource: unknown) =>
+    resource !== null && typeof resource === 'object'
+      ? versions.eventData(version, row.type, resource as Record<string, unknown>)
+      : resource;
   const event = {
     id: row.event_id,
     organization_id: row.organization_id,
     type: row.type,
     resource_id: row.resource_id,
-    data: row.data,
-    previous: row.previous ?? null,
+    data: render(row.data),
+    previous: render(row.previous ?? null),
     actor: row.actor,
     request_id: row.request_id,
     created_at: createdAt,
@@ -165,8 +181,9 @@ export class WebhookWorker {
   /** Leases up to `free` attempts and starts them; how many. */
   private async claim(free: number): Promise<number> {
     const { rows } = await this.pool.query<Claimed>(CLAIM, [free, this.leaseMs]);
+    const versions = rows.length ? await this.endpointVersions(rows) : new Map<string, string>();
     for (const row of rows) {
-      const attempt: Promise<void> = this.attempt(row).finally(() => {
+      const attempt: Promise<void> = this.attempt(row, versions.get(row.endpoint_id) ?? FIRST_VERSION).finally(() => {
         this.inFlight.delete(attempt);
         // a slot is free, and the endpoint's next delivery may be due at once
         this.wake?.();
@@ -176,8 +193,15 @@ export class WebhookWorker {
     return rows.length;
   }
 
-  private async attempt(row: Claimed): Promise<void> {
-    const result = await this.post(row);
+  /** The version each claimed endpoint's bodies are rendered in; the claim holds the leases, so a failure here only delays them. */
+  private async endpointVersions(rows: Claimed[]): Promise<Map<string, string>> {
+    const ids = [...new Set(rows.map((r) => r.endpoint_id))];
+    const { rows: found } = await this.pool.query<{ endpoint_id: string; api_version: string }>(ENDPOINT_VERSIONS, [ids]);
+    return new Map(found.map((r) => [r.endpoint_id, r.api_version]));
+  }
+
+  private async attempt(row: Claimed, version: string): Promise<void> {
+    const result = await this.post(row, version);
     const retryDelay = result.succeeded ? 0 : this.retryDelayMs(row.attempt);
     // the breaker opens at the third failure in a row (rowgate_private.record_webhook_attempt): its first wait is
     // the first retry's, then each grows as a delivery's retries do
@@ -220,8 +244,10 @@ export class WebhookWorker {
     }
   }
 
-  private async post(row: Claimed): Promise<AttemptResult> {
-    const body = webhookBody(row);
+  private async post(row: Claimed, version: string): Promise<AttemptResult> {
+    const versions = this.options.versions ?? API_VERSIONS;
+    // an endpoint pinned to a version this server no longer serves gets the oldest it serves
+    const body = webhookBody(row, versions.has(version) ? version : versions.oldest, versions);
     let secret: string;
     try {
       secret = openSecret(row.sealed_secret, this.options.secret);

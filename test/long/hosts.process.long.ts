@@ -1236,7 +1236,7 @@ describe.skipIf(skipReason !== null)('two hosts behind HAProxy', () => {
       await until(
         'the held attempt made again, and the later events delivered',
         (LEASE_SECONDS + 30) * 1000,
-        async () => [first, ...later].every((id) => received().some((r) => r.id === id && !r.held)),
+        async () => [first, ...later].every((id) => received().some((r) => r.id === id && r.path === '/hold' && !r.held)),
         200,
       );
       const attempts = () =>

@@ -1,13 +1,16 @@
 // PostGraphile's database access (its `withPgClient`), on the server's pool and
 // in the server's way, instead of @dataplan/pg's default adaptor, which spends
 // four awaited round trips on every statement (BEGIN, the settings, the
-// statement, COMMIT), each on a connection of its own.
+// statement, COMMIT), each on a connection of its own. Each request's comes
+// in its GraphQL context (src/graphql/requests.ts); the adaptor's serves only
+// the start-up introspection. This folder is the fence around what leans on
+// the libraries' behaviour (test/graphql-transport.test.ts).
 //
 // A query's statements that grafast asks for together (a page and its
 // totalCount) are one transaction, pipelined in one round trip: BEGIN with the
 // timeouts, the request's role and settings (src/auth/authenticate.ts: exactly
 // what REST sets; in a query's first transaction the authentication statement
-// itself, which applies them: src/graphql/deferred-authentication.ts), the
+// itself, which applies them: deferred-authentication.ts), the
 // statements, COMMIT. A connection is held only while its statements run,
 // never while grafast plans or writes the answer: a request that held its
 // connection from authentication to answer made the pool the bound.
@@ -22,10 +25,10 @@
 // failure of the standby's moves the rest of the query to the primary.
 //
 // Prepared statements follow the pool's configuration (none behind an old
-// PgBouncer), at most a hundred per connection (src/graphql/prepared-statements.ts).
+// PgBouncer), at most a hundred per connection (prepared-statements.ts).
 import type pg from 'pg';
-import type { Settings } from '../auth/authenticate.ts';
-import { commitAtPosition, poolStatements, statementName } from '../db/pool.ts';
+import type { Settings } from '../../auth/authenticate.ts';
+import { commitAtPosition, poolStatements, statementName } from '../../db/pool.ts';
 import { authenticatesNobody, type DeferredAuthentication } from './deferred-authentication.ts';
 import { IN_FAILED_TRANSACTION, NOT_PREPARED, preparedName, retired } from './prepared-statements.ts';
 
@@ -74,7 +77,7 @@ function applySettings(client: pg.PoolClient, named: boolean, settings: Settings
 /**
  * The parsers of a request's statements: none, every value as PostgreSQL wrote
  * it. @dataplan/pg casts what it selects to text where pg would parse it, and
- * takes timestamptz and bigint columns as they are (src/graphql/server.ts), so
+ * takes timestamptz and bigint columns as they are (codecs.ts), so
  * PostgreSQL writes them out for the returned rows only; their text is then
  * exactly that of the `::text` casts, unparsed by the server's own parsers
  * (src/db/pool.ts: a bigint as a Number, a timestamptz in REST's shape).
@@ -135,7 +138,7 @@ export class ReadTransactions {
   /**
    * `fallBack`: on a standby, the primary to go on with after a failure of the
    * standby's (src/db/read-replicas.ts). `authentication`: the credential's, to
-   * be sent in the first transaction (src/graphql/deferred-authentication.ts);
+   * be sent in the first transaction (deferred-authentication.ts);
    * the settings then are its.
    */
   constructor(pool: pg.Pool, settings: Settings, fallBack?: FallBack, authentication?: DeferredAuthentication) {
@@ -205,30 +208,28 @@ export class ReadTransactions {
   }
 }
 
-const readTransactions = new WeakMap<object, ReadTransactions>();
-
-/** The settings object PostGraphile will hand back for a query: its statements share transactions. */
-export function forQuery(pool: pg.Pool, settings: Settings, fallBack?: FallBack, authentication?: DeferredAuthentication): Settings {
-  const reads = new ReadTransactions(pool, { ...settings }, fallBack, authentication);
-  readTransactions.set(reads.settings, reads);
-  return reads.settings;
-}
-
-/** The request's own settings behind PostGraphile's settings object: a query's verdict when its authentication was deferred. */
-export function subjectSettings(settings: Settings): Settings | Promise<Settings> {
-  const reads = readTransactions.get(settings);
-  return reads ? reads.ownSettings() : settings;
-}
-
 /** What a mutation's commits tell: the WAL position after each (src/db/consistency.ts), awaited before the mutation's result */
 type Committed = (position: string | null) => Promise<void>;
-const mutationCommits = new WeakMap<object, Committed>();
 
-/** The settings object PostGraphile will hand back for a mutation whose commits tell `committed` their WAL position. */
-export function forMutation(settings: Settings, committed: Committed): Settings {
-  const own = { ...settings };
-  mutationCommits.set(own, committed);
-  return own;
+/**
+ * A query's `withPgClient`, given in its GraphQL context (src/graphql/requests.ts):
+ * its statements share transactions (ReadTransactions); a transaction of its own
+ * (withTransaction) runs on `primary` with the subject's settings.
+ */
+export function queryClient(reads: ReadTransactions, primary: pg.Pool): WithPgClient {
+  return async (_settings, callback) =>
+    callback({
+      get rawClient(): pg.PoolClient {
+        throw new Error('a query statement has no connection of its own');
+      },
+      query: (query) => reads.query(query),
+      withTransaction: async (work) => inOwnTransaction(primary, await reads.ownSettings(), (own) => own.withTransaction(work)),
+    });
+}
+
+/** A mutation's `withPgClient`: each call a transaction of its own with `settings`, whose commit tells `committed` its WAL position. */
+export function mutationClient(pool: pg.Pool, settings: Settings, committed?: Committed): WithPgClient {
+  return (_settings, callback) => inOwnTransaction(pool, settings, callback, committed);
 }
 
 /**
@@ -276,36 +277,30 @@ async function inOwnTransaction<T>(
 /** How long one statement of PostGraphile's start-up introspection may run */
 export const STARTUP_STATEMENT_TIMEOUT_MS = 60_000;
 
+/**
+ * The adaptor's `withPgClient` (src/graphql/preset.ts): PostGraphile's
+ * introspection at start-up, in a transaction of its own under the start-up
+ * timeout. The pool's timeout is the per-request one, which a busy machine's
+ * first introspection (cold catalog caches) can exceed with a short
+ * ROWGATE_STATEMENT_TIMEOUT_MS. Requests run on the `withPgClient` of their own
+ * context (queryClient, mutationClient).
+ */
 export function makeWithPgClient(pool: pg.Pool): WithPgClient {
   const { named } = poolStatements(pool);
   return async (settings, callback) => {
-    // without settings: PostGraphile's introspection at start-up, in a
-    // transaction of its own under the start-up timeout. The pool's timeout is
-    // the per-request one, which a busy machine's first introspection (cold
-    // catalog caches) can exceed with a short ROWGATE_STATEMENT_TIMEOUT_MS.
-    if (!settings || Object.keys(settings).length === 0) {
-      const client = await pool.connect();
-      try {
-        await client.query(`begin; set local statement_timeout = ${STARTUP_STATEMENT_TIMEOUT_MS}`);
-        // (PostGraphile's introspection: pg's parsers, as its own adaptor has them)
-        const result = await callback(wrap(client, named, 0, false));
-        await client.query('commit');
-        client.release(retired(client));
-        return result;
-      } catch (error) {
-        client.release(true);
-        throw error;
-      }
+    // settings are a request's, which has a withPgClient of its own: not reached
+    if (settings && Object.keys(settings).length > 0) return inOwnTransaction(pool, settings, callback);
+    const client = await pool.connect();
+    try {
+      await client.query(`begin; set local statement_timeout = ${STARTUP_STATEMENT_TIMEOUT_MS}`);
+      // (PostGraphile's introspection: pg's parsers, as its own adaptor has them)
+      const result = await callback(wrap(client, named, 0, false));
+      await client.query('commit');
+      client.release(retired(client));
+      return result;
+    } catch (error) {
+      client.release(true);
+      throw error;
     }
-    const reads = readTransactions.get(settings);
-    // a mutation's: a transaction of its own, committed before the answer
-    if (!reads) return inOwnTransaction(pool, settings, callback, mutationCommits.get(settings));
-    return callback({
-      get rawClient(): pg.PoolClient {
-        throw new Error('a query statement has no connection of its own');
-      },
-      query: (query) => reads.query(query),
-      withTransaction: async (work) => inOwnTransaction(pool, await reads.ownSettings(), (own) => own.withTransaction(work)),
-    });
   };
 }

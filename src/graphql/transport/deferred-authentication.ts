@@ -7,19 +7,19 @@
 // COMMIT, pipelined. When the credential authenticates nobody, the
 // statements behind it run as rowgate_authenticator, which reads nothing, and
 // their answer is never sent: the answer waits for the credential's verdict
-// (`holdAnswer`) and a credential that authenticates nobody gets REST's 401,
+// (src/graphql/requests.ts, grafserv's processRequest middleware) and a
+// credential that authenticates nobody gets REST's 401,
 // exactly as when it was asked first. A query that reads nothing asks for the
 // verdict on its own before its answer. Later transactions of the request
 // apply the settings the verdict gave.
 //
 // Mutations (their transactions are their own), documents that may stream an
 // answer in parts, and reads on standbys (which need the credential's writes
-// first) keep the authentication before the request (src/graphql/server.ts).
-import type { Response } from 'express';
-import { SQLSTATE } from '../core/sqlstate.ts';
+// first) keep the authentication before the request (src/graphql/requests.ts).
+import { SQLSTATE } from '../../core/sqlstate.ts';
 import type pg from 'pg';
-import { AUTHENTICATE, type AuthenticatedRow, authenticatedFrom, type Settings } from '../auth/authenticate.ts';
-import { poolStatements, statementName } from '../db/pool.ts';
+import { AUTHENTICATE, type AuthenticatedRow, authenticatedFrom, type Settings } from '../../auth/authenticate.ts';
+import { poolStatements, statementName } from '../../db/pool.ts';
 
 /** What a statement of a request whose credential authenticates nobody fails with (never sent: its answer is a 401) */
 export const authenticatesNobody = () =>
@@ -65,41 +65,4 @@ export class DeferredAuthentication {
     // every statement failed (the database could not say): the request fails as REST's would
     throw (outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult).reason;
   }
-}
-
-/**
- * Holds the answer grafserv writes (writeHead, then end) until the credential's
- * verdict: sent as it was when the credential authenticates a subject
- * (`accepted` first); otherwise `refuse` writes the refusal in its place (REST's
- * 401 for nobody; the failure when the database could not say), once.
- */
-export function holdAnswer(
-  res: Response,
-  authentication: DeferredAuthentication,
-  accepted: (settings: Settings) => void,
-  refuse: (error: unknown) => void,
-): void {
-  const writeHead = res.writeHead;
-  const end = res.end;
-  let head: unknown[] | null = null;
-  res.writeHead = ((...args: unknown[]) => {
-    head = args;
-    return res;
-  }) as typeof res.writeHead;
-  res.end = ((...args: unknown[]) => {
-    res.writeHead = writeHead;
-    res.end = end;
-    authentication
-      .verdict()
-      .then((settings) => {
-        if (!settings) throw authenticatesNobody();
-        accepted(settings);
-        if (head) (writeHead as (...a: unknown[]) => void).apply(res, head);
-        (end as (...a: unknown[]) => void).apply(res, args);
-      })
-      .catch(refuse)
-      // the refusal could not be written either: the connection is closed rather than left open
-      .catch(() => res.destroy());
-    return res;
-  }) as typeof res.end;
 }

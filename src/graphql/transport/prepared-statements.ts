@@ -1,5 +1,5 @@
 // Prepared statements of GraphQL's reads and writes on a connection
-// (src/graphql/pg-client.ts): PostGraphile names each statement it sends (a
+// (src/graphql/transport/pg-client.ts): PostGraphile names each statement it sends (a
 // hash of its text), and a connection prepares at most
 // PREPARED_PER_CONNECTION of them: documents vary without bound, and each
 // prepared statement holds memory in its backend and in pg's client. Past
@@ -8,7 +8,7 @@
 // statements in use now. pg has no API to forget a statement it prepared:
 // after a DEALLOCATE it would skip the Parse of the next statement of that name.
 import type pg from 'pg';
-import { SQLSTATE } from '../core/sqlstate.ts';
+import { SQLSTATE } from '../../core/sqlstate.ts';
 
 const PREPARED_PER_CONNECTION = 100;
 const prepared = new WeakMap<pg.PoolClient, Set<string>>();

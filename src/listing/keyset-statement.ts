@@ -1,0 +1,130 @@
+// The SQL of a keyset page (SPEC §23, `2026-12-15`): the rows after a
+// cursor's key in `2026-11-20`'s order, one more to know whether a page
+// follows, each row's item and key. Running it and signing its cursor is
+// `readPage` in src/listing/list-statement.ts.
+import type { CursorKey } from './list-cursor.ts';
+import { type ListSpec, type ListStatement, orderKeys, type SortKey, type Where } from './list-filters.ts';
+
+export type OrderColumn = { column: string; descending: boolean };
+
+/**
+ * The rows that come after a cursor's key in `2026-11-20`'s order (SPEC §23):
+ * ascending puts nulls last, descending first (PostgreSQL's own defaults,
+ * which the indexes keep), and the id, never null, breaks ties. With every key
+ * in one direction and no null in the key, it is one row comparison, which a
+ * `(sort column, id)` index serves as a range; otherwise one term per key.
+ */
+function afterKey(
+  columns: readonly OrderColumn[],
+  key: CursorKey,
+  add: (value: unknown) => string,
+  ref: (column: string) => string,
+): string {
+  const oneWay = columns.every((c) => c.descending === columns[0]!.descending);
+  if (oneWay && key.every((value) => value !== null)) {
+    const descending = columns[0]!.descending;
+    const row = `(${columns.map((c) => ref(c.column)).join(', ')}) ${descending ? '<' : '>'} (${key.map((v) => add(v)).join(', ')})`;
+    if (descending) return row;
+    // ascending: rows whose key is null on some column come after every non-null value there
+    const nullsAfter = columns
+      .slice(0, -1)
+      .map((c, i) => [...columns.slice(0, i).map((p, j) => `${ref(p.column)} = ${add(key[j])}`), `${ref(c.column)} is null`].join(' and '));
+    return `(${[row, ...nullsAfter].join(' or ')})`;
+  }
+  const terms: string[] = [];
+  columns.forEach((c, i) => {
+    const value = key[i];
+    const later =
+      value === null
+        ? c.descending
+          ? `${ref(c.column)} is not null`
+          : undefined
+        : c.descending
+          ? `${ref(c.column)} < ${add(value)}`
+          : `(${ref(c.column)} > ${add(value)} or ${ref(c.column)} is null)`;
+    if (later === undefined) return;
+    const equal = columns.slice(0, i).map((p, j) => (key[j] === null ? `${ref(p.column)} is null` : `${ref(p.column)} = ${add(key[j])}`));
+    terms.push([...equal, later].join(' and '));
+  });
+  return terms.length ? `(${terms.map((t) => `(${t})`).join(' or ')})` : 'false';
+}
+
+/** What a keyset page is asked for: the continuation, the size, the sorting, and whether to count. */
+export interface KeysetRead {
+  after?: string;
+  limit: number;
+  sorting?: readonly SortKey[];
+  /** the server secret cursors are signed with */
+  secret: string;
+  countExact?: boolean;
+}
+
+/**
+ * The SQL of one keyset page: `limit + 1` rows after the cursor's key (the one
+ * more says whether a next page exists), each row's item as the read schema's
+ * JSON and its key; the page's items as one JSON array, the key of its last row
+ * when more follow, and the total only when asked.
+ */
+export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, after: CursorKey | null): ListStatement {
+  const { columns } = orderKeys(spec, read.sorting);
+  const values = [...where.params.values];
+  const add = (value: unknown) => `$${values.push(value)}`;
+  const conditions = [...where.conditions];
+  const orderOf = (ref: (column: string, i: number) => string) =>
+    columns.map((c, i) => `${ref(c.column, i)} ${c.descending ? 'desc' : 'asc'}`).join(', ');
+  // the read schema's JSON of a row, written by the same composite-to-JSON as a numbered page's json_agg
+  const selected = `(select row_to_json(c) from (select ${spec.columns}) c) as item, ${columns.map((c, i) => `${c.column} as s${i}`).join(', ')}`;
+  const limit = `$${values.push(read.limit)}::bigint`;
+  const fetched = `${limit} + 1`;
+  const later = (ref: (column: string) => string) => (after ? [afterKey(columns, after, add, ref)] : []);
+  const outer = orderOf((_, i) => `top.s${i}`);
+  let page: string;
+  let count: string;
+  let scope = '';
+  if (spec.perOrganization) {
+    const permission = spec.perOrganization.permission ? `'${spec.perOrganization.permission}'` : '';
+    const reachable = `rowgate_hidden.current_organization_ids(${permission})`;
+    const ids = where.organizationIds
+      ? `array(select unnest(${reachable}) intersect select unnest(${add(where.organizationIds)}::uuid[]))`
+      : reachable;
+    scope = `scope as (select ${ids} as ids), `;
+    const filter = ['organization_id = any((select ids from scope)::uuid[])', ...conditions].join(' and ');
+    count =
+      spec.perOrganization.counter && !conditions.length
+        ? `rowgate_hidden.organization_row_count('${spec.perOrganization.counter}', (select ids from scope)::uuid[])`
+        : `(select count(*) from ${spec.from} where ${filter})`;
+    const perOrganization = `select top.* from unnest((select ids from scope)::uuid[]) as organization(id)
+      cross join lateral (
+        select ${selected} from ${spec.from}
+        where ${['organization_id = organization.id', ...conditions, ...later((c) => c)].join(' and ')}
+        order by ${orderOf((c) => c)} limit ${fetched}
+      ) top`;
+    if (!where.metadataDocuments.length) {
+      page = `${perOrganization} order by ${outer} limit ${fetched}`;
+    } else {
+      // as a numbered page does: the rows the metadata index finds, else the per-organization scan
+      const table = spec.from.replace(/^rowgate\./, '');
+      scope += `matched as (select rowgate_hidden.metadata_ids('${table}', ${add(JSON.stringify(where.metadataDocuments))}::jsonb) as ids), `;
+      const byIds = ['id = any((select ids from matched)::uuid[])', filter].join(' and ');
+      const fallback = `(select ids from matched) is null and ${filter}`;
+      page = `select top.* from (
+          (select ${selected} from ${spec.from} where ${[byIds, ...later((c) => c)].join(' and ')} order by ${orderOf((c) => c)} limit ${fetched})
+          union all
+          (${perOrganization} where (select ids from matched) is null order by ${outer} limit ${fetched})
+        ) top order by ${outer} limit ${fetched}`;
+      count = `((select count(*) from ${spec.from} where ${byIds}) + (select count(*) from ${spec.from} where ${fallback}))`;
+    }
+  } else {
+    if (where.organizationIds) conditions.push(`organization_id = any(${add(where.organizationIds)}::uuid[])`);
+    const filter = conditions.length ? `where ${conditions.join(' and ')}` : '';
+    count = `(select count(*) from ${spec.from} ${filter})`;
+    const all = [...conditions, ...later((c) => c)];
+    page = `select ${selected} from ${spec.from} ${all.length ? `where ${all.join(' and ')}` : ''} order by ${orderOf((c) => c)} limit ${fetched}`;
+  }
+  const key = `array[${columns.map((_, i) => `top.s${i}::text`).join(', ')}]`;
+  const text = `with ${scope}page_rows as materialized (select top.item, ${key} as key, row_number() over () as n from (${page}) top)
+    select coalesce((select json_agg(item order by n) from page_rows where n <= ${limit}), '[]')::text as items,
+      (select key from page_rows where n = ${limit} and exists (select from page_rows where n > ${limit})) as next_key
+      ${read.countExact ? `, ${count} as total_count` : ''}`;
+  return { text, values };
+}
