@@ -25,7 +25,9 @@ alter table rowgate.sql_credentials enable row level security;
 
 grant select (id, organization_id, login, comment, scopes, created_by, expires_at, last_used_at, created_at, updated_at)
   on rowgate.sql_credentials to rowgate_user;
-grant select (id, organization_id, login, comment, scopes, created_by, expires_at, last_used_at, created_at, updated_at, deleted_at)
+-- every column, so that an analyst's `select *` works (the policy shows live rows only)
+grant select (id, organization_id, login, comment, scopes, created_by, expires_at, last_used_at, created_at, updated_at, deleted_at,
+    login_dropped_at)
   on rowgate.sql_credentials to rowgate_analyst;
 grant select (id, organization_id, login, comment, scopes, created_by, expires_at, last_used_at, created_at, updated_at,
     deleted_at, login_dropped_at),
