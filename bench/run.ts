@@ -795,7 +795,7 @@ async function benchExport(ctx: ScaleContext, server: ChildProcess) {
     await client.connect();
     try {
       await client.query('begin');
-      await client.query(AUTHENTICATE, ['web_session', hashToken(ctx.secret, sessions.big), 'bench-copy', '', '']);
+      await client.query(AUTHENTICATE, ['web_session', hashToken(ctx.secret, sessions.big), 'bench-copy', '', '', '', '2026-12-15']);
       const rows = await new Promise<number>((resolve, reject) => {
         let count = 0;
         const query = new pg.Query(
