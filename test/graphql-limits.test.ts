@@ -314,6 +314,8 @@ describe('one authentication for REST and GraphQL', () => {
       // a personal access token has neither an impersonator nor an OAuth2 client
       'rowgate.credential_impersonator': `${token!.id}:`,
       'rowgate.credential_client': `${token!.id}:`,
+      // the API version the credential is pinned to (SPEC §23)
+      'rowgate.api_version': expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/),
     });
   });
 });

@@ -55,7 +55,7 @@ import {
   otherKindRefusal,
   requireScopes,
 } from '../auth/credential-checks.ts';
-import { ApiError } from '../core/errors.ts';
+import { ApiError, notFound } from '../core/errors.ts';
 import { type DenialFacts, keepDenial } from './denials.ts';
 import { type Input, parseInput } from './input.ts';
 import { Replay, send, sendReplay } from './respond.ts';
@@ -134,8 +134,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     const state: RequestState = { route, req, res, credential: null, subject: null };
     const record = requestRecord(req);
     record.route = route.path;
-    // the version its header names; without one, the credential's pin (SPEC §23), known
-    // once the authentication answers: a route whose shapes differ waits for it to read its input
+    // the header's version; else the credential's pin (SPEC §23), known once it authenticates: shapes that differ wait
     const named = record.apiVersion;
     let shaped = named !== undefined ? shapes.get(named) : anonymous ? shapes.get(versions.newest) : uniform ? route : undefined;
     if (hooks.received.length) await run(hooks.received, state);
@@ -160,8 +159,8 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
         pool,
         async (tx) => {
           state.tx = tx;
-          const origin = { ...requestOrigin(req), apiVersion: named };
-          const subject = authenticateIn(tx, options.secret, state.credential, requestId(req), origin); // 2. sent now, awaited in its turn
+          const origin = { ...requestOrigin(req), apiVersion: named }; // 2. sent now, awaited in its turn
+          const subject = authenticateIn(tx, options.secret, state.credential, requestId(req), origin);
           const read = (as: ApiRoute) => {
             const input = attempt(() => parseInput(as, req)); // read now, refused in its turn (4.)
             // a scope refusal is recorded where its input resolves, when it is valid
@@ -195,6 +194,9 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
           }
           HandlerContext.open(context!);
           const result = await (early ?? startHandler(context!, tx)); // 6.
+          // A row that the authorization found and the statement no longer reaches (a request at once ended
+          // the caller's membership): not found, as a request a moment later is told, never an empty 200.
+          if ((result === undefined || result === null) && route.response) throw notFound();
           for (const hook of hooks.answered) await hook(state, result);
           return result;
         },

@@ -72,8 +72,13 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
   const conditions = [...where.conditions];
   const orderOf = (ref: (column: string, i: number) => string) =>
     columns.map((c, i) => `${ref(c.column, i)} ${c.descending ? 'desc' : 'asc'}`).join(', ');
-  // the read schema's JSON of a row, written by the same composite-to-JSON as a numbered page's json_agg
-  const selected = `(select row_to_json(c) from (select ${spec.columns}) c) as item, ${columns.map((c, i) => `${c.column} as s${i}`).join(', ')}`;
+  const keys = columns.map((c, i) => `${c.column} as s${i}`).join(', ');
+  // the read schema's JSON of a row, written by the same composite-to-JSON as a numbered page's json_agg;
+  // a per-organization list reads it for the page's rows only, by id (the last key), once they are merged
+  const selected = spec.perOrganization ? keys : `(select row_to_json(c) from (select ${spec.columns}) c) as item, ${keys}`;
+  const item = spec.perOrganization
+    ? `(select row_to_json(c) from (select ${spec.columns} from ${spec.from} where ${spec.id ?? 'id'} = top.s${columns.length - 1}) c)`
+    : 'top.item';
   const limit = `$${values.push(read.limit)}::bigint`;
   const fetched = `${limit} + 1`;
   const later = (ref: (column: string) => string) => (after ? [afterKey(columns, after, add, ref)] : []);
@@ -122,7 +127,7 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
     page = `select ${selected} from ${spec.from} ${all.length ? `where ${all.join(' and ')}` : ''} order by ${orderOf((c) => c)} limit ${fetched}`;
   }
   const key = `array[${columns.map((_, i) => `top.s${i}::text`).join(', ')}]`;
-  const text = `with ${scope}page_rows as materialized (select top.item, ${key} as key, row_number() over () as n from (${page}) top)
+  const text = `with ${scope}page_rows as materialized (select ${item} as item, ${key} as key, row_number() over () as n from (${page}) top)
     select coalesce((select json_agg(item order by n) from page_rows where n <= ${limit}), '[]')::text as items,
       (select key from page_rows where n = ${limit} and exists (select from page_rows where n > ${limit})) as next_key
       ${read.countExact ? `, ${count} as total_count` : ''}`;
