@@ -11,7 +11,8 @@
 // (minutes of filling: never run by default). Writes bench/results/<date>.json and .md, and with --json
 // FILE the summary {scenarios, ratios}. --only runs some groups of scenarios (explain: SPEC §20 check of 100 vs 100 requests; cursor:
 // SPEC §23's 1,000th keyset page of 10 against the first, and the same page by number; reads,
-// writes, metadata, webhooks, standby, prune, feed: an event's wait for the feed under an open transaction of another database), for iterating.
+// writes, metadata, webhooks, standby, prune, feed: an event's wait for the feed under an open transaction of another database;
+// export: SPEC §24's NDJSON export of the big user's orders against COPY of the same rows), for iterating.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -69,7 +70,7 @@ const { values: args } = parseArgs({
   },
 });
 
-const GROUPS = ['reads', 'cursor', 'writes', 'metadata', 'webhooks', 'standby', 'explain', 'prune', 'feed'] as const;
+const GROUPS = ['reads', 'cursor', 'writes', 'metadata', 'webhooks', 'standby', 'explain', 'prune', 'feed', 'export'] as const;
 type Group = (typeof GROUPS)[number];
 const only = args.only?.split(',').map((g) => g.trim());
 for (const g of only ?? []) if (!GROUPS.includes(g as Group)) throw new Error(`unknown group ${g}; known: ${GROUPS.join(', ')}`);
@@ -430,6 +431,10 @@ async function main() {
       find(`${main}/rest_orders_cursor_page_1000_big_user`),
       find(`${main}/rest_orders_cursor_first_big_user`),
     ),
+    // SPEC §24: rows per second of GET /v1/exports/orders (NDJSON) against COPY of the same rows as the same user (target ≥ 0.5)
+    export_vs_copy: ratio(find(`${main}/rest_export_orders_rows`), find(`${main}/sql_copy_orders_rows`)),
+    // and the server's RSS growth during that export (target < 50 MB)
+    export_rss_growth_mb: extra.export_rss_growth_mb ?? null,
     list_deep_page_vs_first: paired(find(`${main}/rest_orders_page_1000_big_user`), find(`${main}/rest_orders_page_1_big_user`)),
     metadata_rest_vs_sql: ratio(find(`${main}/rest_orders_metadata_small_user`), find(`${main}/sql_api_orders_metadata_small_user`)),
     // an ERP id's lookup (one order) by the admin of 50 organizations, against that user's unfiltered page
@@ -568,6 +573,7 @@ async function benchScale(
   const ctx: ScaleContext = { scale: scale.name, database, ownerUrl, authenticatorUrl, secret, sessions, users, base };
   if (runs('reads')) await benchReads(ctx, server, p50ByScale);
   if (runs('cursor')) await benchCursor(ctx);
+  if (runs('export')) await benchExport(ctx, server);
   if (runs('metadata')) await benchMetadata(ctx);
   if (runs('explain')) await benchExplain(ctx);
   if (runs('writes')) await benchWrites(ctx);
@@ -820,6 +826,74 @@ async function benchCursor(ctx: ScaleContext) {
     { runner: wrkRunner(`${scale}/rest_orders_page_1_big_user`, { url: `${base}/v1/orders/?limit=10&page=1`, headers: numbered }) },
     { runner: wrkRunner(`${scale}/rest_orders_page_1000_big_user`, { url: `${base}/v1/orders/?limit=10&page=1000`, headers: numbered }) },
   ]);
+}
+
+/**
+ * SPEC §24: every order the big user reads, streamed by GET /v1/exports/orders as NDJSON
+ * (the list's default order), against COPY (select row_to_json(…) …) TO STDOUT of the
+ * same rows in the same order as the same user (its web session, authenticated as the
+ * server does); each scenario's rate is in rows per second, REPEATS rounds in turns.
+ * The server's RSS is sampled during the exports: its growth is reported.
+ */
+async function benchExport(ctx: ScaleContext, server: ChildProcess) {
+  const { scale, sessions, base } = ctx;
+  const exportRows = async () => {
+    const response = await fetch(`${base}/v1/exports/orders`, {
+      headers: { cookie: `rowgate_session=${sessions.big}`, accept: 'application/x-ndjson' },
+    });
+    if (!response.ok || !response.body) throw new Error(`export: ${response.status} ${await response.text()}`);
+    let rows = 0;
+    for await (const chunk of response.body as AsyncIterable<Uint8Array>) for (const byte of chunk) if (byte === 10) rows++;
+    return rows;
+  };
+  const copyRows = async () => {
+    const client = new pg.Client({ connectionString: ctx.authenticatorUrl });
+    await client.connect();
+    try {
+      await client.query('begin');
+      await client.query(AUTHENTICATE, ['web_session', hashToken(ctx.secret, sessions.big), 'bench-copy', '', '', '', '2026-12-15']);
+      const rows = await new Promise<number>((resolve, reject) => {
+        let count = 0;
+        const query = new pg.Query(
+          `copy (select row_to_json(o) from (select ${orderColumns} from rowgate.orders order by created_at desc, id desc) o) to stdout`,
+        ) as pg.Query & { handleCopyData(message: { chunk: Buffer }): void };
+        query.handleCopyData = (message) => {
+          for (const byte of message.chunk) if (byte === 10) count++;
+        };
+        query.on('end', () => resolve(count));
+        query.on('error', reject);
+        void client.query(query);
+      });
+      await client.query('commit');
+      return rows;
+    } finally {
+      await client.end();
+    }
+  };
+  const before = rssMb(server.pid!);
+  let peak = before;
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMb(server.pid!))), 100);
+  const rates: Record<string, number[]> = { rest_export_orders_rows: [], sql_copy_orders_rows: [] };
+  try {
+    for (let round = 0; round < REPEATS; round++) {
+      for (const [name, run] of [
+        ['rest_export_orders_rows', exportRows],
+        ['sql_copy_orders_rows', copyRows],
+      ] as const) {
+        const started = performance.now();
+        const rows = await run();
+        rates[name]!.push(rows / ((performance.now() - started) / 1000));
+        log(`  ${scale}/${name}: ${rows} rows, ${Math.round(rates[name]!.at(-1)!)} rows/s`);
+      }
+    }
+  } finally {
+    clearInterval(sampler);
+  }
+  for (const [name, runs] of Object.entries(rates)) {
+    const sorted = [...runs].sort((a, b) => a - b);
+    scenarios.push({ name: `${scale}/${name}`, rps: sorted[Math.floor(sorted.length / 2)]!, runs_rps: runs.map((r) => Math.round(r)) });
+  }
+  extra.export_rss_growth_mb = Math.round(peak - before);
 }
 
 /**

@@ -22,7 +22,11 @@ begin
       ('rowgate_customer',      'nologin'),
       ('rowgate_member',        'nologin'),
       -- analysts' login roles are members of this one (bound to a user)
-      ('rowgate_analyst',       'nologin')
+      ('rowgate_analyst',       'nologin'),
+      -- organizations' SQL logins (SPEC §24) are members of this one, bound to a credential
+      ('rowgate_sql_login',     'nologin'),
+      -- makes and drops those logins, through security definer functions it owns
+      ('rowgate_sql_admin',     'nologin createrole')
     ) as t(name, options)
   loop
     if not exists (select 1 from pg_roles where rolname = r.name) then
@@ -35,6 +39,10 @@ begin
   -- None of our roles may bypass row-level security or create roles.
   alter role rowgate_owner nosuperuser nobypassrls nocreaterole;
   alter role rowgate_authenticator nosuperuser nobypassrls nocreaterole nocreatedb;
+  alter role rowgate_sql_login nosuperuser nobypassrls nocreaterole nocreatedb noreplication;
+  -- CREATEROLE on PostgreSQL 16+ reaches only the roles it was given ADMIN OPTION on
+  -- or made itself: the logins group and the logins.
+  alter role rowgate_sql_admin nosuperuser nobypassrls createrole nocreatedb noreplication;
 
   if coalesce(current_setting('rowgate.owner_password', true), '') <> '' then
     execute format('alter role rowgate_owner password %L', current_setting('rowgate.owner_password'));
@@ -77,6 +85,13 @@ $transaction_timeout$;
 -- The authenticator may become any subject role, and nothing else.
 grant rowgate_anonymous, rowgate_user, rowgate_organization, rowgate_customer, rowgate_member
   to rowgate_authenticator;
+
+-- Organizations' SQL logins (SPEC §24). rowgate_sql_admin puts each login it makes in
+-- the group (ADMIN OPTION, without being able to use the group's privileges itself);
+-- the owner may hand it the functions that make logins (SET, to change their owner,
+-- without inheriting CREATEROLE). The group itself is a member of no role.
+grant rowgate_sql_login to rowgate_sql_admin with admin true, inherit false, set false;
+grant rowgate_sql_admin to rowgate_owner with admin false, inherit false, set true;
 
 -- Analysts are held to their limits by rowgate_private.enforce_analyst_limits
 -- (owned by rowgate_owner): seeing how long an analyst's statement has run

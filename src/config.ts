@@ -49,6 +49,8 @@ const schema = z.object({
       }
       return urls;
     }),
+  // where organizations' SQL logins and analysts connect (SPEC §24: a standby may serve them); unset: the primary
+  ROWGATE_ANALYST_DATABASE_URL: url.optional(),
   ROWGATE_READ_MAX_LAG_MS: z.coerce.number().int().min(1).max(3_600_000).default(500),
   // at least a second: what a busy machine's ordinary statement may take (and a
   // 504 names it in seconds); at most ten minutes

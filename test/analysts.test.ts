@@ -806,6 +806,8 @@ describe('bypass attempts fail', () => {
         'rowgate.revenue_by_day',
         'rowgate.role_permissions',
         'rowgate.roles',
+        // the organization's SQL logins, for analysts of users with organization:manage (SPEC §24)
+        'rowgate.sql_credentials',
         'rowgate.transactions',
         'rowgate.users',
         'rowgate.webhook_attempts',
@@ -839,6 +841,9 @@ describe('bypass attempts fail', () => {
         // the organization of a resource, only when the analyst reaches it (rowgate.check's lookups)
         'rowgate_hidden.reachable_resource_organization_id(text,uuid)',
         'rowgate_hidden.reachable_resource_organization_ids(text,uuid[])',
+        // an organization's SQL login's own organization and scopes, by session_user (SPEC §24): null for an analyst
+        'rowgate_hidden.sql_login_organization_id()',
+        'rowgate_hidden.sql_login_scopes()',
         // the names of the scopes a web session carries (rowgate.check answers as one)
         'rowgate_hidden.web_session_scopes()',
       ],

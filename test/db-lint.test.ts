@@ -80,6 +80,13 @@ describe('db lint', () => {
     ]);
     expect((await lintWith(fixture('per-row-helper').made)).map((f) => f.object)).toEqual(['policy select_member on lint_fixture.notes']);
     expect((await lintWith(fixture('policy-always-true').made)).map((f) => f.object)).toEqual(['policy select_all on lint_fixture.notes']);
+    // SPEC §24: what organizations' SQL logins may execute is an allowlist
+    expect((await lintWith(fixture('sql-login-function').made)).map((f) => [f.object, f.message])).toEqual([
+      [
+        'function lint_fixture.organization_name(uuid)',
+        'is executable by rowgate_sql_login and not on the allowlist of functions that check reach',
+      ],
+    ]);
     expect((await lintWith(fixture('public-grant').made)).map((f) => f.object)).toEqual([
       'function lint_fixture.twice(integer)',
       'table lint_fixture.notes',

@@ -1,7 +1,8 @@
 // Tenant isolation (issue 8), the fixed-seed slice `npm test` runs: generated
 // worlds of organizations, users, memberships (some removed), credentials with
 // random scopes and resources; every REST probe, the GraphQL reads and an
-// analyst's SQL reads agree with the reference model (test/props/model.ts).
+// analyst's SQL reads and an organization's SQL login agree with the reference model
+// (test/props/model.ts).
 // `npm run test:props` runs the same properties for 10,000 cases.
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startTestApp, type TestApp } from './harness.ts';

@@ -169,8 +169,9 @@ describe('every committed migration, applied to an empty database', () => {
     expect(freshPrint.triggers!.length).toBeGreaterThan(5);
     expect(freshPrint.views!.join()).toContain('rowgate.revenue_by_day');
     expect(freshPrint.database!.join()).toContain('rowgate_analyst:CONNECT');
-    // the migrations revoke TEMPORARY from PUBLIC on their database
-    expect(freshPrint.database!.join()).toMatch(/"public_privileges":"\{CONNECT\}"/);
+    // the migrations revoke TEMPORARY and CONNECT from PUBLIC on their database (SPEC §24)
+    expect(freshPrint.database!.join()).toMatch(/"public_privileges":null/);
+    expect(freshPrint.database!.join()).toContain('rowgate_sql_login:CONNECT');
   });
 
   test('is identical to the template database the suite runs on', () => {

@@ -300,6 +300,7 @@ describe('GET /v1/openapi.json', () => {
     401: ['Unauthorized', 'invalid_client'],
     403: ['InsufficientScope', 'NotPermitted'],
     404: ['ResourceNotFound'],
+    406: ['NotAcceptable'],
     409: ['IdempotencyKeyInUse'],
     410: ['CursorExpired'],
     413: ['PayloadTooLarge', 'invalid_request'],

@@ -27,6 +27,8 @@ beforeAll(async () => {
     roleChange: await definition('rowgate_private.organization_role_for_change(uuid, text, text)'),
     invite: await definition('rowgate.create_invitation(uuid, text, text)'),
     revokeInvitation: await definition('rowgate.revoke_invitation(uuid, uuid)'),
+    createSqlCredential: await definition('rowgate.create_sql_credential(uuid, text, text[], timestamptz, text, text)'),
+    deleteSqlCredential: await definition('rowgate.delete_sql_credential(uuid, uuid)'),
   };
   policies = await app.sql(
     `select tablename as table, cmd as command, coalesce(qual, '') || ' ' || coalesce(with_check, '') as expression
@@ -86,6 +88,10 @@ const appliedIn: Record<string, { table: string } | { function: keyof typeof fun
   'denials:list': { table: 'denials' },
   'requests:list': { table: 'request_log' },
   'requests:get': { table: 'request_log' },
+  'sql_credentials:list': { table: 'sql_credentials' },
+  'sql_credentials:get': { table: 'sql_credentials' },
+  'sql_credentials:create': { function: 'createSqlCredential' },
+  'sql_credentials:delete': { function: 'deleteSqlCredential' },
   'invitations:revoke': { function: 'revokeInvitation' },
   'webhook_deliveries:list': { table: 'webhook_attempts' },
   // a resource a body names: the policy applies to the row the operation inserts

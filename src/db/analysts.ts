@@ -43,7 +43,7 @@ function checkLogin(login: string): string {
  * it): CREATE ROLE then carries no clear-text password that statement logging
  * could record, whatever `password_encryption` says.
  */
-function scramVerifier(password: string, salt = randomBytes(16), iterations = 4096): string {
+export function scramVerifier(password: string, salt = randomBytes(16), iterations = 4096): string {
   const salted = pbkdf2Sync(password.normalize('NFKC'), salt, iterations, 32, 'sha256');
   const clientKey = createHmac('sha256', salted).update('Client Key').digest();
   const storedKey = createHash('sha256').update(clientKey).digest();

@@ -11,15 +11,28 @@
 //   no column of the row, not wrapped in a `select` (so evaluated for every row, not once
 //   per statement: docs/performance.md, LESSONS.md);
 // - public-grant: a privilege on a table, column, sequence or function of the project
-//   granted to public.
+//   granted to public;
+// - sql-login-function: a function of the project that organizations' SQL logins
+//   (rowgate_sql_login, SPEC §24) are granted EXECUTE on and that is not on the allowlist
+//   below of STABLE functions that reach only the login's organization whatever ids they
+//   are given (src/db/lint-sql-logins.ts; test/sql-credentials.test.ts calls each with other organizations' ids), or
+//   one on it that is not STABLE or IMMUTABLE.
 // A finding is waived only by the object's own comment: a line `@lint-allow <rule>:
 // <reason>` (a reason is required). The object is the table (rls-disabled, public-grant on
 // a table), the policy (policy-always-true, per-row-helper) or the function.
 import type pg from 'pg';
+import { sqlLoginExecutes } from './lint-sql-logins.ts';
 
 type Client = Pick<pg.ClientBase, 'query'>;
 
-export const lintRules = ['rls-disabled', 'policy-always-true', 'security-definer', 'per-row-helper', 'public-grant'] as const;
+export const lintRules = [
+  'rls-disabled',
+  'policy-always-true',
+  'security-definer',
+  'per-row-helper',
+  'public-grant',
+  'sql-login-function',
+] as const;
 export type LintRule = (typeof lintRules)[number];
 
 export interface LintFinding {
@@ -33,7 +46,15 @@ export interface LintFinding {
 export const projectSchemas = ['rowgate', 'rowgate_hidden', 'rowgate_private'];
 
 /** The roles requests and analysts act as (SPEC §8). */
-const apiRoles = ['rowgate_user', 'rowgate_organization', 'rowgate_customer', 'rowgate_member', 'rowgate_anonymous', 'rowgate_analyst'];
+const apiRoles = [
+  'rowgate_user',
+  'rowgate_organization',
+  'rowgate_customer',
+  'rowgate_member',
+  'rowgate_anonymous',
+  'rowgate_analyst',
+  'rowgate_sql_login',
+];
 
 /** `@lint-allow <rule>: <reason>` lines of a comment. */
 function waived(comment: string | null, rule: LintRule): boolean {
@@ -50,6 +71,7 @@ export async function lintSchema(client: Client, schemas: readonly string[] = pr
     ...(await securityDefiner(client, schemas)),
     ...(await perRowHelpers(client, schemas)),
     ...(await publicGrants(client, schemas)),
+    ...((await sqlLoginExecutes(client, schemas)) as Raw[]),
   ];
   return all
     .filter((f) => !waived(f.comment, f.rule))

@@ -96,6 +96,11 @@ export class ReadReplicas {
     });
   }
 
+  /** Each standby's pool (where the standby's own upkeep runs, such as ending SQL logins' sessions). */
+  pools(): pg.Pool[] {
+    return this.standbys.map((standby) => standby.pool);
+  }
+
   /** Probes once (so the first reads can use the standbys), then every PROBE_MS. */
   async start(): Promise<void> {
     await this.probe();

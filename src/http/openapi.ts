@@ -52,6 +52,7 @@ const errorDescriptions: Record<number, string> = {
   410: 'The feed cursor is older than what retention kept (`CursorExpired`): poll again without `after`.',
   413: 'The body is larger than 1 MiB (`PayloadTooLarge`).',
   415: 'The body is not of a media type this endpoint takes (`UnsupportedMediaType`).',
+  406: 'The `Accept` header names no media type this endpoint answers in (`NotAcceptable`).',
   422: 'The body, path or query is invalid (`RequestValidationError`), or the `Idempotency-Key` answered another request (`IdempotencyKeyReused`).',
   429: 'Too many requests (`TooManyRequests`): past the rate limit of the credential, or of the address when no valid credential is sent (SPEC §14); try again after `Retry-After` seconds.',
   503: 'The database is unavailable (`ServiceUnavailable`).',
@@ -88,6 +89,7 @@ const errorExamples: Record<number, { error: string; detail: unknown }> = {
   410: { error: 'CursorExpired', detail: 'Events after this cursor may have been pruned; poll again without `after`' },
   413: { error: 'PayloadTooLarge', detail: 'The request body is larger than 1 MiB' },
   415: { error: 'UnsupportedMediaType', detail: 'The request body must be application/json' },
+  406: { error: 'NotAcceptable', detail: 'This endpoint answers in text/csv or application/x-ndjson' },
   422: {
     error: 'RequestValidationError',
     detail: [{ type: 'too_big', loc: ['query', 'limit'], msg: 'Too big: expected number to be <=100', input: '500' }],
@@ -207,11 +209,25 @@ export function openApiDocument(routes: readonly Route[], apiVersion = FIRST_VER
     if (credentialed && (route.params || route.method !== 'get')) statuses.add(404);
     if (api && takesIdempotencyKeys(route)) statuses.add(409);
     if (api && route.body) for (const s of [413, 415]) statuses.add(s);
+    if (route.responseType === 'export') statuses.add(406);
     const content = route.response
       ? { 'application/json': { schema: route.response } }
       : route.responseType === 'text/html'
         ? { 'text/html': { schema: { type: 'string', description: 'An HTML page.', example: '<!doctype html>…' } } }
-        : undefined;
+        : route.responseType === 'export'
+          ? {
+              'text/csv': {
+                schema: {
+                  type: 'string',
+                  description: 'A header row, then one row an item; nested objects as JSON in their cell.',
+                  example: 'id,name\n…',
+                },
+              },
+              'application/x-ndjson': {
+                schema: { type: 'string', description: 'One item a line, exactly as the list renders it.', example: '{"id":"…"}\n' },
+              },
+            }
+          : undefined;
     // the header fields of an answer: its id always; on /v1, the rate limit's; when to come back; and, only
     // sometimes (optional), a write's replay mark (a replay's) and consistency token (when the position is known)
     const headersOf = (status: number) => {

@@ -59,6 +59,7 @@ import { ApiError, notFound } from '../core/errors.ts';
 import { type DenialFacts, keepDenial } from './denials.ts';
 import { type Input, namedOrganization, parseInput } from './input.ts';
 import { Replay, send, sendReplay } from './respond.ts';
+import { type HandlerServer, type HandlerServerOptions, handlerServer } from './handler-server.ts';
 import { type ApiRoute, effectOf, isAnonymous, type Subject } from './route-declaration.ts';
 import { requestRecord } from '../core/request-record.ts';
 import { requestId } from '../operating/request-id.ts';
@@ -95,7 +96,7 @@ export interface PipelineHooks {
   answered: AnsweredHook[];
 }
 
-export interface PipelineOptions {
+export interface PipelineOptions extends HandlerServerOptions {
   pool: pg.Pool;
   secret: string;
   mailer: Mailer;
@@ -247,6 +248,7 @@ class HandlerContext {
   readonly tx: Tx;
   readonly secret: string;
   readonly mailer: Mailer;
+  readonly server: HandlerServer;
   readonly params: Record<string, unknown>;
   readonly query: unknown;
   readonly body: unknown;
@@ -258,7 +260,7 @@ class HandlerContext {
   constructor(tx: Tx, options: PipelineOptions, input: Input, state: RequestState) {
     this.tx = tx;
     this.secret = options.secret;
-    this.mailer = options.mailer;
+    [this.mailer, this.server] = [options.mailer, handlerServer(options, state)];
     this.params = input.params as Record<string, unknown>;
     this.query = input.query;
     // a keyset list signs its cursors and counts only when asked (src/listing/list-statement.ts)

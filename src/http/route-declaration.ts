@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import type { Authorization } from '../auth/authorize.ts';
 import type { Scope } from '../auth/scopes.ts';
 import type { Tx } from '../db/pool.ts';
+import type { HandlerServer } from './handler-server.ts';
 import type { Mailer } from '../core/mail.ts';
 import type { ErrorFormat } from '../core/request-record.ts';
 import type { CredentialKind } from '../auth/tokens.ts';
@@ -83,6 +84,8 @@ interface Context<P, Q, B> {
   body: B;
   req: Request;
   res: Response;
+  /** the SQL logins' URL, the pool's size, transactions after this one (src/http/handler-server.ts) */
+  server: HandlerServer;
 }
 
 interface PublicContext {
@@ -107,8 +110,11 @@ interface RouteBase {
   description?: string;
   status: 200 | 201 | 202 | 204 | 302;
   response?: z.ZodType;
-  /** `text/html`: the handler sends an HTML page itself (default: `response`, as JSON) */
-  responseType?: 'text/html';
+  /**
+   * `text/html`: the handler sends an HTML page itself; `export`: it streams CSV or NDJSON
+   * itself (SPEC §24); default: `response`, as JSON
+   */
+  responseType?: 'text/html' | 'export';
   /** `page`: an HTML document's security headers (helmet's defaults) instead of an API answer's (src/http/security-headers.ts) */
   headers?: 'page';
   /** statuses documented beside the success one (401/403/422 are added from the access) */

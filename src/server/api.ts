@@ -37,6 +37,8 @@ export interface ServeOptions {
   corsOrigins?: readonly string[];
   /** default: SMTP_URL's server, or the development outbox */
   mailer?: Mailer;
+  /** the database URL SQL logins connect to (SPEC §24); default: the pool's own database */
+  sqlLoginUrl?: string;
   /** check every response against its schema (the test suite turns this on) */
   validateResponses?: boolean;
   /** the API routes' extension points (src/http/pipeline.ts) */
@@ -81,6 +83,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
       validateResponses: options.validateResponses,
       log: options.log,
       mailer: options.mailer,
+      sqlLoginUrl: options.sqlLoginUrl,
       mounts: [graphql.mount],
       consistency,
       reads,

@@ -57,6 +57,8 @@ export interface AppOptions {
   log?: (line: string) => void;
   /** how mail (sign-in codes) is sent; default: SMTP_URL's server, or the log and the development outbox */
   mailer?: Mailer;
+  /** the database URL SQL logins connect to (SPEC §24); default: the pool's own database */
+  sqlLoginUrl?: string;
   /** read-your-writes across instances and standbys (src/db/consistency.ts); none: no Rowgate-Consistency */
   consistency?: Consistency;
   /** hot standbys for GET routes (src/db/read-replicas.ts); none: every read on the primary */
@@ -112,12 +114,23 @@ function installRequestMiddleware(app: express.Express, options: AppOptions) {
   if (operating.rateLimits) app.use(limitRequests({ ...operating, rateLimits: operating.rateLimits }));
 }
 
+/** The URL of the pool's database, without its user and password. */
+function databaseOf(pool: pg.Pool): string {
+  const url = new URL(
+    (pool as unknown as { options: { connectionString?: string } }).options.connectionString ?? 'postgres://localhost/rowgate',
+  );
+  url.username = '';
+  url.password = '';
+  return url.toString();
+}
+
 /** The route table: an API route through the pipeline (a write that takes keys, with idempotency), a public one as it is. */
 function installRoutes(app: express.Express, options: AppOptions) {
   const pipeline = {
     pool: options.pool,
     secret: options.secret,
     mailer: options.mailer ?? environmentMailer(options.log ?? console.log, options.secret),
+    sqlLoginUrl: options.sqlLoginUrl ?? databaseOf(options.pool),
     placement: new Placement({ primary: options.pool, consistency: options.consistency, reads: options.reads }),
     validateResponses: options.validateResponses ?? false,
     hooks: { ...noHooks(), ...options.hooks },

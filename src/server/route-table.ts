@@ -30,6 +30,8 @@ import { organizationAccessTokenRoutes } from '../resources/organization-access-
 import { organizationRoutes } from '../resources/organizations.ts';
 import { personalAccessTokenRoutes } from '../resources/personal-access-tokens.ts';
 import { reportedCredentialRoutes } from '../resources/reported-credentials.ts';
+import { sqlCredentialRoutes } from '../resources/sql-credentials.ts';
+import { exportRoutes } from '../resources/exports.ts';
 import type { Route } from '../http/route-declaration.ts';
 import { userRoutes } from '../resources/users.ts';
 import { sessionRoutes } from '../resources/sessions.ts';
@@ -47,6 +49,7 @@ export const apiRoutes: readonly Route[] = [
   ...accountRoutes,
   ...organizationAccessTokenRoutes,
   ...oauth2GrantRoutes,
+  ...sqlCredentialRoutes,
   ...impersonationRoutes,
   ...productRoutes,
   ...externalCustomerRoutes,
@@ -66,6 +69,15 @@ export const apiRoutes: readonly Route[] = [
   ...authorizationRoutes(() => apiRoutes),
   ...denialRoutes,
   ...requestLogRoutes,
+  ...exportRoutes([
+    ...productRoutes,
+    ...customerRoutes,
+    ...orderRoutes,
+    ...customerMemberRoutes,
+    ...transactionRoutes,
+    ...refundRoutes,
+    ...eventRoutes,
+  ]),
 ];
 
 export function allRoutes(pool: pg.Pool, reads?: ReadReplicas): Route[] {

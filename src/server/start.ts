@@ -6,6 +6,7 @@ import type { Server } from 'node:http';
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import { watchAnalysts } from '../upkeep/analyst-limits.ts';
+import { watchSqlLogins } from '../upkeep/sql-login-sessions.ts';
 import { connect, type Connection } from '../db/connect.ts';
 import { Consistency } from '../db/consistency.ts';
 import { keepEventPartitions } from '../upkeep/event-partitions.ts';
@@ -42,6 +43,7 @@ export interface Running {
 /** The services of startServer's list that a caller may leave out: the upkeep on a clock. */
 export type UpkeepName =
   | 'analysts-limits'
+  | 'sql-logins'
   | 'oldest-transaction'
   | 'event-partitions'
   | 'event-feed'
@@ -139,6 +141,8 @@ export async function startServer(config: Config, choices: ServerChoices = {}): 
   let serving: Serving | undefined;
   const upkeep: Upkeep[] = [
     ['analysts-limits', () => watchAnalysts(pool, { log })],
+    // revoked or expired SQL logins lose their sessions within a second on every host that serves them
+    ['sql-logins', () => watchSqlLogins([pool, ...(reads?.pools() ?? [])], { log })],
     // a transaction left open anywhere on the database server is seen (a gauge) and told (a warning)
     [
       'oldest-transaction',
@@ -239,6 +243,7 @@ export async function startServer(config: Config, choices: ServerChoices = {}): 
             consistency: new Consistency({ primary: pool, holdMs: config.ROWGATE_READ_MAX_LAG_MS }),
             reads,
             corsOrigins: config.ROWGATE_CORS_ORIGINS,
+            sqlLoginUrl: withoutUser(config.ROWGATE_ANALYST_DATABASE_URL ?? connection.ownerUrl),
             mailer: choices.serve?.mailer,
             validateResponses: choices.serve?.validateResponses,
             operating: {
@@ -303,4 +308,12 @@ function sharedCounts(connection: Connection, warn: (line: string) => void, log:
       ),
   });
   return { counts, pool };
+}
+
+/** The database URL SQL logins are given (the analysts' host when set, else the primary's), without a user or password. */
+function withoutUser(databaseUrl: string): string {
+  const url = new URL(databaseUrl);
+  url.username = '';
+  url.password = '';
+  return url.toString();
 }

@@ -12,6 +12,7 @@ import fc from 'fast-check';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { grantAnalyst, revokeAnalyst } from '../../src/db/analysts.ts';
+import { newLoginName } from '../../src/db/sql-logins.ts';
 import { withDatabase } from '../database-server.ts';
 import type { ApiResponse, TestApp } from '../harness.ts';
 import {
@@ -21,6 +22,7 @@ import {
   describeModel,
   expect as expectOf,
   probeArb,
+  expandScopes,
   READ_SCOPES,
   visible,
   worldArb,
@@ -41,10 +43,19 @@ export interface Counters {
   restRequests: number;
   graphqlRequests: number;
   analystQueries: number;
+  sqlLoginQueries: number;
   byStatus: Record<number, number>;
 }
 
-export const newCounters = (): Counters => ({ cases: 0, probes: 0, restRequests: 0, graphqlRequests: 0, analystQueries: 0, byStatus: {} });
+export const newCounters = (): Counters => ({
+  cases: 0,
+  probes: 0,
+  restRequests: 0,
+  graphqlRequests: 0,
+  analystQueries: 0,
+  sqlLoginQueries: 0,
+  byStatus: {},
+});
 
 export class Mismatch extends Error {}
 
@@ -271,6 +282,66 @@ async function analystCheck(analyst: Analyst, m: Model): Promise<string[]> {
 }
 
 // ---------------------------------------------------------------------------
+// An organization's SQL login (SPEC §24): bound in each world to one organization with
+// some read scopes, it reads every table exactly as an organization token with those
+// scopes would (rowgate.users is not granted to it at all).
+
+const SQL_LOGIN_QUERY = ANALYST_QUERY.replace("\n  union all select 'users', id::text from rowgate.users", '');
+const ORGANIZATION_READ_SCOPES = READ_SCOPES.filter((s) => !s.includes(':'));
+
+export interface SqlLogin {
+  login: string;
+  client: pg.Client;
+  release(): Promise<void>;
+}
+
+/** A login role in the logins' group, as rowgate.create_sql_credential makes it; each world binds it anew. */
+export async function openSqlLogin(app: TestApp): Promise<SqlLogin> {
+  const login = newLoginName();
+  const password = randomUUID();
+  const root = new pg.Client({ connectionString: withDatabase(inject('superuserUrl'), app.database) });
+  await root.connect();
+  await root.query(`create role ${login} login password '${password}'`);
+  await root.query(`grant rowgate_sql_login to ${login} with inherit true, set false`);
+  const url = new URL(app.ownerUrl);
+  url.username = login;
+  url.password = password;
+  const client = new pg.Client({ connectionString: url.toString() });
+  client.on('error', () => {});
+  await client.connect();
+  return {
+    login,
+    client,
+    release: async () => {
+      await client.end().catch(() => {});
+      await root.query(`drop role if exists ${login}`).catch(() => {});
+      await root.end();
+    },
+  };
+}
+
+/** Binds the login to one of the world's organizations with some read scopes, and compares what it reads with the model. */
+async function sqlLoginCheck(app: TestApp, login: SqlLogin, m: Model, pick: number): Promise<{ bound: string; problems: string[] }> {
+  const org = pick % m.orgs.length;
+  const scopes = ORGANIZATION_READ_SCOPES.filter((_, i) => (pick + i) % 3 !== 0);
+  await app.owner.query(
+    `insert into rowgate.sql_credentials (organization_id, login, comment, scopes) values ($1, $2, 'props', $3)
+     on conflict (login) do update set organization_id = excluded.organization_id, scopes = excluded.scopes`,
+    [m.orgs[org]!.id, login.login, scopes],
+  );
+  const s: Subject | null = m.orgs[org]!.deleted ? null : { kind: 'organization', org, scopes: expandScopes(scopes) };
+  const { rows } = await login.client.query<{ k: keyof Visible; v: string }>(SQL_LOGIN_QUERY);
+  const v = visible(m, s);
+  const problems: string[] = [];
+  for (const key of Object.keys(v) as (keyof Visible)[]) {
+    if (key === 'users') continue;
+    const got = sorted(rows.filter((r) => r.k === key).map((r) => r.v));
+    if (show(got) !== show(sorted(v[key]))) problems.push(`${key}: expected ${show(sorted(v[key]))}, got ${show(got)}`);
+  }
+  return { bound: `org${org} with ${scopes.join(' ')}`, problems };
+}
+
+// ---------------------------------------------------------------------------
 // The properties.
 
 export interface CaseInput {
@@ -292,7 +363,7 @@ function fresh() {
  * exactness for credentials holding the read scope), the analyst. Throws a
  * Mismatch describing the world, the steps and the difference.
  */
-export async function isolationCase(app: TestApp, analyst: Analyst, input: CaseInput, counters: Counters) {
+export async function isolationCase(app: TestApp, analyst: Analyst, input: CaseInput, counters: Counters, login?: SqlLogin) {
   const { model, sql } = buildWorld(input.world, app.secret, analyst.login);
   const world = describeModel(model);
   await app.owner.query(sql);
@@ -327,6 +398,11 @@ export async function isolationCase(app: TestApp, analyst: Analyst, input: CaseI
   const analystProblems = await analystCheck(analyst, model);
   counters.analystQueries++;
   if (analystProblems.length) fail(`analyst bound to user${model.analyst}:\n  ${analystProblems.join('\n  ')}`);
+  if (login) {
+    const checked = await sqlLoginCheck(app, login, model, input.graphql + input.probes.length);
+    counters.sqlLoginQueries++;
+    if (checked.problems.length) fail(`SQL login bound to ${checked.bound}:\n  ${checked.problems.join('\n  ')}`);
+  }
   counters.cases++;
 }
 
@@ -356,16 +432,18 @@ export interface RunOptions {
 export async function runIsolation(app: TestApp, options: RunOptions): Promise<Counters> {
   const counters = newCounters();
   const analyst = await openAnalyst(app);
+  const login = await openSqlLogin(app);
   try {
     await fc.assert(
       fc.asyncProperty(caseArb(options.maxProbes ?? 6), async (input) => {
-        await isolationCase(app, analyst, input, counters);
+        await isolationCase(app, analyst, input, counters, login);
         if (options.progress && counters.cases % 500 === 0) options.progress(counters);
       }),
       { numRuns: options.numRuns, seed: options.seed, endOnFailure: false },
     );
   } finally {
     await analyst.release();
+    await login.release();
   }
   return counters;
 }

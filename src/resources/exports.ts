@@ -1,0 +1,216 @@
+// GET /v1/exports/{resource} (SPEC §24): every row of a list the caller may read, streamed
+// as CSV or NDJSON without pages. Each export is its list: the same access, filters,
+// sorting and items, read by the list's own handler in keyset chunks (SPEC §23), each
+// chunk in a short transaction of its own, authenticated again; between chunks the
+// export holds no connection and no snapshot, and the next chunk is read only once the
+// client has taken the last one (the socket drained). A credential runs at most 2 at
+// once across the fleet (a lease in the database, rowgate_hidden.claim_export); a server
+// gives exports at most a quarter of its own pool, the resource that bound protects.
+import { once } from 'node:events';
+import type { Request, Response } from 'express';
+import { stringify } from 'csv-stringify/sync';
+import { z } from 'zod';
+import { ApiError, toApiError } from '../core/errors.ts';
+import { METADATA_KEY } from '../core/fields.ts';
+import { keysetVariants } from '../core/versions.ts';
+import { type KeysetPage, listRequest } from '../listing/list-page.ts';
+import type { Tx } from '../db/pool.ts';
+import type { HandlerServer } from '../http/handler-server.ts';
+import type { ApiRoute, Route } from '../http/route-declaration.ts';
+
+/** The resources exported, by the operation of the list each one is (SPEC §24). */
+export const EXPORTED = {
+  products: 'products:list',
+  customers: 'customers:list',
+  orders: 'orders:list',
+  members: 'customer_members:list_all',
+  transactions: 'transactions:list',
+  refunds: 'refunds:list',
+  events: 'events:list',
+} as const;
+
+/** Rows of the first chunk: small, so the first byte goes out soon. */
+export const EXPORT_FIRST_ROWS = 500;
+/** Rows read in each later chunk (one short transaction each): fewer statements for a long export. */
+export const EXPORT_CHUNK_ROWS = 5000;
+/** Exports one credential runs at once, across every server. */
+export const EXPORTS_PER_CREDENTIAL = 2;
+/** How long an export's slot outlives its last chunk, should its server die. */
+const LEASE_SECONDS = 60;
+
+const NDJSON = 'application/x-ndjson';
+const CSV = 'text/csv';
+
+/** The media type answered for an `Accept` header: CSV unless NDJSON is named first; null: 406. */
+export function exportFormat(accept: string | undefined): typeof CSV | typeof NDJSON | null {
+  if (!accept?.trim()) return CSV;
+  for (const range of accept.split(',')) {
+    const [type = '', ...parameters] = range.split(';').map((part) => part.trim().toLowerCase());
+    if (parameters.some((p) => /^q=0(\.0*)?$/.test(p))) continue;
+    if (type === NDJSON) return NDJSON;
+    if (type === CSV || type === '*/*') return CSV;
+  }
+  return null;
+}
+
+/** A cell a spreadsheet would read as a formula (=, +, -, @, tab, carriage return) gets a leading '. */
+export function neutralised(cell: string): string {
+  return /^[=+\-@\t\r]/.test(cell) ? `'${cell}` : cell;
+}
+
+/** An item's value as its CSV cell: nested objects as JSON, null empty. */
+function cellOf(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (typeof value === 'object') return neutralised(JSON.stringify(value));
+  return neutralised(String(value));
+}
+
+/** The fields of a list's items, in the read schema's order: the CSV's header row. */
+function itemFields(list: ApiRoute): string[] {
+  const response = list.response as z.ZodObject | undefined;
+  const items = response?.shape.items as z.ZodArray<z.ZodObject> | undefined;
+  return Object.keys(items?.element.shape ?? {});
+}
+
+/** The list's query without pages: `page`, `limit` and `after` are refused (422 at query). */
+function exportQuery(list: ApiRoute): z.ZodType {
+  const keyset = (list.query && keysetVariants.get(list.query)) as z.ZodObject | undefined;
+  if (!keyset) throw new Error(`${list.operationId}: not a list`);
+  const { after: _after, limit: _limit, ...shape } = keyset.shape;
+  const withMetadata = 'metadata' in shape;
+  return z
+    .object(shape)
+    .catchall(z.union([z.string().max(500), z.array(z.string().max(500)).min(1).max(100)]))
+    .superRefine((query, ctx) => {
+      for (const name of Object.keys(query).filter((key) => !(key in shape))) {
+        const key = /^metadata\[(.*)\]$/.exec(name)?.[1];
+        if (['page', 'limit', 'after'].includes(name))
+          ctx.addIssue({ code: 'custom', path: [name], message: `An export streams every row: no ${name}` });
+        else if (!withMetadata || key === undefined) ctx.addIssue({ code: 'custom', path: [name], message: 'Unknown field' });
+        else if (!METADATA_KEY.test(key))
+          ctx.addIssue({ code: 'custom', path: [name], message: 'A metadata key is 1 to 40 characters of A-Z, a-z, 0-9, _ and -' });
+      }
+    });
+}
+
+/** Exports running in this process, by pool: at most a quarter of it. */
+const running = new WeakMap<object, number>();
+
+interface ExportContext {
+  tx: Tx;
+  secret: string;
+  query: Record<string, unknown>;
+  req: Request;
+  res: Response;
+  server: HandlerServer;
+}
+
+/** The export routes, one a resource, each made from its list route. */
+export function exportRoutes(lists: readonly Route[]): Route[] {
+  return Object.entries(EXPORTED).map(([resource, operation]) => {
+    const list = lists.find((r): r is ApiRoute => r.operationId === operation && 'access' in r && r.access !== null);
+    if (!list) throw new Error(`exports: no list ${operation}`);
+    const fields = itemFields(list);
+    return {
+      method: 'get',
+      path: `/v1/exports/${resource}`,
+      operationId: `exports:${resource}`,
+      summary: `Export ${resource}`,
+      description: `Every item of \`GET ${list.path}\` the caller may read (its scopes, permission filter, filters and sorting), without pages: \`text/csv\` (a header row; nested objects as JSON in their cell; a cell beginning with =, +, -, @, a tab or a carriage return gets a leading ') or, with \`Accept: application/x-ndjson\`, one item a line exactly as the list renders it. \`page\`, \`limit\` and \`after\` are refused (422). At most ${EXPORTS_PER_CREDENTIAL} exports run at once per credential, and a quarter of a server's connections in all (429). An error after the first byte ends the answer without its final chunk (NDJSON: a last line \`{"error": …}\`).`,
+      tag: 'exports',
+      access: list.access,
+      ...(list.explanation ? { explanation: list.explanation } : {}),
+      query: exportQuery(list),
+      status: 200,
+      responseType: 'export',
+      errors: [406, 429],
+      handler: (context: ExportContext) => streamExport(list, fields, context),
+    } as unknown as Route;
+  });
+}
+
+async function streamExport(list: ApiRoute, fields: string[], context: ExportContext): Promise<void> {
+  const format = exportFormat(context.req.headers.accept);
+  if (!format) throw new ApiError(406, 'NotAcceptable', `This endpoint answers in ${CSV} or ${NDJSON}`);
+  const pool = context.res.app ?? context.res;
+  const inUse = running.get(pool) ?? 0;
+  if (inUse >= Math.max(1, Math.floor(context.server.poolSize / 4))) {
+    throw new ApiError(429, 'TooManyRequests', 'Too many exports are running on this server; try again shortly', { 'Retry-After': '1' });
+  }
+  running.set(pool, inUse + 1);
+  // the slot is claimed and committed at once, so that whatever ends this export (even before the
+  // request's own transaction commits) finds it to give back
+  const lease = await context.server
+    .inNewTransaction((tx) =>
+      tx.one<{ id: string }>('select rowgate_hidden.claim_export($1, $2) as id', [EXPORTS_PER_CREDENTIAL, LEASE_SECONDS]),
+    )
+    .catch((error: unknown) => {
+      running.set(pool, (running.get(pool) ?? 1) - 1);
+      throw error;
+    });
+  let released = false;
+  const release = async () => {
+    if (released) return;
+    released = true;
+    running.set(pool, (running.get(pool) ?? 1) - 1);
+    await context.server.inNewTransaction((tx) => tx.one('select rowgate_hidden.end_export($1)', [lease!.id])).catch(() => {});
+  };
+  const read = (tx: Tx, after: string | undefined) => {
+    const limit = after ? EXPORT_CHUNK_ROWS : EXPORT_FIRST_ROWS;
+    const query = { ...context.query, limit, ...(after ? { after } : {}) } as Record<string | symbol, unknown>;
+    query[listRequest] = { secret: context.secret, countExact: false };
+    return list.handler({ ...context, tx, query } as never) as Promise<KeysetPage>;
+  };
+  let first: KeysetPage;
+  try {
+    first = await read(context.tx, undefined);
+  } catch (error) {
+    await release();
+    throw error;
+  }
+  const { res } = context;
+  res.status(200);
+  res.setHeader('Content-Type', format === CSV ? 'text/csv; charset=utf-8' : `${NDJSON}; charset=utf-8`);
+  res.setHeader('Content-Disposition', `attachment; filename="${list.operationId.split(':')[0]}.${format === CSV ? 'csv' : 'ndjson'}"`);
+  const render = (page: KeysetPage, header: boolean): string => {
+    const items = JSON.parse(page.itemsJson) as Record<string, unknown>[];
+    if (format === NDJSON) {
+      let text = '';
+      for (const item of items) text += `${JSON.stringify(item)}\n`;
+      return text;
+    }
+    const rows = items.map((item) => fields.map((field) => cellOf(item[field])));
+    return stringify(header ? [fields, ...rows] : rows);
+  };
+  // the first chunk (and the CSV's header) goes out with the answer's head
+  res.write(render(first, true));
+  // the rest after this transaction commits, each chunk in its own
+  void (async () => {
+    let after = first.nextCursor;
+    try {
+      while (after !== null) {
+        if (res.destroyed) return;
+        if (res.writableNeedDrain) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+        if (res.destroyed) return;
+        const page = await context.server.inNewTransaction(async (tx) => {
+          await tx.one('select rowgate_hidden.renew_export($1, $2)', [lease!.id, LEASE_SECONDS]);
+          return read(tx, after ?? undefined);
+        });
+        res.write(render(page, false));
+        after = page.nextCursor;
+      }
+      // the slot is given back before the last byte, so the client's next export finds it free
+      await release();
+      res.end();
+    } catch (error) {
+      // never a file that looks complete: NDJSON says why on a last line, then the answer stops without its final chunk
+      if (format === NDJSON && !res.destroyed) {
+        const failure = toApiError(error);
+        res.write(`${JSON.stringify({ error: failure.error, detail: failure.detail })}\n`);
+      }
+      res.destroy();
+    } finally {
+      await release();
+    }
+  })();
+}

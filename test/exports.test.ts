@@ -1,0 +1,156 @@
+// Streamed exports (SPEC §24): every row of a list the caller may read, as CSV or NDJSON,
+// each item exactly as the list renders it, read in keyset chunks; formula cells
+// neutralised; page/limit/after refused; Accept negotiated; at most 2 per credential.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { EXPORT_CHUNK_ROWS, EXPORT_FIRST_ROWS, exportFormat, neutralised } from '../src/resources/exports.ts';
+import { startTestApp, type TestApp, type TestUser } from './harness.ts';
+
+let app: TestApp;
+let admin: TestUser;
+let org: string;
+let other: string;
+let token: string;
+
+const ROWS = EXPORT_FIRST_ROWS + EXPORT_CHUNK_ROWS + 317;
+
+async function exported(path: string, accept: string, credential = token) {
+  const response = await fetch(app.url + path, { headers: { authorization: `Bearer ${credential}`, accept } });
+  return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
+}
+
+/** Every item of a list, page by page (2026-11-20's numbered pages). */
+async function listAll(path: string): Promise<unknown[]> {
+  const items: unknown[] = [];
+  for (let page = 1; ; page++) {
+    const res = await app.get(`${path}${path.includes('?') ? '&' : '?'}limit=100&page=${page}`, { token });
+    expect(res.status).toBe(200);
+    items.push(...res.body.items);
+    if (page >= res.body.pagination.max_page) return items;
+  }
+}
+
+beforeAll(async () => {
+  app = await startTestApp();
+  admin = await app.user();
+  org = (await app.organization(admin.id)).id;
+  other = (await app.organization(admin.id)).id;
+  await app.sql(
+    `insert into rowgate.products (organization_id, name, price_amount, price_currency, metadata)
+     select $1, 'product ' || n, n, 'usd', jsonb_build_object('n', n) from generate_series(1, $2) n`,
+    [org, ROWS],
+  );
+  await app.product(other);
+  await app.sql(`update rowgate.products set name = '=HYPERLINK("x")' where organization_id = $1 and price_amount = 1`, [org]);
+  token = await app.oat(org, ['products_read']);
+}, 120_000);
+
+afterAll(async () => {
+  await app?.close();
+});
+
+describe('GET /v1/exports/{resource} (SPEC §24)', () => {
+  test('NDJSON: every item exactly as the list renders it, in the list’s order, across chunks', async () => {
+    const res = await exported('/v1/exports/products', 'application/x-ndjson');
+    expect(res.status).toBe(200);
+    expect(res.type).toMatch(/^application\/x-ndjson/);
+    const lines = res.text.trimEnd().split('\n');
+    expect(lines.length).toBe(ROWS);
+    const items = lines.map((line) => JSON.parse(line));
+    expect(items.slice(0, 250)).toEqual(await listAll('/v1/products/?sorting=-created_at').then((all) => all.slice(0, 250)));
+    expect(new Set(items.map((i) => i.id)).size).toBe(ROWS);
+    expect(items.every((i) => i.organization_id === org)).toBe(true);
+  });
+
+  test('the list’s filters and sorting apply', async () => {
+    const res = await exported('/v1/exports/products?sorting=price_amount&created_before=2999-01-01T00:00:00Z', 'application/x-ndjson');
+    const prices = res.text
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line).price_amount);
+    expect(prices).toEqual([...prices].sort((a, b) => a - b));
+    expect(prices.length).toBe(ROWS);
+  });
+
+  test('CSV: a header row, nested objects as JSON, formula cells neutralised', async () => {
+    const res = await exported('/v1/exports/products?sorting=price_amount', 'text/csv');
+    expect(res.status).toBe(200);
+    expect(res.type).toMatch(/^text\/csv/);
+    const lines = res.text.trimEnd().split('\n');
+    expect(lines[0]).toBe('id,organization_id,name,description,price_amount,price_currency,is_archived,metadata,created_at,updated_at');
+    expect(lines.length).toBe(ROWS + 1);
+    expect(lines[1]).toContain(`"'=HYPERLINK(""x"")"`);
+    expect(lines[1]).toContain('"{""n"":1}"');
+    // no Accept, or */*: CSV
+    expect((await exported('/v1/exports/products', '*/*')).type).toMatch(/^text\/csv/);
+  });
+
+  test('page, limit and after are 422 at query; another Accept is 406; the list’s scopes apply', async () => {
+    for (const name of ['page=1', 'limit=10', 'after=x']) {
+      const res = await exported(`/v1/exports/products?${name}`, 'text/csv');
+      expect(res.status, name).toBe(422);
+      expect(JSON.parse(res.text).detail[0].loc.slice(0, 1)).toEqual(['query']);
+    }
+    const xml = await exported('/v1/exports/products', 'application/xml');
+    expect(xml.status).toBe(406);
+    expect(JSON.parse(xml.text).error).toBe('NotAcceptable');
+    const ordersOnly = await app.oat(org, ['orders_read']);
+    expect((await exported('/v1/exports/products', 'text/csv', ordersOnly)).status).toBe(403);
+    expect((await exported('/v1/exports/nothing', 'text/csv')).status).toBe(404);
+  });
+
+  test('at most 2 exports at once per credential, counted in the database (429)', async () => {
+    const [credential] = await app.sql<{ id: string }>(
+      `select id from rowgate.organization_access_tokens where organization_id = $1 and scopes = '{products_read}' order by created_at limit 1`,
+      [org],
+    );
+    await app.sql(
+      `insert into rowgate_private.export_leases (credential_id, expires_at) values ($1, now() + interval '1 minute'), ($1, now() + interval '1 minute')`,
+      [credential!.id],
+    );
+    const refused = await exported('/v1/exports/products', 'text/csv');
+    expect(refused.status).toBe(429);
+    await app.sql('delete from rowgate_private.export_leases where credential_id = $1', [credential!.id]);
+    expect((await exported('/v1/exports/products', 'text/csv')).status).toBe(200);
+    // a finished export gives its slot back
+    expect(await app.sql('select 1 from rowgate_private.export_leases where credential_id = $1', [credential!.id])).toEqual([]);
+  });
+
+  test('every resource exports, as its list answers (a web session, CSV and NDJSON)', async () => {
+    const customer = await app.customer(other);
+    await app.order(await app.product(other), customer, 'paid');
+    const lists: Record<string, string> = {
+      products: '/v1/products/',
+      customers: '/v1/customers/',
+      orders: '/v1/orders/',
+      members: '/v1/members/',
+      transactions: '/v1/transactions/',
+      refunds: '/v1/refunds/',
+      events: '/v1/events/',
+    };
+    for (const [resource, list] of Object.entries(lists)) {
+      const res = await fetch(`${app.url}/v1/exports/${resource}?organization_id=${other}`, {
+        headers: { cookie: `rowgate_session=${admin.session}`, accept: 'application/x-ndjson' },
+      });
+      expect(res.status, resource).toBe(200);
+      const items = (await res.text())
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line));
+      const page = await app.get(`${list}?organization_id=${other}&limit=100`, { session: admin.session });
+      expect(items, resource).toEqual(page.body.items);
+      const csv = await fetch(`${app.url}/v1/exports/${resource}?organization_id=${other}`, {
+        headers: { cookie: `rowgate_session=${admin.session}` },
+      });
+      expect(csv.status, resource).toBe(200);
+      expect((await csv.text()).trimEnd().split('\n').length, resource).toBe(items.length + 1);
+    }
+  });
+
+  test('Accept negotiation and neutralising, as functions', () => {
+    expect(exportFormat(undefined)).toBe('text/csv');
+    expect(exportFormat('application/x-ndjson')).toBe('application/x-ndjson');
+    expect(exportFormat('application/json')).toBeNull();
+    expect(exportFormat('text/html, */*;q=0.1')).toBe('text/csv');
+    expect(['=1', '+1', '-1', '@a', '\tx', '\rx', 'ok'].map(neutralised)).toEqual(["'=1", "'+1", "'-1", "'@a", "'\tx", "'\rx", 'ok']);
+  });
+});
