@@ -5,7 +5,7 @@
 -- not granted here is not allowed (functions are not executable by PUBLIC unless a line says so).
 
 -- The database (whichever its name: :database), its extensions and default privileges
-grant connect on database :database to public, rowgate_analyst, rowgate_authenticator;
+grant connect on database :database to rowgate_analyst, rowgate_authenticator, rowgate_sql_login;
 alter default privileges for role rowgate_owner revoke execute on functions from public;
 
 -- Schema public
@@ -14,11 +14,11 @@ grant usage on schema public to public;
 
 -- Schema rowgate
 create schema rowgate;
-grant usage on schema rowgate to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant usage on schema rowgate to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_admin, rowgate_sql_login, rowgate_user;
 
 -- Schema rowgate_hidden
 create schema rowgate_hidden;
-grant usage on schema rowgate_hidden to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant usage on schema rowgate_hidden to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_admin, rowgate_sql_login, rowgate_user;
 
 -- Schema rowgate_partitions
 create schema rowgate_partitions;
@@ -26,7 +26,7 @@ comment on schema rowgate_partitions is 'The daily partitions of rowgate.events,
 
 -- Schema rowgate_private
 create schema rowgate_private;
-grant usage on schema rowgate_private to rowgate_authenticator;
+grant usage on schema rowgate_private to rowgate_authenticator, rowgate_sql_admin;
 
 -- Table rowgate.accounts
 create table rowgate.accounts (
@@ -49,7 +49,7 @@ create table rowgate.accounts (
 comment on table rowgate.accounts is '@foreignKey (admin_id) references rowgate.colleagues (id)';
 alter table rowgate.accounts enable row level security;
 grant select (id, organization_id, admin_id, country, currency, status, created_at, updated_at) on rowgate.accounts to rowgate_organization, rowgate_user;
-grant select (id, organization_id, admin_id, country, currency, status, created_at, updated_at, deleted_at) on rowgate.accounts to rowgate_analyst;
+grant select (id, organization_id, admin_id, country, currency, status, created_at, updated_at, deleted_at) on rowgate.accounts to rowgate_analyst, rowgate_sql_login;
 grant update (country, currency) on rowgate.accounts to rowgate_user;
 CREATE UNIQUE INDEX accounts_organization_live ON rowgate.accounts USING btree (organization_id) WHERE (deleted_at IS NULL);
 create policy select_finance on rowgate.accounts as permissive for select to public
@@ -82,7 +82,7 @@ create table rowgate.customer_members (
 comment on column rowgate.customer_members.role is 'owner, billing_manager or member.';
 alter table rowgate.customer_members enable row level security;
 grant insert (customer_id, email, name, role, metadata) on rowgate.customer_members to rowgate_organization, rowgate_user;
-grant select (id, organization_id, customer_id, email, name, created_at, updated_at, deleted_at, role, metadata) on rowgate.customer_members to rowgate_analyst;
+grant select (id, organization_id, customer_id, email, name, created_at, updated_at, deleted_at, role, metadata) on rowgate.customer_members to rowgate_analyst, rowgate_sql_login;
 grant select (id, organization_id, customer_id, email, name, created_at, updated_at, role) on rowgate.customer_members to rowgate_member;
 grant select (id, organization_id, customer_id, email, name, created_at, updated_at, role, metadata) on rowgate.customer_members to rowgate_organization, rowgate_user;
 grant update (email, name, role, metadata) on rowgate.customer_members to rowgate_organization, rowgate_user;
@@ -130,7 +130,7 @@ create table rowgate.customers (
 alter table rowgate.customers enable row level security;
 grant insert (organization_id, email, first_name, last_name, status, metadata, external_id) on rowgate.customers to rowgate_organization, rowgate_user;
 grant select (id, organization_id, email, first_name, last_name, status, created_at, updated_at) on rowgate.customers to rowgate_customer, rowgate_member;
-grant select (id, organization_id, email, first_name, last_name, status, created_at, updated_at, deleted_at, metadata, external_id) on rowgate.customers to rowgate_analyst;
+grant select (id, organization_id, email, first_name, last_name, status, created_at, updated_at, deleted_at, metadata, external_id) on rowgate.customers to rowgate_analyst, rowgate_sql_login;
 grant select (id, organization_id, email, first_name, last_name, status, created_at, updated_at, metadata, external_id) on rowgate.customers to rowgate_organization, rowgate_user;
 grant update (email, first_name, last_name, status, metadata, external_id) on rowgate.customers to rowgate_organization, rowgate_user;
 grant update (first_name, last_name) on rowgate.customers to rowgate_customer;
@@ -168,6 +168,7 @@ create table rowgate.denials (
   count integer default 1 not null,
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
+  request_log_id uuid,
   constraint denials_pkey PRIMARY KEY (organization_id, id),
   constraint denials_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
   constraint denials_count_check CHECK ((count >= 1)),
@@ -176,14 +177,17 @@ create table rowgate.denials (
 comment on table rowgate.denials is '@behavior -*
 The 403 answers on an organization''s data (SPEC §20), kept although the request rolled back; at most 1,000 rows per credential, organization and hour, then one row counting the rest.';
 comment on column rowgate.denials.count is '1 for a denial; on the hour''s overflow row of a credential (operation null), how many denials past 1,000 it stands for.';
+comment on column rowgate.denials.request_log_id is 'The request log row (SPEC §25) of the refused request; null on an overflow row.';
 alter table rowgate.denials enable row level security;
-grant select (id, organization_id, request_id, operation, credential_kind, credential_id, user_id, step, error, reason, count, created_at, updated_at) on rowgate.denials to rowgate_analyst, rowgate_user;
+grant select (id, organization_id, request_id, operation, credential_kind, credential_id, user_id, step, error, reason, count, created_at, updated_at, request_log_id) on rowgate.denials to rowgate_analyst, rowgate_user;
 CREATE INDEX denials_created ON rowgate.denials USING btree (created_at);
 CREATE INDEX denials_organization_created ON rowgate.denials USING btree (organization_id, created_at, id);
 CREATE INDEX denials_organization_user ON rowgate.denials USING btree (organization_id, user_id, created_at, id);
+CREATE INDEX denials_request_log ON rowgate.denials USING btree (request_log_id) WHERE (request_log_id IS NOT NULL);
 create policy select_manage on rowgate.denials as permissive for select to rowgate_user, rowgate_analyst
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('organizations_read'::text) AS has_scope)));
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.denials FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _150_link_request BEFORE INSERT ON rowgate.denials FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_denials__link_request();
 
 -- Table rowgate.event_clients
 create table rowgate.event_clients (
@@ -201,7 +205,7 @@ create table rowgate.event_clients (
 comment on table rowgate.event_clients is '@behavior -insert -update -delete
 The client address and User-Agent of the request that wrote an event (SPEC §21): for users with organization:manage, 90 days.';
 alter table rowgate.event_clients enable row level security;
-grant select (organization_id, event_id, audience, user_id, ip, user_agent, created_at) on rowgate.event_clients to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (organization_id, event_id, audience, user_id, ip, user_agent, created_at) on rowgate.event_clients to rowgate_analyst, rowgate_organization, rowgate_sql_login, rowgate_user;
 CREATE INDEX event_clients_created ON ONLY rowgate.event_clients USING btree (created_at);
 CREATE INDEX event_clients_user ON ONLY rowgate.event_clients USING btree (user_id) WHERE (user_id IS NOT NULL);
 create policy select_manage on rowgate.event_clients as permissive for select to rowgate_user, rowgate_organization, rowgate_analyst
@@ -231,7 +235,7 @@ create table rowgate.events (
   previous jsonb,
   feed_position bigint,
   constraint events_pkey PRIMARY KEY (organization_id, id),
-  constraint events_audience_check CHECK ((audience = ANY (ARRAY['members'::text, 'finance_permission'::text, 'finance_policy'::text, 'payouts'::text, 'access_tokens'::text, 'organization_managers'::text, 'member_managers'::text]))),
+  constraint events_audience_check CHECK ((audience = ANY (ARRAY['members'::text, 'finance_permission'::text, 'finance_policy'::text, 'payouts'::text, 'access_tokens'::text, 'organization_managers'::text, 'member_managers'::text, 'organization_manager_users'::text]))) NOT VALID,
   constraint events_type_check CHECK ((type ~ '^[a-z_]+\.[a-z_]+$'::text))
 ) partition by range (id);
 comment on table rowgate.events is '@behavior -insert -update -delete
@@ -239,14 +243,14 @@ What happened to an organization''s data (SPEC §17): one row per change, writte
 comment on column rowgate.events.previous is 'On a *.updated event, the changed fields'' values before the change; null otherwise.';
 comment on column rowgate.events.feed_position is 'The event''s place in the feed (SPEC §17), given once its transaction has committed (null until then, at most about a second). Order by it to read events as the feed hands them out.';
 alter table rowgate.events enable row level security;
-grant select (id, organization_id, type, resource_id, data, actor, request_id, audience, created_at, previous, feed_position) on rowgate.events to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (id, organization_id, type, resource_id, data, actor, request_id, audience, created_at, previous, feed_position) on rowgate.events to rowgate_analyst, rowgate_organization, rowgate_sql_login, rowgate_user;
 CREATE INDEX events_id ON ONLY rowgate.events USING btree (id);
 CREATE INDEX events_organization_actor ON ONLY rowgate.events USING btree (organization_id, ((actor ->> 'id'::text)), created_at, id);
 CREATE INDEX events_organization_created ON ONLY rowgate.events USING btree (organization_id, created_at, id);
 CREATE INDEX events_organization_feed ON ONLY rowgate.events USING btree (organization_id, feed_position) WHERE (feed_position IS NOT NULL);
 CREATE INDEX events_resource ON ONLY rowgate.events USING btree (resource_id, created_at, id);
 CREATE INDEX events_unplaced ON ONLY rowgate.events USING btree (id) WHERE (feed_position IS NULL);
-create policy select_audience on rowgate.events as permissive for select to rowgate_user, rowgate_organization, rowgate_analyst
+create policy select_audience on rowgate.events as permissive for select to rowgate_user, rowgate_organization, rowgate_analyst, rowgate_sql_login
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('events_read'::text) AS has_scope) AND
 CASE audience
     WHEN 'members'::text THEN true
@@ -256,9 +260,11 @@ CASE audience
     WHEN 'access_tokens'::text THEN ((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('access_tokens:manage'::text) AS current_organization_ids)::uuid[])) AND (( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = 'user'::text))
     WHEN 'organization_managers'::text THEN (organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[]))
     WHEN 'member_managers'::text THEN ((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('members:manage'::text) AS current_organization_ids)::uuid[])) AND (( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = 'user'::text))
+    WHEN 'organization_manager_users'::text THEN ((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND (( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = 'user'::text))
     ELSE false
 END));
 CREATE TRIGGER _500_enqueue_deliveries AFTER INSERT ON rowgate.events REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg_events__enqueue_deliveries();
+CREATE TRIGGER _600_link_request AFTER INSERT ON rowgate.events REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION rowgate_private.tg_events__link_request();
 
 -- Table rowgate.invitations
 create table rowgate.invitations (
@@ -311,7 +317,7 @@ create table rowgate.memberships (
 comment on table rowgate.memberships is '@foreignKey (user_id) references rowgate.colleagues (id)';
 alter table rowgate.memberships enable row level security;
 grant select (id, user_id, organization_id, role, created_at, updated_at) on rowgate.memberships to rowgate_organization, rowgate_user;
-grant select (id, user_id, organization_id, role, created_at, updated_at, deleted_at) on rowgate.memberships to rowgate_analyst;
+grant select (id, user_id, organization_id, role, created_at, updated_at, deleted_at) on rowgate.memberships to rowgate_analyst, rowgate_sql_login;
 grant update (role) on rowgate.memberships to rowgate_user;
 CREATE UNIQUE INDEX memberships_live ON rowgate.memberships USING btree (user_id, organization_id) WHERE (deleted_at IS NULL);
 CREATE INDEX memberships_organization ON rowgate.memberships USING btree (organization_id, created_at) WHERE (deleted_at IS NULL);
@@ -339,6 +345,7 @@ create table rowgate.oauth2_clients (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
+  api_version text default NULLIF(current_setting('rowgate.api_version'::text, true), ''::text),
   constraint oauth2_clients_pkey PRIMARY KEY (id),
   constraint oauth2_clients_client_id_key UNIQUE (client_id),
   constraint oauth2_clients_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id),
@@ -350,8 +357,9 @@ create table rowgate.oauth2_clients (
 );
 comment on table rowgate.oauth2_clients is '@behavior -*
 OAuth2 clients registered by users (REST only).';
+comment on column rowgate.oauth2_clients.api_version is 'The API version its tokens use without Rowgate-Version (SPEC §23); null: 2026-11-20.';
 alter table rowgate.oauth2_clients enable row level security;
-grant select (id, client_id, user_id, client_name, redirect_uris, scopes, token_endpoint_auth_method, created_at, updated_at) on rowgate.oauth2_clients to rowgate_user;
+grant select (id, client_id, user_id, client_name, redirect_uris, scopes, token_endpoint_auth_method, created_at, updated_at, api_version) on rowgate.oauth2_clients to rowgate_user;
 CREATE INDEX oauth2_clients_user_id ON rowgate.oauth2_clients USING btree (user_id, created_at) WHERE (deleted_at IS NULL);
 create policy select_own on rowgate.oauth2_clients as permissive for select to rowgate_user
   using (((user_id = ( SELECT rowgate_hidden.current_user_id() AS current_user_id)) AND (deleted_at IS NULL) AND ( SELECT rowgate_hidden.has_scope('user:read'::text) AS has_scope)));
@@ -384,7 +392,7 @@ create table rowgate.orders (
 comment on column rowgate.orders.refunded_amount is 'How much of the amount has been refunded (the sum of its refunds), in the minor unit.';
 alter table rowgate.orders enable row level security;
 grant insert (organization_id, customer_id, product_id, amount, currency, status, metadata) on rowgate.orders to rowgate_organization, rowgate_user;
-grant select (id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at, metadata, refunded_amount) on rowgate.orders to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at, metadata, refunded_amount) on rowgate.orders to rowgate_analyst, rowgate_organization, rowgate_sql_login, rowgate_user;
 grant select (id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at, refunded_amount) on rowgate.orders to rowgate_customer, rowgate_member;
 grant update (status, metadata) on rowgate.orders to rowgate_organization, rowgate_user;
 CREATE INDEX orders_customer ON rowgate.orders USING btree (customer_id, created_at, id);
@@ -420,6 +428,7 @@ create table rowgate.organization_access_tokens (
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
   allowed_ips cidr[],
+  api_version text default NULLIF(current_setting('rowgate.api_version'::text, true), ''::text),
   constraint organization_access_tokens_pkey PRIMARY KEY (id),
   constraint organization_access_tokens_created_by_fkey FOREIGN KEY (created_by) REFERENCES rowgate.users(id),
   constraint organization_access_tokens_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
@@ -429,9 +438,10 @@ create table rowgate.organization_access_tokens (
 comment on table rowgate.organization_access_tokens is '@behavior -*
 Organization access tokens (REST only).';
 comment on column rowgate.organization_access_tokens.allowed_ips is 'The networks the token may be used from; null: any client address.';
+comment on column rowgate.organization_access_tokens.api_version is 'The API version requests without Rowgate-Version use (SPEC §23); null: 2026-11-20.';
 alter table rowgate.organization_access_tokens enable row level security;
-grant select (id, organization_id, comment, scopes, expires_at, last_used_at, created_by, created_at, updated_at, allowed_ips) on rowgate.organization_access_tokens to rowgate_user;
-grant select (id, organization_id, comment, scopes, expires_at, last_used_at, created_by, created_at, updated_at, deleted_at, allowed_ips) on rowgate.organization_access_tokens to rowgate_analyst;
+grant select (id, organization_id, comment, scopes, expires_at, last_used_at, created_by, created_at, updated_at, allowed_ips, api_version) on rowgate.organization_access_tokens to rowgate_user;
+grant select (id, organization_id, comment, scopes, expires_at, last_used_at, created_by, created_at, updated_at, deleted_at, allowed_ips, api_version) on rowgate.organization_access_tokens to rowgate_analyst;
 CREATE INDEX organization_access_tokens_organization ON rowgate.organization_access_tokens USING btree (organization_id, created_at) WHERE (deleted_at IS NULL);
 create policy select_manage on rowgate.organization_access_tokens as permissive for select to public
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('access_tokens:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('organization_access_tokens_read'::text) AS has_scope)));
@@ -459,7 +469,7 @@ comment on table rowgate.organization_roles is '@behavior -insert -update -delet
 Roles an organization defines (SPEC §21): a name, a description and permissions; the built-in roles are rowgate.roles.';
 alter table rowgate.organization_roles enable row level security;
 grant select (id, organization_id, name, description, permissions, created_at, updated_at) on rowgate.organization_roles to rowgate_organization, rowgate_user;
-grant select (id, organization_id, name, description, permissions, created_at, updated_at, deleted_at) on rowgate.organization_roles to rowgate_analyst;
+grant select (id, organization_id, name, description, permissions, created_at, updated_at, deleted_at) on rowgate.organization_roles to rowgate_analyst, rowgate_sql_login;
 CREATE UNIQUE INDEX organization_roles_name_live ON rowgate.organization_roles USING btree (organization_id, name) WHERE (deleted_at IS NULL);
 CREATE INDEX organization_roles_organization ON rowgate.organization_roles USING btree (organization_id, created_at, id) WHERE (deleted_at IS NULL);
 create policy select_member on rowgate.organization_roles as permissive for select to public
@@ -488,7 +498,7 @@ create table rowgate.organizations (
 comment on column rowgate.organizations.max_token_lifetime_days is '@behavior -*
 The longest an organization access token of this organization may live, in days; null: no cap (REST only).';
 alter table rowgate.organizations enable row level security;
-grant select (id, name, slug, account_id, created_at, updated_at, deleted_at, max_token_lifetime_days) on rowgate.organizations to rowgate_analyst;
+grant select (id, name, slug, account_id, created_at, updated_at, deleted_at, max_token_lifetime_days) on rowgate.organizations to rowgate_analyst, rowgate_sql_login;
 grant select (id, name, slug, account_id, created_at, updated_at, max_token_lifetime_days) on rowgate.organizations to rowgate_organization, rowgate_user;
 grant update (name, slug, max_token_lifetime_days) on rowgate.organizations to rowgate_organization, rowgate_user;
 CREATE UNIQUE INDEX organizations_slug_live ON rowgate.organizations USING btree (slug) WHERE (deleted_at IS NULL);
@@ -518,7 +528,7 @@ create table rowgate.payout_accounts (
 alter table rowgate.payout_accounts enable row level security;
 grant insert (organization_id, type, country, currency) on rowgate.payout_accounts to rowgate_user;
 grant select (id, organization_id, type, country, currency, created_at, updated_at) on rowgate.payout_accounts to rowgate_organization, rowgate_user;
-grant select (id, organization_id, type, country, currency, created_at, updated_at, deleted_at) on rowgate.payout_accounts to rowgate_analyst;
+grant select (id, organization_id, type, country, currency, created_at, updated_at, deleted_at) on rowgate.payout_accounts to rowgate_analyst, rowgate_sql_login;
 CREATE INDEX payout_accounts_organization ON rowgate.payout_accounts USING btree (organization_id, created_at, id) WHERE (deleted_at IS NULL);
 create policy insert_finance_web_session on rowgate.payout_accounts as permissive for insert to public
   with check (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids() AS current_organization_ids)::uuid[])) AND (rowgate_hidden.finance_write_denial(organization_id) IS NULL) AND (( SELECT rowgate_hidden.current_credential_kind() AS current_credential_kind) = 'web_session'::text) AND ( SELECT rowgate_hidden.has_scope('payouts:write'::text) AS has_scope)));
@@ -535,7 +545,7 @@ create table rowgate.permissions (
   constraint permissions_pkey PRIMARY KEY (name)
 );
 alter table rowgate.permissions enable row level security;
-grant select (name, verb, things) on rowgate.permissions to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant select (name, verb, things) on rowgate.permissions to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_admin, rowgate_sql_login, rowgate_user;
 create policy select_all on rowgate.permissions as permissive for select to public
   using (true);
 
@@ -551,16 +561,21 @@ create table rowgate.personal_access_tokens (
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
   allowed_ips cidr[],
+  api_version text default NULLIF(current_setting('rowgate.api_version'::text, true), ''::text),
+  organization_ids uuid[],
   constraint personal_access_tokens_pkey PRIMARY KEY (id),
   constraint personal_access_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id) ON DELETE CASCADE,
   constraint personal_access_tokens_allowed_ips_check CHECK (((allowed_ips IS NULL) OR (((cardinality(allowed_ips) >= 1) AND (cardinality(allowed_ips) <= 20)) AND (array_position(allowed_ips, NULL::cidr) IS NULL)))),
-  constraint personal_access_tokens_comment_check CHECK (((length(comment) >= 1) AND (length(comment) <= 200)))
+  constraint personal_access_tokens_comment_check CHECK (((length(comment) >= 1) AND (length(comment) <= 200))),
+  constraint personal_access_tokens_organization_ids_check CHECK (((organization_ids IS NULL) OR (((cardinality(organization_ids) >= 1) AND (cardinality(organization_ids) <= 50)) AND (array_position(organization_ids, NULL::uuid) IS NULL))))
 );
 comment on table rowgate.personal_access_tokens is '@behavior -*
 Personal access tokens (REST only).';
 comment on column rowgate.personal_access_tokens.allowed_ips is 'The networks the token may be used from; null: any client address.';
+comment on column rowgate.personal_access_tokens.api_version is 'The API version requests without Rowgate-Version use (SPEC §23); null: 2026-11-20.';
+comment on column rowgate.personal_access_tokens.organization_ids is 'The only organizations the token reaches; null: every organization of its user.';
 alter table rowgate.personal_access_tokens enable row level security;
-grant select (id, user_id, comment, scopes, expires_at, last_used_at, created_at, updated_at, allowed_ips) on rowgate.personal_access_tokens to rowgate_user;
+grant select (id, user_id, comment, scopes, expires_at, last_used_at, created_at, updated_at, allowed_ips, api_version, organization_ids) on rowgate.personal_access_tokens to rowgate_user;
 CREATE INDEX personal_access_tokens_live ON rowgate.personal_access_tokens USING btree (user_id) WHERE (deleted_at IS NULL);
 CREATE INDEX personal_access_tokens_user_id ON rowgate.personal_access_tokens USING btree (user_id, created_at);
 create policy select_own on rowgate.personal_access_tokens as permissive for select to rowgate_user
@@ -591,7 +606,7 @@ create table rowgate.products (
 );
 alter table rowgate.products enable row level security;
 grant insert (organization_id, name, description, price_amount, price_currency, is_archived, metadata) on rowgate.products to rowgate_organization, rowgate_user;
-grant select (id, organization_id, name, description, price_amount, price_currency, is_archived, created_at, updated_at, deleted_at, metadata) on rowgate.products to rowgate_analyst;
+grant select (id, organization_id, name, description, price_amount, price_currency, is_archived, created_at, updated_at, deleted_at, metadata) on rowgate.products to rowgate_analyst, rowgate_sql_login;
 grant select (id, organization_id, name, description, price_amount, price_currency, is_archived, created_at, updated_at, metadata) on rowgate.products to rowgate_organization, rowgate_user;
 grant update (name, description, price_amount, price_currency, is_archived, metadata) on rowgate.products to rowgate_organization, rowgate_user;
 CREATE INDEX products_metadata ON rowgate.products USING gin (metadata jsonb_path_ops) WHERE (deleted_at IS NULL);
@@ -632,7 +647,7 @@ create table rowgate.refunds (
 comment on table rowgate.refunds is '@behavior -insert -update -delete
 Money given back on a paid order (SPEC §18); created through rowgate.create_refund only.';
 alter table rowgate.refunds enable row level security;
-grant select (id, organization_id, order_id, amount, currency, reason, comment, metadata, created_at, updated_at) on rowgate.refunds to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (id, organization_id, order_id, amount, currency, reason, comment, metadata, created_at, updated_at) on rowgate.refunds to rowgate_analyst, rowgate_organization, rowgate_sql_login, rowgate_user;
 CREATE INDEX refunds_id ON rowgate.refunds USING btree (id);
 CREATE INDEX refunds_metadata ON rowgate.refunds USING gin (metadata jsonb_path_ops);
 CREATE INDEX refunds_order ON rowgate.refunds USING btree (organization_id, order_id, created_at, id);
@@ -644,6 +659,38 @@ CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.refunds FOR EA
 CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.refunds FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('refund', 'members', 'id,organization_id,order_id,amount,currency,reason,comment,metadata,created_at,updated_at', '');
 CREATE TRIGGER _900_count_rows AFTER INSERT OR DELETE ON rowgate.refunds FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__count_rows('refunds', 'hard');
 
+-- Table rowgate.request_log
+create table rowgate.request_log (
+  id uuid not null,
+  organization_id uuid not null,
+  request_id text not null,
+  method text not null,
+  route text not null,
+  path text not null,
+  status integer not null,
+  error text,
+  duration_ms integer not null,
+  credential_kind text,
+  credential_id uuid,
+  user_id uuid,
+  client_ip inet,
+  user_agent text,
+  api_version text,
+  idempotent_replayed boolean default false not null,
+  created_at timestamp with time zone not null,
+  constraint request_log_pkey PRIMARY KEY (organization_id, id),
+  constraint request_log_path_check CHECK ((length(path) <= 2000)),
+  constraint request_log_user_agent_check CHECK ((length(user_agent) <= 256))
+) partition by range (id);
+comment on table rowgate.request_log is '@behavior -*
+The /v1 requests about an organization of the last 30 days (SPEC §25), for users with organization:manage; written in batches after the answers, so a row appears within seconds or, when writing falls behind, not at all.';
+alter table rowgate.request_log enable row level security;
+grant select (id, organization_id, request_id, method, route, path, status, error, duration_ms, credential_kind, credential_id, user_id, client_ip, user_agent, api_version, idempotent_replayed, created_at) on rowgate.request_log to rowgate_analyst, rowgate_user;
+CREATE INDEX request_log_organization_created ON ONLY rowgate.request_log USING btree (organization_id, created_at, id);
+CREATE INDEX request_log_user ON ONLY rowgate.request_log USING btree (user_id) WHERE ((client_ip IS NOT NULL) OR (user_agent IS NOT NULL));
+create policy select_manage on rowgate.request_log as permissive for select to rowgate_user, rowgate_analyst
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND ( SELECT rowgate_hidden.has_scope('organizations_read'::text) AS has_scope)));
+
 -- Table rowgate.role_permissions
 create table rowgate.role_permissions (
   role text not null,
@@ -653,7 +700,7 @@ create table rowgate.role_permissions (
   constraint role_permissions_role_fkey FOREIGN KEY (role) REFERENCES rowgate.roles(name) ON UPDATE CASCADE
 );
 alter table rowgate.role_permissions enable row level security;
-grant select (role, permission) on rowgate.role_permissions to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (role, permission) on rowgate.role_permissions to rowgate_analyst, rowgate_organization, rowgate_sql_login, rowgate_user;
 create policy select_signed_in on rowgate.role_permissions as permissive for select to public
   using ((( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = ANY (ARRAY['user'::text, 'organization'::text])));
 
@@ -664,9 +711,47 @@ create table rowgate.roles (
   constraint roles_pkey PRIMARY KEY (name)
 );
 alter table rowgate.roles enable row level security;
-grant select (name, description) on rowgate.roles to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (name, description) on rowgate.roles to rowgate_analyst, rowgate_organization, rowgate_sql_login, rowgate_user;
 create policy select_signed_in on rowgate.roles as permissive for select to public
   using ((( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = ANY (ARRAY['user'::text, 'organization'::text])));
+
+-- Table rowgate.sql_credentials
+create table rowgate.sql_credentials (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  login text not null,
+  comment text not null,
+  scopes text[] not null,
+  created_by uuid,
+  expires_at timestamp with time zone,
+  last_used_at timestamp with time zone,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  login_dropped_at timestamp with time zone,
+  constraint sql_credentials_pkey PRIMARY KEY (id),
+  constraint sql_credentials_login_key UNIQUE (login),
+  constraint sql_credentials_created_by_fkey FOREIGN KEY (created_by) REFERENCES rowgate.users(id),
+  constraint sql_credentials_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
+  constraint sql_credentials_comment_check CHECK (((length(comment) >= 1) AND (length(comment) <= 200))),
+  constraint sql_credentials_login_check CHECK ((login ~ '^rg_sql_[a-z2-7]{20}$'::text)),
+  constraint sql_credentials_scopes_check CHECK ((cardinality(scopes) >= 1))
+);
+comment on table rowgate.sql_credentials is '@behavior -*
+Organizations'' SQL logins (SPEC §24, REST only).';
+alter table rowgate.sql_credentials enable row level security;
+grant insert (organization_id, login, comment, scopes, created_by, expires_at) on rowgate.sql_credentials to rowgate_sql_admin;
+grant select (id, organization_id, login, comment, scopes, created_by, expires_at, last_used_at, created_at, updated_at) on rowgate.sql_credentials to rowgate_user;
+grant select (id, organization_id, login, comment, scopes, created_by, expires_at, last_used_at, created_at, updated_at, deleted_at, login_dropped_at) on rowgate.sql_credentials to rowgate_analyst, rowgate_sql_admin;
+grant update (last_used_at, deleted_at, login_dropped_at) on rowgate.sql_credentials to rowgate_sql_admin;
+CREATE INDEX sql_credentials_organization ON rowgate.sql_credentials USING btree (organization_id, created_at) WHERE (deleted_at IS NULL);
+create policy all_sql_admin on rowgate.sql_credentials as permissive for all to rowgate_sql_admin
+  using (true)
+  with check (true);
+create policy select_manage on rowgate.sql_credentials as permissive for select to public
+  using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('organization:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('organizations_read'::text) AS has_scope)));
+CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.sql_credentials FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.sql_credentials FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('sql_credential', 'organization_manager_users', 'id,organization_id,login,comment,scopes,created_by,expires_at,last_used_at,created_at,updated_at', 'deleted_at,login_dropped_at');
 
 -- Table rowgate.transactions
 create table rowgate.transactions (
@@ -685,7 +770,7 @@ create table rowgate.transactions (
   constraint transactions_type_check CHECK ((type = ANY (ARRAY['payment'::text, 'refund'::text])))
 );
 alter table rowgate.transactions enable row level security;
-grant select (id, organization_id, order_id, type, amount, currency, created_at, updated_at) on rowgate.transactions to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (id, organization_id, order_id, type, amount, currency, created_at, updated_at) on rowgate.transactions to rowgate_analyst, rowgate_organization, rowgate_sql_login, rowgate_user;
 CREATE INDEX transactions_order ON rowgate.transactions USING btree (order_id);
 CREATE INDEX transactions_organization_amount ON rowgate.transactions USING btree (organization_id, amount, id);
 CREATE INDEX transactions_organization_created ON rowgate.transactions USING btree (organization_id, created_at, id);
@@ -721,6 +806,7 @@ create policy update_self_web_session on rowgate.users as permissive for update 
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.users FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _500_leave_organizations AFTER UPDATE OF deleted_at ON rowgate.users FOR EACH ROW WHEN (((old.deleted_at IS NULL) AND (new.deleted_at IS NOT NULL))) EXECUTE FUNCTION rowgate_private.tg_users__leave_organizations();
 CREATE TRIGGER _600_erase_clients AFTER UPDATE OF deleted_at ON rowgate.users FOR EACH ROW WHEN (((old.deleted_at IS NULL) AND (new.deleted_at IS NOT NULL))) EXECUTE FUNCTION rowgate_private.tg_users__erase_clients();
+CREATE TRIGGER _610_erase_request_clients AFTER UPDATE OF deleted_at ON rowgate.users FOR EACH ROW WHEN (((old.deleted_at IS NULL) AND (new.deleted_at IS NOT NULL))) EXECUTE FUNCTION rowgate_private.tg_users__erase_request_clients();
 
 -- Table rowgate.webhook_attempts
 create table rowgate.webhook_attempts (
@@ -742,7 +828,7 @@ create table rowgate.webhook_attempts (
 comment on table rowgate.webhook_attempts is '@behavior -*
 Webhook delivery attempts (REST only).';
 alter table rowgate.webhook_attempts enable row level security;
-grant select (id, organization_id, endpoint_id, event_id, delivery_id, attempt, status, response_code, duration_ms, error, created_at) on rowgate.webhook_attempts to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (id, organization_id, endpoint_id, event_id, delivery_id, attempt, status, response_code, duration_ms, error, created_at) on rowgate.webhook_attempts to rowgate_analyst, rowgate_organization, rowgate_sql_login, rowgate_user;
 CREATE INDEX webhook_attempts_endpoint ON ONLY rowgate.webhook_attempts USING btree (endpoint_id, created_at, id);
 CREATE INDEX webhook_attempts_event ON ONLY rowgate.webhook_attempts USING btree (event_id);
 create policy select_manage on rowgate.webhook_attempts as permissive for select to public
@@ -760,6 +846,8 @@ create table rowgate.webhook_endpoints (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
+  api_version text default NULLIF(current_setting('rowgate.api_version'::text, true), ''::text),
+  secret_rotated_at timestamp with time zone,
   constraint webhook_endpoints_pkey PRIMARY KEY (organization_id, id),
   constraint webhook_endpoints_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
   constraint webhook_endpoints_description_check CHECK ((length(description) <= 500)),
@@ -768,10 +856,13 @@ create table rowgate.webhook_endpoints (
 );
 comment on table rowgate.webhook_endpoints is '@behavior -*
 Webhook endpoints (REST only: creating one makes a secret).';
+comment on column rowgate.webhook_endpoints.api_version is 'The API version its webhook bodies are rendered in (SPEC §23); null: 2026-11-20.';
+comment on column rowgate.webhook_endpoints.secret_rotated_at is 'When the signing secret was last rotated; null: never.';
 alter table rowgate.webhook_endpoints enable row level security;
-grant select (id, organization_id, url, event_types, description, enabled, consecutive_failures, created_at, updated_at, deleted_at) on rowgate.webhook_endpoints to rowgate_analyst;
-grant select (id, organization_id, url, event_types, description, enabled, created_at, updated_at) on rowgate.webhook_endpoints to rowgate_organization, rowgate_user;
-grant update (url, event_types, description, enabled) on rowgate.webhook_endpoints to rowgate_organization, rowgate_user;
+grant select (id, organization_id, url, event_types, description, enabled, consecutive_failures, created_at, updated_at, deleted_at) on rowgate.webhook_endpoints to rowgate_sql_login;
+grant select (id, organization_id, url, event_types, description, enabled, consecutive_failures, created_at, updated_at, deleted_at, api_version, secret_rotated_at) on rowgate.webhook_endpoints to rowgate_analyst;
+grant select (id, organization_id, url, event_types, description, enabled, created_at, updated_at, api_version, secret_rotated_at) on rowgate.webhook_endpoints to rowgate_organization, rowgate_user;
+grant update (url, event_types, description, enabled, api_version) on rowgate.webhook_endpoints to rowgate_organization, rowgate_user;
 CREATE INDEX webhook_endpoints_id ON rowgate.webhook_endpoints USING btree (id);
 CREATE INDEX webhook_endpoints_organization ON rowgate.webhook_endpoints USING btree (organization_id, created_at, id) WHERE (deleted_at IS NULL);
 create policy select_manage on rowgate.webhook_endpoints as permissive for select to public
@@ -782,8 +873,9 @@ CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.webhook_endpoints FOR EACH 
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _200_reset BEFORE UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__reset();
 CREATE TRIGGER _300_check_types BEFORE UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__check_types();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('webhook_endpoint', 'organization_managers', 'id,organization_id,url,event_types,description,enabled,created_at,updated_at', 'consecutive_failures,deleted_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('webhook_endpoint', 'organization_managers', 'id,organization_id,url,event_types,description,enabled,secret_rotated_at,created_at,updated_at', 'consecutive_failures,deleted_at');
 CREATE TRIGGER _500_hold_deliveries AFTER UPDATE OF enabled, deleted_at ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__hold_deliveries();
+CREATE TRIGGER _600_disabled_notice AFTER UPDATE OF enabled ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__disabled_notice();
 
 -- Table rowgate_hidden.operations
 create table rowgate_hidden.operations (
@@ -808,6 +900,7 @@ create table rowgate_hidden.operations (
 comment on table rowgate_hidden.operations is 'Every /v1 operation of the route table (SPEC §20): its credentials and scopes, how its resource is found (lookup, resource, match) and the policy rowgate_hidden.policy_denial is asked (policy_key).';
 alter table rowgate_hidden.operations enable row level security;
 grant select on table rowgate_hidden.operations to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant select (operation, method, path, credentials, scopes, access_class, policy, permission, status, lookup, resource, match, policy_key) on rowgate_hidden.operations to rowgate_sql_login;
 create policy select_all on rowgate_hidden.operations as permissive for select to public
   using (true);
 
@@ -859,6 +952,16 @@ create table rowgate_private.event_retention (
   constraint event_retention_singleton_check CHECK (singleton)
 );
 comment on table rowgate_private.event_retention is 'Events created before pruned_before may have been pruned: a feed cursor older than that has lost what came after it.';
+
+-- Table rowgate_private.export_leases
+create table rowgate_private.export_leases (
+  id uuid default gen_random_uuid() not null,
+  credential_id uuid not null,
+  expires_at timestamp with time zone not null,
+  created_at timestamp with time zone default now() not null,
+  constraint export_leases_pkey PRIMARY KEY (id)
+);
+CREATE INDEX export_leases_credential ON rowgate_private.export_leases USING btree (credential_id, expires_at);
 
 -- Table rowgate_private.idempotency_keys
 create table rowgate_private.idempotency_keys (
@@ -943,6 +1046,7 @@ create table rowgate_private.oauth2_access_tokens (
   revoked_at timestamp with time zone,
   created_at timestamp with time zone default now() not null,
   family_id uuid,
+  last_used_at timestamp with time zone,
   constraint oauth2_access_tokens_pkey PRIMARY KEY (id),
   constraint oauth2_access_tokens_token_hash_key UNIQUE (token_hash),
   constraint oauth2_access_tokens_family_id_fkey FOREIGN KEY (family_id) REFERENCES rowgate_private.oauth2_token_families(id),
@@ -1016,6 +1120,8 @@ create table rowgate_private.oauth2_token_families (
   constraint oauth2_token_families_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id)
 );
 CREATE INDEX oauth2_token_families_client_id ON rowgate_private.oauth2_token_families USING btree (client_id) WHERE (revoked_at IS NULL);
+CREATE INDEX oauth2_token_families_organization_id ON rowgate_private.oauth2_token_families USING btree (organization_id) WHERE ((revoked_at IS NULL) AND (organization_id IS NOT NULL));
+CREATE INDEX oauth2_token_families_user_id ON rowgate_private.oauth2_token_families USING btree (user_id) WHERE (revoked_at IS NULL);
 
 -- Table rowgate_private.organization_row_counts
 create table rowgate_private.organization_row_counts (
@@ -1055,6 +1161,17 @@ create unlogged table rowgate_private.rate_limit_servers (
 );
 comment on table rowgate_private.rate_limit_servers is 'Servers that exchanged rate-limit counts lately; their number bounds how far an allowance can be passed.';
 
+-- Table rowgate_private.request_log_events
+create table rowgate_private.request_log_events (
+  request_log_id uuid not null,
+  organization_id uuid not null,
+  event_id uuid not null,
+  created_at timestamp with time zone default now() not null
+);
+comment on table rowgate_private.request_log_events is 'The events each request wrote, linked by the request log id its transaction carried.';
+CREATE INDEX request_log_events_created ON rowgate_private.request_log_events USING btree (created_at);
+CREATE INDEX request_log_events_request ON rowgate_private.request_log_events USING btree (request_log_id);
+
 -- Table rowgate_private.scopes
 create table rowgate_private.scopes (
   name text not null,
@@ -1062,6 +1179,7 @@ create table rowgate_private.scopes (
   constraint scopes_pkey PRIMARY KEY (name),
   constraint scopes_implies_fkey FOREIGN KEY (implies) REFERENCES rowgate_private.scopes(name)
 );
+grant select (name) on rowgate_private.scopes to rowgate_sql_admin;
 
 -- Table rowgate_private.sessions
 create table rowgate_private.sessions (
@@ -1076,6 +1194,10 @@ create table rowgate_private.sessions (
   expires_at timestamp with time zone not null,
   revoked_at timestamp with time zone,
   created_at timestamp with time zone default now() not null,
+  api_version text default NULLIF(current_setting('rowgate.api_version'::text, true), ''::text),
+  last_used_at timestamp with time zone,
+  client_ip inet,
+  user_agent text,
   constraint sessions_pkey PRIMARY KEY (id),
   constraint sessions_token_hash_key UNIQUE (token_hash),
   constraint sessions_customer_id_fkey FOREIGN KEY (customer_id) REFERENCES rowgate.customers(id),
@@ -1088,6 +1210,7 @@ create table rowgate_private.sessions (
   constraint sessions_check3 CHECK ((is_impersonation = (impersonator_id IS NOT NULL))),
   constraint sessions_kind_check CHECK ((kind = ANY (ARRAY['user'::text, 'customer'::text, 'member'::text])))
 );
+comment on column rowgate_private.sessions.api_version is 'Customer and member sessions: the version of the request that created them (SPEC §23); web sessions use the newest.';
 CREATE INDEX sessions_portal_expires_at ON rowgate_private.sessions USING btree (expires_at) WHERE (kind <> 'user'::text);
 CREATE INDEX sessions_user_id ON rowgate_private.sessions USING btree (user_id) WHERE (revoked_at IS NULL);
 
@@ -1133,6 +1256,20 @@ CREATE INDEX webhook_deliveries_event ON rowgate_private.webhook_deliveries USIN
 CREATE INDEX webhook_deliveries_id ON rowgate_private.webhook_deliveries USING btree (id);
 CREATE INDEX webhook_deliveries_waiting ON rowgate_private.webhook_deliveries USING btree (id) WHERE ((status = 'pending'::text) AND (feed_position IS NULL));
 
+-- Table rowgate_private.webhook_disabled_notices
+create table rowgate_private.webhook_disabled_notices (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  endpoint_id uuid not null,
+  created_at timestamp with time zone default now() not null,
+  taken_at timestamp with time zone,
+  constraint webhook_disabled_notices_pkey PRIMARY KEY (id),
+  constraint webhook_disabled_notices_organization_id_endpoint_id_fkey FOREIGN KEY (organization_id, endpoint_id) REFERENCES rowgate.webhook_endpoints(organization_id, id)
+);
+comment on table rowgate_private.webhook_disabled_notices is 'An endpoint its failures disabled, until the sender has recorded the mail to its organization''s managers.';
+CREATE INDEX webhook_disabled_notices_endpoint ON rowgate_private.webhook_disabled_notices USING btree (organization_id, endpoint_id);
+CREATE INDEX webhook_disabled_notices_pending ON rowgate_private.webhook_disabled_notices USING btree (created_at) WHERE (taken_at IS NULL);
+
 -- Table rowgate_private.webhook_lanes
 create table rowgate_private.webhook_lanes (
   organization_id uuid not null,
@@ -1153,9 +1290,12 @@ create table rowgate_private.webhook_secrets (
   organization_id uuid not null,
   endpoint_id uuid not null,
   sealed_secret bytea not null,
+  previous_sealed_secret bytea,
+  previous_expires_at timestamp with time zone,
   constraint webhook_secrets_pkey PRIMARY KEY (organization_id, endpoint_id),
   constraint webhook_secrets_organization_id_endpoint_id_fkey FOREIGN KEY (organization_id, endpoint_id) REFERENCES rowgate.webhook_endpoints(organization_id, id)
 );
+comment on column rowgate_private.webhook_secrets.previous_sealed_secret is 'The secret a rotation replaced, still signing until previous_expires_at.';
 
 -- Sequence rowgate_private.feed_positions
 create sequence rowgate_private.feed_positions as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1;
@@ -1173,7 +1313,7 @@ The users who share an organization with the subject: their id, name and e-mail 
 comment on column rowgate.colleagues.email is '@notNull
 The colleague''s e-mail address.';
 comment on column rowgate.colleagues.name is 'The colleague''s display name.';
-grant select (id, email, name) on rowgate.colleagues to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (id, email, name) on rowgate.colleagues to rowgate_analyst, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- View rowgate.orders_by_day
 create view rowgate.orders_by_day with (security_invoker=true) as
@@ -1186,6 +1326,7 @@ create view rowgate.orders_by_day with (security_invoker=true) as
   GROUP BY organization_id, ((created_at AT TIME ZONE 'UTC'::text)::date), status;
 comment on view rowgate.orders_by_day is 'Orders per organization, UTC day and status.';
 grant select on table rowgate.orders_by_day to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (organization_id, day, status, orders, amount) on rowgate.orders_by_day to rowgate_sql_login;
 
 -- View rowgate.revenue_by_day
 create view rowgate.revenue_by_day with (security_invoker=true) as
@@ -1200,6 +1341,7 @@ create view rowgate.revenue_by_day with (security_invoker=true) as
   GROUP BY organization_id, ((created_at AT TIME ZONE 'UTC'::text)::date), currency;
 comment on view rowgate.revenue_by_day is 'Payments, refunds and net revenue per organization, UTC day and currency (finance:read).';
 grant select on table rowgate.revenue_by_day to rowgate_analyst, rowgate_organization, rowgate_user;
+grant select (organization_id, day, currency, gross_amount, refunded_amount, net_amount, payments) on rowgate.revenue_by_day to rowgate_sql_login;
 
 -- Function rowgate.accept_invitation(uuid)
 CREATE OR REPLACE FUNCTION rowgate.accept_invitation(p_id uuid)
@@ -1324,11 +1466,12 @@ CREATE OR REPLACE FUNCTION rowgate."check"(operation text, params jsonb DEFAULT 
  STABLE
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
-  select rowgate_hidden.check_operation(operation, coalesce(params, '{}'), organization_id, true) - 'organization_id';
+  select rowgate_hidden.check_operation(operation, coalesce(params, '{}'), organization_id,
+    not pg_has_role(session_user, 'rowgate_sql_login', 'member')) - 'organization_id';
 $function$;
 comment on function rowgate."check"(text,jsonb,uuid) is '@behavior -*
-Why an operation would be allowed or refused for your user (SPEC §20), answered as for a web session.';
-grant execute on function rowgate."check"(text,jsonb,uuid) to rowgate_analyst;
+Why an operation would be allowed or refused (SPEC §20): for an analyst, as its user''s web session; for an organization''s SQL login, as an organization access token with the login''s scopes.';
+grant execute on function rowgate."check"(text,jsonb,uuid) to rowgate_analyst, rowgate_sql_login;
 
 -- Function rowgate.check_oauth2_authorization(text,text,text[],uuid,text,text)
 CREATE OR REPLACE FUNCTION rowgate.check_oauth2_authorization(p_client_id text, p_redirect_uri text, p_scopes text[], p_organization_id uuid, p_code_challenge text, p_code_challenge_method text)
@@ -1720,6 +1863,9 @@ begin
   if v_user_id is null then
     raise exception 'Only users can create organizations' using errcode = 'RG403';
   end if;
+  if rowgate_hidden.current_token_organization_ids() is not null then
+    raise exception 'A token kept to some organizations cannot create organizations' using errcode = 'RG403';
+  end if;
   insert into rowgate.organizations (name, slug) values (p_name, p_slug) returning * into v_organization;
   insert into rowgate.memberships (user_id, organization_id, role) values (v_user_id, v_organization.id, 'admin');
   return v_organization;
@@ -1805,8 +1951,8 @@ $function$;
 comment on function rowgate.create_organization_role(uuid,text,text,text[]) is '@behavior -*';
 grant execute on function rowgate.create_organization_role(uuid,text,text,text[]) to rowgate_organization, rowgate_user;
 
--- Function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea,text[])
-CREATE OR REPLACE FUNCTION rowgate.create_personal_access_token(p_comment text, p_scopes text[], p_expires_at timestamp with time zone, p_token_hash bytea, p_allowed_ips text[] DEFAULT NULL::text[])
+-- Function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea,text[],uuid[])
+CREATE OR REPLACE FUNCTION rowgate.create_personal_access_token(p_comment text, p_scopes text[], p_expires_at timestamp with time zone, p_token_hash bytea, p_allowed_ips text[] DEFAULT NULL::text[], p_organization_ids uuid[] DEFAULT NULL::uuid[])
  RETURNS rowgate.personal_access_tokens
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -1814,6 +1960,10 @@ CREATE OR REPLACE FUNCTION rowgate.create_personal_access_token(p_comment text, 
 AS $function$
 declare
   v_user_id uuid := rowgate_hidden.current_user_id();
+  v_reached uuid[];
+  v_kept uuid[];
+  v_max_days integer;
+  v_token rowgate.personal_access_tokens;
 begin
   perform rowgate_hidden.assert_scope('user:write');
   if v_user_id is null then
@@ -1823,12 +1973,34 @@ begin
   if not (p_scopes <@ rowgate_hidden.current_scopes()) then
     raise exception 'A token cannot hold a scope its creator does not hold' using errcode = 'RG422', detail = 'body.scopes';
   end if;
-  return rowgate_private.issue_personal_access_token(v_user_id, p_comment, p_scopes, p_expires_at, p_token_hash,
+  if p_organization_ids is not null then
+    if cardinality(p_organization_ids) not between 1 and 50 then
+      raise exception 'From 1 to 50 organizations, or null for all' using errcode = 'RG422', detail = 'body.organization_ids';
+    end if;
+    v_reached := rowgate_hidden.current_organization_ids();
+    for i in 1 .. cardinality(p_organization_ids) loop
+      if p_organization_ids[i] is null or not p_organization_ids[i] = any (v_reached) then
+        raise exception 'Not an organization you belong to' using errcode = 'RG422',
+          detail = 'body.organization_ids.' || (i - 1);
+      end if;
+    end loop;
+    v_kept := array(select k.id from unnest(p_organization_ids) with ordinality k(id, n) group by k.id order by min(k.n));
+    select min(o.max_token_lifetime_days) into v_max_days from rowgate.organizations o where o.id = any (v_kept);
+    if v_max_days is not null and (p_expires_at is null or p_expires_at > now() + make_interval(secs => v_max_days * 86400)) then
+      raise exception 'Tokens of these organizations live at most % days: expires_in is required, at most % seconds',
+        v_max_days, v_max_days * 86400 using errcode = 'RG422', detail = 'body.expires_in';
+    end if;
+  end if;
+  v_token := rowgate_private.issue_personal_access_token(v_user_id, p_comment, p_scopes, p_expires_at, p_token_hash,
     rowgate_private.allowed_ips(p_allowed_ips));
+  if v_kept is not null then
+    update rowgate.personal_access_tokens set organization_ids = v_kept where id = v_token.id returning * into v_token;
+  end if;
+  return v_token;
 end;
 $function$;
-comment on function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea,text[]) is '@behavior -*';
-grant execute on function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea,text[]) to rowgate_user;
+comment on function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea,text[],uuid[]) is '@behavior -*';
+grant execute on function rowgate.create_personal_access_token(text,text[],timestamp with time zone,bytea,text[],uuid[]) to rowgate_user;
 
 -- Function rowgate.create_refund(uuid,bigint,text,text,jsonb)
 CREATE OR REPLACE FUNCTION rowgate.create_refund(p_order_id uuid, p_amount bigint, p_reason text, p_comment text DEFAULT NULL::text, p_metadata jsonb DEFAULT NULL::jsonb)
@@ -1891,6 +2063,81 @@ $function$;
 comment on function rowgate.create_refund(uuid,bigint,text,text,jsonb) is 'Refunds a paid order by an amount, at most what remains; the order''s status becomes refunded when nothing remains.';
 grant execute on function rowgate.create_refund(uuid,bigint,text,text,jsonb) to rowgate_organization, rowgate_user;
 
+-- Function rowgate.create_sql_credential(uuid,text,text[],timestamp with time zone,text,text)
+CREATE OR REPLACE FUNCTION rowgate.create_sql_credential(p_organization_id uuid, p_comment text, p_scopes text[], p_expires_at timestamp with time zone, p_login text, p_verifier text)
+ RETURNS rowgate.sql_credentials
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET createrole_self_grant TO 'inherit'
+AS $function$
+declare
+  v_denial text;
+  v_escalation record;
+  v_credential rowgate.sql_credentials;
+  v_place bigint;
+begin
+  perform rowgate_hidden.assert_scope('organizations_write');
+  if not (p_organization_id = any (rowgate_hidden.current_organization_ids())) then
+    raise exception 'Organization not found' using errcode = 'RG404';
+  end if;
+  v_denial := case when rowgate_hidden.current_subject_kind() is distinct from 'user' then 'Only users can manage SQL credentials'
+    else rowgate_hidden.role_permission_denial(p_organization_id, 'organization:manage') end;
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG403';
+  end if;
+  -- the server makes both; anything else is refused before it reaches a statement
+  if p_login is null or p_login !~ '^rg_sql_[a-z2-7]{20}$' then
+    raise exception 'A SQL login is named rg_sql_ and 20 base32 characters' using errcode = '22023';
+  end if;
+  if p_verifier is null or p_verifier !~ '^SCRAM-SHA-256\$[0-9]{4,7}:[A-Za-z0-9+/]+={0,2}\$[A-Za-z0-9+/]{43}=:[A-Za-z0-9+/]{43}=$' then
+    raise exception 'A SQL login takes a SCRAM-SHA-256 verifier' using errcode = '22023';
+  end if;
+  perform rowgate_private.assert_known_scopes(p_scopes);
+  select s.n into v_place from unnest(p_scopes) with ordinality s(scope, n)
+    where not (s.scope = any (rowgate_private.read_scopes())) or s.scope in ('user:read', 'payouts:read')
+    order by s.n limit 1;
+  if found then
+    raise exception 'A SQL login carries organization read scopes only' using errcode = 'RG422', detail = 'body.scopes.' || (v_place - 1);
+  end if;
+  select s.n into v_place from unnest(p_scopes) with ordinality s(scope, n)
+    where not (s.scope = any (coalesce(rowgate_hidden.current_scopes(), '{}')))
+    order by s.n limit 1;
+  if found then
+    raise exception 'A credential cannot hold a scope its creator does not hold' using errcode = 'RG422', detail = 'body.scopes.' || (v_place - 1);
+  end if;
+  select d.n, d.message into v_escalation
+    from rowgate_private.token_scope_denials(p_organization_id, p_scopes, 'organization_access_token') d
+    order by d.n limit 1;
+  if found then
+    raise exception '%', v_escalation.message using errcode = 'RG422', detail = 'body.scopes.' || (v_escalation.n - 1);
+  end if;
+  -- one organization's makers one at a time, so two at once cannot both take the tenth place
+  perform pg_advisory_xact_lock(hashtextextended('rowgate sql credentials ' || p_organization_id::text, 0));
+  if (select count(*) from rowgate.sql_credentials c where c.organization_id = p_organization_id and c.deleted_at is null
+      and (c.expires_at is null or c.expires_at > now())) >= 10 then
+    raise exception 'An organization has at most 10 live SQL credentials; revoke one to make room' using errcode = 'RG422', detail = 'body';
+  end if;
+  insert into rowgate.sql_credentials (organization_id, login, comment, scopes, created_by, expires_at)
+    values (p_organization_id, p_login, p_comment, (select array_agg(distinct s order by s) from unnest(p_scopes) s),
+      rowgate_hidden.current_user_id(), p_expires_at)
+    returning * into v_credential;
+  execute format('create role %I login inherit nosuperuser nocreatedb nocreaterole noreplication nobypassrls connection limit 5 valid until %L password %L',
+    p_login, coalesce(p_expires_at::text, 'infinity'), p_verifier);
+  execute format('grant rowgate_sql_login to %I with inherit true, set false', p_login);
+  -- bounded like an analyst (SPEC §15); rowgate_private.end_sql_login_sessions holds it to these whatever it SETs
+  execute format('alter role %I set statement_timeout = %L', p_login, '60s');
+  execute format('alter role %I set idle_in_transaction_session_timeout = %L', p_login, '60s');
+  if current_setting('server_version_num')::int >= 170000 then
+    execute format('alter role %I set transaction_timeout = %L', p_login, '15min');
+  end if;
+  return v_credential;
+end;
+$function$;
+comment on function rowgate.create_sql_credential(uuid,text,text[],timestamp with time zone,text,text) is '@behavior -*
+Makes an organization''s SQL login (SPEC §24) named p_login with the password whose SCRAM-SHA-256 verifier is p_verifier, and its credential row.';
+grant execute on function rowgate.create_sql_credential(uuid,text,text[],timestamp with time zone,text,text) to rowgate_user;
+
 -- Function rowgate.create_webhook_endpoint(uuid,text,text[],text,boolean,bytea)
 CREATE OR REPLACE FUNCTION rowgate.create_webhook_endpoint(p_organization_id uuid, p_url text, p_event_types text[], p_description text, p_enabled boolean, p_sealed_secret bytea)
  RETURNS rowgate.webhook_endpoints
@@ -1915,6 +2162,43 @@ end;
 $function$;
 comment on function rowgate.create_webhook_endpoint(uuid,text,text[],text,boolean,bytea) is '@behavior -*';
 grant execute on function rowgate.create_webhook_endpoint(uuid,text,text[],text,boolean,bytea) to rowgate_organization, rowgate_user;
+
+-- Function rowgate.current_user_authorized_apps()
+CREATE OR REPLACE FUNCTION rowgate.current_user_authorized_apps()
+ RETURNS TABLE(app_key text, client_id text, client_name text, scopes text[], sub_type text, organization_id uuid, first_authorized_at timestamp with time zone, last_used_at timestamp with time zone)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select g.client_id || ':' || coalesce(g.organization_id::text, ''), g.client_id, c.client_name,
+    array(select distinct s from unnest(array_agg(g.scopes)) s order by s),
+    case when g.organization_id is null then 'user' else 'organization' end, g.organization_id,
+    min(g.created_at), date_trunc('minute', max(g.last_used_at))
+  from rowgate_private.live_oauth2_grants(rowgate_hidden.current_user_id(), null) g
+    join rowgate.oauth2_clients c on c.client_id = g.client_id
+  where rowgate_hidden.current_credential_kind() = 'web_session' and rowgate_hidden.has_scope('user:read')
+  group by g.client_id, c.client_name, g.organization_id;
+$function$;
+comment on function rowgate.current_user_authorized_apps() is '@behavior -*
+The OAuth2 clients holding live tokens of the signed-in user.';
+grant execute on function rowgate.current_user_authorized_apps() to rowgate_user;
+
+-- Function rowgate.current_user_sessions()
+CREATE OR REPLACE FUNCTION rowgate.current_user_sessions()
+ RETURNS TABLE(id uuid, created_at timestamp with time zone, last_used_at timestamp with time zone, client_ip text, user_agent text, current boolean, impersonated_by uuid)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select s.id, s.created_at, date_trunc('minute', s.last_used_at), host(s.client_ip), s.user_agent,
+    s.id::text = current_setting('rowgate.credential_id', true), s.impersonator_id
+  from rowgate_private.sessions s
+  where s.user_id = rowgate_hidden.current_user_id() and s.kind = 'user' and s.revoked_at is null and s.expires_at > now()
+    and rowgate_hidden.current_credential_kind() = 'web_session' and rowgate_hidden.has_scope('user:read');
+$function$;
+comment on function rowgate.current_user_sessions() is '@behavior -*
+The signed-in user''s live web sessions.';
+grant execute on function rowgate.current_user_sessions() to rowgate_user;
 
 -- Function rowgate.decline_invitation(uuid)
 CREATE OR REPLACE FUNCTION rowgate.decline_invitation(p_id uuid)
@@ -1944,6 +2228,9 @@ declare
   v_orphaned text;
 begin
   perform rowgate_hidden.assert_scope('user:write');
+  if rowgate_hidden.current_token_organization_ids() is not null then
+    raise exception 'A token kept to some organizations cannot delete its user' using errcode = 'RG403';
+  end if;
   -- the credentials before the memberships: a request made with one of this user's tokens
   -- holds the token's row (its last use, recorded as it authenticates) before it changes a
   -- membership, and this keeps that order
@@ -2108,6 +2395,42 @@ $function$;
 comment on function rowgate.delete_resource(text,uuid) is '@behavior -*';
 grant execute on function rowgate.delete_resource(text,uuid) to rowgate_organization, rowgate_user;
 
+-- Function rowgate.delete_sql_credential(uuid,uuid)
+CREATE OR REPLACE FUNCTION rowgate.delete_sql_credential(p_organization_id uuid, p_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_denial text;
+  v_login text;
+begin
+  perform rowgate_hidden.assert_scope('organizations_write');
+  if not (p_organization_id = any (rowgate_hidden.current_organization_ids())) then
+    raise exception 'Organization not found' using errcode = 'RG404';
+  end if;
+  v_denial := case when rowgate_hidden.current_subject_kind() is distinct from 'user' then 'Only users can manage SQL credentials'
+    else rowgate_hidden.role_permission_denial(p_organization_id, 'organization:manage') end;
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG403';
+  end if;
+  update rowgate.sql_credentials c set deleted_at = now()
+    where c.id = p_id and c.organization_id = p_organization_id and c.deleted_at is null
+    returning c.login into v_login;
+  if v_login is null then
+    raise exception 'SQL credential not found' using errcode = 'RG404';
+  end if;
+  -- from the commit on, it cannot log in again; its sessions read nothing (its identity is
+  -- not live) and end within a second (rowgate_private.end_sql_login_sessions)
+  execute format('alter role %I nologin', v_login);
+  return;
+end;
+$function$;
+comment on function rowgate.delete_sql_credential(uuid,uuid) is '@behavior -*
+Revokes an organization''s SQL login (SPEC §24): it logs in no more, and its sessions end.';
+grant execute on function rowgate.delete_sql_credential(uuid,uuid) to rowgate_user;
+
 -- Function rowgate.delete_webhook_endpoint(uuid)
 CREATE OR REPLACE FUNCTION rowgate.delete_webhook_endpoint(p_id uuid)
  RETURNS void
@@ -2122,6 +2445,47 @@ end;
 $function$;
 comment on function rowgate.delete_webhook_endpoint(uuid) is '@behavior -*';
 grant execute on function rowgate.delete_webhook_endpoint(uuid) to rowgate_organization, rowgate_user;
+
+-- Function rowgate.end_other_sessions()
+CREATE OR REPLACE FUNCTION rowgate.end_other_sessions()
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  perform rowgate_hidden.assert_scope('user:write');
+  if rowgate_hidden.current_credential_kind() is distinct from 'web_session' then
+    raise exception 'Only a web session ends sessions' using errcode = 'RG403';
+  end if;
+  update rowgate_private.sessions set revoked_at = now()
+    where user_id = rowgate_hidden.current_user_id() and kind = 'user' and revoked_at is null
+      and id::text is distinct from current_setting('rowgate.credential_id', true);
+end;
+$function$;
+comment on function rowgate.end_other_sessions() is '@behavior -*';
+grant execute on function rowgate.end_other_sessions() to rowgate_user;
+
+-- Function rowgate.end_session(uuid)
+CREATE OR REPLACE FUNCTION rowgate.end_session(p_id uuid)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  perform rowgate_hidden.assert_scope('user:write');
+  if rowgate_hidden.current_credential_kind() is distinct from 'web_session' then
+    raise exception 'Only a web session ends sessions' using errcode = 'RG403';
+  end if;
+  update rowgate_private.sessions set revoked_at = now()
+    where id = p_id and kind = 'user' and user_id = rowgate_hidden.current_user_id()
+      and revoked_at is null and expires_at > now();
+  return found;
+end;
+$function$;
+comment on function rowgate.end_session(uuid) is '@behavior -*';
+grant execute on function rowgate.end_session(uuid) to rowgate_user;
 
 -- Function rowgate.exchange_oauth2_authorization_code(text,bytea,text,bytea,text,text,bytea,bytea,bytea)
 CREATE OR REPLACE FUNCTION rowgate.exchange_oauth2_authorization_code(p_client_id text, p_client_secret_hash bytea, p_client_auth_method text, p_code_hash bytea, p_redirect_uri text, p_code_challenge text, p_user_token_hash bytea, p_organization_token_hash bytea, p_refresh_token_hash bytea)
@@ -2272,6 +2636,35 @@ $function$;
 comment on function rowgate.oauth2_scopes_supported() is '@behavior -*
 The scopes OAuth2 clients may ask for.';
 grant execute on function rowgate.oauth2_scopes_supported() to rowgate_anonymous;
+
+-- Function rowgate.organization_oauth2_grants(uuid)
+CREATE OR REPLACE FUNCTION rowgate.organization_oauth2_grants(p_organization_id uuid)
+ RETURNS TABLE(id uuid, organization_id uuid, client_id text, client_name text, scopes text[], user_id uuid, created_at timestamp with time zone, last_used_at timestamp with time zone)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_denial text;
+begin
+  perform rowgate_hidden.assert_scope('organization_access_tokens_read');
+  if not p_organization_id = any (rowgate_hidden.current_organization_ids()) then
+    raise exception 'Not found' using errcode = 'RG404';
+  end if;
+  v_denial := rowgate_hidden.access_token_management_denial(p_organization_id);
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG403';
+  end if;
+  return query
+    select g.id, g.organization_id, g.client_id, c.client_name, g.scopes, g.user_id, g.created_at,
+      date_trunc('minute', g.last_used_at)
+    from rowgate_private.live_oauth2_grants(null, p_organization_id) g
+      join rowgate.oauth2_clients c on c.client_id = g.client_id;
+end;
+$function$;
+comment on function rowgate.organization_oauth2_grants(uuid) is '@behavior -*
+The live OAuth2 grants on an organization, for its token managers.';
+grant execute on function rowgate.organization_oauth2_grants(uuid) to rowgate_user;
 
 -- Function rowgate.record_mail(uuid,text,bytea)
 CREATE OR REPLACE FUNCTION rowgate.record_mail(p_id uuid, p_to text, p_sealed bytea)
@@ -2435,6 +2828,22 @@ comment on function rowgate.register_oauth2_client(text,text,text[],text[],text,
 Registers an OAuth2 client owned by the current user (RFC 7591).';
 grant execute on function rowgate.register_oauth2_client(text,text,text[],text[],text,bytea) to rowgate_user;
 
+-- Function rowgate.request_log_event_ids(uuid,uuid)
+CREATE OR REPLACE FUNCTION rowgate.request_log_event_ids(p_organization_id uuid, p_id uuid)
+ RETURNS uuid[]
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select coalesce(array_agg(l.event_id order by l.event_id), '{}')
+  from rowgate_private.request_log_events l
+  where l.request_log_id = p_id and l.organization_id = p_organization_id
+    and p_organization_id = any (rowgate_hidden.current_organization_ids('organization:manage'))
+    and rowgate_hidden.has_scope('organizations_read');
+$function$;
+comment on function rowgate.request_log_event_ids(uuid,uuid) is '@behavior -*';
+grant execute on function rowgate.request_log_event_ids(uuid,uuid) to rowgate_user;
+
 -- Function rowgate.request_login_code(text,bytea,bytea,text,bytea)
 CREATE OR REPLACE FUNCTION rowgate.request_login_code(p_email text, p_code_hash bytea, p_attempt_hash bytea, p_client text, p_device_hash bytea)
  RETURNS TABLE(status text, expires_in integer, retry_after integer, mail boolean)
@@ -2492,6 +2901,32 @@ $function$;
 comment on function rowgate.request_login_code(text,bytea,bytea,text,bytea) is '@behavior -*
 Stores a login code''s hash for an address and the attempt that asked: created with the seconds it stays valid and whether to mail it (10 an hour per address and origin: unknown, the device cookie''s browser, a network that signed in lately), or rate_limited (5 codes an hour per client and address, 20 per client) with the seconds until the client may ask again.';
 grant execute on function rowgate.request_login_code(text,bytea,bytea,text,bytea) to rowgate_anonymous;
+
+-- Function rowgate.revoke_authorized_app(text)
+CREATE OR REPLACE FUNCTION rowgate.revoke_authorized_app(p_client_id text)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_revoked integer := 0;
+  v_grant record;
+begin
+  perform rowgate_hidden.assert_scope('user:write');
+  if rowgate_hidden.current_credential_kind() is distinct from 'web_session' then
+    raise exception 'Only a web session revokes authorized apps' using errcode = 'RG403';
+  end if;
+  for v_grant in select g.id, g.is_family from rowgate_private.live_oauth2_grants(rowgate_hidden.current_user_id(), null) g
+      where g.client_id = p_client_id loop
+    perform rowgate_private.revoke_oauth2_grant(v_grant.id, v_grant.is_family);
+    v_revoked := v_revoked + 1;
+  end loop;
+  return v_revoked > 0;
+end;
+$function$;
+comment on function rowgate.revoke_authorized_app(text) is '@behavior -*';
+grant execute on function rowgate.revoke_authorized_app(text) to rowgate_user;
 
 -- Function rowgate.revoke_current_session()
 CREATE OR REPLACE FUNCTION rowgate.revoke_current_session()
@@ -2564,6 +2999,35 @@ $function$;
 comment on function rowgate.revoke_oauth2_token(text,bytea,text,bytea) is '@behavior -*
 RFC 7009 token revocation.';
 grant execute on function rowgate.revoke_oauth2_token(text,bytea,text,bytea) to rowgate_anonymous;
+
+-- Function rowgate.revoke_organization_oauth2_grant(uuid,uuid)
+CREATE OR REPLACE FUNCTION rowgate.revoke_organization_oauth2_grant(p_organization_id uuid, p_grant_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_denial text;
+  v_is_family boolean;
+begin
+  perform rowgate_hidden.assert_scope('organization_access_tokens_write');
+  if not p_organization_id = any (rowgate_hidden.current_organization_ids()) then
+    raise exception 'Not found' using errcode = 'RG404';
+  end if;
+  v_denial := rowgate_hidden.access_token_management_denial(p_organization_id);
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG403';
+  end if;
+  select g.is_family into v_is_family from rowgate_private.live_oauth2_grants(null, p_organization_id) g where g.id = p_grant_id;
+  if v_is_family is null then
+    raise exception 'Not found' using errcode = 'RG404';
+  end if;
+  perform rowgate_private.revoke_oauth2_grant(p_grant_id, v_is_family);
+end;
+$function$;
+comment on function rowgate.revoke_organization_oauth2_grant(uuid,uuid) is '@behavior -*';
+grant execute on function rowgate.revoke_organization_oauth2_grant(uuid,uuid) to rowgate_user;
 
 -- Function rowgate.revoke_personal_access_token(uuid)
 CREATE OR REPLACE FUNCTION rowgate.revoke_personal_access_token(p_id uuid)
@@ -2676,6 +3140,34 @@ comment on function rowgate.revoke_reported_tokens(text[],bytea[]) is '@behavior
 Revokes the live tokens among those reported (POST /v1/credentials/revoke); presenting a token is the right to revoke it.';
 grant execute on function rowgate.revoke_reported_tokens(text[],bytea[]) to rowgate_anonymous;
 
+-- Function rowgate.rotate_webhook_secret(uuid,bytea,integer)
+CREATE OR REPLACE FUNCTION rowgate.rotate_webhook_secret(p_id uuid, p_sealed_secret bytea, p_expire_previous_in integer)
+ RETURNS rowgate.webhook_endpoints
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_organization_id uuid := rowgate_hidden.authorize_webhook_endpoint(p_id, 'webhooks_write');
+  v_endpoint rowgate.webhook_endpoints;
+begin
+  if p_expire_previous_in is null or p_expire_previous_in not between 0 and 604800 then
+    raise exception 'From 0 to 604800 seconds' using errcode = 'RG422', detail = 'body.expire_previous_in';
+  end if;
+  update rowgate_private.webhook_secrets s
+    set previous_sealed_secret = s.sealed_secret,
+      previous_expires_at = now() + make_interval(secs => p_expire_previous_in),
+      sealed_secret = p_sealed_secret
+    where s.organization_id = v_organization_id and s.endpoint_id = p_id;
+  update rowgate.webhook_endpoints e set secret_rotated_at = now()
+    where e.organization_id = v_organization_id and e.id = p_id
+    returning * into v_endpoint;
+  return v_endpoint;
+end;
+$function$;
+comment on function rowgate.rotate_webhook_secret(uuid,bytea,integer) is '@behavior -*';
+grant execute on function rowgate.rotate_webhook_secret(uuid,bytea,integer) to rowgate_organization, rowgate_user;
+
 -- Function rowgate.store_idempotent_answer(text,bytea,integer,text)
 CREATE OR REPLACE FUNCTION rowgate.store_idempotent_answer(p_key text, p_request_hash bytea, p_status integer, p_body text)
  RETURNS void
@@ -2727,7 +3219,7 @@ AS $function$
   select case when rowgate_hidden.current_subject_kind() is distinct from 'user' then 'Only users can manage access tokens'
     else rowgate_hidden.role_permission_denial(p_organization_id, 'access_tokens:manage') end;
 $function$;
-grant execute on function rowgate_hidden.access_token_management_denial(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.access_token_management_denial(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.analyst_scopes()
 CREATE OR REPLACE FUNCTION rowgate_hidden.analyst_scopes()
@@ -2743,7 +3235,7 @@ begin
   return rowgate_private.read_scopes();
 end;
 $function$;
-grant execute on function rowgate_hidden.analyst_scopes() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.analyst_scopes() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_admin, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.analyst_user_id()
 CREATE OR REPLACE FUNCTION rowgate_hidden.analyst_user_id()
@@ -2757,7 +3249,7 @@ begin
     where a.login = session_user and u.deleted_at is null);
 end;
 $function$;
-grant execute on function rowgate_hidden.analyst_user_id() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.analyst_user_id() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_admin, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.assert_event_types(uuid,text[])
 CREATE OR REPLACE FUNCTION rowgate_hidden.assert_event_types(p_organization_id uuid, p_event_types text[])
@@ -2796,7 +3288,7 @@ begin
   end if;
 end;
 $function$;
-grant execute on function rowgate_hidden.assert_scope(text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.assert_scope(text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_admin, rowgate_user;
 
 -- Function rowgate_hidden.authorize(text,uuid,text)
 CREATE OR REPLACE FUNCTION rowgate_hidden.authorize(p_resource text, p_id uuid, p_policy text)
@@ -2869,7 +3361,7 @@ AS $function$
       'permission', p_op.permission, 'policy', p_op.policy),
     'organization_id', p_organization_id);
 $function$;
-grant execute on function rowgate_hidden.check_answer(rowgate_hidden.operations,boolean,integer,text,text,text,text,text[],uuid,text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.check_answer(rowgate_hidden.operations,boolean,integer,text,text,text,text,text[],uuid,text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.check_batch(jsonb,boolean)
 CREATE OR REPLACE FUNCTION rowgate_hidden.check_batch(p_checks jsonb, p_as_web_session boolean DEFAULT false)
@@ -3015,7 +3507,7 @@ begin
 end;
 $function$;
 comment on function rowgate_hidden.check_batch(jsonb,boolean) is 'What each request of p_checks ([{operation, params, organization_id}]) would answer for the current subject (SPEC §20), in their order, each with the organization it concerns; as for a web session when p_as_web_session.';
-grant execute on function rowgate_hidden.check_batch(jsonb,boolean) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.check_batch(jsonb,boolean) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.check_items(jsonb,text,text[])
 CREATE OR REPLACE FUNCTION rowgate_hidden.check_items(p_checks jsonb, p_kind text, p_scopes text[])
@@ -3034,7 +3526,7 @@ AS $function$
   from jsonb_array_elements(p_checks) with ordinality c(value, n)
     join rowgate_hidden.operations o on o.operation = c.value ->> 'operation';
 $function$;
-grant execute on function rowgate_hidden.check_items(jsonb,text,text[]) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.check_items(jsonb,text,text[]) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.check_operation(text,jsonb,uuid,boolean)
 CREATE OR REPLACE FUNCTION rowgate_hidden.check_operation(p_operation text, p_params jsonb, p_organization_id uuid, p_as_web_session boolean DEFAULT false)
@@ -3046,7 +3538,7 @@ AS $function$
   select rowgate_hidden.check_batch(jsonb_build_array(jsonb_build_object('operation', p_operation, 'params', p_params,
     'organization_id', p_organization_id)), p_as_web_session) -> 0;
 $function$;
-grant execute on function rowgate_hidden.check_operation(text,jsonb,uuid,boolean) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.check_operation(text,jsonb,uuid,boolean) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.check_operations(jsonb,uuid)
 CREATE OR REPLACE FUNCTION rowgate_hidden.check_operations(p_checks jsonb, p_user_id uuid DEFAULT NULL::uuid)
@@ -3104,6 +3596,35 @@ end;
 $function$;
 grant execute on function rowgate_hidden.check_operations(jsonb,uuid) to rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
 
+-- Function rowgate_hidden.claim_export(integer,integer)
+CREATE OR REPLACE FUNCTION rowgate_hidden.claim_export(p_per_credential integer, p_lease_seconds integer)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_credential uuid := rowgate_hidden.current_credential_id();
+  v_id uuid;
+begin
+  if v_credential is null then
+    raise exception 'An export needs a credential' using errcode = 'RG403';
+  end if;
+  -- one credential's claims one at a time, so two at once cannot both take the last slot
+  perform pg_advisory_xact_lock(hashtextextended('rowgate exports ' || v_credential::text, 0));
+  delete from rowgate_private.export_leases l where l.credential_id = v_credential and l.expires_at <= now();
+  if (select count(*) from rowgate_private.export_leases l where l.credential_id = v_credential) >= p_per_credential then
+    raise exception 'At most % exports run at once per credential', p_per_credential using errcode = 'RG429', detail = '1';
+  end if;
+  insert into rowgate_private.export_leases (credential_id, expires_at)
+    values (v_credential, now() + make_interval(secs => p_lease_seconds))
+    returning id into v_id;
+  return v_id;
+end;
+$function$;
+comment on function rowgate_hidden.claim_export(integer,integer) is 'Takes one of the credential''s export slots (SPEC §24) for p_lease_seconds, or refuses (RG429) when it holds p_per_credential already.';
+grant execute on function rowgate_hidden.claim_export(integer,integer) to rowgate_organization, rowgate_user;
+
 -- Function rowgate_hidden.credential_impersonator_id()
 CREATE OR REPLACE FUNCTION rowgate_hidden.credential_impersonator_id()
  RETURNS uuid
@@ -3160,7 +3681,7 @@ begin
     where m.organization_id = any (rowgate_hidden.current_organization_ids()) and m.deleted_at is null);
 end;
 $function$;
-grant execute on function rowgate_hidden.current_colleague_ids() to rowgate_analyst, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.current_colleague_ids() to rowgate_analyst, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.current_credential_id()
 CREATE OR REPLACE FUNCTION rowgate_hidden.current_credential_id()
@@ -3183,10 +3704,12 @@ AS $function$
   select case when session_user = 'rowgate_authenticator'
       then nullif(current_setting('rowgate.credential_kind', true), '')
     when pg_has_role(session_user, 'rowgate_analyst', 'member') and rowgate_hidden.analyst_user_id() is not null
-      then 'web_session' end;
+      then 'web_session'
+    when pg_has_role(session_user, 'rowgate_sql_login', 'member') and rowgate_hidden.sql_login_organization_id() is not null
+      then 'organization_access_token' end;
 $function$;
-comment on function rowgate_hidden.current_credential_kind() is 'The kind of the credential of this transaction (web_session, personal_access_token, …); an analyst''s login counts as web_session; null without one.';
-grant execute on function rowgate_hidden.current_credential_kind() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+comment on function rowgate_hidden.current_credential_kind() is 'The kind of the credential of this transaction (web_session, personal_access_token, …); an analyst''s login counts as web_session, an organization''s SQL login as organization_access_token; null without one.';
+grant execute on function rowgate_hidden.current_credential_kind() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.current_customer_id()
 CREATE OR REPLACE FUNCTION rowgate_hidden.current_customer_id()
@@ -3247,13 +3770,20 @@ AS $function$
 declare
   v_kind text := rowgate_hidden.current_subject_kind();
   v_user_id uuid;
+  v_kept uuid[];
 begin
   if v_kind = 'user' then
     v_user_id := rowgate_hidden.current_user_id();
+    -- only a personal access token may be kept: other credentials skip the lookup (a setting
+    -- read by hand can only narrow what this returns, never widen it)
+    if current_setting('rowgate.credential_kind', true) = 'personal_access_token' then
+      v_kept := rowgate_hidden.current_token_organization_ids();
+    end if;
     return array(
       select m.organization_id
       from rowgate.memberships m
       where m.user_id = v_user_id and m.deleted_at is null
+        and (v_kept is null or m.organization_id = any (v_kept))
         and (select o.deleted_at is null from rowgate.organizations o where o.id = m.organization_id)
         and (p_permission is null
           or exists (select 1 from rowgate.role_permissions rp where rp.role = m.role and rp.permission = p_permission)
@@ -3269,7 +3799,7 @@ begin
 end;
 $function$;
 comment on function rowgate_hidden.current_organization_ids(text) is 'The organizations the current subject reaches; with a permission, a User''s only where its role grants it (Organization subjects bypass the filter).';
-grant execute on function rowgate_hidden.current_organization_ids(text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.current_organization_ids(text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_admin, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.current_permissions(uuid)
 CREATE OR REPLACE FUNCTION rowgate_hidden.current_permissions(p_organization_id uuid)
@@ -3280,10 +3810,17 @@ CREATE OR REPLACE FUNCTION rowgate_hidden.current_permissions(p_organization_id 
 AS $function$
 declare
   v_kind text := rowgate_hidden.current_subject_kind();
+  v_kept uuid[];
 begin
   if v_kind = 'organization' and p_organization_id = rowgate_hidden.current_subject_id() then
     return array(select p.name from rowgate.permissions p order by 1);
   elsif v_kind = 'user' then
+    if current_setting('rowgate.credential_kind', true) = 'personal_access_token' then
+      v_kept := rowgate_hidden.current_token_organization_ids();
+    end if;
+    if v_kept is not null and not p_organization_id = any (v_kept) then
+      return '{}';
+    end if;
     return coalesce((select rowgate_private.role_permissions(m.organization_id, m.role)
       from rowgate.memberships m join rowgate.organizations o on o.id = m.organization_id
       where m.user_id = rowgate_hidden.current_user_id() and m.organization_id = p_organization_id
@@ -3308,7 +3845,7 @@ begin
       and p_organization_id = any (rowgate_hidden.current_organization_ids()));
 end;
 $function$;
-grant execute on function rowgate_hidden.current_role_in(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.current_role_in(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.current_scopes()
 CREATE OR REPLACE FUNCTION rowgate_hidden.current_scopes()
@@ -3318,10 +3855,11 @@ CREATE OR REPLACE FUNCTION rowgate_hidden.current_scopes()
 AS $function$
   select case when session_user = 'rowgate_authenticator'
       then string_to_array(nullif(current_setting('rowgate.scopes', true), ''), ' ')
-    when pg_has_role(session_user, 'rowgate_analyst', 'member') then rowgate_hidden.analyst_scopes() end;
+    when pg_has_role(session_user, 'rowgate_analyst', 'member') then rowgate_hidden.analyst_scopes()
+    when pg_has_role(session_user, 'rowgate_sql_login', 'member') then rowgate_hidden.sql_login_scopes() end;
 $function$;
 comment on function rowgate_hidden.current_scopes() is 'The scopes of the credential of this transaction, with the read scopes their write scopes imply.';
-grant execute on function rowgate_hidden.current_scopes() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.current_scopes() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_admin, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.current_subject_id()
 CREATE OR REPLACE FUNCTION rowgate_hidden.current_subject_id()
@@ -3331,10 +3869,11 @@ CREATE OR REPLACE FUNCTION rowgate_hidden.current_subject_id()
 AS $function$
   select case when session_user = 'rowgate_authenticator'
       then nullif(current_setting('rowgate.subject_id', true), '')::uuid
-    when pg_has_role(session_user, 'rowgate_analyst', 'member') then rowgate_hidden.analyst_user_id() end;
+    when pg_has_role(session_user, 'rowgate_analyst', 'member') then rowgate_hidden.analyst_user_id()
+    when pg_has_role(session_user, 'rowgate_sql_login', 'member') then rowgate_hidden.sql_login_organization_id() end;
 $function$;
 comment on function rowgate_hidden.current_subject_id() is 'The id of the request''s subject, or null.';
-grant execute on function rowgate_hidden.current_subject_id() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.current_subject_id() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_admin, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.current_subject_kind()
 CREATE OR REPLACE FUNCTION rowgate_hidden.current_subject_kind()
@@ -3345,10 +3884,30 @@ AS $function$
   select case when session_user = 'rowgate_authenticator'
       then nullif(current_setting('rowgate.subject_kind', true), '')
     when pg_has_role(session_user, 'rowgate_analyst', 'member') and rowgate_hidden.analyst_user_id() is not null
-      then 'user' end;
+      then 'user'
+    when pg_has_role(session_user, 'rowgate_sql_login', 'member') and rowgate_hidden.sql_login_organization_id() is not null
+      then 'organization' end;
 $function$;
 comment on function rowgate_hidden.current_subject_kind() is 'The kind of the request''s subject (user, organization, customer, member), or null.';
-grant execute on function rowgate_hidden.current_subject_kind() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.current_subject_kind() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_admin, rowgate_sql_login, rowgate_user;
+
+-- Function rowgate_hidden.current_token_organization_ids()
+CREATE OR REPLACE FUNCTION rowgate_hidden.current_token_organization_ids()
+ RETURNS uuid[]
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if rowgate_hidden.current_credential_kind() is distinct from 'personal_access_token' then
+    return null;
+  end if;
+  return (select t.organization_ids from rowgate.personal_access_tokens t
+    where t.id = nullif(current_setting('rowgate.credential_id', true), '')::uuid);
+end;
+$function$;
+comment on function rowgate_hidden.current_token_organization_ids() is 'The organizations the credential of this transaction is kept to (a personal access token naming some); null: no such bound.';
+grant execute on function rowgate_hidden.current_token_organization_ids() to rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.current_user_email()
 CREATE OR REPLACE FUNCTION rowgate_hidden.current_user_email()
@@ -3373,7 +3932,7 @@ AS $function$
   select case when rowgate_hidden.current_subject_kind() = 'user' then rowgate_hidden.current_subject_id() end;
 $function$;
 comment on function rowgate_hidden.current_user_id() is 'The User subject of this transaction, or null.';
-grant execute on function rowgate_hidden.current_user_id() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.current_user_id() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_admin, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.current_user_is_platform_admin()
 CREATE OR REPLACE FUNCTION rowgate_hidden.current_user_is_platform_admin()
@@ -3403,6 +3962,20 @@ begin
 end;
 $function$;
 grant execute on function rowgate_hidden.customer_ids_by_external_id(text[]) to rowgate_organization, rowgate_user;
+
+-- Function rowgate_hidden.end_export(uuid)
+CREATE OR REPLACE FUNCTION rowgate_hidden.end_export(p_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  delete from rowgate_private.export_leases l where l.id = p_id and l.credential_id = rowgate_hidden.current_credential_id();
+end;
+$function$;
+comment on function rowgate_hidden.end_export(uuid) is 'Gives the credential''s export slot p_id back.';
+grant execute on function rowgate_hidden.end_export(uuid) to rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.event_type_denial(uuid,text)
 CREATE OR REPLACE FUNCTION rowgate_hidden.event_type_denial(p_organization_id uuid, p_type text)
@@ -3472,7 +4045,7 @@ begin
   return null;
 end;
 $function$;
-grant execute on function rowgate_hidden.finance_denial(uuid,boolean) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.finance_denial(uuid,boolean) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.finance_read_denial(uuid)
 CREATE OR REPLACE FUNCTION rowgate_hidden.finance_read_denial(p_organization_id uuid)
@@ -3480,7 +4053,7 @@ CREATE OR REPLACE FUNCTION rowgate_hidden.finance_read_denial(p_organization_id 
  LANGUAGE sql
  STABLE
 AS $function$ select rowgate_hidden.finance_denial(p_organization_id, false); $function$;
-grant execute on function rowgate_hidden.finance_read_denial(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.finance_read_denial(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.finance_write_denial(uuid)
 CREATE OR REPLACE FUNCTION rowgate_hidden.finance_write_denial(p_organization_id uuid)
@@ -3488,7 +4061,7 @@ CREATE OR REPLACE FUNCTION rowgate_hidden.finance_write_denial(p_organization_id
  LANGUAGE sql
  STABLE
 AS $function$ select rowgate_hidden.finance_denial(p_organization_id, true); $function$;
-grant execute on function rowgate_hidden.finance_write_denial(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.finance_write_denial(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.has_permission(uuid,text)
 CREATE OR REPLACE FUNCTION rowgate_hidden.has_permission(p_organization_id uuid, p_permission text)
@@ -3498,7 +4071,7 @@ CREATE OR REPLACE FUNCTION rowgate_hidden.has_permission(p_organization_id uuid,
 AS $function$
   select p_organization_id = any (rowgate_hidden.current_organization_ids(p_permission));
 $function$;
-grant execute on function rowgate_hidden.has_permission(uuid,text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.has_permission(uuid,text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_admin, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.has_scope(text)
 CREATE OR REPLACE FUNCTION rowgate_hidden.has_scope(p_scope text)
@@ -3509,7 +4082,7 @@ AS $function$
   select p_scope = any (coalesce(rowgate_hidden.current_scopes(), '{}'));
 $function$;
 comment on function rowgate_hidden.has_scope(text) is 'Does the credential of this transaction carry the scope?';
-grant execute on function rowgate_hidden.has_scope(text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.has_scope(text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_admin, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.invitation_names(uuid)
 CREATE OR REPLACE FUNCTION rowgate_hidden.invitation_names(p_id uuid)
@@ -3542,7 +4115,7 @@ AS $function$
   select exists (select from rowgate.invitations i where i.id = p_id and rowgate_hidden.is_invitee_invitation(i));
 $function$;
 comment on function rowgate_hidden.invitee_invitation_found(uuid) is 'Whether the invitation p_id is the current user''s to accept or decline: the lookup `invitee` of a check (SPEC §20).';
-grant execute on function rowgate_hidden.invitee_invitation_found(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.invitee_invitation_found(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.is_invitee_invitation(rowgate.invitations)
 CREATE OR REPLACE FUNCTION rowgate_hidden.is_invitee_invitation(p_invitation rowgate.invitations)
@@ -3583,7 +4156,7 @@ begin
 end;
 $function$;
 comment on function rowgate_hidden.member_removal_denial(uuid,uuid) is 'Why the current user may not remove this member of an organization it reaches (SPEC §21''s escalation rule), or null.';
-grant execute on function rowgate_hidden.member_removal_denial(uuid,uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.member_removal_denial(uuid,uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.members_management_denial(uuid)
 CREATE OR REPLACE FUNCTION rowgate_hidden.members_management_denial(p_organization_id uuid)
@@ -3594,7 +4167,7 @@ AS $function$
   select case when rowgate_hidden.current_subject_kind() is distinct from 'user' then 'Only users can manage members'
     else rowgate_hidden.role_permission_denial(p_organization_id, 'members:manage') end;
 $function$;
-grant execute on function rowgate_hidden.members_management_denial(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.members_management_denial(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.metadata_ids(text,jsonb,integer,bigint)
 CREATE OR REPLACE FUNCTION rowgate_hidden.metadata_ids(p_table text, p_filter jsonb, p_limit integer DEFAULT 500, p_min_rows bigint DEFAULT 5000)
@@ -3681,7 +4254,7 @@ begin
 end;
 $function$;
 comment on function rowgate_hidden.organization_account_exists(uuid) is 'Whether an organization whose finances the subject may read has a live account; null where it may not read them.';
-grant execute on function rowgate_hidden.organization_account_exists(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.organization_account_exists(uuid) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.organization_permissions(uuid,uuid)
 CREATE OR REPLACE FUNCTION rowgate_hidden.organization_permissions(p_organization_id uuid, p_user_id uuid DEFAULT NULL::uuid)
@@ -3767,7 +4340,7 @@ AS $function$
     else rowgate_hidden.role_permission_denial(p_organization_id, p_policy)
   end;
 $function$;
-grant execute on function rowgate_hidden.policy_denial(uuid,text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.policy_denial(uuid,text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.portal_write_denial()
 CREATE OR REPLACE FUNCTION rowgate_hidden.portal_write_denial()
@@ -3814,7 +4387,22 @@ begin
 end;
 $function$;
 comment on function rowgate_hidden.reachable_resource_organization_ids(text,uuid[]) is 'The organization of each live resource of a kind among p_ids that the subject reaches.';
-grant execute on function rowgate_hidden.reachable_resource_organization_ids(text,uuid[]) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.reachable_resource_organization_ids(text,uuid[]) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_login, rowgate_user;
+
+-- Function rowgate_hidden.renew_export(uuid,integer)
+CREATE OR REPLACE FUNCTION rowgate_hidden.renew_export(p_id uuid, p_lease_seconds integer)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  update rowgate_private.export_leases l set expires_at = now() + make_interval(secs => p_lease_seconds)
+    where l.id = p_id and l.credential_id = rowgate_hidden.current_credential_id();
+end;
+$function$;
+comment on function rowgate_hidden.renew_export(uuid,integer) is 'Keeps the credential''s export slot p_id for p_lease_seconds more.';
+grant execute on function rowgate_hidden.renew_export(uuid,integer) to rowgate_organization, rowgate_user;
 
 -- Function rowgate_hidden.resource_organization_id(text,uuid)
 CREATE OR REPLACE FUNCTION rowgate_hidden.resource_organization_id(p_resource text, p_id uuid)
@@ -3885,7 +4473,39 @@ AS $function$
     else 'Not permitted'
   end;
 $function$;
-grant execute on function rowgate_hidden.role_permission_denial(uuid,text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.role_permission_denial(uuid,text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_admin, rowgate_sql_login, rowgate_user;
+
+-- Function rowgate_hidden.sql_login_organization_id()
+CREATE OR REPLACE FUNCTION rowgate_hidden.sql_login_organization_id()
+ RETURNS uuid
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  return (select c.organization_id from rowgate.sql_credentials c join rowgate.organizations o on o.id = c.organization_id
+    where c.login = session_user and c.deleted_at is null and o.deleted_at is null
+      and (c.expires_at is null or c.expires_at > statement_timestamp()));
+end;
+$function$;
+comment on function rowgate_hidden.sql_login_organization_id() is 'The organization of this session''s SQL login (SPEC §24) while its credential is live, else null.';
+grant execute on function rowgate_hidden.sql_login_organization_id() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_admin, rowgate_sql_login, rowgate_user;
+
+-- Function rowgate_hidden.sql_login_scopes()
+CREATE OR REPLACE FUNCTION rowgate_hidden.sql_login_scopes()
+ RETURNS text[]
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  return (select c.scopes from rowgate.sql_credentials c join rowgate.organizations o on o.id = c.organization_id
+    where c.login = session_user and c.deleted_at is null and o.deleted_at is null
+      and (c.expires_at is null or c.expires_at > statement_timestamp()));
+end;
+$function$;
+comment on function rowgate_hidden.sql_login_scopes() is 'The read scopes of this session''s SQL login (SPEC §24) while its credential is live, else null.';
+grant execute on function rowgate_hidden.sql_login_scopes() to rowgate_analyst, rowgate_anonymous, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_admin, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.target_organization_id(uuid,text)
 CREATE OR REPLACE FUNCTION rowgate_hidden.target_organization_id(p_organization_id uuid, p_permission text)
@@ -3956,7 +4576,7 @@ begin
   return rowgate_private.all_scopes();
 end;
 $function$;
-grant execute on function rowgate_hidden.web_session_scopes() to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_user;
+grant execute on function rowgate_hidden.web_session_scopes() to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_private.add_event_partitions()
 CREATE OR REPLACE FUNCTION rowgate_private.add_event_partitions()
@@ -4016,6 +4636,36 @@ begin
 end;
 $function$;
 comment on function rowgate_private.add_partition(regclass,text,text,uuid,uuid) is 'Attaches a partition [p_from, p_to) named p_name to p_parent, with the rows its default partition held in that range.';
+
+-- Function rowgate_private.add_request_log_partitions()
+CREATE OR REPLACE FUNCTION rowgate_private.add_request_log_partitions()
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET lock_timeout TO '5s'
+AS $function$
+declare
+  v_day timestamptz;
+  v_until timestamptz := now() + interval '7 days';
+  v_added integer := 0;
+begin
+  perform pg_advisory_xact_lock(hashtext('rowgate_private.request_log_partitions'));
+  v_day := coalesce(
+    rowgate_private.uuidv7_time((select r.upper_id from rowgate_private.partition_ranges('rowgate.request_log') r
+      order by r.upper_id desc limit 1)),
+    date_trunc('day', now(), 'UTC'));
+  while v_day < v_until loop
+    perform rowgate_private.add_partition('rowgate.request_log', 'id', 'request_log_' || to_char(v_day at time zone 'UTC', 'YYYYMMDD'),
+      rowgate_private.uuidv7_bound(v_day), rowgate_private.uuidv7_bound(v_day + interval '24 hours'));
+    v_day := v_day + interval '24 hours';
+    v_added := v_added + 1;
+  end loop;
+  return v_added;
+end;
+$function$;
+comment on function rowgate_private.add_request_log_partitions() is 'Makes the daily partitions of the request log up to a week ahead; returns how many it made.';
+grant execute on function rowgate_private.add_request_log_partitions() to rowgate_authenticator;
 
 -- Function rowgate_private.all_scopes()
 CREATE OR REPLACE FUNCTION rowgate_private.all_scopes()
@@ -4120,9 +4770,10 @@ begin
   end if;
 end;
 $function$;
+grant execute on function rowgate_private.assert_known_scopes(text[]) to rowgate_sql_admin;
 
--- Function rowgate_private.authenticate(text,bytea,inet)
-CREATE OR REPLACE FUNCTION rowgate_private.authenticate(p_kind text, p_token_hash bytea, p_client_address inet DEFAULT NULL::inet)
+-- Function rowgate_private.authenticate(text,bytea,inet,text)
+CREATE OR REPLACE FUNCTION rowgate_private.authenticate(p_kind text, p_token_hash bytea, p_client_address inet DEFAULT NULL::inet, p_user_agent text DEFAULT NULL::text)
  RETURNS TABLE(credential_id uuid, subject_kind text, subject_id uuid, scopes text[], is_impersonation boolean, expires_at timestamp with time zone, impersonator_id uuid, oauth2_client_id text)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -4143,6 +4794,9 @@ begin
       from rowgate_private.sessions s join rowgate.users u on u.id = s.user_id
       where s.token_hash = p_token_hash and s.kind = 'user' and s.revoked_at is null
         and s.expires_at > now() and u.deleted_at is null;
+    if found then
+      perform rowgate_private.record_session_use(p_token_hash, p_client_address, p_user_agent);
+    end if;
   elsif p_kind = 'personal_access_token' then
     select t.id, t.user_id, t.scopes, t.expires_at, t.allowed_ips into v_id, v_subject_id, v_scopes, v_expires_at, v_allowed_ips
       from rowgate_private.access_token_hashes h
@@ -4175,6 +4829,9 @@ begin
       from rowgate_private.oauth2_access_tokens t join rowgate.users u on u.id = t.user_id
       where t.token_hash = p_token_hash and t.organization_id is null and t.revoked_at is null
         and t.expires_at > now() and u.deleted_at is null;
+    if found then
+      perform rowgate_private.record_oauth2_token_use(p_token_hash);
+    end if;
   elsif p_kind = 'oauth2_organization_token' then
     return query
       select t.id, 'organization'::text, t.organization_id, rowgate_private.expand_scopes(t.scopes), false, t.expires_at, null::uuid, t.client_id
@@ -4184,6 +4841,9 @@ begin
       where t.token_hash = p_token_hash and t.organization_id is not null and t.revoked_at is null
         and t.expires_at > now() and u.deleted_at is null and o.deleted_at is null
         and rowgate_private.user_manages_access_tokens(t.user_id, t.organization_id);
+    if found then
+      perform rowgate_private.record_oauth2_token_use(p_token_hash);
+    end if;
   elsif p_kind = 'customer_session' then
     return query
       select s.id, 'customer'::text, s.customer_id, array['customer_portal_read', 'customer_portal_write'], false, s.expires_at, null::uuid, null::text
@@ -4204,8 +4864,8 @@ begin
   end if;
 end;
 $function$;
-comment on function rowgate_private.authenticate(text,bytea,inet) is 'The credential''s subject, scopes and expiry when it is good (none otherwise), with the impersonator of a web session and the client of an OAuth2 token, which events record.';
-grant execute on function rowgate_private.authenticate(text,bytea,inet) to rowgate_authenticator;
+comment on function rowgate_private.authenticate(text,bytea,inet,text) is 'The credential''s subject, scopes and expiry when it is good (none otherwise), with the impersonator of a web session and the client of an OAuth2 token, which events record; records the use of a session (its address and agent) and of a token, to the minute.';
+grant execute on function rowgate_private.authenticate(text,bytea,inet,text) to rowgate_authenticator;
 
 -- Function rowgate_private.authenticate_oauth2_client(text,bytea,text)
 CREATE OR REPLACE FUNCTION rowgate_private.authenticate_oauth2_client(p_client_id text, p_secret_hash bytea, p_method text)
@@ -4413,6 +5073,103 @@ exception when invalid_text_representation then
 end;
 $function$;
 comment on function rowgate_private.client_network(text) is 'The network a client address belongs to for sign-in origins: its IPv4 /24 or IPv6 /64; null for what is no address.';
+
+-- Function rowgate_private.credential_api_version(text,uuid)
+CREATE OR REPLACE FUNCTION rowgate_private.credential_api_version(p_kind text, p_credential_id uuid)
+ RETURNS text
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select case
+    when p_kind = 'web_session' then null
+    else coalesce(
+      case p_kind
+        when 'personal_access_token' then (select t.api_version from rowgate.personal_access_tokens t where t.id = p_credential_id)
+        when 'organization_access_token' then (select t.api_version from rowgate.organization_access_tokens t where t.id = p_credential_id)
+        when 'oauth2_user_token' then (select c.api_version from rowgate_private.oauth2_access_tokens t
+          join rowgate.oauth2_clients c on c.client_id = t.client_id where t.id = p_credential_id)
+        when 'oauth2_organization_token' then (select c.api_version from rowgate_private.oauth2_access_tokens t
+          join rowgate.oauth2_clients c on c.client_id = t.client_id where t.id = p_credential_id)
+        else (select s.api_version from rowgate_private.sessions s where s.id = p_credential_id)
+      end,
+      '2026-11-20')
+  end
+$function$;
+comment on function rowgate_private.credential_api_version(text,uuid) is 'The API version a credential is pinned to (SPEC §23); null for a web session (the newest).';
+grant execute on function rowgate_private.credential_api_version(text,uuid) to rowgate_authenticator;
+
+-- Function rowgate_private.current_request_log_id()
+CREATE OR REPLACE FUNCTION rowgate_private.current_request_log_id()
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select case when session_user = 'rowgate_authenticator'
+    then nullif(current_setting('rowgate.request_log_id', true), '')::uuid end;
+$function$;
+
+-- Function rowgate_private.end_sql_login_sessions()
+CREATE OR REPLACE FUNCTION rowgate_private.end_sql_login_sessions()
+ RETURNS TABLE(cancelled integer, terminated integer, dropped integer)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_cancelled integer := 0;
+  v_terminated integer := 0;
+  v_dropped integer := 0;
+  v_login text;
+begin
+  if not exists (select from rowgate_private.sql_login_states()) then
+    return query select 0, 0, 0;
+    return;
+  end if;
+  with states as (
+    select * from rowgate_private.sql_login_states()
+  ), sessions as (
+    select s.pid, s.state, s.query_start, s.state_change, st.live,
+      row_number() over (partition by st.organization_id order by s.backend_start, s.pid) as place
+    from pg_stat_activity s join states st on st.login = s.usename
+    where s.backend_type = 'client backend' and s.pid <> pg_backend_pid()
+  ), ended as (
+    select pid from sessions
+    where not live or place > 5
+      or (state like 'idle in transaction%' and state_change < clock_timestamp() - interval '60 seconds')
+      or (state = 'active' and query_start < clock_timestamp() - interval '65 seconds')
+  )
+  select (select count(*) filter (where pg_cancel_backend(s.pid))::integer from sessions s
+        where s.state = 'active' and s.pid not in (select pid from ended) and s.query_start < clock_timestamp() - interval '60 seconds'),
+      (select count(*) filter (where pg_terminate_backend(e.pid))::integer from ended e)
+    into v_cancelled, v_terminated;
+
+  -- the rest writes, so only the primary does it, and one server at a time
+  if not pg_is_in_recovery() and pg_try_advisory_xact_lock(hashtextextended('rowgate sql logins sweep', 0)) then
+    update rowgate.sql_credentials c set last_used_at = date_trunc('minute', now())
+      where c.login in (select s.usename from pg_stat_activity s where s.backend_type = 'client backend')
+        and c.login_dropped_at is null and c.deleted_at is null
+        and (c.last_used_at is null or c.last_used_at < date_trunc('minute', now()));
+    for v_login in
+      select st.login from rowgate_private.sql_login_states() st
+      where not st.live and not exists (select from pg_stat_activity s where s.usename = st.login)
+    loop
+      begin
+        execute format('drop role if exists %I', v_login);
+        update rowgate.sql_credentials c set login_dropped_at = now() where c.login = v_login;
+        v_dropped := v_dropped + 1;
+      exception when dependent_objects_still_exist or object_in_use then
+        -- something a DBA granted it elsewhere holds it: the next sweep tries again
+        null;
+      end;
+    end loop;
+  end if;
+  return query select v_cancelled, v_terminated, v_dropped;
+end;
+$function$;
+comment on function rowgate_private.end_sql_login_sessions() is 'Holds organizations'' SQL logins (SPEC §24) to their credentials and bounds: ends what must end, and on the primary drops the roles of logins no longer live.';
+grant execute on function rowgate_private.end_sql_login_sessions() to rowgate_authenticator;
 
 -- Function rowgate_private.end_webhook_attempt(uuid,bigint,boolean,integer,integer,text,interval)
 CREATE OR REPLACE FUNCTION rowgate_private.end_webhook_attempt(p_organization_id uuid, p_delivery_id bigint, p_succeeded boolean, p_response_code integer, p_duration_ms integer, p_error text, p_retry_delay interval)
@@ -4716,6 +5473,31 @@ $function$;
 comment on function rowgate_private.leave_rate_limit_counts(uuid) is 'Removes a stopping server from those sharing rate-limit allowances.';
 grant execute on function rowgate_private.leave_rate_limit_counts(uuid) to rowgate_authenticator;
 
+-- Function rowgate_private.live_oauth2_grants(uuid,uuid)
+CREATE OR REPLACE FUNCTION rowgate_private.live_oauth2_grants(p_user_id uuid, p_organization_id uuid)
+ RETURNS TABLE(id uuid, client_id text, user_id uuid, organization_id uuid, scopes text[], created_at timestamp with time zone, last_used_at timestamp with time zone, is_family boolean)
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select f.id, f.client_id, f.user_id, f.organization_id, f.scopes, f.created_at,
+    (select max(t.last_used_at) from rowgate_private.oauth2_access_tokens t where t.family_id = f.id), true
+  from rowgate_private.oauth2_token_families f
+  where f.revoked_at is null
+    and (p_user_id is null or f.user_id = p_user_id)
+    and (p_organization_id is null or f.organization_id = p_organization_id)
+    and (exists (select 1 from rowgate_private.oauth2_access_tokens t
+          where t.family_id = f.id and t.revoked_at is null and t.expires_at > now())
+      or exists (select 1 from rowgate_private.oauth2_refresh_tokens r
+          where r.family_id = f.id and r.used_at is null and r.expires_at > now()))
+  union all
+  select t.id, t.client_id, t.user_id, t.organization_id, t.scopes, t.created_at, t.last_used_at, false
+  from rowgate_private.oauth2_access_tokens t
+  where t.family_id is null and t.revoked_at is null and t.expires_at > now()
+    and (p_user_id is null or t.user_id = p_user_id)
+    and (p_organization_id is null or t.organization_id = p_organization_id);
+$function$;
+
 -- Function rowgate_private.lock_organization_admins(uuid)
 CREATE OR REPLACE FUNCTION rowgate_private.lock_organization_admins(p_organization_id uuid)
  RETURNS void
@@ -4789,6 +5571,11 @@ AS $function$
       from rowgate.organization_access_tokens t
       where t.organization_id = p_organization_id and t.created_by = p_user_id and t.deleted_at is null
         and (t.expires_at is null or t.expires_at > now())), '[]'),
+    'sql_credentials', coalesce((
+      select jsonb_agg(jsonb_build_object('id', c.id, 'login', c.login) order by c.created_at, c.id)
+      from rowgate.sql_credentials c
+      where c.organization_id = p_organization_id and c.created_by = p_user_id and c.deleted_at is null
+        and (c.expires_at is null or c.expires_at > now())), '[]'),
     'oauth2_grants', coalesce((
       select jsonb_agg(jsonb_build_object('client_id', f.client_id, 'client_name', c.client_name, 'scopes', to_jsonb(f.scopes))
           order by f.created_at, f.id)
@@ -5107,6 +5894,34 @@ $function$;
 comment on function rowgate_private.prune_rate_limit_counts() is 'Empties the slice of the rate limits'' counts whose windows are all over (unless an exchange holds it: then a later call does), and forgets servers gone for an hour; returns the slices emptied.';
 grant execute on function rowgate_private.prune_rate_limit_counts() to rowgate_authenticator;
 
+-- Function rowgate_private.prune_request_log()
+CREATE OR REPLACE FUNCTION rowgate_private.prune_request_log()
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET lock_timeout TO '1s'
+AS $function$
+declare
+  v_before uuid := rowgate_private.uuidv7_bound(date_trunc('day', now() - interval '30 days', 'UTC'));
+  v_day record;
+  v_dropped integer := 0;
+begin
+  if not pg_try_advisory_xact_lock(hashtext('rowgate_private.request_log_partitions')) then
+    return 0;
+  end if;
+  for v_day in select r.partition from rowgate_private.partition_ranges('rowgate.request_log') r where r.upper_id <= v_before loop
+    execute format('drop table %s', v_day.partition);
+    v_dropped := v_dropped + 1;
+  end loop;
+  delete from rowgate.request_log where id < v_before;
+  delete from rowgate_private.request_log_events where created_at < now() - interval '31 days';
+  return v_dropped;
+end;
+$function$;
+comment on function rowgate_private.prune_request_log() is 'Drops the request log''s days older than 30 days; returns how many.';
+grant execute on function rowgate_private.prune_request_log() to rowgate_authenticator;
+
 -- Function rowgate_private.rate_limit_slice(timestamp with time zone)
 CREATE OR REPLACE FUNCTION rowgate_private.rate_limit_slice(p_at timestamp with time zone)
  RETURNS smallint
@@ -5128,6 +5943,7 @@ AS $function$
   select array_agg(name order by name) from rowgate_private.scopes
   where name like '%read' and name not like 'customer_portal_%';
 $function$;
+grant execute on function rowgate_private.read_scopes() to rowgate_sql_admin;
 
 -- Function rowgate_private.record_denial(text,uuid,text,uuid,text,text,text,jsonb,uuid,uuid,text,text,text)
 CREATE OR REPLACE FUNCTION rowgate_private.record_denial(p_subject_kind text, p_subject_id uuid, p_credential_kind text, p_credential_id uuid, p_scopes text, p_request_id text, p_operation text, p_params jsonb, p_organization_id uuid, p_named_organization_id uuid, p_step text, p_error text, p_reason text)
@@ -5216,6 +6032,23 @@ $function$;
 comment on function rowgate_private.record_mail_attempt(uuid,uuid,boolean,text,interval,integer) is 'Records a leased attempt''s outcome (false: the lease was lost, nothing recorded): sent, due again after p_retry_delay, or given up after p_attempts_allowed attempts.';
 grant execute on function rowgate_private.record_mail_attempt(uuid,uuid,boolean,text,interval,integer) to rowgate_authenticator;
 
+-- Function rowgate_private.record_oauth2_token_use(bytea)
+CREATE OR REPLACE FUNCTION rowgate_private.record_oauth2_token_use(p_token_hash bytea)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if pg_is_in_recovery() then
+    return;
+  end if;
+  update rowgate_private.oauth2_access_tokens set last_used_at = now()
+    where id = (select t.id from rowgate_private.oauth2_access_tokens t
+      where t.token_hash = p_token_hash and (t.last_used_at is null or t.last_used_at < now() - interval '1 minute')
+      for no key update skip locked);
+end;
+$function$;
+
 -- Function rowgate_private.record_refund(rowgate.orders,bigint,text,text,jsonb)
 CREATE OR REPLACE FUNCTION rowgate_private.record_refund(p_order rowgate.orders, p_amount bigint, p_reason text, p_comment text, p_metadata jsonb)
  RETURNS rowgate.refunds
@@ -5234,6 +6067,68 @@ begin
 end;
 $function$;
 comment on function rowgate_private.record_refund(rowgate.orders,bigint,text,text,jsonb) is 'Writes a refund and its transaction; the caller holds the order''s row lock and checked the amount.';
+
+-- Function rowgate_private.record_requests(jsonb)
+CREATE OR REPLACE FUNCTION rowgate_private.record_requests(p_rows jsonb)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_written integer;
+begin
+  insert into rowgate.request_log (id, organization_id, request_id, method, route, path, status, error, duration_ms,
+      credential_kind, credential_id, user_id, client_ip, user_agent, api_version, idempotent_replayed, created_at)
+    select r.id, coalesce(r.organization_id, d.organization_id), left(r.request_id, 128), left(r.method, 10), left(r.route, 200), left(r.path, 2000),
+      r.status, left(r.error, 100), greatest(r.duration_ms, 0), r.credential_kind, r.credential_id,
+      case when r.subject_kind = 'user' then r.subject_id end,
+      case when u.deleted_at is null then r.client_ip end,
+      case when u.deleted_at is null then left(r.user_agent, 256) end,
+      r.api_version, coalesce(r.idempotent_replayed, false), r.created_at
+    from jsonb_to_recordset(p_rows) as r(id uuid, organization_id uuid, subject_kind text, subject_id uuid, request_id text,
+        method text, route text, path text, status integer, error text, duration_ms integer, credential_kind text,
+        credential_id uuid, client_ip inet, user_agent text, api_version text, idempotent_replayed boolean, created_at timestamptz)
+      left join rowgate.users u on r.subject_kind = 'user' and u.id = r.subject_id
+      -- a refusal whose organization the server did not learn: the one its denial was recorded in
+      left join lateral (select d.organization_id from rowgate.denials d
+        where r.organization_id is null and d.request_log_id = r.id limit 1) d on true
+    where coalesce(r.organization_id, d.organization_id) is not null and r.id is not null
+      and case r.subject_kind
+        when 'organization' then coalesce(r.organization_id, d.organization_id) = r.subject_id
+        when 'user' then exists (select 1 from rowgate.memberships m join rowgate.organizations o on o.id = m.organization_id
+            where m.user_id = r.subject_id and m.organization_id = coalesce(r.organization_id, d.organization_id)
+              and m.deleted_at is null and o.deleted_at is null)
+          and (r.credential_kind is distinct from 'personal_access_token' or exists (select 1 from rowgate.personal_access_tokens t
+            where t.id = r.credential_id
+              and (t.organization_ids is null or coalesce(r.organization_id, d.organization_id) = any (t.organization_ids))))
+        else false end
+    on conflict do nothing;
+  get diagnostics v_written = row_count;
+  return v_written;
+end;
+$function$;
+grant execute on function rowgate_private.record_requests(jsonb) to rowgate_authenticator;
+
+-- Function rowgate_private.record_session_use(bytea,inet,text)
+CREATE OR REPLACE FUNCTION rowgate_private.record_session_use(p_token_hash bytea, p_client_address inet, p_user_agent text)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  -- a standby records nothing: the next request served by the primary does
+  if pg_is_in_recovery() then
+    return;
+  end if;
+  update rowgate_private.sessions set last_used_at = now(), client_ip = p_client_address, user_agent = left(p_user_agent, 256)
+    where id = (select s.id from rowgate_private.sessions s
+      where s.token_hash = p_token_hash
+        and (s.last_used_at is null or s.last_used_at < now() - interval '1 minute'
+          or s.client_ip is distinct from p_client_address or s.user_agent is distinct from left(p_user_agent, 256))
+      for no key update skip locked);
+end;
+$function$;
 
 -- Function rowgate_private.record_token_use(text,bytea)
 CREATE OR REPLACE FUNCTION rowgate_private.record_token_use(p_kind text, p_token_hash bytea)
@@ -5382,6 +6277,21 @@ AS $function$
   update rowgate_private.oauth2_access_tokens set revoked_at = now() where family_id = p_family_id and revoked_at is null;
 $function$;
 
+-- Function rowgate_private.revoke_oauth2_grant(uuid,boolean)
+CREATE OR REPLACE FUNCTION rowgate_private.revoke_oauth2_grant(p_id uuid, p_is_family boolean)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if p_is_family then
+    perform rowgate_private.revoke_oauth2_family(p_id);
+  else
+    update rowgate_private.oauth2_access_tokens set revoked_at = now() where id = p_id and revoked_at is null;
+  end if;
+end;
+$function$;
+
 -- Function rowgate_private.role_permissions(uuid,text)
 CREATE OR REPLACE FUNCTION rowgate_private.role_permissions(p_organization_id uuid, p_role text)
  RETURNS text[]
@@ -5395,6 +6305,55 @@ AS $function$
       where r.organization_id = p_organization_id and r.name = p_role and r.deleted_at is null) end;
 $function$;
 comment on function rowgate_private.role_permissions(uuid,text) is 'The permissions of a built-in role, or of the organization''s own role of that name; null when neither exists.';
+
+-- Function rowgate_private.sql_login_states()
+CREATE OR REPLACE FUNCTION rowgate_private.sql_login_states()
+ RETURNS TABLE(login text, organization_id uuid, live boolean, dropped boolean)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  return query
+    select c.login, c.organization_id,
+      c.deleted_at is null and o.deleted_at is null and (c.expires_at is null or c.expires_at > statement_timestamp()),
+      c.login_dropped_at is not null
+    from rowgate.sql_credentials c join rowgate.organizations o on o.id = c.organization_id
+    where c.login_dropped_at is null;
+end;
+$function$;
+comment on function rowgate_private.sql_login_states() is 'The SQL logins (SPEC §24) whose roles exist: each one''s organization and whether its credential is live.';
+grant execute on function rowgate_private.sql_login_states() to rowgate_sql_admin;
+
+-- Function rowgate_private.take_webhook_disabled_notices(integer)
+CREATE OR REPLACE FUNCTION rowgate_private.take_webhook_disabled_notices(p_limit integer DEFAULT 20)
+ RETURNS TABLE(notice_id uuid, organization_id uuid, organization_name text, endpoint_id uuid, url text, email text)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_notice rowgate_private.webhook_disabled_notices;
+begin
+  for v_notice in
+    select n.* from rowgate_private.webhook_disabled_notices n
+    where n.taken_at is null order by n.created_at limit p_limit
+    for update skip locked
+  loop
+    update rowgate_private.webhook_disabled_notices n set taken_at = now() where n.id = v_notice.id;
+    return query
+      select v_notice.id, o.id, o.name, e.id, e.url, u.email
+      from rowgate.webhook_endpoints e
+        join rowgate.organizations o on o.id = e.organization_id
+        join rowgate.memberships m on m.organization_id = o.id and m.deleted_at is null
+        join rowgate.users u on u.id = m.user_id and u.deleted_at is null
+      where e.organization_id = v_notice.organization_id and e.id = v_notice.endpoint_id and o.deleted_at is null
+        and 'organization:manage' = any (rowgate_private.role_permissions(o.id, m.role))
+      order by u.email;
+  end loop;
+end;
+$function$;
+grant execute on function rowgate_private.take_webhook_disabled_notices(integer) to rowgate_authenticator;
 
 -- Function rowgate_private.tg__at_most()
 CREATE OR REPLACE FUNCTION rowgate_private.tg__at_most()
@@ -5627,6 +6586,20 @@ begin
 end;
 $function$;
 
+-- Function rowgate_private.tg_denials__link_request()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_denials__link_request()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if new.operation is not null then
+    new.request_log_id := rowgate_private.current_request_log_id();
+  end if;
+  return new;
+end;
+$function$;
+
 -- Function rowgate_private.tg_events__enqueue_deliveries()
 CREATE OR REPLACE FUNCTION rowgate_private.tg_events__enqueue_deliveries()
  RETURNS trigger
@@ -5641,6 +6614,24 @@ begin
       join rowgate.webhook_endpoints e on e.organization_id = i.organization_id
     where e.enabled and e.deleted_at is null and i.type = any (e.event_types)
     order by i.id, e.id;
+  return null;
+end;
+$function$;
+
+-- Function rowgate_private.tg_events__link_request()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_events__link_request()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_log_id uuid := rowgate_private.current_request_log_id();
+begin
+  if v_log_id is not null then
+    insert into rowgate_private.request_log_events (request_log_id, organization_id, event_id)
+      select v_log_id, i.organization_id, i.id from inserted i;
+  end if;
   return null;
 end;
 $function$;
@@ -5847,6 +6838,21 @@ end;
 $function$;
 comment on function rowgate_private.tg_users__erase_clients() is 'A deleted user''s client addresses and user agents are erased from the audit trail.';
 
+-- Function rowgate_private.tg_users__erase_request_clients()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_users__erase_request_clients()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  update rowgate.request_log set client_ip = null, user_agent = null
+    where user_id = new.id and (client_ip is not null or user_agent is not null);
+  update rowgate_private.sessions set client_ip = null, user_agent = null where user_id = new.id;
+  return null;
+end;
+$function$;
+
 -- Function rowgate_private.tg_users__leave_organizations()
 CREATE OR REPLACE FUNCTION rowgate_private.tg_users__leave_organizations()
  RETURNS trigger
@@ -5884,6 +6890,21 @@ begin
     perform rowgate_hidden.assert_event_types(new.organization_id, new.event_types);
   end if;
   return new;
+end;
+$function$;
+
+-- Function rowgate_private.tg_webhook_endpoints__disabled_notice()
+CREATE OR REPLACE FUNCTION rowgate_private.tg_webhook_endpoints__disabled_notice()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  -- disabled by its failures, not by a manager's PATCH
+  if old.enabled and not new.enabled and new.consecutive_failures >= 10 and new.deleted_at is null then
+    insert into rowgate_private.webhook_disabled_notices (organization_id, endpoint_id) values (new.organization_id, new.id);
+  end if;
+  return null;
 end;
 $function$;
 
@@ -5988,6 +7009,7 @@ begin
 end;
 $function$;
 comment on function rowgate_private.token_scope_denials(uuid,text[],text) is 'The scopes of p_scopes (by their 1-based place) a token of p_credential_kind minted by the current user in the organization may not hold (SPEC §21): for each, the first operation open to such a token that the user could not perform there with a web session, its policy and permission, the denial reason and the message the API shows. No row: every scope may be minted.';
+grant execute on function rowgate_private.token_scope_denials(uuid,text[],text) to rowgate_sql_admin;
 
 -- Function rowgate_private.unknown_scope(text[])
 CREATE OR REPLACE FUNCTION rowgate_private.unknown_scope(p_scopes text[])
@@ -6048,3 +7070,28 @@ AS $function$
   select interval '31 days';
 $function$;
 comment on function rowgate_private.web_session_lifetime() is 'How long a web session made by signing in (or by `rowgate sessions create`) lasts.';
+
+-- Function rowgate_private.webhook_endpoint_versions(uuid[])
+CREATE OR REPLACE FUNCTION rowgate_private.webhook_endpoint_versions(p_endpoint_ids uuid[])
+ RETURNS TABLE(endpoint_id uuid, api_version text)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select e.id, coalesce(e.api_version, '2026-11-20') from rowgate.webhook_endpoints e where e.id = any(p_endpoint_ids)
+$function$;
+comment on function rowgate_private.webhook_endpoint_versions(uuid[]) is 'The API version each webhook endpoint''s bodies are rendered in (SPEC §23).';
+grant execute on function rowgate_private.webhook_endpoint_versions(uuid[]) to rowgate_authenticator;
+
+-- Function rowgate_private.webhook_previous_secret(uuid,uuid)
+CREATE OR REPLACE FUNCTION rowgate_private.webhook_previous_secret(p_organization_id uuid, p_endpoint_id uuid)
+ RETURNS TABLE(sealed_secret bytea, expires_at timestamp with time zone)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  select s.previous_sealed_secret, s.previous_expires_at from rowgate_private.webhook_secrets s
+  where s.organization_id = p_organization_id and s.endpoint_id = p_endpoint_id
+    and s.previous_sealed_secret is not null and s.previous_expires_at > now();
+$function$;
+grant execute on function rowgate_private.webhook_previous_secret(uuid,uuid) to rowgate_authenticator;
