@@ -345,7 +345,7 @@ create table rowgate.oauth2_clients (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
-  api_version text default NULLIF(current_setting('rowgate.api_version'::text, true), ''::text),
+  api_version text default COALESCE(NULLIF(current_setting('rowgate.api_version'::text, true), ''::text), '2026-11-20'::text),
   constraint oauth2_clients_pkey PRIMARY KEY (id),
   constraint oauth2_clients_client_id_key UNIQUE (client_id),
   constraint oauth2_clients_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id),
@@ -357,7 +357,7 @@ create table rowgate.oauth2_clients (
 );
 comment on table rowgate.oauth2_clients is '@behavior -*
 OAuth2 clients registered by users (REST only).';
-comment on column rowgate.oauth2_clients.api_version is 'The API version its tokens use without Rowgate-Version (SPEC §23); null: 2026-11-20.';
+comment on column rowgate.oauth2_clients.api_version is 'The API version its tokens use without Rowgate-Version (SPEC §23).';
 alter table rowgate.oauth2_clients enable row level security;
 grant select (id, client_id, user_id, client_name, redirect_uris, scopes, token_endpoint_auth_method, created_at, updated_at, api_version) on rowgate.oauth2_clients to rowgate_user;
 CREATE INDEX oauth2_clients_user_id ON rowgate.oauth2_clients USING btree (user_id, created_at) WHERE (deleted_at IS NULL);
@@ -428,7 +428,7 @@ create table rowgate.organization_access_tokens (
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
   allowed_ips cidr[],
-  api_version text default NULLIF(current_setting('rowgate.api_version'::text, true), ''::text),
+  api_version text default COALESCE(NULLIF(current_setting('rowgate.api_version'::text, true), ''::text), '2026-11-20'::text),
   constraint organization_access_tokens_pkey PRIMARY KEY (id),
   constraint organization_access_tokens_created_by_fkey FOREIGN KEY (created_by) REFERENCES rowgate.users(id),
   constraint organization_access_tokens_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
@@ -438,7 +438,7 @@ create table rowgate.organization_access_tokens (
 comment on table rowgate.organization_access_tokens is '@behavior -*
 Organization access tokens (REST only).';
 comment on column rowgate.organization_access_tokens.allowed_ips is 'The networks the token may be used from; null: any client address.';
-comment on column rowgate.organization_access_tokens.api_version is 'The API version requests without Rowgate-Version use (SPEC §23); null: 2026-11-20.';
+comment on column rowgate.organization_access_tokens.api_version is 'The API version requests without Rowgate-Version use (SPEC §23).';
 alter table rowgate.organization_access_tokens enable row level security;
 grant select (id, organization_id, comment, scopes, expires_at, last_used_at, created_by, created_at, updated_at, allowed_ips, api_version) on rowgate.organization_access_tokens to rowgate_user;
 grant select (id, organization_id, comment, scopes, expires_at, last_used_at, created_by, created_at, updated_at, deleted_at, allowed_ips, api_version) on rowgate.organization_access_tokens to rowgate_analyst;
@@ -447,7 +447,7 @@ create policy select_manage on rowgate.organization_access_tokens as permissive 
   using (((organization_id = ANY (( SELECT rowgate_hidden.current_organization_ids('access_tokens:manage'::text) AS current_organization_ids)::uuid[])) AND (deleted_at IS NULL) AND (( SELECT rowgate_hidden.current_subject_kind() AS current_subject_kind) = 'user'::text) AND ( SELECT rowgate_hidden.has_scope('organization_access_tokens_read'::text) AS has_scope)));
 CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__at_most('organization_id', '100', 'true', 'organization', 'organization access tokens', 'revoke');
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization_access_token', 'access_tokens', 'id,organization_id,comment,scopes,expires_at,last_used_at,allowed_ips,created_by,created_at,updated_at', 'deleted_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.organization_access_tokens FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('organization_access_token', 'access_tokens', 'id,organization_id,comment,scopes,expires_at,last_used_at,allowed_ips,api_version,created_by,created_at,updated_at', 'deleted_at');
 
 -- Table rowgate.organization_roles
 create table rowgate.organization_roles (
@@ -561,7 +561,7 @@ create table rowgate.personal_access_tokens (
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
   allowed_ips cidr[],
-  api_version text default NULLIF(current_setting('rowgate.api_version'::text, true), ''::text),
+  api_version text default COALESCE(NULLIF(current_setting('rowgate.api_version'::text, true), ''::text), '2026-11-20'::text),
   organization_ids uuid[],
   constraint personal_access_tokens_pkey PRIMARY KEY (id),
   constraint personal_access_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES rowgate.users(id) ON DELETE CASCADE,
@@ -572,7 +572,7 @@ create table rowgate.personal_access_tokens (
 comment on table rowgate.personal_access_tokens is '@behavior -*
 Personal access tokens (REST only).';
 comment on column rowgate.personal_access_tokens.allowed_ips is 'The networks the token may be used from; null: any client address.';
-comment on column rowgate.personal_access_tokens.api_version is 'The API version requests without Rowgate-Version use (SPEC §23); null: 2026-11-20.';
+comment on column rowgate.personal_access_tokens.api_version is 'The API version requests without Rowgate-Version use (SPEC §23).';
 comment on column rowgate.personal_access_tokens.organization_ids is 'The only organizations the token reaches; null: every organization of its user.';
 alter table rowgate.personal_access_tokens enable row level security;
 grant select (id, user_id, comment, scopes, expires_at, last_used_at, created_at, updated_at, allowed_ips, api_version, organization_ids) on rowgate.personal_access_tokens to rowgate_user;
@@ -729,7 +729,7 @@ create table rowgate.sql_credentials (
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
   login_dropped_at timestamp with time zone,
-  constraint sql_credentials_pkey PRIMARY KEY (id),
+  constraint sql_credentials_pkey PRIMARY KEY (organization_id, id),
   constraint sql_credentials_login_key UNIQUE (login),
   constraint sql_credentials_created_by_fkey FOREIGN KEY (created_by) REFERENCES rowgate.users(id),
   constraint sql_credentials_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
@@ -846,7 +846,7 @@ create table rowgate.webhook_endpoints (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
-  api_version text default NULLIF(current_setting('rowgate.api_version'::text, true), ''::text),
+  api_version text default COALESCE(NULLIF(current_setting('rowgate.api_version'::text, true), ''::text), '2026-11-20'::text),
   secret_rotated_at timestamp with time zone,
   constraint webhook_endpoints_pkey PRIMARY KEY (organization_id, id),
   constraint webhook_endpoints_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES rowgate.organizations(id),
@@ -856,7 +856,7 @@ create table rowgate.webhook_endpoints (
 );
 comment on table rowgate.webhook_endpoints is '@behavior -*
 Webhook endpoints (REST only: creating one makes a secret).';
-comment on column rowgate.webhook_endpoints.api_version is 'The API version its webhook bodies are rendered in (SPEC §23); null: 2026-11-20.';
+comment on column rowgate.webhook_endpoints.api_version is 'The API version its webhook bodies are rendered in (SPEC §23).';
 comment on column rowgate.webhook_endpoints.secret_rotated_at is 'When the signing secret was last rotated; null: never.';
 alter table rowgate.webhook_endpoints enable row level security;
 grant select (id, organization_id, url, event_types, description, enabled, consecutive_failures, created_at, updated_at, deleted_at) on rowgate.webhook_endpoints to rowgate_sql_login;
@@ -873,7 +873,7 @@ CREATE TRIGGER _050_at_most BEFORE INSERT ON rowgate.webhook_endpoints FOR EACH 
 CREATE TRIGGER _100_timestamps BEFORE INSERT OR UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__timestamps();
 CREATE TRIGGER _200_reset BEFORE UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__reset();
 CREATE TRIGGER _300_check_types BEFORE UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__check_types();
-CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('webhook_endpoint', 'organization_managers', 'id,organization_id,url,event_types,description,enabled,secret_rotated_at,created_at,updated_at', 'consecutive_failures,deleted_at');
+CREATE TRIGGER _400_events AFTER INSERT OR UPDATE ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg__events('webhook_endpoint', 'organization_managers', 'id,organization_id,url,event_types,description,enabled,secret_rotated_at,api_version,created_at,updated_at', 'consecutive_failures,deleted_at');
 CREATE TRIGGER _500_hold_deliveries AFTER UPDATE OF enabled, deleted_at ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__hold_deliveries();
 CREATE TRIGGER _600_disabled_notice AFTER UPDATE OF enabled ON rowgate.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION rowgate_private.tg_webhook_endpoints__disabled_notice();
 
@@ -1194,7 +1194,7 @@ create table rowgate_private.sessions (
   expires_at timestamp with time zone not null,
   revoked_at timestamp with time zone,
   created_at timestamp with time zone default now() not null,
-  api_version text default NULLIF(current_setting('rowgate.api_version'::text, true), ''::text),
+  api_version text default COALESCE(NULLIF(current_setting('rowgate.api_version'::text, true), ''::text), '2026-11-20'::text),
   last_used_at timestamp with time zone,
   client_ip inet,
   user_agent text,
@@ -1263,7 +1263,7 @@ create table rowgate_private.webhook_disabled_notices (
   endpoint_id uuid not null,
   created_at timestamp with time zone default now() not null,
   taken_at timestamp with time zone,
-  constraint webhook_disabled_notices_pkey PRIMARY KEY (id),
+  constraint webhook_disabled_notices_pkey PRIMARY KEY (organization_id, id),
   constraint webhook_disabled_notices_organization_id_endpoint_id_fkey FOREIGN KEY (organization_id, endpoint_id) REFERENCES rowgate.webhook_endpoints(organization_id, id)
 );
 comment on table rowgate_private.webhook_disabled_notices is 'An endpoint its failures disabled, until the sender has recorded the mail to its organization''s managers.';
@@ -4629,6 +4629,7 @@ begin
   execute format('create table rowgate_partitions.%I (like %s including constraints)', p_name, p_parent);
   select p.partdefid::regclass into v_default from pg_partitioned_table p where p.partrelid = p_parent and p.partdefid <> 0;
   if v_default is not null then
+    execute format('lock table %s in access exclusive mode', v_default);
     execute format('with moved as (delete from %s where %I >= $1 and %I < $2 returning *) insert into rowgate_partitions.%I select * from moved',
       v_default, p_key, p_key, p_name) using p_from, p_to;
   end if;
@@ -6340,7 +6341,8 @@ begin
     where n.taken_at is null order by n.created_at limit p_limit
     for update skip locked
   loop
-    update rowgate_private.webhook_disabled_notices n set taken_at = now() where n.id = v_notice.id;
+    update rowgate_private.webhook_disabled_notices n set taken_at = now()
+      where n.organization_id = v_notice.organization_id and n.id = v_notice.id;
     return query
       select v_notice.id, o.id, o.name, e.id, e.url, u.email
       from rowgate.webhook_endpoints e

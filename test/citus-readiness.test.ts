@@ -34,6 +34,8 @@ const KNOWN_BLOCKERS: Record<string, string[]> = {
   ],
   'rowgate.payout_accounts': ['primary key rowgate.payout_accounts_pkey leaves out organization_id'],
   'rowgate.products': ['primary key rowgate.products_pkey leaves out organization_id'],
+  // a login is a role name, which PostgreSQL keeps unique across the whole cluster
+  'rowgate.sql_credentials': ['unique index rowgate.sql_credentials_login_key leaves out organization_id'],
   'rowgate.transactions': [
     'foreign key transactions_order_id_fkey to rowgate.orders leaves out organization_id',
     'primary key rowgate.transactions_pkey leaves out organization_id',

@@ -189,7 +189,7 @@ test('the position is a column analysts and GraphQL read and order by', async ()
      where table_schema = 'rowgate' and table_name = 'events' and column_name = 'feed_position' and privilege_type = 'SELECT'
        and grantee <> 'rowgate_owner' order by 1`,
   );
-  expect(grants.map((g) => g.grantee)).toEqual(['rowgate_analyst', 'rowgate_organization', 'rowgate_user']);
+  expect(grants.map((g) => g.grantee)).toEqual(['rowgate_analyst', 'rowgate_organization', 'rowgate_sql_login', 'rowgate_user']);
   const res = await app.post('/graphql', { query: '{ allEvents(first: 100) { nodes { rowId feedPosition } } }' }, web());
   expect(res.body.errors, JSON.stringify(res.body.errors)).toBeUndefined();
   const positions = new Map(res.body.data.allEvents.nodes.map((n: { rowId: string; feedPosition: string }) => [n.rowId, n.feedPosition]));

@@ -308,6 +308,8 @@ describe('one authentication for REST and GraphQL', () => {
       'rowgate.scopes': expect.stringContaining('orders_read'),
       // a request that passed no request-id middleware has none (SPEC §14: src/operating/request-id.ts)
       'rowgate.request_id': '',
+      // the request log keeps /v1 requests only (SPEC §25): GraphQL's link no row
+      'rowgate.request_log_id': '',
       // nor a client address or user agent (SPEC §21: an event's origin)
       'rowgate.client_address': '',
       'rowgate.user_agent': '',

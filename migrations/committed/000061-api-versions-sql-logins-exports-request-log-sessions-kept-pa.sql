@@ -1,5 +1,5 @@
 --! Previous: sha1:1971944dea8be041edd4a19039159ff46b701431
---! Hash: sha1:64c1d21690941e35c4fe96a23ebc916e71441c50
+--! Hash: sha1:00b2fe2f6a5fad5e38c98872c0d81cff8d4ff95e
 --! Message: API versions, SQL logins, exports, request log, sessions, kept PATs
 
 --! split: 100-lock-timeout.sql
@@ -11,30 +11,33 @@ set local lock_timeout = '2s';
 --! split: 200-api-version-pins.sql
 -- SPEC §23: tokens, OAuth2 clients, webhook endpoints and customer or member
 -- sessions are pinned to the API version a request without Rowgate-Version is
--- answered in. The column is null on every row that existed before versions
--- did, and on rows a server of the previous release inserts during a rolling
--- deploy (it names no version): null reads as 2026-11-20. A new row takes the
--- version the request's transaction names (the setting rowgate.api_version),
--- which the API sets to the version the create body asks for, or the newest.
--- each ALTER waits at most this long for its brief lock: a deploy fails fast
--- and is retried rather than queueing every request behind a long reader
-set local lock_timeout = '5s';
-alter table rowgate.personal_access_tokens add column if not exists api_version text;
-alter table rowgate.organization_access_tokens add column if not exists api_version text;
-alter table rowgate.oauth2_clients add column if not exists api_version text;
-alter table rowgate.webhook_endpoints add column if not exists api_version text;
-alter table rowgate_private.sessions add column if not exists api_version text;
+-- answered in. Every row that exists when versions ship is pinned to 2026-11-20
+-- (the constant default fills them without rewriting the tables), and so is a
+-- row a server of the previous release inserts during a rolling deploy (it names
+-- no version). A new row takes the version the request's transaction names (the
+-- setting rowgate.api_version), which the API sets to the version the create
+-- body asks for, or the newest.
+alter table rowgate.personal_access_tokens add column if not exists api_version text default '2026-11-20';
+alter table rowgate.organization_access_tokens add column if not exists api_version text default '2026-11-20';
+alter table rowgate.oauth2_clients add column if not exists api_version text default '2026-11-20';
+alter table rowgate.webhook_endpoints add column if not exists api_version text default '2026-11-20';
+alter table rowgate_private.sessions add column if not exists api_version text default '2026-11-20';
 
-alter table rowgate.personal_access_tokens alter column api_version set default nullif(current_setting('rowgate.api_version', true), '');
-alter table rowgate.organization_access_tokens alter column api_version set default nullif(current_setting('rowgate.api_version', true), '');
-alter table rowgate.oauth2_clients alter column api_version set default nullif(current_setting('rowgate.api_version', true), '');
-alter table rowgate.webhook_endpoints alter column api_version set default nullif(current_setting('rowgate.api_version', true), '');
-alter table rowgate_private.sessions alter column api_version set default nullif(current_setting('rowgate.api_version', true), '');
+alter table rowgate.personal_access_tokens alter column api_version
+  set default coalesce(nullif(current_setting('rowgate.api_version', true), ''), '2026-11-20');
+alter table rowgate.organization_access_tokens alter column api_version
+  set default coalesce(nullif(current_setting('rowgate.api_version', true), ''), '2026-11-20');
+alter table rowgate.oauth2_clients alter column api_version
+  set default coalesce(nullif(current_setting('rowgate.api_version', true), ''), '2026-11-20');
+alter table rowgate.webhook_endpoints alter column api_version
+  set default coalesce(nullif(current_setting('rowgate.api_version', true), ''), '2026-11-20');
+alter table rowgate_private.sessions alter column api_version
+  set default coalesce(nullif(current_setting('rowgate.api_version', true), ''), '2026-11-20');
 
-comment on column rowgate.personal_access_tokens.api_version is 'The API version requests without Rowgate-Version use (SPEC §23); null: 2026-11-20.';
-comment on column rowgate.organization_access_tokens.api_version is 'The API version requests without Rowgate-Version use (SPEC §23); null: 2026-11-20.';
-comment on column rowgate.oauth2_clients.api_version is 'The API version its tokens use without Rowgate-Version (SPEC §23); null: 2026-11-20.';
-comment on column rowgate.webhook_endpoints.api_version is 'The API version its webhook bodies are rendered in (SPEC §23); null: 2026-11-20.';
+comment on column rowgate.personal_access_tokens.api_version is 'The API version requests without Rowgate-Version use (SPEC §23).';
+comment on column rowgate.organization_access_tokens.api_version is 'The API version requests without Rowgate-Version use (SPEC §23).';
+comment on column rowgate.oauth2_clients.api_version is 'The API version its tokens use without Rowgate-Version (SPEC §23).';
+comment on column rowgate.webhook_endpoints.api_version is 'The API version its webhook bodies are rendered in (SPEC §23).';
 comment on column rowgate_private.sessions.api_version is 'Customer and member sessions: the version of the request that created them (SPEC §23); web sessions use the newest.';
 
 -- The version a credential is pinned to, asked by the authentication
@@ -88,6 +91,13 @@ comment on function rowgate_private.webhook_endpoint_versions(uuid[]) is 'The AP
 revoke all on function rowgate_private.webhook_endpoint_versions(uuid[]) from public;
 grant execute on function rowgate_private.webhook_endpoint_versions(uuid[]) to rowgate_authenticator;
 
+-- An organization access token's event data is its read schema, which shows the version it is
+-- pinned to: the events trigger names every column of its table, as shown or as hidden.
+drop trigger if exists _400_events on rowgate.organization_access_tokens;
+create trigger _400_events after insert or update on rowgate.organization_access_tokens for each row
+  execute function rowgate_private.tg__events('organization_access_token', 'access_tokens',
+    'id,organization_id,comment,scopes,expires_at,last_used_at,allowed_ips,api_version,created_by,created_at,updated_at', 'deleted_at');
+
 --! split: 300-sql-credentials.sql
 -- Organization SQL logins (SPEC §24): a credential row per login, which the API lists and
 -- revokes and whose liveness decides what the login reads. The login itself is a role
@@ -95,8 +105,9 @@ grant execute on function rowgate_private.webhook_endpoint_versions(uuid[]) to r
 -- rowgate_sql_admin keeps these rows (it makes and drops the logins); users with
 -- organization:manage read their organizations' live ones.
 create table rowgate.sql_credentials (
-  id uuid default gen_random_uuid() not null primary key,
+  id uuid default gen_random_uuid() not null,
   organization_id uuid not null references rowgate.organizations (id),
+  -- a login is a role name, unique in the whole cluster as PostgreSQL's roles are
   login text not null unique check (login ~ '^rg_sql_[a-z2-7]{20}$'),
   comment text not null check (length(comment) between 1 and 200),
   scopes text[] not null check (cardinality(scopes) >= 1),
@@ -107,7 +118,8 @@ create table rowgate.sql_credentials (
   updated_at timestamptz default now() not null,
   deleted_at timestamptz,
   -- when the login's role was dropped (its sessions gone): machinery, shown to nobody
-  login_dropped_at timestamptz
+  login_dropped_at timestamptz,
+  primary key (organization_id, id)
 );
 comment on table rowgate.sql_credentials is '@behavior -*
 Organizations'' SQL logins (SPEC §24, REST only).';
@@ -1174,7 +1186,7 @@ grant select (secret_rotated_at) on rowgate.webhook_endpoints to rowgate_analyst
 drop trigger if exists _400_events on rowgate.webhook_endpoints;
 create trigger _400_events after insert or update on rowgate.webhook_endpoints for each row
   execute function rowgate_private.tg__events('webhook_endpoint', 'organization_managers',
-    'id,organization_id,url,event_types,description,enabled,secret_rotated_at,created_at,updated_at', 'consecutive_failures,deleted_at');
+    'id,organization_id,url,event_types,description,enabled,secret_rotated_at,api_version,created_at,updated_at', 'consecutive_failures,deleted_at');
 
 -- Rotates an endpoint's secret: the new one (sealed by the server) signs from now on, the
 -- current one keeps signing for p_expire_previous_in seconds, and any older one ends now.
@@ -1214,11 +1226,12 @@ $$;
 grant execute on function rowgate_private.webhook_previous_secret(uuid, uuid) to rowgate_authenticator;
 
 create table if not exists rowgate_private.webhook_disabled_notices (
-  id uuid default gen_random_uuid() not null primary key,
+  id uuid default gen_random_uuid() not null,
   organization_id uuid not null,
   endpoint_id uuid not null,
   created_at timestamptz default now() not null,
   taken_at timestamptz,
+  primary key (organization_id, id),
   foreign key (organization_id, endpoint_id) references rowgate.webhook_endpoints (organization_id, id)
 );
 comment on table rowgate_private.webhook_disabled_notices is 'An endpoint its failures disabled, until the sender has recorded the mail to its organization''s managers.';
@@ -1251,7 +1264,8 @@ begin
     where n.taken_at is null order by n.created_at limit p_limit
     for update skip locked
   loop
-    update rowgate_private.webhook_disabled_notices n set taken_at = now() where n.id = v_notice.id;
+    update rowgate_private.webhook_disabled_notices n set taken_at = now()
+      where n.organization_id = v_notice.organization_id and n.id = v_notice.id;
     return query
       select v_notice.id, o.id, o.name, e.id, e.url, u.email
       from rowgate.webhook_endpoints e
@@ -1474,6 +1488,31 @@ drop trigger if exists _610_erase_request_clients on rowgate.users;
 create trigger _610_erase_request_clients after update of deleted_at on rowgate.users for each row
   when (old.deleted_at is null and new.deleted_at is not null)
   execute function rowgate_private.tg_users__erase_request_clients();
+
+--! split: 440-partition-attach-locks-default.sql
+-- A new partition takes the rows its default partition holds in its range, then is attached.
+-- A row written into the default partition between the move and the attach would fail the
+-- attach (its check finds the row) and with it every later day: the default partition is
+-- locked first, so writers wait the moment it takes instead.
+create or replace function rowgate_private.add_partition(p_parent regclass, p_key text, p_name text, p_from uuid, p_to uuid)
+returns void
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_default regclass;
+begin
+  execute format('create table rowgate_partitions.%I (like %s including constraints)', p_name, p_parent);
+  select p.partdefid::regclass into v_default from pg_partitioned_table p where p.partrelid = p_parent and p.partdefid <> 0;
+  if v_default is not null then
+    execute format('lock table %s in access exclusive mode', v_default);
+    execute format('with moved as (delete from %s where %I >= $1 and %I < $2 returning *) insert into rowgate_partitions.%I select * from moved',
+      v_default, p_key, p_key, p_name) using p_from, p_to;
+  end if;
+  execute format('alter table %s attach partition rowgate_partitions.%I for values from (%L) to (%L)', p_parent, p_name, p_from, p_to);
+end;
+$$;
 
 --! split: 900-operations.sql
 -- The operations of the API (SPEC §20), as the route table declares them: written by

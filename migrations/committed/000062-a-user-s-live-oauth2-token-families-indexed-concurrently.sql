@@ -1,5 +1,5 @@
---! Previous: sha1:64c1d21690941e35c4fe96a23ebc916e71441c50
---! Hash: sha1:de3aaf4b3b6b433308888a8f47031019294d77ab
+--! Previous: sha1:00b2fe2f6a5fad5e38c98872c0d81cff8d4ff95e
+--! Hash: sha1:804189ad06d52d86a4c874720252d77e815e4faf
 --! Message: A user's live OAuth2 token families, indexed concurrently
 
 --! no-transaction

@@ -1,5 +1,5 @@
---! Previous: sha1:de3aaf4b3b6b433308888a8f47031019294d77ab
---! Hash: sha1:b0ee7d008399766c89598e23a213bd1c149ad68d
+--! Previous: sha1:804189ad06d52d86a4c874720252d77e815e4faf
+--! Hash: sha1:0c9badee2424d66d975f6afe65efb56c49a9446e
 --! Message: An organization's live OAuth2 token families, indexed concurrently
 
 --! no-transaction

@@ -1,5 +1,5 @@
---! Previous: sha1:b0ee7d008399766c89598e23a213bd1c149ad68d
---! Hash: sha1:91e98ce063c11ff71a9a3941cee3657e4fa22f53
+--! Previous: sha1:0c9badee2424d66d975f6afe65efb56c49a9446e
+--! Hash: sha1:86a6d5604c12558cf04606e668cddca015f0e4de
 --! Message: A request log row's denial, indexed concurrently
 
 --! no-transaction

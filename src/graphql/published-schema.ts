@@ -20,6 +20,8 @@ const HIDDEN_TABLES = [
   // recorded denials (SPEC §20) and the request log (SPEC §25) are read through REST and analysts' SQL
   'denials',
   'request_log',
+  // organizations' SQL logins (SPEC §24) are minted, listed and revoked through REST only
+  'sql_credentials',
 ];
 /** the rowgate functions GraphQL publishes (as mutations); every other one is hidden */
 const GRAPHQL_FUNCTIONS = ['create_organization', 'add_member', 'create_account', 'create_order', 'create_refund'];

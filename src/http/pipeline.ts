@@ -1,6 +1,5 @@
-// The request pipeline of an API route: SPEC §5's order of checks, one step a line
-// (`answer` below). Each check fails with its own status, and a request is answered by
-// the first that fails, in this order:
+// The request pipeline of an API route: SPEC §5's order of checks, one step a line (`answer` below).
+// Each check fails with its own status, and a request is answered by the first that fails, in this order:
 //   1. accept credential: one of a kind the route accepts (401; `invalid_token` only when it is
 //      no good either), and a cookie-authenticated write from this server's own pages (403)
 //   2. authenticate: the database resolves it, and the transaction takes its role (401)
@@ -194,8 +193,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
           }
           HandlerContext.open(context!);
           const result = await (early ?? startHandler(context!, tx)); // 6.
-          // A row that the authorization found and the statement no longer reaches (a request at once ended
-          // the caller's membership): not found, as a request a moment later is told, never an empty 200.
+          // a row authorized but no longer reached (a request at once ended the membership): 404, never an empty 200
           if ((result === undefined || result === null) && route.response) throw notFound();
           for (const hook of hooks.answered) await hook(state, result);
           return result;
