@@ -56,6 +56,7 @@ const authenticateForPgbench = ({ origin = true } = {}) =>
     .replace('$5', origin ? "'bench'" : "''")
     .replace('$6', "''")
     .replace('$7', "'2026-12-15'")
+    .replace('$8', "''")
     .replace(/\s+/g, ' ')
     .trim();
 
@@ -851,7 +852,7 @@ async function benchExport(ctx: ScaleContext, server: ChildProcess) {
     await client.connect();
     try {
       await client.query('begin');
-      await client.query(AUTHENTICATE, ['web_session', hashToken(ctx.secret, sessions.big), 'bench-copy', '', '', '', '2026-12-15']);
+      await client.query(AUTHENTICATE, ['web_session', hashToken(ctx.secret, sessions.big), 'bench-copy', '', '', '', '2026-12-15', '']);
       const rows = await new Promise<number>((resolve, reject) => {
         let count = 0;
         const query = new pg.Query(
@@ -906,7 +907,16 @@ async function explainAsServer(ctx: ScaleContext, who: keyof BenchUsers, text: s
   await client.connect();
   try {
     await client.query('begin');
-    await client.query(AUTHENTICATE, ['web_session', hashToken(ctx.secret, ctx.sessions[who]), 'bench-explain', '', '', '', '2026-12-15']);
+    await client.query(AUTHENTICATE, [
+      'web_session',
+      hashToken(ctx.secret, ctx.sessions[who]),
+      'bench-explain',
+      '',
+      '',
+      '',
+      '2026-12-15',
+      '',
+    ]);
     for (let i = 0; i < 6; i++) await client.query({ name: 'bench_explain', text, values });
     const literals = values.map((v) => client.escapeLiteral(Array.isArray(v) ? textArray(v.map(String)) : String(v)));
     const { rows } = await client.query<{ 'QUERY PLAN': string }>(
