@@ -4,6 +4,7 @@
 // past its idle timeout or holding an advisory lock. The server runs it every
 // second; the migrations run it when their lock is taken (src/db/setup.ts).
 import type pg from 'pg';
+import { sweep } from './repeated-work.ts';
 
 const ENFORCE_ANALYST_LIMITS = 'select cancelled, terminated from rowgate_private.enforce_analyst_limits()';
 
@@ -13,26 +14,9 @@ export interface AnalystWatch {
 
 /** Runs the check on the pool every `intervalMs`; a failure is logged once until it works again. */
 export function watchAnalysts(pool: pg.Pool, options: { intervalMs?: number; log?: (line: string) => void } = {}): AnalystWatch {
-  let failing = false;
-  let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    pool
-      .query(ENFORCE_ANALYST_LIMITS)
-      .then(
-        () => {
-          failing = false;
-        },
-        (error: Error) => {
-          if (!failing) options.log?.(`analysts' limits: cannot enforce them (${error.message}); trying again every second`);
-          failing = true;
-        },
-      )
-      .finally(() => {
-        running = false;
-      });
-  }, options.intervalMs ?? 1000);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return sweep(pool, ENFORCE_ANALYST_LIMITS, {
+    intervalMs: options.intervalMs ?? 1000,
+    log: options.log,
+    failure: (message) => `analysts' limits: cannot enforce them (${message}); trying again every second`,
+  });
 }

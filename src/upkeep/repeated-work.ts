@@ -45,3 +45,36 @@ export function repeat(job: (stopped: () => boolean) => Promise<void>, times: { 
     },
   };
 }
+
+/**
+ * Runs one statement on `pool` every `intervalMs`, never two at once: a sweep the
+ * database decides by itself. A failure is logged once, until a run works again.
+ */
+export function sweep(
+  pool: pg.Pool,
+  text: string,
+  options: { intervalMs: number; log?: (line: string) => void; failure: (message: string) => string },
+): { stop(): void } {
+  let failing = false;
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    pool
+      .query(text)
+      .then(
+        () => {
+          failing = false;
+        },
+        (error: Error) => {
+          if (!failing) options.log?.(options.failure(error.message));
+          failing = true;
+        },
+      )
+      .finally(() => {
+        running = false;
+      });
+  }, options.intervalMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}

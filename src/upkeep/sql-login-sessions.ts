@@ -5,6 +5,7 @@
 // an organization's sessions past the 5 it shares, those past their limits); running
 // it on every server is harmless, as it is idempotent.
 import type pg from 'pg';
+import { sweep } from './repeated-work.ts';
 
 export const END_SQL_LOGIN_SESSIONS = 'select cancelled, terminated, dropped from rowgate_private.end_sql_login_sessions()';
 
@@ -21,33 +22,16 @@ export function watchSqlLogins(
   pools: readonly pg.Pool[],
   options: { intervalMs?: number; log?: (line: string) => void } = {},
 ): SqlLoginWatch {
-  const timers = pools.map((pool) => {
-    let failing = false;
-    let running = false;
-    const timer = setInterval(() => {
-      if (running) return;
-      running = true;
-      pool
-        .query(END_SQL_LOGIN_SESSIONS)
-        .then(
-          () => {
-            failing = false;
-          },
-          (error: Error) => {
-            if (!failing) options.log?.(`SQL logins: cannot end revoked logins' sessions (${error.message}); trying again`);
-            failing = true;
-          },
-        )
-        .finally(() => {
-          running = false;
-        });
-    }, options.intervalMs ?? 400);
-    timer.unref();
-    return timer;
-  });
+  const sweeps = pools.map((pool) =>
+    sweep(pool, END_SQL_LOGIN_SESSIONS, {
+      intervalMs: options.intervalMs ?? 400,
+      log: options.log,
+      failure: (message) => `SQL logins: cannot end revoked logins' sessions (${message}); trying again`,
+    }),
+  );
   return {
     stop: () => {
-      for (const timer of timers) clearInterval(timer);
+      for (const each of sweeps) each.stop();
     },
   };
 }
