@@ -48,17 +48,26 @@ import {
  * sets one, and the request's origin (a client address and User-Agent, as every HTTP request has; without it, as a
  * transaction opened outside the API, its events have no client row).
  */
-const authenticateForPgbench = ({ origin = true } = {}) =>
-  AUTHENTICATE.replaceAll('$1', ':kind')
-    .replace('$2', ':hash')
-    .replace('$3', "'bench-request-id'")
-    .replaceAll('$4', origin ? "'127.0.0.1'" : "''")
-    .replace('$5', origin ? "'bench'" : "''")
-    .replace('$6', "''")
-    .replace('$7', "'2026-12-15'")
-    .replace('$8', "''")
+const authenticateForPgbench = ({ origin = true } = {}) => {
+  const literals: Record<string, string> = {
+    1: ':kind',
+    2: ':hash',
+    3: "'bench-request-id'",
+    4: origin ? "'127.0.0.1'" : "''",
+    5: origin ? "'bench'" : "''",
+    6: "''",
+    7: "'2026-12-15'",
+    8: "''",
+  };
+  // every occurrence of every placeholder: one left behind is a parameter pgbench never binds
+  return AUTHENTICATE.replace(/\$(\d+)/g, (placeholder, n: string) => {
+    const literal = literals[n];
+    if (literal === undefined) throw new Error(`the authentication statement gained ${placeholder}: give it a pgbench value`);
+    return literal;
+  })
     .replace(/\s+/g, ' ')
     .trim();
+};
 
 const { values: args } = parseArgs({
   options: {
