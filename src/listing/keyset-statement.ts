@@ -3,6 +3,7 @@
 // follows, each row's item and key. Running it and signing its cursor is
 // `readPage` in src/listing/list-statement.ts.
 import type { CursorKey } from './list-cursor.ts';
+import type { KeysetLines } from './list-page.ts';
 import { type ListSpec, type ListStatement, orderKeys, type SortKey, type Where } from './list-filters.ts';
 
 export type OrderColumn = { column: string; descending: boolean };
@@ -57,6 +58,8 @@ export interface KeysetRead {
   /** the server secret cursors are signed with */
   secret: string;
   countExact?: boolean;
+  /** an export's chunk: its items as lines (`KeysetLines`) instead of a JSON array */
+  lines?: KeysetLines;
 }
 
 /**
@@ -74,11 +77,19 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
     columns.map((c, i) => `${ref(c.column, i)} ${c.descending ? 'desc' : 'asc'}`).join(', ');
   const keys = columns.map((c, i) => `${c.column} as s${i}`).join(', ');
   // the read schema's JSON of a row, written by the same composite-to-JSON as a numbered page's json_agg;
-  // a per-organization list reads it for the page's rows only, by id (the last key), once they are merged
-  const selected = spec.perOrganization ? keys : `(select row_to_json(c) from (select ${spec.columns}) c) as item, ${keys}`;
-  const item = spec.perOrganization
-    ? `(select row_to_json(c) from (select ${spec.columns} from ${spec.from} where ${spec.id ?? 'id'} = top.s${columns.length - 1}) c)`
-    : 'top.item';
+  // a per-organization list reads it for the page's rows only, by id (the last key), once they are merged;
+  // an export's chunk, most of whose scanned rows it keeps, carries each row's columns from its scan instead
+  const carried = spec.perOrganization && read.lines;
+  const selected = carried
+    ? `(select c from (select ${spec.columns}) c) as item_columns, ${keys}`
+    : spec.perOrganization
+      ? keys
+      : `(select row_to_json(c) from (select ${spec.columns}) c) as item, ${keys}`;
+  const item = carried
+    ? 'row_to_json(top.item_columns)'
+    : spec.perOrganization
+      ? `(select row_to_json(c) from (select ${spec.columns} from ${spec.from} where ${spec.id ?? 'id'} = top.s${columns.length - 1}) c)`
+      : 'top.item';
   const limit = `$${values.push(read.limit)}::bigint`;
   const fetched = `${limit} + 1`;
   const later = (ref: (column: string) => string) => (after ? [afterKey(columns, after, add, ref)] : []);
@@ -127,9 +138,27 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
     page = `select ${selected} from ${spec.from} ${all.length ? `where ${all.join(' and ')}` : ''} order by ${orderOf((c) => c)} limit ${fetched}`;
   }
   const key = `array[${columns.map((_, i) => `top.s${i}::text`).join(', ')}]`;
+  const total = read.countExact ? `, ${count} as total_count` : '';
+  if (read.lines) {
+    // One pass over the page's rows in their order, none held: each line with the bytes up to its end; a
+    // line is kept when the lines before it stay within the budget. The last line kept is the one at the
+    // limit or the budget, and its key is the cursor when a row follows it. The aggregates take the rows
+    // in the order of their subquery.
+    const bytes = `$${values.push(read.lines.bytes)}::bigint`;
+    const sorted = columns.map((_, i) => `s${i}`).join(', ');
+    const text = `with ${scope}lines as (select line, ${sorted}, n, upto, n <= ${limit} and (n = 1 or upto - octet_length(line) - 1 < ${bytes}) as kept
+        from (select line, ${sorted}, row_number() over w as n, sum(octet_length(line) + 1) over w as upto
+          from (select ${item}::text as line, ${sorted} from (${page}) top offset 0) chunk window w as (rows unbounded preceding)) numbered)
+    select coalesce(string_agg(line, E'\\n') filter (where kept) || E'\\n', '') as items,
+      case when max(n) > max(n) filter (where kept)
+        then min(${key.replaceAll('top.', 'lines.')}) filter (where kept and (n = ${limit} or upto >= ${bytes})) end as next_key
+      ${total}
+    from lines`;
+    return { text, values };
+  }
   const text = `with ${scope}page_rows as materialized (select ${item} as item, ${key} as key, row_number() over () as n from (${page}) top)
     select coalesce((select json_agg(item order by n) from page_rows where n <= ${limit}), '[]')::text as items,
       (select key from page_rows where n = ${limit} and exists (select from page_rows where n > ${limit})) as next_key
-      ${read.countExact ? `, ${count} as total_count` : ''}`;
+      ${total}`;
   return { text, values };
 }

@@ -26,6 +26,8 @@ export class ListPage {
  * A keyset page (SPEC §23, `2026-12-15`): the items as PostgreSQL wrote them,
  * the cursor that continues after them (null on the page holding the last
  * item), and the total only when it was asked for (`Prefer: count=exact`).
+ * Read as lines (`KeysetLines`), `itemsJson` is one item a line, each line
+ * ending in a newline, instead of a JSON array.
  */
 export class KeysetPage {
   readonly itemsJson: string;
@@ -57,4 +59,17 @@ export const listRequest = Symbol('list request');
 export interface ListRequest {
   secret: string;
   countExact: boolean;
+  /** an export reads its chunks as lines */
+  lines?: KeysetLines;
+}
+
+/**
+ * A keyset page read as an export's chunk (SPEC §24): one item a line, each as
+ * PostgreSQL writes it (so the server writes it without parsing it), the page
+ * ending at the item that passes `bytes` (at least one item, at most `limit`).
+ * Each row scanned carries its item's columns from the scan that found it,
+ * where a page of a list looks its few rows up again by id.
+ */
+export interface KeysetLines {
+  bytes: number;
 }

@@ -129,7 +129,7 @@ export async function runList(tx: Tx, spec: ListSpec, query: ListQuery, where: W
   if (!isNumbered(query)) {
     const request = query[listRequest];
     if (!request) throw new Error(`${spec.from}: a keyset list read without its request (the pipeline sets it)`);
-    return readPage(tx, spec, { ...query, secret: request.secret, countExact: request.countExact }, where);
+    return readPage(tx, spec, { ...query, secret: request.secret, countExact: request.countExact, lines: request.lines }, where);
   }
   const statement = listStatement(spec, query, where);
   const row = await tx.one<{ items: string; total_count: number }>(statement.text, statement.values);

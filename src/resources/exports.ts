@@ -2,10 +2,12 @@
 // as CSV or NDJSON without pages. Each export is its list: the same access, filters,
 // sorting and items, read by the list's own handler in keyset chunks (SPEC §23), each
 // chunk in a short transaction of its own, authenticated again; between chunks the
-// export holds no connection and no snapshot, and the next chunk is read only once the
-// client has taken the last one (the socket drained). A credential runs at most 2 at
-// once across the fleet (a lease in the database, rowgate_hidden.claim_export); a server
-// gives exports at most a quarter of its own pool, the resource that bound protects.
+// export holds no connection and no snapshot. PostgreSQL writes each chunk's items as
+// NDJSON lines, which an NDJSON export sends as they are. The next chunk is read while
+// the client takes the last one, and none after it until the client has taken that
+// one (the socket drained): at most one chunk waits in memory. A credential runs at
+// most 2 at once across the fleet (a lease in the database, rowgate_hidden.claim_export);
+// a server gives exports at most a quarter of its own pool, the resource that bound protects.
 import { once } from 'node:events';
 import type { Request, Response } from 'express';
 import { stringify } from 'csv-stringify/sync';
@@ -31,8 +33,12 @@ export const EXPORTED = {
 
 /** Rows of the first chunk: small, so the first byte goes out soon. */
 export const EXPORT_FIRST_ROWS = 500;
-/** Rows read in each later chunk (one short transaction each): fewer statements for a long export. */
+/** Rows of the second chunk; each later one reads up to twice the rows of the one before, within the bounds below. */
 export const EXPORT_CHUNK_ROWS = 5000;
+/** The most rows a chunk reads: a per-organization list scans up to this many keys of each organization. */
+const EXPORT_MAX_ROWS = 50_000;
+/** A chunk ends at the item that passes this many bytes: what one chunk holds in memory, whatever its rows weigh. */
+export const EXPORT_CHUNK_BYTES = 4 * 1024 * 1024;
 /** Exports one credential runs at once, across every server. */
 export const EXPORTS_PER_CREDENTIAL = 2;
 /** How long an export's slot outlives its last chunk, should its server die. */
@@ -155,15 +161,14 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
     running.set(pool, (running.get(pool) ?? 1) - 1);
     await context.server.inNewTransaction((tx) => tx.one('select rowgate_hidden.end_export($1)', [lease!.id])).catch(() => {});
   };
-  const read = (tx: Tx, after: string | undefined) => {
-    const limit = after ? EXPORT_CHUNK_ROWS : EXPORT_FIRST_ROWS;
+  const read = (tx: Tx, after: string | undefined, limit: number) => {
     const query = { ...context.query, limit, ...(after ? { after } : {}) } as Record<string | symbol, unknown>;
-    query[listRequest] = { secret: context.secret, countExact: false };
+    query[listRequest] = { secret: context.secret, countExact: false, lines: { bytes: EXPORT_CHUNK_BYTES } };
     return list.handler({ ...context, tx, query } as never) as Promise<KeysetPage>;
   };
   let first: KeysetPage;
   try {
-    first = await read(context.tx, undefined);
+    first = await read(context.tx, undefined, EXPORT_FIRST_ROWS);
   } catch (error) {
     await release();
     throw error;
@@ -173,44 +178,75 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   res.setHeader('Content-Type', format === CSV ? 'text/csv; charset=utf-8' : `${NDJSON}; charset=utf-8`);
   res.setHeader('Content-Disposition', `attachment; filename="${list.operationId.split(':')[0]}.${format === CSV ? 'csv' : 'ndjson'}"`);
   const render = (page: KeysetPage, header: boolean): string => {
-    const items = JSON.parse(page.itemsJson) as Record<string, unknown>[];
-    if (format === NDJSON) {
-      let text = '';
-      for (const item of items) text += `${JSON.stringify(item)}\n`;
-      return text;
+    if (format === NDJSON) return page.itemsJson;
+    const rows: string[][] = header ? [fields] : [];
+    for (const line of page.itemsJson.split('\n')) {
+      if (!line) continue;
+      const item = JSON.parse(line) as Record<string, unknown>;
+      rows.push(fields.map((field) => cellOf(item[field])));
     }
-    const rows = items.map((item) => fields.map((field) => cellOf(item[field])));
-    return stringify(header ? [fields, ...rows] : rows);
+    return stringify(rows);
   };
   // the first chunk (and the CSV's header) goes out with the answer's head
   res.write(render(first, true));
   // the rest after this transaction commits, each chunk in its own
+  const chunk = (after: string, limit: number) => {
+    const page = context.server.inNewTransaction(async (tx) => {
+      await tx.one('select rowgate_hidden.renew_export($1, $2)', [lease!.id, LEASE_SECONDS]);
+      return read(tx, after, limit);
+    });
+    page.catch(() => {}); // awaited in turn, possibly after the client took the chunk before it
+    return page;
+  };
   void (async () => {
-    let after = first.nextCursor;
     try {
-      while (after !== null) {
+      let limit = EXPORT_CHUNK_ROWS;
+      let next = first.nextCursor === null ? null : chunk(first.nextCursor, limit);
+      while (next) {
+        const page = await next;
         if (res.destroyed) return;
-        if (res.writableNeedDrain) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+        // the next chunk is read while the client takes this one
+        limit = nextLimit(limit, page.itemsJson);
+        next = page.nextCursor === null ? null : chunk(page.nextCursor, limit);
+        if (!res.write(render(page, false))) await Promise.race([once(res, 'drain'), once(res, 'close')]);
         if (res.destroyed) return;
-        const page = await context.server.inNewTransaction(async (tx) => {
-          await tx.one('select rowgate_hidden.renew_export($1, $2)', [lease!.id, LEASE_SECONDS]);
-          return read(tx, after ?? undefined);
-        });
-        res.write(render(page, false));
-        after = page.nextCursor;
       }
       // the slot is given back before the last byte, so the client's next export finds it free
       await release();
       res.end();
     } catch (error) {
-      // never a file that looks complete: NDJSON says why on a last line, then the answer stops without its final chunk
-      if (format === NDJSON && !res.destroyed) {
-        const failure = toApiError(error);
-        res.write(`${JSON.stringify({ error: failure.error, detail: failure.detail })}\n`);
+      // never a file that looks complete: NDJSON says why on a last line, then the connection ends
+      // without the chunked answer's terminating chunk
+      if (!res.destroyed) {
+        if (format === NDJSON) {
+          const failure = toApiError(error, context.server.statementTimeoutMs);
+          res.write(`${JSON.stringify({ error: failure.error, detail: failure.detail })}\n`);
+        }
+        endWithoutLastChunk(res);
       }
-      res.destroy();
     } finally {
       await release();
     }
   })();
+}
+
+/**
+ * The rows the chunk after `lines` reads: twice the last chunk's limit, at most what
+ * fills the chunk's bytes at the last chunk's bytes a line (so few rows are read past
+ * the bytes only to be dropped), and within EXPORT_MAX_ROWS.
+ */
+function nextLimit(limit: number, lines: string): number {
+  let count = 0;
+  for (let at = lines.indexOf('\n'); at !== -1; at = lines.indexOf('\n', at + 1)) count++;
+  const fits = count ? Math.ceil(EXPORT_CHUNK_BYTES / (lines.length / count)) + 1 : EXPORT_MAX_ROWS;
+  return Math.max(1, Math.min(2 * limit, fits, EXPORT_MAX_ROWS));
+}
+
+/**
+ * Ends a chunked answer short: the socket sends what was written and closes, so the
+ * answer's terminating zero-length chunk never goes out and the client sees a cut answer.
+ */
+function endWithoutLastChunk(res: Response) {
+  if (res.socket) res.socket.end();
+  else res.destroy();
 }
