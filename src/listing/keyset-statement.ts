@@ -140,20 +140,24 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
   const key = `array[${columns.map((_, i) => `top.s${i}::text`).join(', ')}]`;
   const total = read.countExact ? `, ${count} as total_count` : '';
   if (read.lines) {
-    // One pass over the page's rows in their order, none held: each line with the bytes up to its end; a
-    // line is kept when the lines before it stay within the budget. The last line kept is the one at the
-    // limit or the budget, and its key is the cursor when a row follows it. The aggregates take the rows
-    // in the order of their subquery.
+    // One pass over the page's rows in their order, none held: each line with the bytes up to its end
+    // and up to the end of the line before. A line is kept when the lines before it stay within the
+    // budget; the rows answered are the lines kept and the row after the last of them (without its
+    // line: it says that more follow). The last line kept is the one at the limit or the budget, and
+    // it carries its key, the cursor. `offset 0` keeps each line computed once (a subquery pulled up
+    // would compute it again for each use). Each row says its place (n), rather than a sort of the
+    // whole chunk again: rows arrive in the page's order, which readPage checks (and sorts if not).
     const bytes = `$${values.push(read.lines.bytes)}::bigint`;
     const sorted = columns.map((_, i) => `s${i}`).join(', ');
-    const text = `with ${scope}lines as (select line, ${sorted}, n, upto, n <= ${limit} and (n = 1 or upto - octet_length(line) - 1 < ${bytes}) as kept
-        from (select line, ${sorted}, row_number() over w as n, sum(octet_length(line) + 1) over w as upto
-          from (select ${item}::text as line, ${sorted} from (${page}) top offset 0) chunk window w as (rows unbounded preceding)) numbered)
-    select coalesce(string_agg(line, E'\\n') filter (where kept) || E'\\n', '') as items,
-      case when max(n) > max(n) filter (where kept)
-        then min(${key.replaceAll('top.', 'lines.')}) filter (where kept and (n = ${limit} or upto >= ${bytes})) end as next_key
-      ${total}
-    from lines`;
+    const within = (n: string, before: string) => `(${n} <= ${limit} and (${n} = 1 or ${before} < ${bytes}))`;
+    const text = `with ${scope}lines as (select line, ${sorted}, n, upto,
+          ${within('n', 'upto - octet_length(line) - 1')} as kept, ${within('n - 1', 'before_previous')} as previous_kept
+        from (select line, ${sorted}, row_number() over w as n, sum(octet_length(line) + 1) over (w rows unbounded preceding) as upto,
+            coalesce(sum(octet_length(line) + 1) over (w rows between unbounded preceding and 2 preceding), 0) as before_previous
+          from (select ${item}::text as line, ${sorted} from (${page}) top offset 0) chunk window w as ()) numbered)
+    select n, case when kept then line end as line,
+      case when kept and (n = ${limit} or upto >= ${bytes}) then ${key.replaceAll('top.', 'lines.')} end as key
+    from lines where kept or previous_kept`;
     return { text, values };
   }
   const text = `with ${scope}page_rows as materialized (select ${item} as item, ${key} as key, row_number() over () as n from (${page}) top)

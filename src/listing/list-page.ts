@@ -26,8 +26,6 @@ export class ListPage {
  * A keyset page (SPEC §23, `2026-12-15`): the items as PostgreSQL wrote them,
  * the cursor that continues after them (null on the page holding the last
  * item), and the total only when it was asked for (`Prefer: count=exact`).
- * Read as lines (`KeysetLines`), `itemsJson` is one item a line, each line
- * ending in a newline, instead of a JSON array.
  */
 export class KeysetPage {
   readonly itemsJson: string;
@@ -50,6 +48,21 @@ export class KeysetPage {
 }
 
 /**
+ * A keyset page read as an export's chunk (`KeysetLines`): its items as
+ * PostgreSQL wrote them, one string each, and the cursor that continues after
+ * them (null on the chunk holding the last item). Many small strings rather
+ * than one large one: they live and die young in the server's heap.
+ */
+export class KeysetChunk {
+  readonly lines: string[];
+  readonly nextCursor: string | null;
+  constructor(lines: string[], nextCursor: string | null) {
+    this.lines = lines;
+    this.nextCursor = nextCursor;
+  }
+}
+
+/**
  * What a keyset list needs of its request beside its query: the secret its
  * cursors are signed with, and whether the client asked for the total
  * (`Prefer: count=exact`). The pipeline puts it on the parsed query under this key.
@@ -64,9 +77,9 @@ export interface ListRequest {
 }
 
 /**
- * A keyset page read as an export's chunk (SPEC §24): one item a line, each as
- * PostgreSQL writes it (so the server writes it without parsing it), the page
- * ending at the item that passes `bytes` (at least one item, at most `limit`).
+ * A keyset page read as an export's chunk (SPEC §24, `KeysetChunk`): each item
+ * as PostgreSQL writes it (so the server writes it without parsing it), the
+ * chunk ending at the item that passes `bytes` (at least one item, at most `limit`).
  * Each row scanned carries its item's columns from the scan that found it,
  * where a page of a list looks its few rows up again by id.
  */

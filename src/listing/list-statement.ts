@@ -5,7 +5,7 @@
 // filters are src/listing/list-filters.ts; what a list accepts and how its
 // answer is documented is src/listing/lists.ts.
 import type { Tx } from '../db/pool.ts';
-import { KeysetPage, ListPage, type ListRequest, listRequest } from './list-page.ts';
+import { KeysetChunk, KeysetPage, ListPage, type ListRequest, listRequest } from './list-page.ts';
 import { listFingerprint, openCursor, signCursor } from './list-cursor.ts';
 import { type ListSpec, type ListStatement, orderKeys, parseSorting, type SortKey, Where } from './list-filters.ts';
 import { type KeysetRead, keysetStatement } from './keyset-statement.ts';
@@ -107,11 +107,24 @@ export function listStatement(spec: ListSpec, query: NumberedQuery, where: Where
  * `2026-12-15`; anything that reads a whole list in chunks (exports) calls it
  * page after page with each `nextCursor`.
  */
-export async function readPage(tx: Tx, spec: ListSpec, read: KeysetRead, where: Where = new Where()): Promise<KeysetPage> {
+export async function readPage(tx: Tx, spec: ListSpec, read: KeysetRead, where: Where = new Where()): Promise<KeysetPage | KeysetChunk> {
   const { keys, columns } = orderKeys(spec, read.sorting);
   const fingerprint = listFingerprint(spec.from, keys, where.conditions, where.params.values, where.organizationIds);
   const after = read.after === undefined ? null : openCursor(read.secret, fingerprint, read.after, columns.length);
   const statement = keysetStatement(spec, read, where, after);
+  if (read.lines) {
+    // the lines kept, then, when more follow, a row without a line; the last line kept carries the cursor's key
+    const rows = await tx.rows<{ n: number; line: string | null; key: (string | null)[] | null }>(statement.text, statement.values);
+    if (rows.some((row, i) => row.n !== i + 1)) rows.sort((a, b) => a.n - b.n);
+    const lines: string[] = [];
+    let key: (string | null)[] | null = null;
+    for (const row of rows) {
+      if (row.line !== null) lines.push(row.line);
+      if (row.key !== null) key = row.key;
+    }
+    const followed = rows.length > 0 && rows[rows.length - 1]!.line === null;
+    return new KeysetChunk(lines, followed && key ? signCursor(read.secret, fingerprint, key) : null);
+  }
   const row = await tx.one<{ items: string; next_key: (string | null)[] | null; total_count?: string | number }>(
     statement.text,
     statement.values,
@@ -125,7 +138,12 @@ export async function readPage(tx: Tx, spec: ListSpec, read: KeysetRead, where: 
  * rest. A numbered page in `2026-11-20`, a keyset page in `2026-12-15` (the
  * query the request's version parsed says which).
  */
-export async function runList(tx: Tx, spec: ListSpec, query: ListQuery, where: Where = new Where()): Promise<ListPage | KeysetPage> {
+export async function runList(
+  tx: Tx,
+  spec: ListSpec,
+  query: ListQuery,
+  where: Where = new Where(),
+): Promise<ListPage | KeysetPage | KeysetChunk> {
   if (!isNumbered(query)) {
     const request = query[listRequest];
     if (!request) throw new Error(`${spec.from}: a keyset list read without its request (the pipeline sets it)`);

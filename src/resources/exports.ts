@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { ApiError, toApiError } from '../core/errors.ts';
 import { METADATA_KEY } from '../core/fields.ts';
 import { keysetVariants } from '../core/versions.ts';
-import { type KeysetPage, listRequest } from '../listing/list-page.ts';
+import { type KeysetChunk, listRequest } from '../listing/list-page.ts';
 import type { Tx } from '../db/pool.ts';
 import type { HandlerServer } from '../http/handler-server.ts';
 import type { ApiRoute, Route } from '../http/route-declaration.ts';
@@ -39,6 +39,8 @@ export const EXPORT_CHUNK_ROWS = 5000;
 const EXPORT_MAX_ROWS = 50_000;
 /** A chunk ends at the item that passes this many bytes: what one chunk holds in memory, whatever its rows weigh. */
 export const EXPORT_CHUNK_BYTES = 4 * 1024 * 1024;
+/** Characters written at once: small enough to stay out of the heap's large objects, large enough for few writes. */
+const PIECE = 32 * 1024;
 /** Exports one credential runs at once, across every server. */
 export const EXPORTS_PER_CREDENTIAL = 2;
 /** How long an export's slot outlives its last chunk, should its server die. */
@@ -164,9 +166,9 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   const read = (tx: Tx, after: string | undefined, limit: number) => {
     const query = { ...context.query, limit, ...(after ? { after } : {}) } as Record<string | symbol, unknown>;
     query[listRequest] = { secret: context.secret, countExact: false, lines: { bytes: EXPORT_CHUNK_BYTES } };
-    return list.handler({ ...context, tx, query } as never) as Promise<KeysetPage>;
+    return list.handler({ ...context, tx, query } as never) as Promise<KeysetChunk>;
   };
-  let first: KeysetPage;
+  let first: KeysetChunk;
   try {
     first = await read(context.tx, undefined, EXPORT_FIRST_ROWS);
   } catch (error) {
@@ -177,18 +179,41 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   res.status(200);
   res.setHeader('Content-Type', format === CSV ? 'text/csv; charset=utf-8' : `${NDJSON}; charset=utf-8`);
   res.setHeader('Content-Disposition', `attachment; filename="${list.operationId.split(':')[0]}.${format === CSV ? 'csv' : 'ndjson'}"`);
-  const render = (page: KeysetPage, header: boolean): string => {
-    if (format === NDJSON) return page.itemsJson;
-    const rows: string[][] = header ? [fields] : [];
-    for (const line of page.itemsJson.split('\n')) {
-      if (!line) continue;
+  /** Writes a chunk (the CSV's header first, with the first) in pieces of about PIECE characters; false: wait for 'drain'. */
+  const write = (chunk: KeysetChunk, header: boolean): boolean => {
+    let flowing = true;
+    const out = (text: string) => {
+      flowing = res.write(text);
+    };
+    if (format === NDJSON) {
+      let piece = '';
+      for (const line of chunk.lines) {
+        piece += `${line}\n`;
+        if (piece.length >= PIECE) {
+          out(piece);
+          piece = '';
+        }
+      }
+      if (piece) out(piece);
+      return flowing;
+    }
+    let rows: string[][] = header ? [fields] : [];
+    let characters = 0;
+    for (const line of chunk.lines) {
       const item = JSON.parse(line) as Record<string, unknown>;
       rows.push(fields.map((field) => cellOf(item[field])));
+      characters += line.length;
+      if (characters >= PIECE) {
+        out(stringify(rows));
+        rows = [];
+        characters = 0;
+      }
     }
-    return stringify(rows);
+    if (rows.length) out(stringify(rows));
+    return flowing;
   };
   // the first chunk (and the CSV's header) goes out with the answer's head
-  res.write(render(first, true));
+  write(first, true);
   // the rest after this transaction commits, each chunk in its own
   const chunk = (after: string, limit: number) => {
     const page = context.server.inNewTransaction(async (tx) => {
@@ -206,9 +231,9 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
         const page = await next;
         if (res.destroyed) return;
         // the next chunk is read while the client takes this one
-        limit = nextLimit(limit, page.itemsJson);
+        limit = nextLimit(limit, page.lines);
         next = page.nextCursor === null ? null : chunk(page.nextCursor, limit);
-        if (!res.write(render(page, false))) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+        if (!write(page, false)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
         if (res.destroyed) return;
       }
       // the slot is given back before the last byte, so the client's next export finds it free
@@ -232,13 +257,13 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
 
 /**
  * The rows the chunk after `lines` reads: twice the last chunk's limit, at most what
- * fills the chunk's bytes at the last chunk's bytes a line (so few rows are read past
- * the bytes only to be dropped), and within EXPORT_MAX_ROWS.
+ * fills a chunk's bytes at the last chunk's characters a line (so few rows are read
+ * past the bytes only to be dropped), and within EXPORT_MAX_ROWS.
  */
-function nextLimit(limit: number, lines: string): number {
-  let count = 0;
-  for (let at = lines.indexOf('\n'); at !== -1; at = lines.indexOf('\n', at + 1)) count++;
-  const fits = count ? Math.ceil(EXPORT_CHUNK_BYTES / (lines.length / count)) + 1 : EXPORT_MAX_ROWS;
+function nextLimit(limit: number, lines: readonly string[]): number {
+  let characters = 0;
+  for (const line of lines) characters += line.length + 1;
+  const fits = lines.length ? Math.ceil(EXPORT_CHUNK_BYTES / (characters / lines.length)) + 1 : EXPORT_MAX_ROWS;
   return Math.max(1, Math.min(2 * limit, fits, EXPORT_MAX_ROWS));
 }
 
