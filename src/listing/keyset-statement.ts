@@ -78,8 +78,8 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
   const keys = columns.map((c, i) => `${c.column} as s${i}`).join(', ');
   // the read schema's JSON of a row, written by the same composite-to-JSON as a numbered page's json_agg;
   // a per-organization list reads it for the page's rows only, by id (the last key), once they are merged;
-  // an export's chunk, most of whose scanned rows it keeps, carries each row's columns from its scan instead
-  const carried = spec.perOrganization && read.lines;
+  // an export's large chunk, which keeps most rows it scans, carries each row's columns from its scan instead
+  const carried = spec.perOrganization && read.lines?.carry;
   const selected = carried
     ? `(select c from (select ${spec.columns}) c) as item_columns, ${keys}`
     : spec.perOrganization

@@ -80,9 +80,12 @@ export interface ListRequest {
  * A keyset page read as an export's chunk (SPEC §24, `KeysetChunk`): each item
  * as PostgreSQL writes it (so the server writes it without parsing it), the
  * chunk ending at the item that passes `bytes` (at least one item, at most `limit`).
- * Each row scanned carries its item's columns from the scan that found it,
- * where a page of a list looks its few rows up again by id.
+ * With `carry`, each row a per-organization list scans carries its item's
+ * columns from the scan that found it: a large chunk keeps most rows it scans.
+ * Without, the rows kept are looked up again by id, as a page of the list does:
+ * a small chunk over many organizations keeps few of them.
  */
 export interface KeysetLines {
   bytes: number;
+  carry: boolean;
 }

@@ -34,7 +34,7 @@ export const EXPORTED = {
 /** Rows of the first chunk: small, so the first byte goes out soon. */
 export const EXPORT_FIRST_ROWS = 500;
 /** Rows of the second chunk; each later one reads up to twice the rows of the one before, within the bounds below. */
-export const EXPORT_CHUNK_ROWS = 5000;
+export const EXPORT_CHUNK_ROWS = 10_000;
 /** The most rows a chunk reads: a per-organization list scans up to this many keys of each organization. */
 const EXPORT_MAX_ROWS = 50_000;
 /** A chunk ends at the item that passes this many bytes: what one chunk holds in memory, whatever its rows weigh. */
@@ -165,7 +165,8 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   };
   const read = (tx: Tx, after: string | undefined, limit: number) => {
     const query = { ...context.query, limit, ...(after ? { after } : {}) } as Record<string | symbol, unknown>;
-    query[listRequest] = { secret: context.secret, countExact: false, lines: { bytes: EXPORT_CHUNK_BYTES } };
+    // the first chunk, small, looks its rows up as a page does; later ones carry the rows they scan
+    query[listRequest] = { secret: context.secret, countExact: false, lines: { bytes: EXPORT_CHUNK_BYTES, carry: after !== undefined } };
     return list.handler({ ...context, tx, query } as never) as Promise<KeysetChunk>;
   };
   let first: KeysetChunk;
@@ -216,9 +217,13 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   write(first, true);
   // the rest after this transaction commits, each chunk in its own
   const chunk = (after: string, limit: number) => {
+    // the lease's renewal and the chunk's statement leave together (one round trip)
     const page = context.server.inNewTransaction(async (tx) => {
-      await tx.one('select rowgate_hidden.renew_export($1, $2)', [lease!.id, LEASE_SECONDS]);
-      return read(tx, after, limit);
+      const [, chunkRead] = await Promise.all([
+        tx.one('select rowgate_hidden.renew_export($1, $2)', [lease!.id, LEASE_SECONDS]),
+        read(tx, after, limit),
+      ]);
+      return chunkRead;
     });
     page.catch(() => {}); // awaited in turn, possibly after the client took the chunk before it
     return page;
