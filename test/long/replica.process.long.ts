@@ -336,7 +336,6 @@ describe('reads on a hot standby', () => {
     const user_id = members[0]!.user_id;
     const granted = await grantAnalyst({
       ownerUrl: embeddedUrl(state, 'owner'),
-      rootUrl: embeddedUrl(state, 'superuser'),
       userId: user_id,
       login: 'replica_reader',
     });
