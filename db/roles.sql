@@ -98,7 +98,8 @@ grant rowgate_sql_admin to rowgate_owner with admin false, inherit false, set tr
 -- rowgate_analyst, without being able to use the group's privileges itself.
 grant rowgate_analyst to rowgate_sql_admin with admin true, inherit false, set false;
 -- An analyst's login made by a superuser (before those functions) becomes rowgate_sql_admin's
--- to revoke as if it had made it: ADMIN OPTION to drop it, INHERIT to end its sessions.
+-- to revoke as if it had made it: ADMIN OPTION to drop it, INHERIT to end its sessions; and
+-- its membership of rowgate_analyst becomes what the functions grant (no SET ROLE to it).
 -- Only a role shaped like one (a member of rowgate_analyst and of no other role, holding no
 -- attribute but LOGIN), so that rowgate_sql_admin inherits no one's privileges but an analyst's.
 do $analysts$
@@ -106,7 +107,7 @@ declare
   r record;
 begin
   for r in
-    select m.rolname from pg_auth_members am join pg_roles g on g.oid = am.roleid join pg_roles m on m.oid = am.member
+    select distinct m.rolname from pg_auth_members am join pg_roles g on g.oid = am.roleid join pg_roles m on m.oid = am.member
     where g.rolname = 'rowgate_analyst'
       and not (m.rolsuper or m.rolcreaterole or m.rolcreatedb or m.rolreplication or m.rolbypassrls)
       and m.rolname !~ '^(pg_|rowgate|rg_sql_)'
@@ -115,6 +116,7 @@ begin
       and not exists (select from pg_auth_members a where a.roleid = m.oid and a.member = 'rowgate_sql_admin'::regrole and a.admin_option)
   loop
     execute format('grant %I to rowgate_sql_admin with admin true, inherit true, set false', r.rolname);
+    execute format('grant rowgate_analyst to %I with inherit true, set false', r.rolname);
   end loop;
 end
 $analysts$;

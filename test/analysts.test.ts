@@ -8,7 +8,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { withDatabase } from './database-server.ts';
-import { migrateDatabase } from '../src/db/setup.ts';
+import { ensureRoles, migrateDatabase } from '../src/db/setup.ts';
 import { scramVerifier } from '../src/db/analysts.ts';
 import { runCli, type CliRun } from './cli-runner.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
@@ -488,7 +488,7 @@ describe("the analysts' functions: rowgate_sql_admin's, called by the owner (SPE
     await app.delete(`/v1/organizations/${org.A}/sql-credentials/${res.body.id}`, { session });
   });
 
-  test('revoke refuses an organization SQL login, and an analyst-shaped role it did not make, even when bound', async () => {
+  test('revoke refuses an organization SQL login, and an analyst-shaped role it did not make until the roles script hands it over', async () => {
     const refused = (login: string) =>
       asOwner((owner) =>
         owner.query('select rowgate_private.disable_analyst_login($1)', [login]).then(
@@ -504,12 +504,33 @@ describe("the analysts' functions: rowgate_sql_admin's, called by the owner (SPE
     const foreign = loginName('foreign');
     made.add(foreign);
     await superuser(`create role ${pg.escapeIdentifier(foreign)} login in role rowgate_analyst`);
+    const other = loginName('other');
+    made.add(other);
+    await superuser(`create role ${pg.escapeIdentifier(other)} login in role rowgate_user`);
     await app.sql('insert into rowgate_private.analysts (login, user_id) values ($1, $2)', [foreign, ann.id]);
     try {
       expect(await refused(foreign)).toEqual({ code: 'RG422', message: expect.stringMatching(/rowgate_sql_admin does not administer/) });
       const run = await cli(['analysts', 'revoke', '--login', foreign]);
       expect(run).toEqual({ code: 2, stdout: '', stderr: expect.stringMatching(/does not administer/) });
       expect(await superuser('select rolcanlogin from pg_roles where rolname = $1', [foreign])).toEqual([{ rolcanlogin: true }]);
+      // a role shaped otherwise (a member of another role too) is never handed over
+      await superuser(`grant rowgate_analyst to ${pg.escapeIdentifier(other)}`);
+      await ensureRoles(superuserUrl(), {});
+      expect(
+        await superuser(
+          `select m.rolname::text as member, am.admin_option, am.inherit_option, am.set_option
+           from pg_auth_members am join pg_roles m on m.oid = am.member
+           where am.roleid = $1::text::regrole or (am.roleid = 'rowgate_analyst'::regrole and m.rolname = $1::text) order by 1, 2`,
+          [foreign],
+        ),
+      ).toEqual([
+        { member: foreign, admin_option: false, inherit_option: true, set_option: false },
+        { member: 'rowgate_sql_admin', admin_option: true, inherit_option: true, set_option: false },
+      ]);
+      expect(await superuser(`select count(*)::int as n from pg_auth_members where roleid = $1::regrole`, [other])).toEqual([{ n: 0 }]);
+      const revoked = await cli(['analysts', 'revoke', '--login', foreign]);
+      expect(revoked).toMatchObject({ code: 0, stderr: '' });
+      expect(await superuser('select 1 from pg_roles where rolname = $1', [foreign])).toEqual([]);
     } finally {
       await app.sql('delete from rowgate_private.analysts where login = $1', [foreign]);
     }

@@ -9,7 +9,9 @@
 -- secret), limits within their bounds, a live user, and no role taken over that is not an
 -- analyst's login these functions made. createrole_self_grant = 'inherit' gives
 -- rowgate_sql_admin the privileges of each login it makes, which is what lets it end that
--- login's sessions and drop what the login owns.
+-- login's sessions and drop what the login owns. A lock waited for past 2 s fails the
+-- migration, which is run again, rather than holding up every statement queued behind it.
+set local lock_timeout = '2s';
 
 -- Why a name cannot be an analyst's login, or null when it can.
 create function rowgate_private.analyst_login_denial(p_login text)
