@@ -96,8 +96,9 @@ interface StoredEvent {
  * How the request renders events: their stored `data` and `previous` as its
  * version renders their resource (SPEC §23), as webhook bodies do; none where
  * its version renders them as stored, so that a page's JSON passes through unparsed.
- * It takes the handler's context itself: a JSON read's handler starts before the
- * version settles, and the routes that render wait for it only where some version renders.
+ * It takes the handler's context, not its version: a JSON read's handler may start
+ * before the version settles, and a route that says `rendersEventData` waits for it
+ * only where some version renders event data; elsewhere the version is not read.
  */
 function eventRendering(context: { readonly version: string; readonly versions: ApiVersions }) {
   if (!context.versions.rendersSomeEventData) return undefined;
