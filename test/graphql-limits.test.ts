@@ -1,7 +1,7 @@
 // GraphQL bounded (SPEC §13): documents refused before they are planned (depth,
 // aliases, tokens, nodes), page arguments checked before any SQL, every
 // collection a page at most, statement timeouts as TIMEOUT, and the requests
-// that once took the server down (issue 12) refused or bounded while REST is
+// that once took the server down refused or bounded while REST is
 // served beside them.
 import type { AddressInfo } from 'node:net';
 import type { Request } from 'express';

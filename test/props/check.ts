@@ -1,4 +1,4 @@
-// The check property of issue 35 (SPEC §20): for generated subjects, credentials,
+// The check property (SPEC §20): for generated subjects, credentials,
 // scopes, roles and operations, `POST /v1/authorization/check` answers exactly the
 // status, error and reason that the real request (with a valid body) answers, and
 // never a reason where the real request answers 404.
