@@ -455,7 +455,7 @@ async function main() {
     standby_rest_vs_sql_paired: paired(find(`${main}/standby_rest_orders_small_user`), find(`${main}/standby_sql_api_orders_small_user`)),
     standby_sql_vs_primary_sql: ratio(find(`${main}/standby_sql_api_orders_small_user`), find(`${main}/primary_sql_api_orders_small_user`)),
     standby_read_share: extra.standby_read_share ?? null,
-    // SPEC §17 (--only prune): seconds of one rowgate_private.prune_events call removing 9M of 10M events (target < 1)
+    // SPEC §17 (--only prune): seconds of one rowgate_private.prune_events call removing 9M of 10M events
     prune_10m_events_s: extra.prune_10m_events_s ?? null,
     // SPEC §17: from an event's commit to its feed position while another database holds a transaction open (--only feed)
     feed_latency_open_foreign_transaction_p50_ms: extra.feed_latency_open_foreign_transaction_p50_ms ?? null,

@@ -1,8 +1,8 @@
 // GraphQL bounded (SPEC §13): documents refused before they are planned (depth,
 // aliases, tokens, nodes), page arguments checked before any SQL, every
-// collection a page at most, statement timeouts as TIMEOUT, and the requests
-// that once took the server down refused or bounded while REST is
-// served beside them.
+// collection a page at most, statement timeouts as TIMEOUT, and documents
+// built to exhaust a server (huge alias counts, nested lists, fragments spread
+// exponentially) refused or bounded while REST is served beside them.
 import type { AddressInfo } from 'node:net';
 import type { Request } from 'express';
 import pg from 'pg';
@@ -119,7 +119,7 @@ afterAll(async () => {
   await app?.close();
 });
 
-describe('the documents that took the server down are refused or bounded, and REST is served meanwhile', () => {
+describe('documents built to exhaust the server are refused or bounded, and REST is served meanwhile', () => {
   test('anonymous: 1,600 node(id:) aliases (154 KB)', async () => {
     const id = Buffer.from(JSON.stringify(['orders', '00000000-0000-0000-0000-000000000000'])).toString('base64');
     const query = `{ ${Array.from({ length: 1600 }, (_, i) => `a${i}: node(id: "${id}") { id }`).join(' ')} }`;
