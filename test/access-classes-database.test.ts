@@ -1,4 +1,4 @@
-// Access classes decided in the database (SPEC §4, §13; issue 12, item 5). What
+// Access classes decided in the database (SPEC §4, §13). What
 // REST keeps to web sessions (payout accounts, changing the user) no token
 // reaches through GraphQL or SQL either, because RLS and the SQL functions check
 // the credential's kind (rowgate_hidden.current_credential_kind()); and nobody

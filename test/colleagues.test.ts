@@ -1,4 +1,4 @@
-// What every interface shows of another user (SPEC §13, §15; issue 12, item 5):
+// What every interface shows of another user (SPEC §13, §15):
 // what REST's members list names, the id, the name and the e-mail, and nothing
 // more. rowgate.users shows the subject itself only; rowgate.colleagues (GraphQL
 // `Colleague`) shows the users who share an organization with it. The matrix runs

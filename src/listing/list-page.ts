@@ -7,9 +7,16 @@
 export class ListPage {
   readonly itemsJson: string;
   readonly pagination: { total_count: number; max_page: number };
+  readonly #limit: number;
   constructor(itemsJson: string, totalCount: number, limit: number) {
     this.itemsJson = itemsJson;
     this.pagination = { total_count: totalCount, max_page: Math.ceil(totalCount / limit) };
+    this.#limit = limit;
+  }
+
+  /** the same page with its items written anew (events' data in the request's version) */
+  withItems(itemsJson: string): ListPage {
+    return new ListPage(itemsJson, this.pagination.total_count, this.#limit);
   }
 
   /** the response body */
@@ -35,6 +42,11 @@ export class KeysetPage {
     this.itemsJson = itemsJson;
     this.nextCursor = nextCursor;
     this.totalCount = totalCount;
+  }
+
+  /** the same page with its items written anew (events' data in the request's version) */
+  withItems(itemsJson: string): KeysetPage {
+    return new KeysetPage(itemsJson, this.nextCursor, this.totalCount);
   }
 
   /** the response body */

@@ -103,6 +103,8 @@ interface ExportContext {
   req: Request;
   res: Response;
   server: HandlerServer;
+  /** the request's version: an item is rendered as the list renders it in that version (events' data, SPEC §23) */
+  version: string;
 }
 
 /** The export routes, one a resource, each made from its list route. */
@@ -159,7 +161,8 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
     const limit = after ? EXPORT_CHUNK_ROWS : EXPORT_FIRST_ROWS;
     const query = { ...context.query, limit, ...(after ? { after } : {}) } as Record<string | symbol, unknown>;
     query[listRequest] = { secret: context.secret, countExact: false };
-    return list.handler({ ...context, tx, query } as never) as Promise<KeysetPage>;
+    // the version is named: a spread copies the context's own fields, not its getters
+    return list.handler({ ...context, version: context.version, tx, query } as never) as Promise<KeysetPage>;
   };
   let first: KeysetPage;
   try {

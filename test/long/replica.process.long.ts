@@ -1,4 +1,4 @@
-// Reads on a hot standby (SPEC §19, issue 18), `npm run test:replica`: a
+// Reads on a hot standby (SPEC §19), `npm run test:replica`: a
 // primary and a hot standby made from the embedded binaries (the standby is a
 // cold copy of the stopped primary's data directory, with standby.signal and
 // primary_conninfo: streaming replication as the superuser, which initdb's

@@ -1,4 +1,4 @@
-// The tenant-isolation property (issue 8, OWASP API1): in a generated world,
+// The tenant-isolation property (OWASP API1): in a generated world,
 // every probe through REST (lists, gets and writes, in sequence, the model
 // following the writes), the same reads through GraphQL and through an
 // analyst's SQL session agree with the reference model of test/props/model.ts.
