@@ -282,8 +282,8 @@ describe('analysts grant', () => {
   ];
   /**
    * this file's roles in rowgate_analyst, and the role named --login (other test
-   * files make analyst roles too, at the same time: a CI run saw one appear
-   * between the two reads)
+   * files make analyst roles too, at the same time, so one may appear between
+   * the two reads)
    */
   const analystRoles = (login: string | undefined) =>
     superuser(
@@ -608,7 +608,7 @@ describe('the analyst reads exactly what the API shows the user with read scopes
     }
   });
 
-  // found by a hostile audit: an admin's analyst was refused these three ("permission denied"), which the API lists
+  // an admin's analyst reads these three as the API lists them, rather than a "permission denied"
   test('webhook endpoints, their attempts and organization access tokens: what the API lists, no more', async () => {
     const endpoint = (organization_id: string, session: string) =>
       app.post(
@@ -1252,8 +1252,8 @@ describe("an analyst's limits (SPEC §15)", () => {
     await locker.end().catch(() => {});
   });
 
-  // found by a hostile audit: a DO block that caught each cancel held its lock for 35 s, and a migration's ALTER TABLE
-  // (then the API's reads, 504) waited behind it
+  // a DO block that catches each cancel would otherwise hold its locks, and a migration's ALTER TABLE (then the
+  // API's reads) would wait behind it
   test('a statement that catches its cancel ends its session 5 s past its timeout', async () => {
     const stubborn = await grant(ann.id, 'stubborn', ['--statement-timeout', '1']);
     const client = await connect(stubborn.database_url);
@@ -1356,8 +1356,8 @@ describe('analysts revoke', () => {
     ).toEqual([{ rolname: 'postgres' }, { rolname: 'rowgate_authenticator' }, { rolname: 'rowgate_user' }]);
   });
 
-  // found by a hostile audit: a role whose drop failed (its session, reconnecting at once, kept a temporary table
-  // in the postgres database) was left unbound and still able to log in, with no limits any more
+  // a role whose drop fails (something of its own in another database) must not be left unbound and able to log in,
+  // with no limits any more
   test('a role that cannot be dropped is left unable to log in, and still bound (still limited)', async () => {
     const stuck = await grant(ann.id, 'stuck');
     // something of its own in another database, which `drop owned` here cannot reach
