@@ -143,7 +143,7 @@ export async function load(ownerUrl: string, scale: Scale, log: (l: string) => v
 }
 
 /**
- * Metadata on about 1.2 % of the orders (SPEC §18, issue 17), as merchants link
+ * Metadata on about 1.2 % of the orders (SPEC §18), as merchants link
  * orders to their own records: `{"channel": "web", "erp_id": "INV-<first 8
  * hex digits of the id>"}` on the orders whose id's last byte is below 3. A
  * separate step, run once over data loaded before it (the marker is the first

@@ -402,7 +402,7 @@ async function main() {
     sql_vs_naive: ratio(find(`${main}/sql_api_orders_big_user`), find(`${main}/sql_naive_orders_big_user`)),
     sql_vs_naive_small_user: ratio(find(`${main}/sql_api_orders_small_user`), find(`${main}/sql_naive_orders_small_user`)),
     rest_vs_graphql: ratio(find(`${main}/rest_orders_small_user`), find(`${main}/graphql_orders_small_user`)),
-    // issue 12's target: a GraphQL page of 50 orders with totalCount against REST's page, same user, same run (in
+    // a GraphQL page of 50 orders with totalCount against REST's page, same user, same run (in
     // turns), on the server as `npm start` runs it (one process)
     graphql_vs_rest: ratio(find(`${main}/graphql_orders_small_user`), find(`${main}/rest_orders_small_user`)),
     graphql_vs_rest_paired: paired(find(`${main}/graphql_orders_small_user`), find(`${main}/rest_orders_small_user`)),
@@ -420,7 +420,7 @@ async function main() {
     // the REST endpoint against the database alone on its transaction
     me_vs_sql: ratio(find(`${main}/rest_users_me`), find(`${main}/sql_users_me`)),
     rss_mb_at_64_connections: extra.rss_mb_at_64_connections ?? null,
-    // issue 16, part 4: a paid order's POST against pgbench on its transaction; one busy organization; the events' cost
+    // the write path: a paid order's POST against pgbench on its transaction; one busy organization; the events' cost
     write_rest_vs_sql: ratio(find(`${main}/rest_create_order_spread`), find(`${main}/sql_create_order`)),
     write_hot_vs_spread: ratio(find(`${main}/rest_create_order_hot`), find(`${main}/rest_create_order_spread`)),
     write_sql_hot_vs_spread: ratio(find(`${main}/sql_create_order_hot`), find(`${main}/sql_create_order`)),
@@ -433,8 +433,8 @@ async function main() {
       find(`${main}/rest_create_order_spread_without_events`),
     ),
     write_sql_with_events_vs_without_paired: paired(find(`${main}/sql_create_order`), find(`${main}/sql_create_order_without_events`)),
-    // issue 17: the orders page filtered by metadata
-    // SPEC §20: one check of 100 items against the 100 real requests it answers for (issue 35: ≥ 5)
+    // SPEC §18: the orders page filtered by metadata
+    // SPEC §20: one check of 100 items against the 100 real requests it answers for
     check_100_vs_requests_100: ratio(find(`${main}/check_100`), find(`${main}/requests_100`)),
     // SPEC §23: a deep keyset page costs about what the first does; the numbered page's OFFSET for comparison
     list_deep_cursor_vs_first: paired(
@@ -449,26 +449,26 @@ async function main() {
     metadata_rest_vs_sql: ratio(find(`${main}/rest_orders_metadata_small_user`), find(`${main}/sql_api_orders_metadata_small_user`)),
     // an ERP id's lookup (one order) by the admin of 50 organizations, against that user's unfiltered page
     metadata_erp_id_vs_page_big_user: ratio(find(`${main}/rest_orders_metadata_erp_id_big_user`), find(`${main}/rest_orders_big_user`)),
-    // issue 18, part 3 (--standby): the orders page read from a hot standby
+    // SPEC §19 (--standby): the orders page read from a hot standby
     standby_rest_vs_sql: ratio(find(`${main}/standby_rest_orders_small_user`), find(`${main}/standby_sql_api_orders_small_user`)),
     standby_rest_vs_primary_rest: ratio(find(`${main}/standby_rest_orders_small_user`), find(`${main}/primary_rest_orders_small_user`)),
     standby_rest_vs_sql_paired: paired(find(`${main}/standby_rest_orders_small_user`), find(`${main}/standby_sql_api_orders_small_user`)),
     standby_sql_vs_primary_sql: ratio(find(`${main}/standby_sql_api_orders_small_user`), find(`${main}/primary_sql_api_orders_small_user`)),
     standby_read_share: extra.standby_read_share ?? null,
-    // issue 34, item 6 (--only prune): seconds of one rowgate_private.prune_events call removing 9M of 10M events (target < 1)
+    // SPEC §17 (--only prune): seconds of one rowgate_private.prune_events call removing 9M of 10M events
     prune_10m_events_s: extra.prune_10m_events_s ?? null,
     // SPEC §17: from an event's commit to its feed position while another database holds a transaction open (--only feed)
     feed_latency_open_foreign_transaction_p50_ms: extra.feed_latency_open_foreign_transaction_p50_ms ?? null,
     feed_latency_open_foreign_transaction_p99_ms: extra.feed_latency_open_foreign_transaction_p99_ms ?? null,
     prune_10m_events_drop_s: extra.prune_10m_events_drop_s ?? null,
     prune_10m_events_left: extra.prune_10m_events_left ?? null,
-    // issue 34: deliveries/s to 50 healthy endpoints with a hanging one beside them, against without it (in turns)
+    // SPEC §17: deliveries/s to 50 healthy endpoints with a hanging one beside them, against without it (in turns)
     deliveries_with_hanging_vs_without: ratio(find('webhooks/deliveries_with_hanging'), find('webhooks/deliveries_without_hanging')),
     deliveries_with_hanging_vs_without_paired: paired(
       find('webhooks/deliveries_with_hanging'),
       find('webhooks/deliveries_without_hanging'),
     ),
-    // issue 34: the paid order's POST with every organization subscribed to its events, against without the events triggers
+    // SPEC §17: the paid order's POST with every organization subscribed to its events, against without the events triggers
     write_with_events_vs_without_subscribed: ratio(
       find(`${main}/rest_create_order_spread_subscribed`),
       find(`${main}/rest_create_order_spread_subscribed_without_events`),
@@ -729,7 +729,7 @@ async function benchReads(ctx: ScaleContext, server: ChildProcess, p50ByScale: R
   const { scale, sessions, authenticatorUrl, base } = ctx;
   // the database ceiling: the API's own statements for GET /v1/orders/?limit=50, and the straightforward ones
   const page = listStatement(orderListSpec, { page: 1, limit: 50 }, new Where());
-  // GraphQL's page (issue 12), asked once to see that it answers what the bench measures
+  // GraphQL's page, asked once to see that it answers what the bench measures
   const graphqlQuery = GRAPHQL_PAGE;
   const probe = await fetch(`${base}/graphql`, {
     method: 'POST',
@@ -939,7 +939,7 @@ async function explainAsServer(ctx: ScaleContext, who: keyof BenchUsers, text: s
 }
 
 /**
- * The orders page filtered by metadata (issue 17, SPEC §18): the small user's
+ * The orders page filtered by metadata (SPEC §18): the small user's
  * page of 50 with `metadata[channel]=web` (about 1.2 % of the orders, data.ts),
  * and the admin of 50 organizations looking one order up by its ERP id
  * (`metadata[erp_id]=INV-…`, one order); REST and pgbench on the statement the
@@ -1117,7 +1117,7 @@ function paidOrderScripts(
 }
 
 /**
- * The write path (issue 16, part 4): `POST /v1/orders/` of a paid order (the
+ * The write path: `POST /v1/orders/` of a paid order (the
  * order, its payment transaction, three events), as the admin of 50
  * organizations, spread over them and into one; pgbench on the API's own
  * transaction for that request; and the spread REST write again with the events
@@ -1180,7 +1180,7 @@ async function subscribeEveryOrganization(owner: pg.Client) {
 const ENQUEUE_TRIGGER = (action: 'enable' | 'disable') => `alter table rowgate.events ${action} trigger _500_enqueue_deliveries`;
 
 /**
- * The write path with every organization subscribed (issue 34): every
+ * The write path with every organization subscribed: every
  * organization gets an endpoint for the three events of a paid order
  * (order.created, order.paid, transaction.created), so each POST /v1/orders/
  * of the writes scenario also queues three deliveries in its transaction; in
@@ -1299,7 +1299,7 @@ const BENCH_TRIGGERS = (kind: 'plain' | 'empty', action: 'enable' | 'disable') =
 
 /**
  * Deliveries to 50 healthy endpoints with one hanging endpoint beside them
- * (issue 34; bench/webhook-scenarios.ts's deliveryRuns, as bench/webhooks.ts
+ * (bench/webhook-scenarios.ts's deliveryRuns, as bench/webhooks.ts
  * runs it): deliveries per second until every healthy endpoint has its 40
  * events, with and without the hanging endpoint's 40 (it never answers; its
  * attempt holds one of the sender's 16 slots until the 10 s timeout), in
@@ -1485,7 +1485,7 @@ async function readyz(
 }
 
 /**
- * Reads on a hot standby (issue 18, part 3; --standby): a standby of the bench
+ * Reads on a hot standby (--standby): a standby of the bench
  * cluster made as test/long/replica.process.long.ts makes one (a cold copy of the
  * stopped primary with standby.signal and primary_conninfo, streaming as the
  * superuser over loopback), a server with ROWGATE_READ_DATABASE_URLS naming it,

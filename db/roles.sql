@@ -64,8 +64,8 @@ alter role rowgate_authenticator set timezone = 'UTC';
 -- A transaction, however busy, ends: PostgreSQL 17 and later bound a whole transaction
 -- (transaction_timeout), so neither the server's sessions nor an analyst's hold back what
 -- vacuum may remove for longer than this. Analysts' login roles are members of
--- rowgate_analyst, whose settings they do not inherit: each gets its own (src/db/analysts.ts
--- sets it when granting; this sets it on those granted before).
+-- rowgate_analyst, whose settings they do not inherit: each gets its own
+-- (rowgate_private.create_analyst_login sets it when granting; this sets it on those granted before).
 do $transaction_timeout$
 declare
   r record;
@@ -92,6 +92,34 @@ grant rowgate_anonymous, rowgate_user, rowgate_organization, rowgate_customer, r
 -- without inheriting CREATEROLE). The group itself is a member of no role.
 grant rowgate_sql_login to rowgate_sql_admin with admin true, inherit false, set false;
 grant rowgate_sql_admin to rowgate_owner with admin false, inherit false, set true;
+
+-- Analysts' logins (SPEC §15) are made and dropped the same way, by rowgate_sql_admin's
+-- functions that the CLI calls as rowgate_owner: it puts each login it makes in
+-- rowgate_analyst, without being able to use the group's privileges itself.
+grant rowgate_analyst to rowgate_sql_admin with admin true, inherit false, set false;
+-- An analyst's login made by a superuser (before those functions) becomes rowgate_sql_admin's
+-- to revoke as if it had made it: ADMIN OPTION to drop it, INHERIT to end its sessions; and
+-- its membership of rowgate_analyst becomes what the functions grant (no SET ROLE to it).
+-- Only a role shaped like one (a member of rowgate_analyst and of no other role, holding no
+-- attribute but LOGIN), so that rowgate_sql_admin inherits no one's privileges but an analyst's.
+do $analysts$
+declare
+  r record;
+begin
+  for r in
+    select distinct m.rolname from pg_auth_members am join pg_roles g on g.oid = am.roleid join pg_roles m on m.oid = am.member
+    where g.rolname = 'rowgate_analyst'
+      and not (m.rolsuper or m.rolcreaterole or m.rolcreatedb or m.rolreplication or m.rolbypassrls)
+      and m.rolname !~ '^(pg_|rowgate|rg_sql_)'
+      and not exists (select from pg_auth_members o where o.member = m.oid and o.roleid <> g.oid)
+      and not exists (select from pg_auth_members o where o.roleid = m.oid and o.member <> 'rowgate_sql_admin'::regrole)
+      and not exists (select from pg_auth_members a where a.roleid = m.oid and a.member = 'rowgate_sql_admin'::regrole and a.admin_option)
+  loop
+    execute format('grant %I to rowgate_sql_admin with admin true, inherit true, set false', r.rolname);
+    execute format('grant rowgate_analyst to %I with inherit true, set false', r.rolname);
+  end loop;
+end
+$analysts$;
 
 -- Analysts are held to their limits by rowgate_private.enforce_analyst_limits
 -- (owned by rowgate_owner): seeing how long an analyst's statement has run

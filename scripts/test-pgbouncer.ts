@@ -1,4 +1,4 @@
-// `npm run test:pgbouncer` (issue 8, part 4): a named part of the suite with
+// `npm run test:pgbouncer`: a named part of the suite with
 // Debian's PgBouncer in transaction pooling mode between the API and PostgreSQL.
 //
 //  1. finds pgbouncer, or installs Debian's package with apt-get (skips, with a

@@ -1,4 +1,4 @@
-// Access classes decided in the database (SPEC §4, §13; issue 12, item 5). What
+// Access classes decided in the database (SPEC §4, §13). What
 // REST keeps to web sessions (payout accounts, changing the user) no token
 // reaches through GraphQL or SQL either, because RLS and the SQL functions check
 // the credential's kind (rowgate_hidden.current_credential_kind()); and nobody
@@ -518,18 +518,17 @@ describe('the platform-admin flag', () => {
 
 describe('analysts: select * from rowgate.users works and shows no flag', () => {
   const made: string[] = [];
-  const rootUrl = () => withDatabase(inject('superuserUrl'), app.database);
 
   async function analyst(userId: string): Promise<pg.Client> {
     const login = `${inject('runId')}_acdb_${randomBytes(3).toString('hex')}`;
     made.push(login);
-    const granted = await grantAnalyst({ ownerUrl: app.ownerUrl, rootUrl: rootUrl(), userId, login });
+    const granted = await grantAnalyst({ ownerUrl: app.ownerUrl, userId, login });
     const client = new pg.Client({ connectionString: granted.database_url });
     await client.connect();
     return client;
   }
   afterAll(async () => {
-    for (const login of made) await revokeAnalyst({ ownerUrl: app.ownerUrl, rootUrl: rootUrl(), login }).catch(() => {});
+    for (const login of made) await revokeAnalyst({ ownerUrl: app.ownerUrl, login }).catch(() => {});
   });
 
   const USER_COLUMNS = ['id', 'email', 'name', 'avatar_url', 'created_at', 'updated_at', 'deleted_at'];

@@ -25,7 +25,7 @@ let analyst: pg.Client;
 async function grant(userId: string): Promise<string> {
   const login = `${inject('runId')}_ax_${randomBytes(3).toString('hex')}`;
   made.add(login);
-  const run = await runCli(app, ['analysts', 'grant', '--user-id', userId, '--login', login], { ROOT_DATABASE_URL: superuserUrl() });
+  const run = await runCli(app, ['analysts', 'grant', '--user-id', userId, '--login', login]);
   expect(run, `analysts grant --login ${login}`).toMatchObject({ code: 0, stderr: '' });
   return JSON.parse(run.stdout).database_url;
 }

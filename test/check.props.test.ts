@@ -1,4 +1,4 @@
-// SPEC §20 (issue 35), the fixed-seed slice `npm test` runs: for generated subjects,
+// SPEC §20, the fixed-seed slice `npm test` runs: for generated subjects,
 // credentials, scopes, roles and operations, POST /v1/authorization/check answers
 // exactly the status, error and reason of the real request, and never a reason where
 // the real request answers 404 (test/props/check.ts). `npm run test:props` runs

@@ -1,4 +1,4 @@
-// What every interface shows of another user (SPEC §13, §15; issue 12, item 5):
+// What every interface shows of another user (SPEC §13, §15):
 // what REST's members list names, the id, the name and the e-mail, and nothing
 // more. rowgate.users shows the subject itself only; rowgate.colleagues (GraphQL
 // `Colleague`) shows the users who share an organization with it. The matrix runs
@@ -9,7 +9,6 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { grantAnalyst, revokeAnalyst } from '../src/db/analysts.ts';
-import { withDatabase } from './database-server.ts';
 import { startTestApp, type RequestOptions, type TestApp, type TestUser } from './harness.ts';
 
 let app: TestApp;
@@ -115,11 +114,10 @@ async function graphqlWholeUsers(auth: RequestOptions): Promise<string[]> {
 }
 
 const analysts: string[] = [];
-const rootUrl = () => withDatabase(inject('superuserUrl'), app.database);
 async function asAnalyst<T>(user: TestUser, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const login = `${inject('runId')}_coll_${randomBytes(3).toString('hex')}`;
   analysts.push(login);
-  const granted = await grantAnalyst({ ownerUrl: app.ownerUrl, rootUrl: rootUrl(), userId: user.id, login });
+  const granted = await grantAnalyst({ ownerUrl: app.ownerUrl, userId: user.id, login });
   const client = new pg.Client({ connectionString: granted.database_url });
   await client.connect();
   try {
@@ -129,7 +127,7 @@ async function asAnalyst<T>(user: TestUser, work: (client: pg.Client) => Promise
   }
 }
 afterAll(async () => {
-  for (const login of analysts) await revokeAnalyst({ ownerUrl: app.ownerUrl, rootUrl: rootUrl(), login }).catch(() => {});
+  for (const login of analysts) await revokeAnalyst({ ownerUrl: app.ownerUrl, login }).catch(() => {});
 });
 
 describe('what each interface shows of other users: what REST names, no more', () => {

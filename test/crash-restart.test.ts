@@ -1,6 +1,6 @@
 // A server process that dies without stopping (killed, or out of memory) leaves
 // its embedded PostgreSQL running. The next `npm start` on the same home says so,
-// adopts that database, serves, and stops it when it stops (issue 12).
+// adopts that database, serves, and stops it when it stops.
 import { expect, test } from 'vitest';
 import { databaseRunning, startServerProcess } from './faults/server-process.ts';
 

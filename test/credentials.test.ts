@@ -303,6 +303,23 @@ describe('unknown, expired, revoked: 401 invalid_token, all alike', () => {
   });
 });
 
+describe('GET /v1/personal-access-tokens/{id}: the caller’s own token, as its list shows it', () => {
+  test('its owner reads it; another user, and anyone once it is revoked, gets 404', async () => {
+    const owner = await app.user();
+    const stranger = await app.user();
+    await app.pat(owner.id, ['user:read']);
+    const [listed] = (await app.get('/v1/personal-access-tokens/', { session: owner.session })).body.items;
+    const path = `/v1/personal-access-tokens/${listed.id}`;
+    const read = await app.get(path, { session: owner.session });
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual(listed);
+    expect(read.body).not.toHaveProperty('token');
+    expect((await app.get(path, { session: stranger.session })).status).toBe(404);
+    expect((await app.delete(path, { session: owner.session })).status).toBe(204);
+    expect((await app.get(path, { session: owner.session })).status).toBe(404);
+  });
+});
+
 describe('DELETE /v1/users/me revokes every credential of the user', () => {
   test.each(kinds)('deleted with a $kind', async (deleting) => {
     const user = await app.user();

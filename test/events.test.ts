@@ -478,9 +478,7 @@ describe('who sees which events: REST, GraphQL and an analyst alike', () => {
 
   async function analystIds(user: TestUser) {
     const login = `${inject('runId')}_ev_${randomBytes(3).toString('hex')}`;
-    const run = await runCli(app, ['analysts', 'grant', '--user-id', user.id, '--login', login], {
-      ROOT_DATABASE_URL: inject('superuserUrl'),
-    });
+    const run = await runCli(app, ['analysts', 'grant', '--user-id', user.id, '--login', login]);
     expect(run, 'analysts grant').toMatchObject({ code: 0 });
     const client = new pg.Client({ connectionString: JSON.parse(run.stdout).database_url });
     await client.connect();
@@ -489,7 +487,7 @@ describe('who sees which events: REST, GraphQL and an analyst alike', () => {
       return rows.map((r: { id: string }) => r.id).sort();
     } finally {
       await client.end();
-      await runCli(app, ['analysts', 'revoke', '--login', login], { ROOT_DATABASE_URL: inject('superuserUrl') });
+      await runCli(app, ['analysts', 'revoke', '--login', login]);
     }
   }
 

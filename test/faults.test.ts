@@ -1,4 +1,4 @@
-// Faults (issue 8, part 3), the short versions `npm test` runs, each against a
+// Faults, the short versions `npm test` runs, each against a
 // real server process (`node src/main.ts`) on its own embedded database: a 3 s
 // database outage under load, SIGTERM under load, one slow query, a second
 // SIGTERM while stopping.

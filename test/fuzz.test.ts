@@ -1,4 +1,4 @@
-// HTTP fuzzing from the OpenAPI document (issue 8), the fixed-seed slice `npm
+// HTTP fuzzing from the OpenAPI document, the fixed-seed slice `npm
 // test` runs: generated valid and invalid requests for every operation; zero
 // 5xx, every error in SPEC §7's shape, the server alive after. `npm run
 // test:fuzz` runs 20,000 requests.

@@ -1,4 +1,4 @@
-// GraphQL fuzzing from the introspected schema (issue 12, item 8), the
+// GraphQL fuzzing from the introspected schema, the
 // fixed-seed slice `npm test` runs: generated valid and hostile documents under
 // every kind of credential; zero 5xx, every error with an extensions.code, the
 // process's RSS bounded, /readyz answering throughout. `npm run test:fuzz` runs

@@ -1,4 +1,4 @@
-// Tenant isolation (issue 8), the fixed-seed slice `npm test` runs: generated
+// Tenant isolation, the fixed-seed slice `npm test` runs: generated
 // worlds of organizations, users, memberships (some removed), credentials with
 // random scopes and resources; every REST probe, the GraphQL reads and an
 // analyst's SQL reads and an organization's SQL login agree with the reference model

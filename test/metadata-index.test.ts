@@ -1,4 +1,4 @@
-// Issue 17: a metadata filter uses the GIN index for a subject under row-level
+// A metadata filter uses the GIN index for a subject under row-level
 // security (rowgate_hidden.metadata_ids, found past RLS within the subject's
 // organizations), and the helper never answers with rows out of reach.
 import pg from 'pg';

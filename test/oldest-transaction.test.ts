@@ -12,7 +12,6 @@ import { withDatabase } from './database-server.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 
 let app: TestApp;
-const rootUrl = () => withDatabase(inject('superuserUrl'), app.database);
 const settingsOf = async (role: string) =>
   (
     await app.sql<{ setconfig: string[] | null }>(
@@ -34,7 +33,7 @@ test('the API role and an analyst login carry a transaction_timeout on PostgreSQ
   ];
   const user = await app.user();
   const login = `${inject('runId')}_tt_${randomBytes(3).toString('hex')}`;
-  await grantAnalyst({ ownerUrl: app.ownerUrl, rootUrl: rootUrl(), userId: user.id, login });
+  await grantAnalyst({ ownerUrl: app.ownerUrl, userId: user.id, login });
   try {
     const api = await settingsOf('rowgate_authenticator');
     const analyst = await settingsOf(login);
@@ -45,7 +44,7 @@ test('the API role and an analyst login carry a transaction_timeout on PostgreSQ
       expect(api.some((s) => s.startsWith('transaction_timeout='))).toBe(false);
     }
   } finally {
-    await revokeAnalyst({ ownerUrl: app.ownerUrl, rootUrl: rootUrl(), login });
+    await revokeAnalyst({ ownerUrl: app.ownerUrl, login });
   }
 });
 

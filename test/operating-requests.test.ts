@@ -1,4 +1,4 @@
-// Request ids, the access log, rate limits and metrics (SPEC §14, issue 13), on
+// Request ids, the access log, rate limits and metrics (SPEC §14), on
 // an app whose log this file reads and whose limits it sets.
 import type { IncomingMessage } from 'node:http';
 import { Writable } from 'node:stream';

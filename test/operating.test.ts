@@ -1,4 +1,4 @@
-// Operating (SPEC §14, issue 13): answers no cache keeps, bounded 422s, a
+// Operating (SPEC §14): answers no cache keeps, bounded 422s, a
 // statement timeout as 504 Timeout with a warning line, HTTP connections that
 // do not stay open for ever, a statement timeout that works.
 import net from 'node:net';

@@ -1,4 +1,4 @@
-// Pooling (issue 8, part 4): what rowgate sets on a connection is
+// Pooling: what rowgate sets on a connection is
 // transaction-local, so connections can be shared between subjects (by the
 // app's own pool, or by a transaction-pooling PgBouncer in front:
 // scripts/test-pgbouncer.ts runs this file through one); and many concurrent

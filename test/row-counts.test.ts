@@ -1,4 +1,4 @@
-// Exact totals from striped counters (issue 16, part 4): many sessions writing
+// Exact totals from striped counters: many sessions writing
 // one organization at once, some of them rolling back, leave every unfiltered
 // list's total_count equal to the rows there are; each session adds to its own
 // stripe, so they do not wait on one row.

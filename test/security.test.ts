@@ -1,4 +1,4 @@
-// The checks behind docs/security.md (issue 8, part 6): security headers on
+// The checks behind docs/security.md: security headers on
 // every kind of answer, the session cookie's flags, tokens stored only as their
 // keyed hash, nothing of a presented token in the server log, and the
 // cross-site consent guard.

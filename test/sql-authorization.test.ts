@@ -203,7 +203,7 @@ describe('what a subject reaches (RLS)', () => {
     const count =
       'select (select count(*)::int from rowgate.accounts where organization_id = $1) as accounts, (select count(*)::int from rowgate.payout_accounts where organization_id = $1) as payouts';
     await as(user('adminA'), async (c) => expect(await one(c, count, [A])).toEqual({ accounts: 1, payouts: 1 }));
-    // payout accounts are web payouts read (SPEC §4): no token reads them, whatever its scopes (issue 12)
+    // payout accounts are web payouts read (SPEC §4): no token reads them, whatever its scopes
     for (const credential of ['personal_access_token', 'oauth2_user_token'] as const) {
       await as({ ...user('adminA'), credential }, async (c) =>
         expect(await one(c, count, [A]), credential).toEqual({ accounts: 1, payouts: 0 }),

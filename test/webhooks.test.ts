@@ -402,15 +402,12 @@ describe('deliveries', () => {
         );
         expect(res.status).toBe(201);
       }
-      const written = Date.now();
       await until(
         'every event at both other endpoints',
         async () => [receiver.at('/indep-sibling').length, receiver.at('/indep-other').length],
         ([a, b]) => a === 5 && b === 5,
       );
-      // within 2 s on a quiet machine; well within one hanging attempt (10 s) on a loaded one
-      expect(Date.now() - written).toBeLessThan(5_000);
-      // the hanging endpoint has had one attempt, still in flight, and holds nothing else back
+      // every event went out while the hanging endpoint's one attempt is still in flight (not yet recorded): it holds nothing back
       expect(receiver.at('/indep-hang').length).toBe(1);
       expect(await app.sql('select count(*)::int as n from rowgate.webhook_attempts where endpoint_id = $1', [hanging.id])).toEqual([
         { n: 0 },

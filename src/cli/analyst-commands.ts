@@ -1,16 +1,14 @@
-// Analysts' PostgreSQL logins (SPEC §15): granted, revoked and listed. The role DDL
-// runs on a connection that may create roles; src/db/analysts.ts is loaded only
-// when one of these runs.
-import type { Config } from '../config.ts';
-import type { Connection } from '../db/connect.ts';
-import { embeddedUrl } from '../db/embedded.ts';
-import { type CommandSpec, count, type OptionSpec, type Options, seconds, UsageError, userIdOption } from './command-spec.ts';
+// Analysts' PostgreSQL logins (SPEC §15): granted, revoked and listed on the owner's
+// connection (DATABASE_URL, or the embedded database's owner), through
+// rowgate_sql_admin's functions: no superuser, no ROOT_DATABASE_URL.
+// src/db/analysts.ts is loaded only when one of these runs.
+import { type CommandSpec, count, type OptionSpec, type Options, seconds, userIdOption } from './command-spec.ts';
 
 const analysts = () => import('../db/analysts.ts');
 
 const loginOption: OptionSpec = { flags: '--login <name>', description: "the analyst's PostgreSQL login role", required: true };
 
-/** SPEC §15's per-analyst bounds; those left out take grantAnalyst's defaults (5 connections, 60 s, 60 s). */
+/** SPEC §15's per-analyst bounds; those left out take rowgate_private.create_analyst_login's defaults (5 connections, 60 s, 60 s). */
 const analystLimitOptions: OptionSpec[] = [
   { flags: '--connection-limit <n>', description: 'connections the analyst may hold at once (default 5)', parse: count },
   { flags: '--statement-timeout <seconds>', description: "the analyst's statement timeout (default 60)", parse: seconds },
@@ -30,31 +28,16 @@ function analystLimits(o: Options) {
   return Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined));
 }
 
-/**
- * A connection that may create roles, for the analysts' LOGIN roles:
- * ROOT_DATABASE_URL, else the embedded database's superuser.
- */
-function rootUrl(connection: Connection, config: Config): string {
-  if (config.ROOT_DATABASE_URL) return config.ROOT_DATABASE_URL;
-  if (connection.embedded) return embeddedUrl(connection.embedded.state, 'superuser', 'postgres');
-  throw new UsageError(
-    'analysts commands create and drop LOGIN roles: set ROOT_DATABASE_URL to a superuser ' +
-      '(or a role with CREATEROLE and ADMIN OPTION on rowgate_analyst) of the DATABASE_URL server',
-  );
-}
-
 export const analystCommands: Record<string, CommandSpec> = {
   'analysts grant': {
     description:
-      'a LOGIN role bound to the user, reading what it reads: {login, password, database_url} (needs ROOT_DATABASE_URL or the embedded database)',
+      'a LOGIN role bound to the user, reading what it reads: {login, password, database_url} (needs DATABASE_URL as rowgate_owner, or the embedded database)',
     options: [userIdOption, loginOption, ...analystLimitOptions],
     databaseOnly: true,
-    ownsRoot: true,
     run: async (_db, o, c, config) => {
       const { grantAnalyst, analystUrl } = await analysts();
       const { login, password, database_url } = await grantAnalyst({
         ownerUrl: c.ownerUrl,
-        rootUrl: rootUrl(c, config),
         userId: o.userId as string,
         login: o.login as string,
         limits: analystLimits(o),
@@ -68,9 +51,7 @@ export const analystCommands: Record<string, CommandSpec> = {
     description: 'unbind an analyst and drop its role',
     options: [loginOption],
     databaseOnly: true,
-    ownsRoot: true,
-    run: async (_db, o, c, config) =>
-      (await analysts()).revokeAnalyst({ ownerUrl: c.ownerUrl, rootUrl: rootUrl(c, config), login: o.login as string }),
+    run: async (_db, o, c) => (await analysts()).revokeAnalyst({ ownerUrl: c.ownerUrl, login: o.login as string }),
   },
   'analysts list': {
     description: 'the analysts bound in this database',

@@ -29,12 +29,6 @@ export interface CommandSpec {
   migrate?: boolean;
   /** true: needs only DATABASE_URL (no AUTH_DATABASE_URL, no ROWGATE_SECRET): a DBA's command */
   databaseOnly?: boolean;
-  /**
-   * true: ROOT_DATABASE_URL is for the command itself (role DDL), so connecting
-   * does not also rerun the roles script with it (cluster-wide ALTER ROLEs that
-   * commands run side by side would race on)
-   */
-  ownsRoot?: boolean;
   /** true: may create the embedded database (db init); every other command refuses a ROWGATE_HOME without one */
   createsDatabase?: boolean;
   /** true: the result is a list printed one JSON value a line (db lint's findings), nothing when empty */

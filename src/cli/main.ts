@@ -52,12 +52,11 @@ async function run(
   pg: typeof import('pg').default,
   connect: typeof import('../db/connect.ts').connect,
 ) {
-  const connectConfig = command.ownsRoot ? { ...config, ROOT_DATABASE_URL: undefined } : config;
   // The embedded database is brought up to date by any command (a newcomer's
   // convenience); a given DATABASE_URL only by `db migrate`: deploying the schema
   // is the operator's explicit step, never a side effect.
   const migrate = command.migrate ?? !config.DATABASE_URL;
-  const connection = await connect(connectConfig, { exclusive: false, migrate, create: command.createsDatabase === true });
+  const connection = await connect(config, { exclusive: false, migrate, create: command.createsDatabase === true });
   const db = new pg.Client({ connectionString: connection.ownerUrl });
   try {
     await db.connect();

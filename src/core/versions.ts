@@ -101,6 +101,19 @@ export class ApiVersions {
     return shaped;
   }
 
+  /**
+   * Whether some version renders an event's stored data otherwise than it is
+   * stored: a route that answers event data then answers it per version.
+   */
+  get rendersSomeEventData(): boolean {
+    return this.list.some((v) => v.changes.some((change) => change.eventData));
+  }
+
+  /** whether `version` renders an event's stored data otherwise than it is stored (else it passes through as stored) */
+  rendersEventData(version: string): boolean {
+    return this.changesUpTo(version).some((change) => change.eventData);
+  }
+
   /** an event's stored `data` as `version` renders it */
   eventData(version: string, type: string, data: Record<string, unknown>): Record<string, unknown> {
     let rendered = data;

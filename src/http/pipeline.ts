@@ -114,8 +114,8 @@ export const noHooks = (): PipelineHooks => ({ received: [], accepted: [], authe
 export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestHandler {
   const { hooks, validateResponses, versions } = options;
   const shapes = new Map(versions.list.map(({ version }) => [version, routeIn(route, versions, version)]));
-  // a route every version shapes alike reads its input before the version is settled
-  const uniform = new Set(shapes.values()).size === 1;
+  // a route every version shapes (and renders event data for) alike reads its input before the version is settled
+  const uniform = new Set(shapes.values()).size === 1 && !(route.rendersEventData && versions.rendersSomeEventData);
   // an anonymous endpoint reads no credential: an Authorization header there is
   // not ours to judge (an OAuth2 client's HTTP Basic credentials)
   const anonymous = isAnonymous(route.access);
@@ -231,7 +231,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
   }
 }
 
-const refuse = (error: Error): never => {
+const refuse = (error: unknown): never => {
   throw error;
 };
 
@@ -247,6 +247,7 @@ class HandlerContext {
   readonly secret: string;
   readonly mailer: Mailer;
   readonly server: HandlerServer;
+  readonly versions: ApiVersions;
   readonly params: Record<string, unknown>;
   readonly query: unknown;
   readonly body: unknown;
@@ -256,9 +257,8 @@ class HandlerContext {
   readonly #operationId: string;
   #open = false;
   constructor(tx: Tx, options: PipelineOptions, input: Input, state: RequestState) {
-    this.tx = tx;
-    this.secret = options.secret;
-    [this.mailer, this.server] = [options.mailer, handlerServer(options, state)];
+    [this.tx, this.secret] = [tx, options.secret];
+    [this.mailer, this.server, this.versions] = [options.mailer, handlerServer(options, state), options.versions];
     this.params = input.params as Record<string, unknown>;
     this.query = input.query;
     // a keyset list signs its cursors and counts only when asked (src/listing/list-statement.ts)
@@ -277,6 +277,11 @@ class HandlerContext {
     const subject = this.#state.subject;
     if (!subject) throw new Error(`${this.#operationId}: its handler read the subject before the authentication answered, or has none`);
     return { kind: subject.subjectKind, id: subject.subjectId, credentialKind: subject.credentialKind, scopes: subject.scopes };
+  }
+
+  /** the header's version, else the one settled with the authentication (the request record holds it) */
+  get version(): string {
+    return requestRecord(this.req).apiVersion ?? refuse(new Error(`${this.#operationId}: read the version before it was settled`));
   }
 
   /** the checks passed */
@@ -310,11 +315,6 @@ function attempt<T>(step: () => T): { ok: true; value: T; take(): T } | { ok: fa
     const value = step();
     return { ok: true, value, take: () => value };
   } catch (error) {
-    return {
-      ok: false,
-      take: () => {
-        throw error;
-      },
-    };
+    return { ok: false, take: () => refuse(error) };
   }
 }

@@ -13,6 +13,7 @@ import type { CredentialKind } from '../auth/tokens.ts';
 import type { SubjectKind } from '../auth/authenticate.ts';
 import type { Effect } from '../db/placement.ts';
 import type { Explanation } from './explanation.ts';
+import type { ApiVersions } from '../core/versions.ts';
 
 /**
  * Who may call an endpoint: the credential kinds it accepts and the scopes (any of) it needs.
@@ -86,6 +87,13 @@ interface Context<P, Q, B> {
   res: Response;
   /** the SQL logins' URL, the pool's size, transactions after this one (src/http/handler-server.ts) */
   server: HandlerServer;
+  /**
+   * The request's API version (SPEC §23). A JSON read's handler starts before it is
+   * settled unless the header names it: only a route that says `rendersEventData` reads it.
+   */
+  version: string;
+  /** the API versions this server answers in: what renders stored event data in `version` */
+  versions: ApiVersions;
 }
 
 interface PublicContext {
@@ -151,6 +159,12 @@ export interface ApiRoute<P extends ZodObj = ZodObj, Q extends ZodObj = ZodObj, 
    * with its Idempotency-Key is the same request only through the same credential.
    */
   actsOnCredential?: true;
+  /**
+   * The answer holds events' stored data, which its handler renders in the
+   * request's version (SPEC §23): where some version renders event data
+   * otherwise than it is stored, the handler waits for the version to settle.
+   */
+  rendersEventData?: true;
   /**
    * The policy that guards the operation (SPEC §5 steps 3–5), asked of the
    * database by the pipeline before the handler runs; the OpenAPI document says it.

@@ -7,9 +7,16 @@
 export class ListPage {
   readonly itemsJson: string;
   readonly pagination: { total_count: number; max_page: number };
+  readonly #limit: number;
   constructor(itemsJson: string, totalCount: number, limit: number) {
     this.itemsJson = itemsJson;
     this.pagination = { total_count: totalCount, max_page: Math.ceil(totalCount / limit) };
+    this.#limit = limit;
+  }
+
+  /** the same page with its items written anew (events' data in the request's version) */
+  withItems(itemsJson: string): ListPage {
+    return new ListPage(itemsJson, this.pagination.total_count, this.#limit);
   }
 
   /** the response body */
@@ -37,6 +44,11 @@ export class KeysetPage {
     this.totalCount = totalCount;
   }
 
+  /** the same page with its items written anew (events' data in the request's version) */
+  withItems(itemsJson: string): KeysetPage {
+    return new KeysetPage(itemsJson, this.nextCursor, this.totalCount);
+  }
+
   /** the response body */
   json(): string {
     return `{"items":${this.itemsJson},"next_cursor":${JSON.stringify(this.nextCursor)}}`;
@@ -59,6 +71,14 @@ export class KeysetChunk {
   constructor(lines: string[], nextCursor: string | null) {
     this.lines = lines;
     this.nextCursor = nextCursor;
+  }
+
+  /** the same chunk with each item written anew (events' data in the request's version) */
+  mapItems<T>(render: (item: T) => T): KeysetChunk {
+    return new KeysetChunk(
+      this.lines.map((line) => JSON.stringify(render(JSON.parse(line) as T))),
+      this.nextCursor,
+    );
   }
 }
 

@@ -7,7 +7,9 @@ import { access, route } from '../http/route-declaration.ts';
 import { doc, idParams, timestamp, uuid } from '../core/fields.ts';
 import { createdWindow, listQuery, listSchema, multi, organizationFilter, wholeNumber } from '../listing/lists.ts';
 import { runList, Where, type ListSpec } from '../listing/list-statement.ts';
+import { KeysetChunk } from '../listing/list-page.ts';
 import { explain } from '../http/explanation.ts';
+import type { ApiVersions } from '../core/versions.ts';
 
 const nullableUuid = (description: string) => doc(z.uuid().nullable(), description, '3f2b1c9e-8a4d-4e5f-9b6a-1c2d3e4f5a6b');
 
@@ -83,6 +85,33 @@ const eventListSpec: ListSpec = {
   perOrganization: {},
 };
 const read = access.organization('events_read');
+
+/** What rendering reads of an event: its stored resource, before and after. */
+interface StoredEvent {
+  type: string;
+  data: Record<string, unknown>;
+  previous: Record<string, unknown> | null;
+}
+
+/**
+ * How the request renders events: their stored `data` and `previous` as its
+ * version renders their resource (SPEC §23), as webhook bodies do; none where
+ * its version renders them as stored, so that a page's JSON passes through unparsed.
+ * It takes the handler's context, not its version: a JSON read's handler may start
+ * before the version settles, and a route that says `rendersEventData` waits for it
+ * only where some version renders event data; elsewhere the version is not read.
+ */
+function eventRendering(context: { readonly version: string; readonly versions: ApiVersions }) {
+  if (!context.versions.rendersSomeEventData) return undefined;
+  const { version, versions } = context;
+  if (!versions.rendersEventData(version)) return undefined;
+  const render = (type: string, resource: Record<string, unknown> | null) => resource && versions.eventData(version, type, resource);
+  return <E extends StoredEvent>(event: E): E => ({
+    ...event,
+    data: render(event.type, event.data),
+    previous: render(event.type, event.previous),
+  });
+}
 
 /**
  * A feed cursor: the position of the last event handed out (0 before the first) and an instant
@@ -174,7 +203,9 @@ export const eventRoutes = [
     status: 200,
     errors: [410],
     response: EventFeed,
-    handler: async ({ tx, query }) => {
+    rendersEventData: true,
+    handler: async (context) => {
+      const { tx, query } = context;
       const after = query.after === undefined ? undefined : decodeCursor(query.after);
       if (after === 'expired') throw expiredCursor('This cursor names positions the feed has renumbered since');
       const statement = feedStatement(query, after?.position ?? 0n);
@@ -192,7 +223,9 @@ export const eventRoutes = [
         row.n === query.limit
           ? { position: BigInt(row.last_position!), at: Number(row.last_at) }
           : { position: row.last_position === null ? (after?.position ?? 0n) : BigInt(row.last_position), at: Number(row.now_at) };
-      return { items: JSON.parse(row.items) as unknown[], next_cursor: encodeCursor(next) };
+      const items = JSON.parse(row.items) as StoredEvent[];
+      const render = eventRendering(context);
+      return { items: render ? items.map(render) : items, next_cursor: encodeCursor(next) };
     },
   }),
   route({
@@ -218,8 +251,10 @@ export const eventRoutes = [
     }),
     status: 200,
     response: listSchema(EventRead, 'Event'),
-    handler: ({ tx, query }) =>
-      runList(
+    rendersEventData: true,
+    handler: async (context) => {
+      const { tx, query } = context;
+      const page = await runList(
         tx,
         eventListSpec,
         query,
@@ -229,7 +264,13 @@ export const eventRoutes = [
           .anyOf('resource_id', query.resource_id, 'uuid')
           .anyOf("(actor ->> 'id')", query.actor_id)
           .created(query),
-      ),
+      );
+      const render = eventRendering(context);
+      if (!render) return page;
+      // an export's chunk is lines, a page one JSON array
+      if (page instanceof KeysetChunk) return page.mapItems<StoredEvent>(render);
+      return page.withItems(JSON.stringify((JSON.parse(page.itemsJson) as StoredEvent[]).map(render)));
+    },
   }),
   route({
     method: 'get',
@@ -242,6 +283,13 @@ export const eventRoutes = [
     params: idParams,
     status: 200,
     response: EventRead,
-    handler: async ({ tx, params }) => found(await tx.one(`select ${eventColumns} from rowgate.events where id = $1`, [params.id])),
+    rendersEventData: true,
+    handler: async (context) => {
+      const event = found(
+        await context.tx.one<StoredEvent>(`select ${eventColumns} from rowgate.events where id = $1`, [context.params.id]),
+      );
+      const render = eventRendering(context);
+      return render ? render(event) : event;
+    },
   }),
 ];

@@ -111,6 +111,8 @@ interface ExportContext {
   req: Request;
   res: Response;
   server: HandlerServer;
+  /** the request's version: an item is rendered as the list renders it in that version (events' data, SPEC §23) */
+  version: string;
 }
 
 /** The export routes, one a resource, each made from its list route. */
@@ -167,7 +169,8 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
     const query = { ...context.query, limit, ...(after ? { after } : {}) } as Record<string | symbol, unknown>;
     // the first chunk, small, looks its rows up as a page does; later ones carry the rows they scan
     query[listRequest] = { secret: context.secret, countExact: false, lines: { bytes: EXPORT_CHUNK_BYTES, carry: after !== undefined } };
-    return list.handler({ ...context, tx, query } as never) as Promise<KeysetChunk>;
+    // the version is named: a spread copies the context's own fields, not its getters
+    return list.handler({ ...context, version: context.version, tx, query } as never) as Promise<KeysetChunk>;
   };
   let first: KeysetChunk;
   try {

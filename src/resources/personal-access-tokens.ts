@@ -1,7 +1,7 @@
 // /v1/personal-access-tokens: a user's own API tokens (SPEC §9, §11).
 import { z } from 'zod';
 import type { Tx } from '../db/pool.ts';
-import { notFound } from '../core/errors.ts';
+import { found, notFound } from '../core/errors.ts';
 import { listQuery, listSchema } from '../listing/lists.ts';
 import { type ListSpec, runList } from '../listing/list-statement.ts';
 import { access, route } from '../http/route-declaration.ts';
@@ -70,6 +70,21 @@ export const personalAccessTokenRoutes = [
     status: 200,
     response: listSchema(PersonalAccessTokenRead, 'PersonalAccessToken'),
     handler: ({ tx, query }) => runList(tx, personalAccessTokenList, query),
+  }),
+  route({
+    method: 'get',
+    path: '/v1/personal-access-tokens/{id}',
+    operationId: 'personal_access_tokens:get',
+    explanation: explain.own('personal_access_tokens'),
+    summary: 'Get a personal access token',
+    description: 'One of the calling user’s tokens (the token itself is never shown again); another user’s, or a revoked one, is 404.',
+    tag: 'personal-access-tokens',
+    access: access.webUserRead,
+    params: idParams,
+    status: 200,
+    response: PersonalAccessTokenRead,
+    handler: async ({ tx, params }) =>
+      found(await tx.one(`select ${columns} from rowgate.personal_access_tokens where id = $1`, [params.id])),
   }),
   route({
     method: 'post',

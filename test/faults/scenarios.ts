@@ -1,4 +1,4 @@
-// The fault scenarios of issue 8 (part 3), each against a real server process on
+// The fault scenarios, each against a real server process on
 // its own embedded database (test/faults/server-process.ts), with its measures
 // and assertions. `npm test` runs short versions (test/faults.test.ts);
 // `npm run test:faults` the full ones (test/long/*.process.long.ts).
@@ -385,7 +385,7 @@ export async function slowQueryDoesNotStarveThePool(server: ServerProcess, data:
     // at most two statement timeouts: its own, and the wait behind the first slow request's token bookkeeping
     expect(o.end - o.start).toBeLessThan(2_500);
   }
-  // the first within the timeout and a second (SPEC §14, issue 13)
+  // the first within the timeout and a second (SPEC §14)
   expect(Math.min(...slowDone.map((o) => o.end - o.start))).toBeLessThan(2_000);
   // a warning line each, naming the route (the pipe may deliver them just after the answers)
   const warnings = () => server.lines.filter((l) => /timeout/i.test(l.line) && l.line.includes('/v1/products'));

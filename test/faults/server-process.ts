@@ -1,5 +1,5 @@
 // A real rowgate server process (`node src/main.ts`) on its own embedded
-// database home, for the fault, shutdown and load runs of issue 8, and control
+// database home, for the fault, shutdown and load runs, and control
 // of that database with the embedded binaries' pg_ctl (stop it, start it again).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';

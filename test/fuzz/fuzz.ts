@@ -1,4 +1,4 @@
-// HTTP fuzzing from the published OpenAPI document (issue 8): for every
+// HTTP fuzzing from the published OpenAPI document: for every
 // operation, fast-check generates requests with valid and invalid path, query
 // and body values (wrong types, huge and negative numbers, long and odd unicode
 // strings, SQL- and JSON-like payloads, missing and extra fields, duplicated

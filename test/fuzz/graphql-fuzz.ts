@@ -1,4 +1,4 @@
-// GraphQL fuzzing from the introspected schema (issue 12, item 8): the schema
+// GraphQL fuzzing from the introspected schema: the schema
 // is read from the test app's own POST /graphql, and documents are generated
 // from it: random nestings of object and connection fields with arguments of
 // the right types (most of them pass validation and execute, so the fuzzer

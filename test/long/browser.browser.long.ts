@@ -1,4 +1,4 @@
-// Browser clients in a real browser (issue 15, SPEC §16), `npm run test:browser`:
+// Browser clients in a real browser (SPEC §16), `npm run test:browser`:
 // headless Chromium (Debian's `chromium`, installed here when missing, as the
 // bench installs wrk) driven by playwright-core, against a test app whose
 // ROWGATE_CORS_ORIGINS lists one other origin.

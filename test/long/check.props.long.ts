@@ -1,4 +1,4 @@
-// `npm run test:props`: the check property of issue 35 at full size. 10,000
+// `npm run test:props`: the check property of SPEC §20 at full size. 10,000
 // generated cases (PROPS_RUNS overrides; PROPS_SEED fixes the seed, which is printed
 // either way so a failure can be replayed), each a credential and 1 to 3 operations
 // asked of POST /v1/authorization/check and made for real (test/props/check.ts).

@@ -1,5 +1,5 @@
 // `npm run test:fuzz`: GraphQL fuzzing from the introspected schema at full
-// size (issue 12, item 8): 6,000 generated documents (GRAPHQL_FUZZ_RUNS
+// size: 6,000 generated documents (GRAPHQL_FUZZ_RUNS
 // overrides; GRAPHQL_FUZZ_SEED, or FUZZ_SEED, fixes the seed, printed either
 // way; GRAPHQL_FUZZ_ONLY=i,j,… sends only those documents of the seed;
 // GRAPHQL_FUZZ_SKIP_KINDS=fragments,… generates but does not send documents of

@@ -1,4 +1,4 @@
-// Many instances (SPEC §19, issue 18), `npm run test:instances`: three server
+// Many instances (SPEC §19), `npm run test:instances`: three server
 // processes (`node src/main.ts`) on ONE database, started together (the
 // migrations run once, under graphile-migrate's lock), with the configuration a
 // deployment uses (DATABASE_URL, AUTH_DATABASE_URL, ROWGATE_SECRET). The npm

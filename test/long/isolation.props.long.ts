@@ -1,8 +1,8 @@
-// `npm run test:props`: the tenant-isolation properties of issue 8 at full size.
-// 10,000 generated worlds (PROPS_RUNS overrides; PROPS_SEED fixes the seed, which
-// is printed either way so a failure can be replayed), each with REST probes,
-// a GraphQL read of every collection and an analyst's SQL read of every table,
-// all compared with the reference model (test/props/model.ts).
+// `npm run test:props`: the tenant-isolation properties at full size. 10,000
+// generated worlds (PROPS_RUNS overrides; PROPS_SEED fixes the seed, which is
+// printed either way so a failure can be replayed), each with REST probes, a
+// GraphQL read of every collection, an analyst's SQL read of every table and an
+// organization SQL login's, all compared with the reference model (test/props/model.ts).
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startTestApp, type TestApp } from '../harness.ts';
 import { runGraphqlScopes, runIsolation, type Counters } from '../props/isolation.ts';
@@ -17,7 +17,7 @@ beforeAll(async () => {
 afterAll(() => app?.close());
 
 const summary = (c: Counters, started: number) =>
-  `${c.cases} cases, ${c.probes} REST probes ${JSON.stringify(c.byStatus)}, ${c.graphqlRequests} GraphQL reads, ${c.analystQueries} analyst reads in ${((Date.now() - started) / 1000).toFixed(1)} s`;
+  `${c.cases} cases, ${c.probes} REST probes ${JSON.stringify(c.byStatus)}, ${c.graphqlRequests} GraphQL reads, ${c.analystQueries} analyst reads, ${c.sqlLoginQueries} SQL login reads in ${((Date.now() - started) / 1000).toFixed(1)} s`;
 
 test(`tenant isolation: ${runs} cases through REST, GraphQL and an analyst session (seed printed)`, async () => {
   console.log(`isolation property: seed ${seed}, ${runs} cases`);

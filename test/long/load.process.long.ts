@@ -1,4 +1,4 @@
-// Load (issue 8, part 5), `npm run test:load`: 64 connections for 60 s on the
+// Load, `npm run test:load`: 64 connections for 60 s on the
 // main list and get endpoints of a real server process (`node src/main.ts`, its
 // own embedded database, default pool) with a tenant of 10,000 products, 2,000
 // customers and 10,000 orders. Zero errors and zero non-2xx answers; the

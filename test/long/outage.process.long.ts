@@ -1,4 +1,4 @@
-// Faults (issue 8, part 3), `npm run test:faults`, against a real server process
+// Faults, `npm run test:faults`, against a real server process
 // on its own embedded database (scenarios: test/faults/scenarios.ts):
 //  1. the database stops for 10 s while requests flow: 503 fast, recovery within
 //     2 s of its return, no crash, no acknowledged write lost;

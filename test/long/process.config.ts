@@ -1,4 +1,4 @@
-// The runs of issue 8 against a real server process (`node src/main.ts`) on its
+// The runs against a real server process (`node src/main.ts`) on its
 // own embedded database: the database outage, SIGTERM under load, the slow
 // query, the load test. One file at a time: they measure time.
 import { defineConfig } from 'vitest/config';

@@ -1,4 +1,4 @@
-// Reads on a hot standby (SPEC §19, issue 18), `npm run test:replica`: a
+// Reads on a hot standby (SPEC §19), `npm run test:replica`: a
 // primary and a hot standby made from the embedded binaries (the standby is a
 // cold copy of the stopped primary's data directory, with standby.signal and
 // primary_conninfo: streaming replication as the superuser, which initdb's
@@ -336,7 +336,6 @@ describe('reads on a hot standby', () => {
     const user_id = members[0]!.user_id;
     const granted = await grantAnalyst({
       ownerUrl: embeddedUrl(state, 'owner'),
-      rootUrl: embeddedUrl(state, 'superuser'),
       userId: user_id,
       login: 'replica_reader',
     });

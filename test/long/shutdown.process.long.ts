@@ -1,4 +1,4 @@
-// SIGTERM under load (issue 8, part 3), `npm run test:faults`: 32 keep-alive
+// SIGTERM under load, `npm run test:faults`: 32 keep-alive
 // clients reading big pages of a tenant of 5,000 products and orders; after the
 // signal no new connection, every request in flight completes, exit 0, the
 // database stopped last (scenario: test/faults/scenarios.ts).

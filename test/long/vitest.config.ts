@@ -1,4 +1,4 @@
-// The long runs of issue 8 that use the suite's database server (npm run
+// The long runs that use the suite's database server (npm run
 // test:props, test:fuzz), and the browser's (test:browser): outside the default `vitest run` include, each with
 // its npm script. The runs against a real server process (outage, shutdown,
 // load) have their own configuration: test/long/process.config.ts.

@@ -1,4 +1,4 @@
-// The check property of issue 35 (SPEC §20): for generated subjects, credentials,
+// The check property (SPEC §20): for generated subjects, credentials,
 // scopes, roles and operations, `POST /v1/authorization/check` answers exactly the
 // status, error and reason that the real request (with a valid body) answers, and
 // never a reason where the real request answers 404.
@@ -107,7 +107,7 @@ interface OperationSpec {
  * invitations:accept/decline/create/revoke, members:add/update, roles:create/update,
  * impersonations:create, customer_sessions:create, orders:*, refunds:create,
  * customer_members:create/update, webhook_endpoints:update/redeliver, the
- * customer portal's and the user's own writes, personal_access_tokens:*,
+ * customer portal's and the user's own writes, personal_access_tokens:create/delete,
  * organization_access_tokens:create, accounts:create, payout_accounts:create,
  * organizations:create), and the deletes that would change the world for later cases
  * (organizations:delete, members:leave, users:delete_me, oauth2_clients:delete).
@@ -144,6 +144,7 @@ const SPECS: Record<string, OperationSpec> = {
   'payout_accounts:get': { params: { id: 'payout' } },
   'payout_accounts:list': { org: 'list' },
   'personal_access_tokens:list': {},
+  'personal_access_tokens:get': { params: { id: 'missing' } },
   'products:get': { params: { id: 'product' } },
   'products:list': { org: 'list' },
   'refunds:get': { params: { id: 'missing' } },

@@ -1,4 +1,4 @@
-// The reference model of the tenant-isolation property (issue 8): a small world
+// The reference model of the tenant-isolation property: a small world
 // of organizations, users, memberships, resources and credentials, written down
 // symbolically (indices, flags) so that fast-check can generate and shrink it,
 // and a model in plain TypeScript of what each credential may see and do. The
@@ -504,7 +504,7 @@ export function transactionsOf(o: MOrder): ('payment' | 'refund')[] {
  * the select policies is modelled: a user's whole row is read with `user:read`
  * by the user itself only, a colleague's name and e-mail (rowgate.colleagues)
  * with `members_read`; payout accounts with `payouts:read`, and a web
- * session only (SPEC §4; the policy checks the credential's kind, issue 12).
+ * session only (SPEC §4; the policy checks the credential's kind).
  */
 export const COLLECTION_SCOPES: Record<keyof Visible, readonly string[]> = {
   organizations: ['organizations_read'],
