@@ -931,6 +931,9 @@ create table rowgate_private.analysts (
   constraint analysts_idle_in_transaction_timeout_ms_check CHECK (((idle_in_transaction_timeout_ms >= 100) AND (idle_in_transaction_timeout_ms <= 86400000))),
   constraint analysts_statement_timeout_ms_check CHECK (((statement_timeout_ms >= 100) AND (statement_timeout_ms <= 86400000)))
 );
+grant delete on table rowgate_private.analysts to rowgate_sql_admin;
+grant insert (login, user_id, connection_limit, statement_timeout_ms, idle_in_transaction_timeout_ms) on rowgate_private.analysts to rowgate_sql_admin;
+grant select (login, user_id, created_at, connection_limit, statement_timeout_ms, idle_in_transaction_timeout_ms) on rowgate_private.analysts to rowgate_sql_admin;
 
 -- Table rowgate_private.denial_counts
 create table rowgate_private.denial_counts (
@@ -4714,6 +4717,31 @@ begin
 end;
 $function$;
 
+-- Function rowgate_private.analyst_login_denial(text)
+CREATE OR REPLACE FUNCTION rowgate_private.analyst_login_denial(p_login text)
+ RETURNS text
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if p_login is null or p_login !~ '^[a-z_][a-z0-9_]{0,62}$' then
+    return 'An analyst''s login is a lower-case identifier of 1 to 63 characters (a-z, 0-9, _; not starting with a digit)';
+  elsif starts_with(p_login, 'pg_') then
+    return 'Names starting with pg_ are reserved by PostgreSQL';
+  elsif p_login = 'rowgate' or starts_with(p_login, 'rowgate_') then
+    return 'Names starting with rowgate_ belong to the API''s own roles';
+  elsif starts_with(p_login, 'rg_sql_') then
+    return 'Names starting with rg_sql_ belong to organizations'' SQL logins';
+  elsif p_login in ('public', 'none') or exists (select from pg_catalog.pg_get_keywords() k where k.word = p_login and k.catcode = 'R') then
+    return 'A reserved word is not a login';
+  end if;
+  return null;
+end;
+$function$;
+comment on function rowgate_private.analyst_login_denial(text) is 'Why p_login cannot name an analyst''s login (SPEC §15), or null when it can.';
+grant execute on function rowgate_private.analyst_login_denial(text) to rowgate_sql_admin;
+
 -- Function rowgate_private.assert_client_allowed(cidr[],inet)
 CREATE OR REPLACE FUNCTION rowgate_private.assert_client_allowed(p_allowed_ips cidr[], p_client_address inet)
  RETURNS void
@@ -5075,6 +5103,69 @@ end;
 $function$;
 comment on function rowgate_private.client_network(text) is 'The network a client address belongs to for sign-in origins: its IPv4 /24 or IPv6 /64; null for what is no address.';
 
+-- Function rowgate_private.create_analyst_login(uuid,text,text,integer,integer,integer)
+CREATE OR REPLACE FUNCTION rowgate_private.create_analyst_login(p_user_id uuid, p_login text, p_verifier text, p_connection_limit integer DEFAULT 5, p_statement_timeout_ms integer DEFAULT 60000, p_idle_in_transaction_timeout_ms integer DEFAULT 60000)
+ RETURNS rowgate_private.analysts
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET createrole_self_grant TO 'inherit'
+AS $function$
+declare
+  v_denial text := rowgate_private.analyst_login_denial(p_login);
+  v_analyst boolean;
+  v_binding rowgate_private.analysts;
+begin
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG422', detail = 'login';
+  end if;
+  if p_verifier is null or p_verifier !~ '^SCRAM-SHA-256\$[0-9]{4,7}:[A-Za-z0-9+/]+={0,2}\$[A-Za-z0-9+/]{43}=:[A-Za-z0-9+/]{43}=$' then
+    raise exception 'An analyst''s login takes a SCRAM-SHA-256 verifier, never a password' using errcode = 'RG422', detail = 'verifier';
+  end if;
+  if p_connection_limit is null or p_connection_limit not between 1 and 1000 then
+    raise exception 'A connection limit is from 1 to 1000' using errcode = 'RG422', detail = 'connection_limit';
+  end if;
+  if p_statement_timeout_ms is null or p_statement_timeout_ms not between 1000 and 86400000 then
+    raise exception 'A statement timeout is from 1 second to 1 day' using errcode = 'RG422', detail = 'statement_timeout';
+  end if;
+  if p_idle_in_transaction_timeout_ms is null or p_idle_in_transaction_timeout_ms not between 1000 and 86400000 then
+    raise exception 'An idle-in-transaction timeout is from 1 second to 1 day' using errcode = 'RG422', detail = 'idle_in_transaction_timeout';
+  end if;
+  if not rowgate_private.is_live_user(p_user_id) then
+    raise exception 'User % not found', p_user_id using errcode = 'RG404', detail = 'user_id';
+  end if;
+  -- one grant or revoke at a time per name, across sessions
+  perform pg_advisory_xact_lock(hashtextextended('rowgate analyst ' || p_login, 0));
+  if exists (select from rowgate_private.analysts a where a.login = p_login) then
+    raise exception '% is bound as an analyst already; revoke it first to rebind it', p_login using errcode = 'RG422', detail = 'login';
+  end if;
+  -- an existing role is never adopted, whatever it is
+  select exists (select from pg_catalog.pg_auth_members m where m.member = r.oid and m.roleid = 'rowgate_analyst'::regrole)
+    into v_analyst from pg_catalog.pg_roles r where r.rolname = p_login;
+  if found then
+    raise exception '%', case when v_analyst then format('Role %s is an analyst already; revoke it first to rebind it', p_login)
+      else format('Role %s exists and is not an analyst; choose another login', p_login) end
+      using errcode = 'RG422', detail = 'login';
+  end if;
+  execute format('create role %I login inherit nosuperuser nocreatedb nocreaterole noreplication nobypassrls connection limit %s password %L',
+    p_login, p_connection_limit, p_verifier);
+  execute format('grant rowgate_analyst to %I with inherit true, set false', p_login);
+  -- the session's defaults; rowgate_private.enforce_analyst_limits holds it to the binding's whatever it SETs
+  execute format('alter role %I set statement_timeout = %L', p_login, p_statement_timeout_ms);
+  execute format('alter role %I set idle_in_transaction_session_timeout = %L', p_login, p_idle_in_transaction_timeout_ms);
+  -- a whole transaction is bounded too where PostgreSQL can (17+), as db/roles.sql sets it
+  if current_setting('server_version_num')::int >= 170000 then
+    execute format('alter role %I set transaction_timeout = %L', p_login, '15min');
+  end if;
+  insert into rowgate_private.analysts (login, user_id, connection_limit, statement_timeout_ms, idle_in_transaction_timeout_ms)
+    values (p_login, p_user_id, p_connection_limit, p_statement_timeout_ms, p_idle_in_transaction_timeout_ms)
+    returning * into v_binding;
+  return v_binding;
+end;
+$function$;
+comment on function rowgate_private.create_analyst_login(uuid,text,text,integer,integer,integer) is 'Makes the analyst''s login p_login (SPEC §15), whose password''s SCRAM-SHA-256 verifier is p_verifier, member of rowgate_analyst and bound to the user p_user_id, with its limits.';
+grant execute on function rowgate_private.create_analyst_login(uuid,text,text,integer,integer,integer) to rowgate_owner;
+
 -- Function rowgate_private.credential_api_version(text,uuid)
 CREATE OR REPLACE FUNCTION rowgate_private.credential_api_version(p_kind text, p_credential_id uuid)
  RETURNS text
@@ -5110,6 +5201,68 @@ AS $function$
   select case when session_user = 'rowgate_authenticator'
     then nullif(current_setting('rowgate.request_log_id', true), '')::uuid end;
 $function$;
+
+-- Function rowgate_private.disable_analyst_login(text)
+CREATE OR REPLACE FUNCTION rowgate_private.disable_analyst_login(p_login text)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_analyst record;
+begin
+  perform pg_advisory_xact_lock(hashtextextended('rowgate analyst ' || coalesce(p_login, ''), 0));
+  select * into v_analyst from rowgate_private.revocable_analyst_login(p_login);
+  if v_analyst.role_exists then
+    execute format('alter role %I nologin', p_login);
+  end if;
+end;
+$function$;
+comment on function rowgate_private.disable_analyst_login(text) is 'The first step of revoking the analyst''s login p_login (SPEC §15): it logs in no more.';
+grant execute on function rowgate_private.disable_analyst_login(text) to rowgate_owner;
+
+-- Function rowgate_private.drop_analyst_login(text)
+CREATE OR REPLACE FUNCTION rowgate_private.drop_analyst_login(p_login text)
+ RETURNS TABLE(login text, user_id uuid, role_dropped boolean, sessions_terminated integer)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+#variable_conflict use_column
+declare
+  v_analyst record;
+  v_terminated integer := 0;
+  v_until timestamptz;
+begin
+  perform pg_advisory_xact_lock(hashtextextended('rowgate analyst ' || coalesce(p_login, ''), 0));
+  select * into v_analyst from rowgate_private.revocable_analyst_login(p_login);
+  if v_analyst.role_exists then
+    if v_analyst.can_login then
+      raise exception 'Role % can still log in: rowgate_private.disable_analyst_login comes first, in its own transaction', p_login
+        using errcode = '55000';
+    end if;
+    -- its sessions end in every database, and are waited for: a session's temporary
+    -- tables go with its process, and until then the role cannot be dropped
+    select count(*) filter (where pg_terminate_backend(s.pid))::integer into v_terminated
+      from pg_catalog.pg_stat_activity s where s.usename = p_login;
+    v_until := clock_timestamp() + interval '5 seconds';
+    loop
+      perform pg_stat_clear_snapshot();
+      exit when not exists (select from pg_catalog.pg_stat_activity s where s.usename = p_login) or clock_timestamp() > v_until;
+      perform pg_sleep(0.05);
+    end loop;
+    -- whatever it came to own or be granted in this database goes with it (nothing, unless a
+    -- DBA granted it more); what it owns elsewhere keeps the role, and this raises
+    execute format('drop owned by %I', p_login);
+    execute format('drop role %I', p_login);
+  end if;
+  delete from rowgate_private.analysts a where a.login = p_login;
+  return query select p_login, v_analyst.user_id, v_analyst.role_exists, v_terminated;
+end;
+$function$;
+comment on function rowgate_private.drop_analyst_login(text) is 'The second step of revoking the analyst''s login p_login (SPEC §15): ends its sessions, drops its role and unbinds it.';
+grant execute on function rowgate_private.drop_analyst_login(text) to rowgate_owner;
 
 -- Function rowgate_private.end_sql_login_sessions()
 CREATE OR REPLACE FUNCTION rowgate_private.end_sql_login_sessions()
@@ -5386,6 +5539,20 @@ begin
   return v_invitation;
 end;
 $function$;
+
+-- Function rowgate_private.is_live_user(uuid)
+CREATE OR REPLACE FUNCTION rowgate_private.is_live_user(p_user_id uuid)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  return exists (select from rowgate.users u where u.id = p_user_id and u.deleted_at is null);
+end;
+$function$;
+comment on function rowgate_private.is_live_user(uuid) is 'Whether the user p_user_id exists and is not deleted.';
+grant execute on function rowgate_private.is_live_user(uuid) to rowgate_sql_admin;
 
 -- Function rowgate_private.issue_oauth2_tokens(uuid,text[],bytea,bytea)
 CREATE OR REPLACE FUNCTION rowgate_private.issue_oauth2_tokens(p_family_id uuid, p_scopes text[], p_access_token_hash bytea, p_refresh_token_hash bytea)
@@ -6267,6 +6434,43 @@ end;
 $function$;
 comment on function rowgate_private.record_webhook_attempt(uuid,uuid,bigint,uuid,boolean,integer,integer,text,interval,interval,interval) is 'Records a leased attempt''s answer (false: the lease was lost, nothing recorded), moves the endpoint''s breaker and sets when its lane is next due.';
 grant execute on function rowgate_private.record_webhook_attempt(uuid,uuid,bigint,uuid,boolean,integer,integer,text,interval,interval,interval) to rowgate_authenticator;
+
+-- Function rowgate_private.revocable_analyst_login(text)
+CREATE OR REPLACE FUNCTION rowgate_private.revocable_analyst_login(p_login text, OUT user_id uuid, OUT role_exists boolean, OUT can_login boolean)
+ RETURNS record
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_denial text := rowgate_private.analyst_login_denial(p_login);
+  v_role record;
+begin
+  if v_denial is not null then
+    raise exception '%', v_denial using errcode = 'RG422', detail = 'login';
+  end if;
+  select r.rolsuper, r.rolcanlogin,
+      exists (select from pg_catalog.pg_auth_members m where m.member = r.oid and m.roleid = 'rowgate_analyst'::regrole) as analyst,
+      exists (select from pg_catalog.pg_auth_members m where m.roleid = r.oid and m.member = 'rowgate_sql_admin'::regrole and m.admin_option) as administered
+    into v_role
+    from pg_catalog.pg_roles r where r.rolname = p_login;
+  role_exists := found;
+  if role_exists and (v_role.rolsuper or not v_role.analyst) then
+    raise exception 'Role % is not an analyst; only analysts'' logins are revoked here', p_login using errcode = 'RG422', detail = 'login';
+  end if;
+  if role_exists and not v_role.administered then
+    raise exception 'Role % is an analyst that rowgate_sql_admin does not administer; a superuser running db/roles.sql hands it over', p_login
+      using errcode = 'RG422', detail = 'login';
+  end if;
+  select a.user_id into user_id from rowgate_private.analysts a where a.login = p_login;
+  if not found then
+    raise exception '% is not an analyst of this database', p_login using errcode = 'RG422', detail = 'login';
+  end if;
+  can_login := coalesce(v_role.rolcanlogin, false);
+end;
+$function$;
+comment on function rowgate_private.revocable_analyst_login(text) is 'The bound analyst''s login p_login that rowgate_sql_admin may revoke (SPEC §15): its user and its role''s state; refuses any other role.';
+grant execute on function rowgate_private.revocable_analyst_login(text) to rowgate_sql_admin;
 
 -- Function rowgate_private.revoke_oauth2_family(uuid)
 CREATE OR REPLACE FUNCTION rowgate_private.revoke_oauth2_family(p_family_id uuid)
