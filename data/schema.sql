@@ -3792,7 +3792,8 @@ begin
           or exists (select 1 from rowgate.role_permissions rp where rp.role = m.role and rp.permission = p_permission)
           or exists (select 1 from rowgate.organization_roles r
             where r.organization_id = m.organization_id and r.name = m.role and r.deleted_at is null
-              and p_permission = any (r.permissions))));
+              and p_permission = any (r.permissions)))
+      order by m.organization_id);
   elsif v_kind = 'organization' then
     return array(
       select o.id from rowgate.organizations o
@@ -3801,7 +3802,7 @@ begin
   return '{}';
 end;
 $function$;
-comment on function rowgate_hidden.current_organization_ids(text) is 'The organizations the current subject reaches; with a permission, a User''s only where its role grants it (Organization subjects bypass the filter).';
+comment on function rowgate_hidden.current_organization_ids(text) is 'The organizations the current subject reaches, in id order; with a permission, a User''s only where its role grants it (Organization subjects bypass the filter).';
 grant execute on function rowgate_hidden.current_organization_ids(text) to rowgate_analyst, rowgate_customer, rowgate_member, rowgate_organization, rowgate_sql_admin, rowgate_sql_login, rowgate_user;
 
 -- Function rowgate_hidden.current_permissions(uuid)
