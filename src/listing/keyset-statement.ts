@@ -80,6 +80,14 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
   // a per-organization list reads it for the page's rows only, by id (the last key), once they are merged;
   // an export's large chunk, which keeps most rows it scans, carries each row's columns from its scan instead
   const carried = spec.perOrganization && read.lines?.carry;
+  // an export's chunk over many organizations in the default order reads a few rows of each (`KeysetLines.spread`)
+  const frontier =
+    spec.perOrganization !== undefined &&
+    read.lines?.spread !== undefined &&
+    !where.metadataDocuments.length &&
+    columns.length === 2 &&
+    columns[0]!.column === 'created_at' &&
+    columns.every((c) => c.descending);
   const selected = carried
     ? `(select c from (select ${spec.columns}) c) as item_columns, ${keys}`
     : spec.perOrganization
@@ -109,14 +117,33 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
       spec.perOrganization.counter && !conditions.length
         ? `rowgate_hidden.organization_row_count('${spec.perOrganization.counter}', (select ids from scope)::uuid[])`
         : `(select count(*) from ${spec.from} where ${filter})`;
-    const perOrganization = `select top.* from unnest((select ids from scope)::uuid[]) as organization(id)
+    // written when used: its cursor's values become parameters
+    const perOrganization = () => `select top.* from unnest((select ids from scope)::uuid[]) as organization(id)
       cross join lateral (
         select ${selected} from ${spec.from}
         where ${['organization_id = organization.id', ...conditions, ...later((c) => c)].join(' and ')}
         order by ${orderOf((c) => c)} limit ${fetched}
       ) top`;
-    if (!where.metadataDocuments.length) {
-      page = `${perOrganization} order by ${outer} limit ${fetched}`;
+    if (frontier) {
+      // Each organization's next rows, `spread` times its share of the limit: the rows that surely come
+      // first are those up to the frontier, the first in order of the last rows of the organizations
+      // that have more (read all `each`); a chunk that ends there continues after it.
+      const each = `least(${fetched}, ceil(${add(read.lines!.spread)}::double precision * ${limit}
+        / greatest(cardinality((select ids from scope)::uuid[]), 1))::bigint + 1)`;
+      scope += `merged as materialized (select top.* from unnest((select ids from scope)::uuid[]) as organization(id)
+        cross join lateral (
+          select read.*, row_number() over () as read_n, count(*) over () as read_rows from (
+            select ${selected} from ${spec.from}
+            where ${['organization_id = organization.id', ...conditions, ...later((c) => c)].join(' and ')}
+            order by ${orderOf((c) => c)} limit ${each}
+          ) read
+        ) top),
+      frontier as (select s0, s1 from merged where read_rows = ${each} and read_n = read_rows order by s0 desc, s1 desc limit 1), `;
+      const kept = `${carried ? 'top.item_columns, ' : ''}top.s0, top.s1`;
+      page = `select ${kept} from merged top where not exists (select from frontier f where (top.s0, top.s1) < (f.s0, f.s1))
+        order by ${outer} limit ${fetched}`;
+    } else if (!where.metadataDocuments.length) {
+      page = `${perOrganization()} order by ${outer} limit ${fetched}`;
     } else {
       // as a numbered page does: the rows the metadata index finds, else the per-organization scan
       const table = spec.from.replace(/^rowgate\./, '');
@@ -126,7 +153,7 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
       page = `select top.* from (
           (select ${selected} from ${spec.from} where ${[byIds, ...later((c) => c)].join(' and ')} order by ${orderOf((c) => c)} limit ${fetched})
           union all
-          (${perOrganization} where (select ids from matched) is null order by ${outer} limit ${fetched})
+          (${perOrganization()} where (select ids from matched) is null order by ${outer} limit ${fetched})
         ) top order by ${outer} limit ${fetched}`;
       count = `((select count(*) from ${spec.from} where ${byIds}) + (select count(*) from ${spec.from} where ${fallback}))`;
     }
@@ -157,7 +184,14 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
           from (select ${item}::text as line, ${sorted} from (${page}) top offset 0) chunk window w as ()) numbered)
     select n, case when kept then line end as line,
       case when kept and (n = ${limit} or upto >= ${bytes}) then ${key.replaceAll('top.', 'lines.')} end as key
-    from lines where kept or previous_kept`;
+    from lines where kept or previous_kept${
+      // every row up to the frontier kept: the next chunk continues after it (a row after the lines, without a line)
+      frontier
+        ? `
+    union all select ${limit} + 2, null, array[f.s0::text, f.s1::text] from frontier f
+      where not exists (select from lines where not kept)`
+        : ''
+    }`;
     return { text, values };
   }
   const text = `with ${scope}page_rows as materialized (select ${item} as item, ${key} as key, row_number() over () as n from (${page}) top)

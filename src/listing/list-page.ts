@@ -68,9 +68,12 @@ export class KeysetPage {
 export class KeysetChunk {
   readonly lines: string[];
   readonly nextCursor: string | null;
-  constructor(lines: string[], nextCursor: string | null) {
+  /** the chunk ended at its frontier (`KeysetLines.spread`), not at its rows or bytes */
+  readonly atFrontier: boolean;
+  constructor(lines: string[], nextCursor: string | null, atFrontier = false) {
     this.lines = lines;
     this.nextCursor = nextCursor;
+    this.atFrontier = atFrontier;
   }
 
   /** the same chunk with each item written anew (events' data in the request's version) */
@@ -78,6 +81,7 @@ export class KeysetChunk {
     return new KeysetChunk(
       this.lines.map((line) => JSON.stringify(render(JSON.parse(line) as T))),
       this.nextCursor,
+      this.atFrontier,
     );
   }
 }
@@ -108,4 +112,11 @@ export interface ListRequest {
 export interface KeysetLines {
   bytes: number;
   carry: boolean;
+  /**
+   * In the default order, a per-organization chunk reads from each organization `spread` times
+   * its share of the limit (never more than the limit), not the limit: a chunk over many
+   * organizations reads about the rows it keeps. It keeps the rows up to its frontier, the
+   * first in order of the last rows of the organizations that have more, and may end there.
+   */
+  spread?: number;
 }

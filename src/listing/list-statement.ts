@@ -122,8 +122,11 @@ export async function readPage(tx: Tx, spec: ListSpec, read: KeysetRead, where: 
       if (row.line !== null) lines.push(row.line);
       if (row.key !== null) key = row.key;
     }
-    const followed = rows.length > 0 && rows[rows.length - 1]!.line === null;
-    return new KeysetChunk(lines, followed && key ? signCursor(read.secret, fingerprint, key) : null);
+    const last = rows[rows.length - 1];
+    const followed = last !== undefined && last.line === null;
+    // the row after a chunk ended at its frontier (`KeysetLines.spread`) is numbered past a full chunk's
+    const atFrontier = last !== undefined && Number(last.n) === read.limit + 2;
+    return new KeysetChunk(lines, followed && key ? signCursor(read.secret, fingerprint, key) : null, atFrontier);
   }
   const row = await tx.one<{ items: string; next_key: (string | null)[] | null; total_count?: string | number }>(
     statement.text,

@@ -35,6 +35,10 @@ export const EXPORTED = {
 export const EXPORT_FIRST_ROWS = 500;
 /** Rows of the second chunk; each later one reads up to twice the rows of the one before, within the bounds below. */
 export const EXPORT_CHUNK_ROWS = 10_000;
+/** What a chunk reads of each organization, in shares of its limit (`KeysetLines.spread`): at first twice its share. */
+const FIRST_SPREAD = 2;
+/** Past this, each organization is read up to the whole limit anyway. */
+const MAX_SPREAD = 1_000_000;
 /** The most rows a chunk reads: a per-organization list scans up to this many keys of each organization. */
 const EXPORT_MAX_ROWS = 50_000;
 /** A chunk ends at the item that passes this many bytes: what one chunk holds in memory, whatever its rows weigh. */
@@ -165,16 +169,17 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
     running.set(pool, (running.get(pool) ?? 1) - 1);
     await context.server.inNewTransaction((tx) => tx.one('select rowgate_hidden.end_export($1)', [lease!.id])).catch(() => {});
   };
-  const read = (tx: Tx, after: string | undefined, limit: number) => {
+  const read = (tx: Tx, after: string | undefined, limit: number, spread: number) => {
     const query = { ...context.query, limit, ...(after ? { after } : {}) } as Record<string | symbol, unknown>;
     // the first chunk, small, looks its rows up as a page does; later ones carry the rows they scan
-    query[listRequest] = { secret: context.secret, countExact: false, lines: { bytes: EXPORT_CHUNK_BYTES, carry: after !== undefined } };
+    const lines = { bytes: EXPORT_CHUNK_BYTES, carry: after !== undefined, spread };
+    query[listRequest] = { secret: context.secret, countExact: false, lines };
     // the version is named: a spread copies the context's own fields, not its getters
     return list.handler({ ...context, version: context.version, tx, query } as never) as Promise<KeysetChunk>;
   };
   let first: KeysetChunk;
   try {
-    first = await read(context.tx, undefined, EXPORT_FIRST_ROWS);
+    first = await read(context.tx, undefined, EXPORT_FIRST_ROWS, FIRST_SPREAD);
   } catch (error) {
     await release();
     throw error;
@@ -218,13 +223,14 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   };
   // the first chunk (and the CSV's header) goes out with the answer's head
   write(first, true);
+  res.flushHeaders();
   // the rest after this transaction commits, each chunk in its own
-  const chunk = (after: string, limit: number) => {
+  const chunk = (after: string, limit: number, spread: number) => {
     // the lease's renewal and the chunk's statement leave together (one round trip)
     const page = context.server.inNewTransaction(async (tx) => {
       const [, chunkRead] = await Promise.all([
         tx.one('select rowgate_hidden.renew_export($1, $2)', [lease!.id, LEASE_SECONDS]),
-        read(tx, after, limit),
+        read(tx, after, limit, spread),
       ]);
       return chunkRead;
     });
@@ -234,13 +240,15 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   void (async () => {
     try {
       let limit = EXPORT_CHUNK_ROWS;
-      let next = first.nextCursor === null ? null : chunk(first.nextCursor, limit);
+      let spread = nextSpread(FIRST_SPREAD, first, EXPORT_FIRST_ROWS);
+      let next = first.nextCursor === null ? null : chunk(first.nextCursor, limit, spread);
       while (next) {
         const page = await next;
         if (res.destroyed) return;
         // the next chunk is read while the client takes this one
+        spread = nextSpread(spread, page, limit);
         limit = nextLimit(limit, page.lines);
-        next = page.nextCursor === null ? null : chunk(page.nextCursor, limit);
+        next = page.nextCursor === null ? null : chunk(page.nextCursor, limit, spread);
         if (!write(page, false)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
         if (res.destroyed) return;
       }
@@ -273,6 +281,16 @@ function nextLimit(limit: number, lines: readonly string[]): number {
   for (const line of lines) characters += line.length + 1;
   const fits = lines.length ? Math.ceil(EXPORT_CHUNK_BYTES / (characters / lines.length)) + 1 : EXPORT_MAX_ROWS;
   return Math.max(1, Math.min(2 * limit, fits, EXPORT_MAX_ROWS));
+}
+
+/**
+ * The spread (`KeysetLines.spread`) of the chunk after `chunk`, read with `spread` for `limit`
+ * rows: four times wider when it ended at its frontier with fewer than half its rows (rows
+ * bunched in few organizations), half as wide, down to the first, when it filled up.
+ */
+function nextSpread(spread: number, chunk: KeysetChunk, limit: number): number {
+  if (chunk.atFrontier && chunk.lines.length < limit / 2) return Math.min(spread * 4, MAX_SPREAD);
+  return chunk.atFrontier ? spread : Math.max(spread / 2, FIRST_SPREAD);
 }
 
 /**
