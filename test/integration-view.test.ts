@@ -609,31 +609,59 @@ describe('request log', () => {
     expect(left.map((r) => r.id)).toEqual([recent]);
   });
 
+  test('a flush writes what was queued when it began; rows that come meanwhile wait for the next, unless a batch waits', async () => {
+    const writer = new RequestLog({ flushMs: 3_600_000, batch: 3 }).use(app.pool);
+    const row = () => ({ ...loggedRow(), id: uuidv7() });
+    writer.push(row());
+    writer.push(row());
+    const first = writer.flush();
+    writer.push(row());
+    writer.push(row());
+    await first;
+    expect(writer.written).toBe(2);
+    await writer.flush();
+    expect(writer.written).toBe(4);
+    // a whole batch waiting while it writes: written at once, then what is left waits
+    writer.push(row());
+    const second = writer.flush();
+    for (let i = 0; i < 4; i++) writer.push(row());
+    await second;
+    expect(writer.written).toBe(4 + 1 + 3);
+    await writer.stop();
+    expect(writer.written).toBe(9);
+    expect(writer.dropped).toBe(0);
+  });
+
   test('when writing falls behind, rows are dropped and counted; nothing waits', async () => {
     const metrics = new Metrics({ processMetrics: false });
     const bounded = new RequestLog({ maxQueued: 2, metrics });
-    const row = {
-      id: randomUUID(),
-      organization_id: randomUUID(),
-      subject_kind: 'user',
-      subject_id: randomUUID(),
-      request_id: 'r',
-      method: 'GET',
-      route: '/v1/products/',
-      path: '/v1/products/',
-      status: 200,
-      error: null,
-      duration_ms: 1,
-      credential_kind: 'web_session',
-      credential_id: null,
-      client_ip: null,
-      user_agent: null,
-      api_version: null,
-      idempotent_replayed: false,
-      created_at: new Date().toISOString(),
-    };
+    const row = loggedRow();
     for (let i = 0; i < 5; i++) bounded.push(row);
     expect(bounded.dropped).toBe(3);
     expect((await metrics.requestLogDropped.get()).values[0]?.value).toBe(3);
   });
 });
+
+/** A request log row of an organization nobody reaches: the database keeps none of it. */
+function loggedRow() {
+  return {
+    id: randomUUID(),
+    organization_id: randomUUID(),
+    subject_kind: 'user',
+    subject_id: randomUUID(),
+    request_id: 'r',
+    method: 'GET',
+    route: '/v1/products/',
+    path: '/v1/products/',
+    status: 200,
+    error: null,
+    duration_ms: 1,
+    credential_kind: 'web_session',
+    credential_id: null,
+    client_ip: null,
+    user_agent: null,
+    api_version: null,
+    idempotent_replayed: false,
+    created_at: new Date().toISOString(),
+  };
+}

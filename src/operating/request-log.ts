@@ -79,13 +79,17 @@ export class RequestLog {
     this.queue.push(row);
   }
 
-  /** Writes what is queued, a batch at a time, one write at a time. */
+  /**
+   * Writes what is queued, a batch at a time, one write at a time. Rows that arrive while it
+   * writes wait for the next flush unless a whole batch is waiting (a backlog): a busy server
+   * writes a statement every FLUSH_MS, not one after another.
+   */
   flush(): Promise<void> {
     if (this.writing || !this.pool || this.queue.length === 0) return this.writing ?? Promise.resolve();
     const pool = this.pool;
     this.writing = (async () => {
       try {
-        while (this.queue.length) {
+        for (let first = true; this.queue.length && (first || this.queue.length >= this.options.batch); first = false) {
           const rows = this.queue.splice(0, this.options.batch);
           try {
             await pool.query(WRITE, [JSON.stringify(rows)]);
@@ -108,7 +112,13 @@ export class RequestLog {
   /** Writes what is left, and stops. */
   async stop(): Promise<void> {
     clearInterval(this.timer);
-    await this.flush();
+    await this.writing;
+    while (this.queue.length) {
+      const before = this.queue.length;
+      await this.flush();
+      // each write takes its batch off the queue, written or dropped: no progress means no pool
+      if (this.queue.length >= before) break;
+    }
   }
 }
 
