@@ -117,13 +117,12 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
       spec.perOrganization.counter && !conditions.length
         ? `rowgate_hidden.organization_row_count('${spec.perOrganization.counter}', (select ids from scope)::uuid[])`
         : `(select count(*) from ${spec.from} where ${filter})`;
-    // written when used: its cursor's values become parameters
-    const perOrganization = () => `select top.* from unnest((select ids from scope)::uuid[]) as organization(id)
-      cross join lateral (
-        select ${selected} from ${spec.from}
+    // one organization's next rows, up to `rows`; written when used: its cursor's values become parameters
+    const scanOf = (rows: string) => `select ${selected} from ${spec.from}
         where ${['organization_id = organization.id', ...conditions, ...later((c) => c)].join(' and ')}
-        order by ${orderOf((c) => c)} limit ${fetched}
-      ) top`;
+        order by ${orderOf((c) => c)} limit ${rows}`;
+    const perOrganization = () => `select top.* from unnest((select ids from scope)::uuid[]) as organization(id)
+      cross join lateral (${scanOf(fetched)}) top`;
     if (frontier) {
       // Each organization's next rows, `spread` times its share of the limit: the rows that surely come
       // first are those up to the frontier, the first in order of the last rows of the organizations
@@ -132,11 +131,7 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
         / greatest(cardinality((select ids from scope)::uuid[]), 1))::bigint + 1)`;
       scope += `merged as materialized (select top.* from unnest((select ids from scope)::uuid[]) as organization(id)
         cross join lateral (
-          select read.*, row_number() over () as read_n, count(*) over () as read_rows from (
-            select ${selected} from ${spec.from}
-            where ${['organization_id = organization.id', ...conditions, ...later((c) => c)].join(' and ')}
-            order by ${orderOf((c) => c)} limit ${each}
-          ) read
+          select read.*, row_number() over () as read_n, count(*) over () as read_rows from (${scanOf(each)}) read
         ) top),
       frontier as (select s0, s1 from merged where read_rows = ${each} and read_n = read_rows order by s0 desc, s1 desc limit 1), `;
       const kept = `${carried ? 'top.item_columns, ' : ''}top.s0, top.s1`;

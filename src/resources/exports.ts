@@ -223,7 +223,6 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   };
   // the first chunk (and the CSV's header) goes out with the answer's head
   write(first, true);
-  res.flushHeaders();
   // the rest after this transaction commits, each chunk in its own
   const chunk = (after: string, limit: number, spread: number) => {
     // the lease's renewal and the chunk's statement leave together (one round trip)
