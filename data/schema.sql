@@ -6249,28 +6249,31 @@ declare
 begin
   insert into rowgate.request_log (id, organization_id, request_id, method, route, path, status, error, duration_ms,
       credential_kind, credential_id, user_id, client_ip, user_agent, api_version, idempotent_replayed, created_at)
-    select r.id, coalesce(r.organization_id, d.organization_id), left(r.request_id, 128), left(r.method, 10), left(r.route, 200), left(r.path, 2000),
+    select r.id, p.organization_id, left(r.request_id, 128), left(r.method, 10), left(r.route, 200), left(r.path, 2000),
       r.status, left(r.error, 100), greatest(r.duration_ms, 0), r.credential_kind, r.credential_id,
       case when r.subject_kind = 'user' then r.subject_id end,
-      case when u.deleted_at is null then r.client_ip end,
-      case when u.deleted_at is null then left(r.user_agent, 256) end,
+      case when u.gone is not true then r.client_ip end,
+      case when u.gone is not true then left(r.user_agent, 256) end,
       r.api_version, coalesce(r.idempotent_replayed, false), r.created_at
     from jsonb_to_recordset(p_rows) as r(id uuid, organization_id uuid, subject_kind text, subject_id uuid, request_id text,
         method text, route text, path text, status integer, error text, duration_ms integer, credential_kind text,
         credential_id uuid, client_ip inet, user_agent text, api_version text, idempotent_replayed boolean, created_at timestamptz)
-      left join rowgate.users u on r.subject_kind = 'user' and u.id = r.subject_id
       -- a refusal whose organization the server did not learn: the one its denial was recorded in
-      left join lateral (select d.organization_id from rowgate.denials d
-        where r.organization_id is null and d.request_log_id = r.id limit 1) d on true
-    where coalesce(r.organization_id, d.organization_id) is not null and r.id is not null
+      -- (offset 0 keeps it one lookup a row, not one for each place it is used)
+      cross join lateral (select coalesce(r.organization_id, (select d.organization_id from rowgate.denials d
+          where d.request_log_id = r.id limit 1)) as organization_id offset 0) p
+      left join lateral (select u.deleted_at is not null as gone from rowgate.users u
+          where r.subject_kind = 'user' and u.id = r.subject_id) u on true
+    where p.organization_id is not null and r.id is not null
       and case r.subject_kind
-        when 'organization' then coalesce(r.organization_id, d.organization_id) = r.subject_id
-        when 'user' then exists (select 1 from rowgate.memberships m join rowgate.organizations o on o.id = m.organization_id
-            where m.user_id = r.subject_id and m.organization_id = coalesce(r.organization_id, d.organization_id)
-              and m.deleted_at is null and o.deleted_at is null)
-          and (r.credential_kind is distinct from 'personal_access_token' or exists (select 1 from rowgate.personal_access_tokens t
+        when 'organization' then p.organization_id = r.subject_id
+        -- limit 1: a probe of the membership index a row, never a hashed read of all memberships
+        when 'user' then coalesce((select true from rowgate.memberships m join rowgate.organizations o on o.id = m.organization_id
+            where m.user_id = r.subject_id and m.organization_id = p.organization_id
+              and m.deleted_at is null and o.deleted_at is null limit 1), false)
+          and (r.credential_kind is distinct from 'personal_access_token' or coalesce((select true from rowgate.personal_access_tokens t
             where t.id = r.credential_id
-              and (t.organization_ids is null or coalesce(r.organization_id, d.organization_id) = any (t.organization_ids))))
+              and (t.organization_ids is null or p.organization_id = any (t.organization_ids)) limit 1), false))
         else false end
     on conflict do nothing;
   get diagnostics v_written = row_count;
