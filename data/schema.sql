@@ -396,6 +396,7 @@ grant select (id, organization_id, customer_id, product_id, amount, currency, st
 grant select (id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at, refunded_amount) on rowgate.orders to rowgate_customer, rowgate_member;
 grant update (status, metadata) on rowgate.orders to rowgate_organization, rowgate_user;
 CREATE INDEX orders_customer ON rowgate.orders USING btree (customer_id, created_at, id);
+CREATE INDEX orders_in_order ON rowgate.orders USING btree (created_at, id, organization_id) WHERE (id > '00000000-0000-0000-0000-000000000000'::uuid);
 CREATE INDEX orders_metadata ON rowgate.orders USING gin (metadata jsonb_path_ops);
 CREATE INDEX orders_organization_amount ON rowgate.orders USING btree (organization_id, amount, id);
 CREATE INDEX orders_organization_created ON rowgate.orders USING btree (organization_id, created_at, id);

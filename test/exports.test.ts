@@ -186,6 +186,63 @@ describe('GET /v1/exports/{resource} (SPEC §24)', () => {
     expect(exportedIds).toEqual(pagedIds);
   });
 
+  test("orders of a caller who reaches nearly all of them: read in the in-order index's order, the keyset pages exactly", async () => {
+    // the caller's organizations hold nearly every order, so the chunks after the first read the
+    // in-order index rather than merging organizations; the rows of each statement share their
+    // created_at (ids alone order them), and a stranger's orders come between the caller's
+    const user = await app.user();
+    const sizes = [EXPORT_FIRST_ROWS + 700, 40, 9];
+    const organizations: string[] = [];
+    for (const _ of sizes) organizations.push((await app.organization(user.id)).id);
+    const stranger = (await app.organization((await app.user()).id)).id;
+    const insert = async (organization: string, rows: number) =>
+      app.sql(
+        `insert into rowgate.orders (organization_id, customer_id, product_id, amount, currency, status)
+         select $1, $2, $3, n, 'usd', 'paid' from generate_series(1, $4) n`,
+        [organization, await app.customer(organization), await app.product(organization), rows],
+      );
+    for (const [i, size] of sizes.entries()) if (i > 0) await insert(organizations[i]!, Math.floor(size / 2));
+    await insert(stranger, 5);
+    await insert(organizations[0]!, sizes[0]!);
+    for (const [i, size] of sizes.entries()) if (i > 0) await insert(organizations[i]!, size - Math.floor(size / 2));
+    // the table's row estimate, which the choice weighs the caller's share against
+    await app.sql('analyze rowgate.orders');
+    const scans = async () =>
+      Number(
+        (
+          await app.sql<{ n: string }>(
+            `select coalesce(sum(idx_scan), 0) as n from pg_stat_user_indexes where indexrelname = 'orders_in_order'`,
+          )
+        )[0]!.n,
+      );
+    const before = await scans();
+    const res = await fetch(`${app.url}/v1/exports/orders`, {
+      headers: { cookie: `rowgate_session=${user.session}`, accept: 'application/x-ndjson' },
+    });
+    expect(res.status).toBe(200);
+    const exportedIds = (await res.text())
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line).id);
+    const pagedIds: string[] = [];
+    for (let after: string | null = null; ; ) {
+      const page = await app.get(`/v1/orders/?limit=100${after ? `&after=${after}` : ''}`, {
+        session: user.session,
+        version: '2026-12-15',
+      });
+      expect(page.status).toBe(200);
+      pagedIds.push(...page.body.items.map((item: { id: string }) => item.id));
+      after = page.body.next_cursor;
+      if (!after) break;
+    }
+    expect(pagedIds.length).toBe(sizes.reduce((a, b) => a + b));
+    expect(exportedIds).toEqual(pagedIds);
+    // the server's connections report their index scans when idle: the in-order index was read
+    const deadline = Date.now() + 15_000;
+    while ((await scans()) === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await scans()).toBeGreaterThan(before);
+  });
+
   test('Accept negotiation and neutralising, as functions', () => {
     expect(exportFormat(undefined)).toBe('text/csv');
     expect(exportFormat('application/x-ndjson')).toBe('application/x-ndjson');

@@ -50,6 +50,56 @@ function afterKey(
   return terms.length ? `(${terms.map((t) => `(${t})`).join(' or ')})` : 'false';
 }
 
+/**
+ * An export's chunk over many organizations in the default order (`KeysetLines.spread`):
+ * read a few rows of each organization up to a frontier, or the table in order (`inOrder`).
+ */
+function spreadChunk(spec: ListSpec, read: KeysetRead, where: Where, columns: readonly OrderColumn[]): boolean {
+  return (
+    spec.perOrganization !== undefined &&
+    read.lines?.spread !== undefined &&
+    !where.metadataDocuments.length &&
+    columns.length === 2 &&
+    columns[0]!.column === 'created_at' &&
+    columns.every((c) => c.descending)
+  );
+}
+
+/** The share of a table's rows, as 1 in this many, from which a chunk reads the table in order. */
+const IN_ORDER_SHARE = 100;
+
+/**
+ * Whether an export's chunk reads the table's in-order index (`ListSpec.perOrganization.inOrderIndex`):
+ * when the caller's organizations hold at least 1 in IN_ORDER_SHARE of the table's rows (their row
+ * counts against the table's estimate in pg_class), one scan in order reads little more than the
+ * rows it keeps, where merging organizations rescans each of them every chunk. Decided once an
+ * export (`KeysetLines.inOrder` undefined: this statement decides; true: it only sets the plan),
+ * in the chunk's own transaction, which the statement then keeps from sorting or bitmap-scanning:
+ * the planner cannot see how much of the table the caller reaches (the reachable ids are known
+ * only when the statement runs), and would sort every row it reaches to keep a few thousand. Only
+ * chunks after the first (`carry`): each runs in a transaction of its own. null: read by merging.
+ */
+export function inOrderDecision(spec: ListSpec, read: KeysetRead, where: Where): ListStatement | null {
+  const counter = spec.perOrganization?.counter;
+  if (!spec.perOrganization?.inOrderIndex || !counter || !read.lines?.carry || read.lines.inOrder === false) return null;
+  if (!spreadChunk(spec, read, where, orderKeys(spec, read.sorting).columns)) return null;
+  const plan = `set_config('enable_sort', 'off', true) || set_config('enable_bitmapscan', 'off', true)
+    || set_config('enable_seqscan', 'off', true)`;
+  if (read.lines.inOrder) return { text: `select true as in_order, ${plan} as planned`, values: [] };
+  const permission = spec.perOrganization.permission ? `'${spec.perOrganization.permission}'` : '';
+  const values: unknown[] = [counter, IN_ORDER_SHARE, spec.from];
+  const ids = where.organizationIds
+    ? `$${values.push(where.organizationIds)}::uuid[]`
+    : `rowgate_hidden.current_organization_ids(${permission})`;
+  return {
+    text: `select d.in_order, case when d.in_order then ${plan} end as planned
+      from (select coalesce(rowgate_hidden.organization_row_count($1, ${ids}) * $2::bigint
+          >= nullif(greatest(c.reltuples, 0), 0), false) as in_order
+        from pg_catalog.pg_class c where c.oid = $3::regclass) d`,
+    values,
+  };
+}
+
 /** What a keyset page is asked for: the continuation, the size, the sorting, and whether to count. */
 export interface KeysetRead {
   after?: string;
@@ -80,14 +130,10 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
   // a per-organization list reads it for the page's rows only, by id (the last key), once they are merged;
   // an export's large chunk, which keeps most rows it scans, carries each row's columns from its scan instead
   const carried = spec.perOrganization && read.lines?.carry;
-  // an export's chunk over many organizations in the default order reads a few rows of each (`KeysetLines.spread`)
-  const frontier =
-    spec.perOrganization !== undefined &&
-    read.lines?.spread !== undefined &&
-    !where.metadataDocuments.length &&
-    columns.length === 2 &&
-    columns[0]!.column === 'created_at' &&
-    columns.every((c) => c.descending);
+  // an export's chunk over many organizations in the default order reads a few rows of each (`KeysetLines.spread`),
+  // or, decided by `inOrderDecision`, the table's in-order index
+  const inOrder = spreadChunk(spec, read, where, columns) && read.lines?.inOrder === true;
+  const frontier = spreadChunk(spec, read, where, columns) && !inOrder;
   const selected = carried
     ? `(select c from (select ${spec.columns}) c) as item_columns, ${keys}`
     : spec.perOrganization
@@ -123,7 +169,15 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
         order by ${orderOf((c) => c)} limit ${rows}`;
     const perOrganization = () => `select top.* from unnest((select ids from scope)::uuid[]) as organization(id)
       cross join lateral (${scanOf(fetched)}) top`;
-    if (frontier) {
+    if (inOrder) {
+      // one scan of the in-order index, `(created_at, id, organization_id) where id > nil`: the predicate
+      // stated, as no other statement states it, is what lets this one use it
+      // (the policy keeps the rows to the caller's organizations: only a filter by organization is stated)
+      const inOrderIndex = `${spec.id ?? 'id'} > '00000000-0000-0000-0000-000000000000'`;
+      const stated = where.organizationIds ? [filter] : conditions;
+      page = `select ${selected} from ${spec.from} where ${[...stated, inOrderIndex, ...later((c) => c)].join(' and ')}
+        order by ${orderOf((c) => c)} limit ${fetched}`;
+    } else if (frontier) {
       // Each organization's next rows, `spread` times its share of the limit: the rows that surely come
       // first are those up to the frontier, the first in order of the last rows of the organizations
       // that have more (read all `each`); a chunk that ends there continues after it.

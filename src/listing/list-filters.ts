@@ -132,6 +132,12 @@ export interface ListSpec {
      * triggers): an unfiltered list's total is their sum, not a count of rows.
      */
     counter?: string;
+    /**
+     * The table has an index `(created_at, id, organization_id) where id > nil`: in the
+     * default order, an export's chunk of a caller whose organizations hold a large share of
+     * the table reads that index in order (`readsInOrder`) instead of merging organizations.
+     */
+    inOrderIndex?: boolean;
   };
 }
 

@@ -70,10 +70,13 @@ export class KeysetChunk {
   readonly nextCursor: string | null;
   /** the chunk ended at its frontier (`KeysetLines.spread`), not at its rows or bytes */
   readonly atFrontier: boolean;
-  constructor(lines: string[], nextCursor: string | null, atFrontier = false) {
+  /** how the chunk was read, once decided (`KeysetLines.inOrder`): the export's next chunk reads the same way */
+  readonly inOrder: boolean | undefined;
+  constructor(lines: string[], nextCursor: string | null, atFrontier = false, inOrder?: boolean) {
     this.lines = lines;
     this.nextCursor = nextCursor;
     this.atFrontier = atFrontier;
+    this.inOrder = inOrder;
   }
 
   /** the same chunk with each item written anew (events' data in the request's version) */
@@ -82,6 +85,7 @@ export class KeysetChunk {
       this.lines.map((line) => JSON.stringify(render(JSON.parse(line) as T))),
       this.nextCursor,
       this.atFrontier,
+      this.inOrder,
     );
   }
 }
@@ -119,4 +123,9 @@ export interface KeysetLines {
    * first in order of the last rows of the organizations that have more, and may end there.
    */
   spread?: number;
+  /**
+   * The chunk reads the table's in-order index (`inOrderDecision`): undefined, the chunk decides
+   * (an export's first chunk after its first page); then what the chunk before decided.
+   */
+  inOrder?: boolean;
 }

@@ -8,7 +8,7 @@ import type { Tx } from '../db/pool.ts';
 import { KeysetChunk, KeysetPage, ListPage, type ListRequest, listRequest } from './list-page.ts';
 import { listFingerprint, openCursor, signCursor } from './list-cursor.ts';
 import { type ListSpec, type ListStatement, orderKeys, parseSorting, type SortKey, Where } from './list-filters.ts';
-import { type KeysetRead, keysetStatement } from './keyset-statement.ts';
+import { inOrderDecision, type KeysetRead, keysetStatement } from './keyset-statement.ts';
 
 export { type ListSpec, type ListStatement, parseSorting, type SortKey, Where } from './list-filters.ts';
 export type { KeysetRead } from './keyset-statement.ts';
@@ -111,7 +111,9 @@ export async function readPage(tx: Tx, spec: ListSpec, read: KeysetRead, where: 
   const { keys, columns } = orderKeys(spec, read.sorting);
   const fingerprint = listFingerprint(spec.from, keys, where.conditions, where.params.values, where.organizationIds);
   const after = read.after === undefined ? null : openCursor(read.secret, fingerprint, read.after, columns.length);
-  const statement = keysetStatement(spec, read, where, after);
+  const decision = inOrderDecision(spec, read, where);
+  const inOrder = decision ? (await tx.one<{ in_order: boolean }>(decision.text, decision.values))!.in_order : read.lines?.inOrder;
+  const statement = keysetStatement(spec, decision ? { ...read, lines: { ...read.lines!, inOrder } } : read, where, after);
   if (read.lines) {
     // the lines kept, then, when more follow, a row without a line; the last line kept carries the cursor's key
     const rows = await tx.rows<{ n: number; line: string | null; key: (string | null)[] | null }>(statement.text, statement.values);
@@ -126,7 +128,7 @@ export async function readPage(tx: Tx, spec: ListSpec, read: KeysetRead, where: 
     const followed = last !== undefined && last.line === null;
     // the row after a chunk ended at its frontier (`KeysetLines.spread`) is numbered past a full chunk's
     const atFrontier = last !== undefined && Number(last.n) === read.limit + 2;
-    return new KeysetChunk(lines, followed && key ? signCursor(read.secret, fingerprint, key) : null, atFrontier);
+    return new KeysetChunk(lines, followed && key ? signCursor(read.secret, fingerprint, key) : null, atFrontier, inOrder);
   }
   const row = await tx.one<{ items: string; next_key: (string | null)[] | null; total_count?: string | number }>(
     statement.text,

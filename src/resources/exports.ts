@@ -169,10 +169,10 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
     running.set(pool, (running.get(pool) ?? 1) - 1);
     await context.server.inNewTransaction((tx) => tx.one('select rowgate_hidden.end_export($1)', [lease!.id])).catch(() => {});
   };
-  const read = (tx: Tx, after: string | undefined, limit: number, spread: number) => {
+  const read = (tx: Tx, after: string | undefined, limit: number, spread: number, inOrder?: boolean) => {
     const query = { ...context.query, limit, ...(after ? { after } : {}) } as Record<string | symbol, unknown>;
     // the first chunk, small, looks its rows up as a page does; later ones carry the rows they scan
-    const lines = { bytes: EXPORT_CHUNK_BYTES, carry: after !== undefined, spread };
+    const lines = { bytes: EXPORT_CHUNK_BYTES, carry: after !== undefined, spread, inOrder };
     query[listRequest] = { secret: context.secret, countExact: false, lines };
     // the version is named: a spread copies the context's own fields, not its getters
     return list.handler({ ...context, version: context.version, tx, query } as never) as Promise<KeysetChunk>;
@@ -224,12 +224,12 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   // the first chunk (and the CSV's header) goes out with the answer's head
   write(first, true);
   // the rest after this transaction commits, each chunk in its own
-  const chunk = (after: string, limit: number, spread: number) => {
+  const chunk = (after: string, limit: number, spread: number, inOrder: boolean | undefined) => {
     // the lease's renewal and the chunk's statement leave together (one round trip)
     const page = context.server.inNewTransaction(async (tx) => {
       const [, chunkRead] = await Promise.all([
         tx.one('select rowgate_hidden.renew_export($1, $2)', [lease!.id, LEASE_SECONDS]),
-        read(tx, after, limit, spread),
+        read(tx, after, limit, spread, inOrder),
       ]);
       return chunkRead;
     });
@@ -240,14 +240,14 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
     try {
       let limit = EXPORT_CHUNK_ROWS;
       let spread = nextSpread(FIRST_SPREAD, first, EXPORT_FIRST_ROWS);
-      let next = first.nextCursor === null ? null : chunk(first.nextCursor, limit, spread);
+      let next = first.nextCursor === null ? null : chunk(first.nextCursor, limit, spread, undefined);
       while (next) {
         const page = await next;
         if (res.destroyed) return;
         // the next chunk is read while the client takes this one
         spread = nextSpread(spread, page, limit);
         limit = nextLimit(limit, page.lines);
-        next = page.nextCursor === null ? null : chunk(page.nextCursor, limit, spread);
+        next = page.nextCursor === null ? null : chunk(page.nextCursor, limit, spread, page.inOrder);
         if (!write(page, false)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
         if (res.destroyed) return;
       }

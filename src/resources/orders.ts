@@ -67,7 +67,7 @@ export const orderListSpec: ListSpec = {
   from: 'rowgate.orders',
   columns: orderColumns,
   sortable: orderSortable,
-  perOrganization: { counter: 'orders' },
+  perOrganization: { counter: 'orders', inOrderIndex: true },
 };
 
 export const orderRoutes = [
