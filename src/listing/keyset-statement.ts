@@ -216,8 +216,8 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
   const key = `array[${columns.map((_, i) => `top.s${i}::text`).join(', ')}]`;
   const total = read.countExact ? `, ${count} as total_count` : '';
   if (read.lines) {
-    // One pass over the page's rows in their order, none held: each line with the bytes up to its end
-    // and up to the end of the line before. A line is kept when the lines before it stay within the
+    // One pass over the page's rows in their order, none held (one window): each line with the bytes up
+    // to its end and the bytes of the line before. A line is kept when the lines before it stay within the
     // budget; the rows answered are the lines kept and the row after the last of them (without its
     // line: it says that more follow). The last line kept is the one at the limit or the budget, and
     // it carries its key, the cursor. `offset 0` keeps each line computed once (a subquery pulled up
@@ -227,10 +227,11 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
     const sorted = columns.map((_, i) => `s${i}`).join(', ');
     const within = (n: string, before: string) => `(${n} <= ${limit} and (${n} = 1 or ${before} < ${bytes}))`;
     const text = `with ${scope}lines as (select line, ${sorted}, n, upto,
-          ${within('n', 'upto - octet_length(line) - 1')} as kept, ${within('n - 1', 'before_previous')} as previous_kept
-        from (select line, ${sorted}, row_number() over w as n, sum(octet_length(line) + 1) over (w rows unbounded preceding) as upto,
-            coalesce(sum(octet_length(line) + 1) over (w rows between unbounded preceding and 2 preceding), 0) as before_previous
-          from (select ${item}::text as line, ${sorted} from (${page}) top offset 0) chunk window w as ()) numbered)
+          ${within('n', 'upto - octet_length(line) - 1')} as kept,
+          ${within('n - 1', 'upto - octet_length(line) - 1 - coalesce(previous_bytes, 0)')} as previous_kept
+        from (select line, ${sorted}, row_number() over w as n, sum(octet_length(line) + 1) over w as upto,
+            lag(octet_length(line) + 1) over w as previous_bytes
+          from (select ${item}::text as line, ${sorted} from (${page}) top offset 0) chunk window w as (rows unbounded preceding)) numbered)
     select n, case when kept then line end as line,
       case when kept and (n = ${limit} or upto >= ${bytes}) then ${key.replaceAll('top.', 'lines.')} end as key
     from lines where kept or previous_kept${
