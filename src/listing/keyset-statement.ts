@@ -66,13 +66,14 @@ function spreadChunk(spec: ListSpec, read: KeysetRead, where: Where, columns: re
 }
 
 /** The share of a table's rows, as 1 in this many, from which a chunk reads the table in order. */
-const IN_ORDER_SHARE = 100;
+const IN_ORDER_SHARE = 10;
 
 /**
  * Whether an export's chunk reads the table's in-order index (`ListSpec.perOrganization.inOrderIndex`):
  * when the caller's organizations hold at least 1 in IN_ORDER_SHARE of the table's rows (their row
- * counts against the table's estimate in pg_class), one scan in order reads little more than the
- * rows it keeps, where merging organizations rescans each of them every chunk. Decided once an
+ * counts against the table's estimate in pg_class), one scan in order reads at most that many index
+ * entries a row it keeps, and skips the others inside the index, where merging organizations
+ * rescans each of them every chunk (below that share, merging is the cheaper). Decided once an
  * export (`KeysetLines.inOrder` undefined: this statement decides; true: it only sets the plan),
  * in the chunk's own transaction, which the statement then keeps from sorting or bitmap-scanning:
  * the planner cannot see how much of the table the caller reaches (the reachable ids are known
