@@ -396,7 +396,7 @@ grant select (id, organization_id, customer_id, product_id, amount, currency, st
 grant select (id, organization_id, customer_id, product_id, amount, currency, status, created_at, updated_at, refunded_amount) on rowgate.orders to rowgate_customer, rowgate_member;
 grant update (status, metadata) on rowgate.orders to rowgate_organization, rowgate_user;
 CREATE INDEX orders_customer ON rowgate.orders USING btree (customer_id, created_at, id);
-CREATE INDEX orders_in_order ON rowgate.orders USING btree (created_at, id, organization_id) WHERE (id > '00000000-0000-0000-0000-000000000000'::uuid);
+CREATE INDEX orders_in_order ON rowgate.orders USING btree (created_at, id, organization_id) WHERE (id >= '00000000-0000-0000-0000-000000000000'::uuid);
 CREATE INDEX orders_metadata ON rowgate.orders USING gin (metadata jsonb_path_ops);
 CREATE INDEX orders_organization_amount ON rowgate.orders USING btree (organization_id, amount, id);
 CREATE INDEX orders_organization_created ON rowgate.orders USING btree (organization_id, created_at, id);
@@ -6253,18 +6253,19 @@ begin
     select r.id, p.organization_id, left(r.request_id, 128), left(r.method, 10), left(r.route, 200), left(r.path, 2000),
       r.status, left(r.error, 100), greatest(r.duration_ms, 0), r.credential_kind, r.credential_id,
       case when r.subject_kind = 'user' then r.subject_id end,
-      case when u.gone is not true then r.client_ip end,
-      case when u.gone is not true then left(r.user_agent, 256) end,
+      case when p.gone is not true then r.client_ip end,
+      case when p.gone is not true then left(r.user_agent, 256) end,
       r.api_version, coalesce(r.idempotent_replayed, false), r.created_at
     from jsonb_to_recordset(p_rows) as r(id uuid, organization_id uuid, subject_kind text, subject_id uuid, request_id text,
         method text, route text, path text, status integer, error text, duration_ms integer, credential_kind text,
         credential_id uuid, client_ip inet, user_agent text, api_version text, idempotent_replayed boolean, created_at timestamptz)
-      -- a refusal whose organization the server did not learn: the one its denial was recorded in
-      -- (offset 0 keeps it one lookup a row, not one for each place it is used)
+      -- a refusal whose organization the server did not learn: the one its denial was recorded in; and
+      -- whether its user is deleted (offset 0 keeps each one lookup a row, not one for each place it is
+      -- used, and keeps the planner from turning the user's into a join over every user)
       cross join lateral (select coalesce(r.organization_id, (select d.organization_id from rowgate.denials d
-          where d.request_log_id = r.id limit 1)) as organization_id offset 0) p
-      left join lateral (select u.deleted_at is not null as gone from rowgate.users u
-          where r.subject_kind = 'user' and u.id = r.subject_id) u on true
+          where d.request_log_id = r.id limit 1)) as organization_id,
+        (select u.deleted_at is not null from rowgate.users u where r.subject_kind = 'user' and u.id = r.subject_id) as gone
+        offset 0) p
     where p.organization_id is not null and r.id is not null
       and case r.subject_kind
         when 'organization' then p.organization_id = r.subject_id

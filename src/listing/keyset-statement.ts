@@ -71,27 +71,31 @@ const IN_ORDER_SHARE = 10;
 /**
  * Whether an export's chunk reads the table's in-order index (`ListSpec.perOrganization.inOrderIndex`):
  * when the caller's organizations hold at least 1 in IN_ORDER_SHARE of the table's rows (their row
- * counts against the table's estimate in pg_class), one scan in order reads at most that many index
- * entries a row it keeps, and skips the others inside the index, where merging organizations
- * rescans each of them every chunk (below that share, merging is the cheaper). Decided once an
- * export (`KeysetLines.inOrder` undefined: this statement decides; true: it only sets the plan),
- * in the chunk's own transaction, which the statement then keeps from sorting or bitmap-scanning:
- * the planner cannot see how much of the table the caller reaches (the reachable ids are known
- * only when the statement runs), and would sort every row it reaches to keep a few thousand. Only
- * chunks after the first (`carry`): each runs in a transaction of its own. null: read by merging.
+ * counts against the table's estimate in pg_class), one scan in order reads on average at most that
+ * many index entries a row it keeps, where merging organizations rescans each of them every chunk
+ * (below that share, merging is the cheaper). Only an unfiltered list (a filter by organization
+ * aside): a filter that keeps few rows would have the scan walk the table to find them, where
+ * merging reads them by their own index. Only a table whose policy is the organization's reach
+ * alone (no `permission`), which the scan states through RLS.
+ *
+ * Decided once an export (`KeysetLines.inOrder` undefined: this statement decides; true: it only
+ * sets the plan), in the chunk's own transaction, which the statement then keeps from sorting: the
+ * planner cannot see how much of the table the caller reaches (the reachable ids are known only
+ * when the statement runs) and would sort every row it reaches to keep a few thousand; with sorts
+ * off, the index's order is the only plan that needs none. The setting ends with the transaction;
+ * a PL/pgSQL function first planned in it (the policy's helpers) keeps a plan made without sorts,
+ * which for their lookups by id is the plan they have anyway. Only chunks after the first
+ * (`carry`): each runs in a transaction of its own. null: read by merging.
  */
 export function inOrderDecision(spec: ListSpec, read: KeysetRead, where: Where): ListStatement | null {
   const counter = spec.perOrganization?.counter;
-  if (!spec.perOrganization?.inOrderIndex || !counter || !read.lines?.carry || read.lines.inOrder === false) return null;
+  if (!spec.perOrganization?.inOrderIndex || spec.perOrganization.permission || !counter) return null;
+  if (!read.lines?.carry || read.lines.inOrder === false || where.conditions.length) return null;
   if (!spreadChunk(spec, read, where, orderKeys(spec, read.sorting).columns)) return null;
-  const plan = `set_config('enable_sort', 'off', true) || set_config('enable_bitmapscan', 'off', true)
-    || set_config('enable_seqscan', 'off', true)`;
+  const plan = `set_config('enable_sort', 'off', true)`;
   if (read.lines.inOrder) return { text: `select true as in_order, ${plan} as planned`, values: [] };
-  const permission = spec.perOrganization.permission ? `'${spec.perOrganization.permission}'` : '';
   const values: unknown[] = [counter, IN_ORDER_SHARE, spec.from];
-  const ids = where.organizationIds
-    ? `$${values.push(where.organizationIds)}::uuid[]`
-    : `rowgate_hidden.current_organization_ids(${permission})`;
+  const ids = where.organizationIds ? `$${values.push(where.organizationIds)}::uuid[]` : 'rowgate_hidden.current_organization_ids()';
   return {
     text: `select d.in_order, case when d.in_order then ${plan} end as planned
       from (select coalesce(rowgate_hidden.organization_row_count($1, ${ids}) * $2::bigint
@@ -132,7 +136,7 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
   // an export's large chunk, which keeps most rows it scans, carries each row's columns from its scan instead
   const carried = spec.perOrganization && read.lines?.carry;
   // an export's chunk over many organizations in the default order reads a few rows of each (`KeysetLines.spread`),
-  // or, decided by `inOrderDecision`, the table's in-order index
+  // or, as `inOrderDecision` decided, the table's in-order index
   const inOrder = spreadChunk(spec, read, where, columns) && read.lines?.inOrder === true;
   const frontier = spreadChunk(spec, read, where, columns) && !inOrder;
   const selected = carried
@@ -171,10 +175,11 @@ export function keysetStatement(spec: ListSpec, read: KeysetRead, where: Where, 
     const perOrganization = () => `select top.* from unnest((select ids from scope)::uuid[]) as organization(id)
       cross join lateral (${scanOf(fetched)}) top`;
     if (inOrder) {
-      // one scan of the in-order index, `(created_at, id, organization_id) where id > nil`: the predicate
-      // stated, as no other statement states it, is what lets this one use it
-      // (the policy keeps the rows to the caller's organizations: only a filter by organization is stated)
-      const inOrderIndex = `${spec.id ?? 'id'} > '00000000-0000-0000-0000-000000000000'`;
+      // one scan of the in-order index, `(created_at, id, organization_id) where id >= nil`: the predicate
+      // stated, as no other statement states it, is what lets this one use it (the policy keeps the rows
+      // to the caller's organizations: only a filter by organization is stated; PostgreSQL 17 and later
+      // skip other organizations' entries inside the index, 16 reads their rows to drop them)
+      const inOrderIndex = `${spec.id ?? 'id'} >= '00000000-0000-0000-0000-000000000000'`;
       const stated = where.organizationIds ? [filter] : conditions;
       page = `select ${selected} from ${spec.from} where ${[...stated, inOrderIndex, ...later((c) => c)].join(' and ')}
         order by ${orderOf((c) => c)} limit ${fetched}`;

@@ -133,9 +133,9 @@ export interface ListSpec {
      */
     counter?: string;
     /**
-     * The table has an index `(created_at, id, organization_id) where id > nil`: in the
+     * The table has an index `(created_at, id, organization_id) where id >= nil`: in the
      * default order, an export's chunk of a caller whose organizations hold a large share of
-     * the table reads that index in order (`readsInOrder`) instead of merging organizations.
+     * the table reads that index in order (`inOrderDecision`) instead of merging organizations.
      */
     inOrderIndex?: boolean;
   };
