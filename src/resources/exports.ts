@@ -188,23 +188,19 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   res.status(200);
   res.setHeader('Content-Type', format === CSV ? 'text/csv; charset=utf-8' : `${NDJSON}; charset=utf-8`);
   res.setHeader('Content-Disposition', `attachment; filename="${list.operationId.split(':')[0]}.${format === CSV ? 'csv' : 'ndjson'}"`);
-  /** Writes a chunk (the CSV's header first, with the first) in pieces of about PIECE characters; false: wait for 'drain'. */
-  const write = (chunk: KeysetChunk, header: boolean): boolean => {
-    let flowing = true;
-    const out = (text: string) => {
-      flowing = res.write(text);
-    };
+  /** A chunk's text (the CSV's header first, with the first chunk) in pieces of about PIECE characters. */
+  function* pieces(chunk: KeysetChunk, header: boolean): Generator<string> {
     if (format === NDJSON) {
       let piece = '';
       for (const line of chunk.lines) {
         piece += `${line}\n`;
         if (piece.length >= PIECE) {
-          out(piece);
+          yield piece;
           piece = '';
         }
       }
-      if (piece) out(piece);
-      return flowing;
+      if (piece) yield piece;
+      return;
     }
     let rows: string[][] = header ? [fields] : [];
     let characters = 0;
@@ -213,16 +209,25 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
       rows.push(fields.map((field) => cellOf(item[field])));
       characters += line.length;
       if (characters >= PIECE) {
-        out(stringify(rows));
+        yield stringify(rows);
         rows = [];
         characters = 0;
       }
     }
-    if (rows.length) out(stringify(rows));
-    return flowing;
+    if (rows.length) yield stringify(rows);
+  }
+  /**
+   * Writes a chunk a piece at a time, each once the client has taken what the socket held (so
+   * that no more than a piece waits in the server's memory beside the chunk itself).
+   */
+  const write = async (chunk: KeysetChunk) => {
+    for (const piece of pieces(chunk, false)) {
+      if (res.destroyed) return;
+      if (!res.write(piece)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+    }
   };
-  // the first chunk (and the CSV's header) goes out with the answer's head
-  write(first, true);
+  // the first chunk (and the CSV's header) goes out at once, with the answer's head
+  for (const piece of pieces(first, true)) res.write(piece);
   // the rest after this transaction commits, each chunk in its own
   const chunk = (after: string, limit: number, spread: number, inOrder: boolean | undefined) => {
     // the lease's renewal and the chunk's statement leave together (one round trip)
@@ -248,7 +253,7 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
         spread = nextSpread(spread, page, limit);
         limit = nextLimit(limit, page.lines);
         next = page.nextCursor === null ? null : chunk(page.nextCursor, limit, spread, page.inOrder);
-        if (!write(page, false)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+        await write(page);
         if (res.destroyed) return;
       }
       // the slot is given back before the last byte, so the client's next export finds it free
