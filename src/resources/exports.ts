@@ -191,15 +191,23 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   /** A chunk's text (the CSV's header first, with the first chunk) in pieces of about PIECE characters. */
   function* pieces(chunk: KeysetChunk, header: boolean): Generator<string> {
     if (format === NDJSON) {
-      let piece = '';
+      // each piece joined once from the lines as PostgreSQL wrote them: no copy of a line, no string built up
+      let lines: string[] = [];
+      let characters = 0;
       for (const line of chunk.lines) {
-        piece += `${line}\n`;
-        if (piece.length >= PIECE) {
-          yield piece;
-          piece = '';
+        lines.push(line);
+        characters += line.length + 1;
+        if (characters >= PIECE) {
+          lines.push('');
+          yield lines.join('\n');
+          lines = [];
+          characters = 0;
         }
       }
-      if (piece) yield piece;
+      if (lines.length) {
+        lines.push('');
+        yield lines.join('\n');
+      }
       return;
     }
     let rows: string[][] = header ? [fields] : [];
