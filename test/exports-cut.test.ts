@@ -4,6 +4,7 @@
 // stops reading once the first bytes arrived (so the export cannot run ahead of it), the
 // products table is locked, and the chunk waiting on that lock passes the pool's statement
 // timeout. The answer is read with a raw socket, so that the chunked framing itself is checked.
+import { get } from 'node:http';
 import { connect } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -161,5 +162,41 @@ describe('an error after the first byte ends the export without its final chunk 
       .map((line) => JSON.parse(line).id as string);
     expect(ids.length).toBe(ROWS);
     expect(new Set(ids).size).toBe(ROWS);
+  });
+
+  test('a client that takes a little at a time: every item once, and no wait on the answer left behind', async () => {
+    // the server waits for its socket to drain again and again; a wait it leaves behind each
+    // time piles listeners on the answer, which Node reports as a warning
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+    process.on('warning', onWarning);
+    try {
+      const text = await new Promise<string>((resolve, reject) => {
+        const request = get(
+          `${app.url}/v1/exports/products`,
+          { headers: { authorization: `Bearer ${token}`, accept: 'application/x-ndjson' } },
+          (res) => {
+            const parts: Buffer[] = [];
+            res.on('data', (data: Buffer) => {
+              parts.push(data);
+              res.pause();
+              setTimeout(() => res.resume(), 1);
+            });
+            res.on('end', () => resolve(Buffer.concat(parts).toString()));
+            res.on('error', reject);
+          },
+        );
+        request.on('error', reject);
+      });
+      const ids = text
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line).id as string);
+      expect(new Set(ids).size).toBe(ROWS);
+      expect(ids.length).toBe(ROWS);
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.filter((warning) => warning.includes('MaxListeners'))).toEqual([]);
   });
 });

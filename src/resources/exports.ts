@@ -231,7 +231,7 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   const write = async (chunk: KeysetChunk) => {
     for (const piece of pieces(chunk, false)) {
       if (res.destroyed) return;
-      if (!res.write(piece)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+      if (!res.write(piece)) await drained(res);
     }
   };
   // the first chunk (and the CSV's header) goes out at once, with the answer's head
@@ -303,6 +303,19 @@ function nextLimit(limit: number, lines: readonly string[]): number {
 function nextSpread(spread: number, chunk: KeysetChunk, limit: number): number {
   if (chunk.atFrontier && chunk.lines.length < limit / 2) return Math.min(spread * 4, MAX_SPREAD);
   return chunk.atFrontier ? spread : Math.max(spread / 2, FIRST_SPREAD);
+}
+
+/**
+ * Waits until the socket has taken what it held, or the answer closed. The other wait is taken
+ * off at once: an export waits once a piece, and a listener left behind each time would pile up.
+ */
+async function drained(res: Response): Promise<void> {
+  const settled = new AbortController();
+  try {
+    await Promise.race([once(res, 'drain', { signal: settled.signal }), once(res, 'close', { signal: settled.signal })]);
+  } finally {
+    settled.abort();
+  }
 }
 
 /**
