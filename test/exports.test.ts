@@ -2,7 +2,8 @@
 // each item exactly as the list renders it, read in keyset chunks; formula cells
 // neutralised; page/limit/after refused; Accept negotiated; at most 2 per credential.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { EXPORT_CHUNK_ROWS, EXPORT_FIRST_ROWS, exportFormat, neutralised } from '../src/resources/exports.ts';
+import { exportFormat, neutralised } from '../src/resources/export-writing.ts';
+import { EXPORT_CHUNK_ROWS, EXPORT_FIRST_ROWS } from '../src/resources/exports.ts';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 
 let app: TestApp;

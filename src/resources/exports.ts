@@ -8,9 +8,7 @@
 // one (the socket drained): at most one chunk waits in memory. A credential runs at
 // most 2 at once across the fleet (a lease in the database, rowgate_hidden.claim_export);
 // a server gives exports at most a quarter of its own pool, the resource that bound protects.
-import { once } from 'node:events';
 import type { Request, Response } from 'express';
-import { stringify } from 'csv-stringify/sync';
 import { z } from 'zod';
 import { ApiError, toApiError } from '../core/errors.ts';
 import { METADATA_KEY } from '../core/fields.ts';
@@ -19,6 +17,7 @@ import { type KeysetChunk, listRequest } from '../listing/list-page.ts';
 import type { Tx } from '../db/pool.ts';
 import type { HandlerServer } from '../http/handler-server.ts';
 import type { ApiRoute, Route } from '../http/route-declaration.ts';
+import { CSV, drained, endWithoutLastChunk, exportFormat, exportPieces, NDJSON } from './export-writing.ts';
 
 /** The resources exported, by the operation of the list each one is (SPEC §24). */
 export const EXPORTED = {
@@ -43,39 +42,10 @@ const MAX_SPREAD = 1_000_000;
 const EXPORT_MAX_ROWS = 50_000;
 /** A chunk ends at the item that passes this many bytes: what one chunk holds in memory, whatever its rows weigh. */
 export const EXPORT_CHUNK_BYTES = 4 * 1024 * 1024;
-/** Characters written at once: small enough to stay out of the heap's large objects, large enough for few writes. */
-const PIECE = 32 * 1024;
 /** Exports one credential runs at once, across every server. */
 export const EXPORTS_PER_CREDENTIAL = 2;
 /** How long an export's slot outlives its last chunk, should its server die. */
 const LEASE_SECONDS = 60;
-
-const NDJSON = 'application/x-ndjson';
-const CSV = 'text/csv';
-
-/** The media type answered for an `Accept` header: CSV unless NDJSON is named first; null: 406. */
-export function exportFormat(accept: string | undefined): typeof CSV | typeof NDJSON | null {
-  if (!accept?.trim()) return CSV;
-  for (const range of accept.split(',')) {
-    const [type = '', ...parameters] = range.split(';').map((part) => part.trim().toLowerCase());
-    if (parameters.some((p) => /^q=0(\.0*)?$/.test(p))) continue;
-    if (type === NDJSON) return NDJSON;
-    if (type === CSV || type === '*/*') return CSV;
-  }
-  return null;
-}
-
-/** A cell a spreadsheet would read as a formula (=, +, -, @, tab, carriage return) gets a leading '. */
-export function neutralised(cell: string): string {
-  return /^[=+\-@\t\r]/.test(cell) ? `'${cell}` : cell;
-}
-
-/** An item's value as its CSV cell: nested objects as JSON, null empty. */
-function cellOf(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  if (typeof value === 'object') return neutralised(JSON.stringify(value));
-  return neutralised(String(value));
-}
 
 /** The fields of a list's items, in the read schema's order: the CSV's header row. */
 function itemFields(list: ApiRoute): string[] {
@@ -188,54 +158,18 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
   res.status(200);
   res.setHeader('Content-Type', format === CSV ? 'text/csv; charset=utf-8' : `${NDJSON}; charset=utf-8`);
   res.setHeader('Content-Disposition', `attachment; filename="${list.operationId.split(':')[0]}.${format === CSV ? 'csv' : 'ndjson'}"`);
-  /** A chunk's text (the CSV's header first, with the first chunk) in pieces of about PIECE characters. */
-  function* pieces(chunk: KeysetChunk, header: boolean): Generator<string> {
-    if (format === NDJSON) {
-      // each piece joined once from the lines as PostgreSQL wrote them: no copy of a line, no string built up
-      let lines: string[] = [];
-      let characters = 0;
-      for (const line of chunk.lines) {
-        lines.push(line);
-        characters += line.length + 1;
-        if (characters >= PIECE) {
-          lines.push('');
-          yield lines.join('\n');
-          lines = [];
-          characters = 0;
-        }
-      }
-      if (lines.length) {
-        lines.push('');
-        yield lines.join('\n');
-      }
-      return;
-    }
-    let rows: string[][] = header ? [fields] : [];
-    let characters = 0;
-    for (const line of chunk.lines) {
-      const item = JSON.parse(line) as Record<string, unknown>;
-      rows.push(fields.map((field) => cellOf(item[field])));
-      characters += line.length;
-      if (characters >= PIECE) {
-        yield stringify(rows);
-        rows = [];
-        characters = 0;
-      }
-    }
-    if (rows.length) yield stringify(rows);
-  }
   /**
    * Writes a chunk a piece at a time, each once the client has taken what the socket held (so
    * that no more than a piece waits in the server's memory beside the chunk itself).
    */
   const write = async (chunk: KeysetChunk) => {
-    for (const piece of pieces(chunk, false)) {
+    for (const piece of exportPieces(format, fields, chunk, false)) {
       if (res.destroyed) return;
       if (!res.write(piece)) await drained(res);
     }
   };
   // the first chunk (and the CSV's header) goes out at once, with the answer's head
-  for (const piece of pieces(first, true)) res.write(piece);
+  for (const piece of exportPieces(format, fields, first, true)) res.write(piece);
   // the rest after this transaction commits, each chunk in its own
   const chunk = (after: string, limit: number, spread: number, inOrder: boolean | undefined) => {
     // the lease's renewal and the chunk's statement leave together (one round trip)
@@ -303,26 +237,4 @@ function nextLimit(limit: number, lines: readonly string[]): number {
 function nextSpread(spread: number, chunk: KeysetChunk, limit: number): number {
   if (chunk.atFrontier && chunk.lines.length < limit / 2) return Math.min(spread * 4, MAX_SPREAD);
   return chunk.atFrontier ? spread : Math.max(spread / 2, FIRST_SPREAD);
-}
-
-/**
- * Waits until the socket has taken what it held, or the answer closed. The other wait is taken
- * off at once: an export waits once a piece, and a listener left behind each time would pile up.
- */
-async function drained(res: Response): Promise<void> {
-  const settled = new AbortController();
-  try {
-    await Promise.race([once(res, 'drain', { signal: settled.signal }), once(res, 'close', { signal: settled.signal })]);
-  } finally {
-    settled.abort();
-  }
-}
-
-/**
- * Ends a chunked answer short: the socket sends what was written and closes, so the
- * answer's terminating zero-length chunk never goes out and the client sees a cut answer.
- */
-function endWithoutLastChunk(res: Response) {
-  if (res.socket) res.socket.end();
-  else res.destroy();
 }
