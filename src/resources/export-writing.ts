@@ -1,7 +1,6 @@
 // How an export's answer is written (SPEC §24): the media type an `Accept` header asks for,
 // a chunk's text in pieces (NDJSON lines as PostgreSQL wrote them; CSV cells neutralised
 // against formulas, by a CSV library), and the waits and the cut end on its socket.
-import { once } from 'node:events';
 import type { Response } from 'express';
 import { stringify } from 'csv-stringify/sync';
 import type { KeysetChunk } from '../listing/list-page.ts';
@@ -76,16 +75,20 @@ export function* exportPieces(format: ExportFormat, fields: readonly string[], c
 }
 
 /**
- * Waits until the socket has taken what it held, or the answer closed. The other wait is taken
- * off at once: an export waits once a piece, and a listener left behind each time would pile up.
+ * Waits until the socket has taken what it held, or the answer closed. Both listeners are
+ * taken off at once: an export waits once a piece, and listeners left behind would pile up.
  */
-export async function drained(res: Response): Promise<void> {
-  const settled = new AbortController();
-  try {
-    await Promise.race([once(res, 'drain', { signal: settled.signal }), once(res, 'close', { signal: settled.signal })]);
-  } finally {
-    settled.abort();
-  }
+export function drained(res: Response): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+    if (res.destroyed) done();
+  });
 }
 
 /**
