@@ -921,15 +921,20 @@ async function benchExport(ctx: ScaleContext, server: ChildProcess) {
     log(`  ${scale}/${name}: ${rows} rows, ${Math.round(rates[name]!.at(-1)!)} rows/s`);
   };
   try {
-    for (let round = 0; round < REPEATS; round++) {
-      const pair = [
-        ['rest_export_orders_rows', exportRows(sessions.big)],
-        ['sql_copy_orders_rows', copyRows(sessions.big)],
-      ] as const;
-      for (const [name, run] of round % 2 ? [...pair].reverse() : pair) await measure(name, run);
-    }
-    await measure('rest_export_all_orders_rows', exportRows(everyOrganization));
-    await measure('sql_copy_all_orders_rows', copyRows(everyOrganization));
+    // each pair in turns, each round in the other order: the median of each side over the same minutes
+    const inTurns = async (pair: readonly (readonly [string, () => Promise<number>])[]) => {
+      for (let round = 0; round < REPEATS; round++) {
+        for (const [name, run] of round % 2 ? [...pair].reverse() : pair) await measure(name, run);
+      }
+    };
+    await inTurns([
+      ['rest_export_orders_rows', exportRows(sessions.big)],
+      ['sql_copy_orders_rows', copyRows(sessions.big)],
+    ]);
+    await inTurns([
+      ['rest_export_all_orders_rows', exportRows(everyOrganization)],
+      ['sql_copy_all_orders_rows', copyRows(everyOrganization)],
+    ]);
   } finally {
     clearInterval(sampler);
   }
