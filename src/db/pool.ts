@@ -172,18 +172,21 @@ export class Tx {
     this.afterCommitted.push(task);
   }
 
-  private query<T extends object>(text: string, values: unknown[]) {
+  private query<T extends object>(text: string, values: unknown[], types?: pg.CustomTypesConfig) {
     if (this.committed || this.ended) throw new Error('a statement after the last statement of its transaction');
-    if (this.commitWithNext) return this.sendWithCommit<T>(text, values);
-    return this.send<T>(text, values);
+    if (this.commitWithNext) return this.sendWithCommit<T>(text, values, types);
+    return this.send<T>(text, values, types);
   }
 
-  private send<T extends object>(text: string, values: unknown[]) {
-    return this.client.query<T>(this.named ? { name: statementName(text), text, values } : { text, values });
+  private send<T extends object>(text: string, values: unknown[], types?: pg.CustomTypesConfig) {
+    const config: pg.QueryConfig = this.named ? { name: statementName(text), text, values } : { text, values };
+    if (types) config.types = types;
+    return this.client.query<T>(config);
   }
 
-  async rows<T extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T[]> {
-    return (await this.query<T>(text, values)).rows;
+  /** The statement's rows; `types` parses its columns instead of the process's parsers. */
+  async rows<T extends object = Record<string, unknown>>(text: string, values: unknown[] = [], types?: pg.CustomTypesConfig): Promise<T[]> {
+    return (await this.query<T>(text, values, types)).rows;
   }
 
   /** the number of rows a statement touched */
@@ -205,8 +208,8 @@ export class Tx {
     if (this.read) this.commitWithNext = true;
   }
 
-  private sendWithCommit<T extends object>(text: string, values: unknown[]): Promise<pg.QueryResult<T>> {
-    const answer = this.send<T>(text, values);
+  private sendWithCommit<T extends object>(text: string, values: unknown[], types?: pg.CustomTypesConfig): Promise<pg.QueryResult<T>> {
+    const answer = this.send<T>(text, values, types);
     this.commitWithNext = false;
     this.committed = this.commit();
     this.committed.catch(() => {}); // settled by inTransaction

@@ -1,4 +1,5 @@
 // The answer of a list: REST sends its items as PostgreSQL wrote them.
+import { ChunkText } from './chunk-text.ts';
 /**
  * A page of a list as PostgreSQL wrote it: the items already JSON (`json_agg` of
  * the page's rows, so the server neither parses 50 rows nor serialises them
@@ -61,32 +62,44 @@ export class KeysetPage {
 
 /**
  * A keyset page read as an export's chunk (`KeysetLines`): its items as
- * PostgreSQL wrote them, one string each, and the cursor that continues after
- * them (null on the chunk holding the last item). Many small strings rather
- * than one large one: they live and die young in the server's heap.
+ * PostgreSQL wrote them, each followed by a newline, in one buffer (`ChunkText`,
+ * outside the heap), and the cursor that continues after them (null on the
+ * chunk holding the last item).
  */
 export class KeysetChunk {
-  readonly lines: string[];
+  /** the items' lines, each ending in a newline: NDJSON as it is sent */
+  readonly text: Buffer;
+  /** where each item's line starts in `text`, in the list's order */
+  readonly starts: readonly number[];
   readonly nextCursor: string | null;
   /** the chunk ended at its frontier (`KeysetLines.spread`), not at its rows or bytes */
   readonly atFrontier: boolean;
   /** how the chunk was read, once decided (`KeysetLines.inOrder`): the export's next chunk reads the same way */
   readonly inOrder: boolean | undefined;
-  constructor(lines: string[], nextCursor: string | null, atFrontier = false, inOrder?: boolean) {
-    this.lines = lines;
+  constructor(text: Buffer, starts: readonly number[], nextCursor: string | null, atFrontier = false, inOrder?: boolean) {
+    this.text = text;
+    this.starts = starts;
     this.nextCursor = nextCursor;
     this.atFrontier = atFrontier;
     this.inOrder = inOrder;
   }
 
-  /** the same chunk with each item written anew (events' data in the request's version) */
+  /** how many items the chunk holds */
+  get count(): number {
+    return this.starts.length;
+  }
+
+  /** the i-th item's line, without its newline */
+  line(i: number): string {
+    const end = i + 1 < this.starts.length ? this.starts[i + 1]! : this.text.length;
+    return this.text.toString('utf8', this.starts[i], end - 1);
+  }
+
+  /** the same chunk with each item written anew (events' data in the request's version), in a buffer of its own */
   mapItems<T>(render: (item: T) => T): KeysetChunk {
-    return new KeysetChunk(
-      this.lines.map((line) => JSON.stringify(render(JSON.parse(line) as T))),
-      this.nextCursor,
-      this.atFrontier,
-      this.inOrder,
-    );
+    const text = new ChunkText();
+    const starts = this.starts.map((_, i) => text.append(JSON.stringify(render(JSON.parse(this.line(i)) as T))));
+    return new KeysetChunk(text.bytes(), starts, this.nextCursor, this.atFrontier, this.inOrder);
   }
 }
 
@@ -128,4 +141,6 @@ export interface KeysetLines {
    * (an export's first chunk after its first page); then what the chunk before decided.
    */
   inOrder?: boolean;
+  /** where the chunk's lines are written (an export reuses its buffers); a buffer of its own when absent */
+  text?: ChunkText;
 }

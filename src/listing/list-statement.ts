@@ -4,7 +4,9 @@
 // and `runList`, which answers the one its request's version asks for. The
 // filters are src/listing/list-filters.ts; what a list accepts and how its
 // answer is documented is src/listing/lists.ts.
+import pg from 'pg';
 import type { Tx } from '../db/pool.ts';
+import { ChunkText } from './chunk-text.ts';
 import { KeysetChunk, KeysetPage, ListPage, type ListRequest, listRequest } from './list-page.ts';
 import { listFingerprint, openCursor, signCursor } from './list-cursor.ts';
 import { type ListSpec, type ListStatement, orderKeys, parseSorting, type SortKey, Where } from './list-filters.ts';
@@ -115,20 +117,35 @@ export async function readPage(tx: Tx, spec: ListSpec, read: KeysetRead, where: 
   const inOrder = decision ? (await tx.one<{ in_order: boolean }>(decision.text, decision.values))!.in_order : read.lines?.inOrder;
   const statement = keysetStatement(spec, decision ? { ...read, lines: { ...read.lines!, inOrder } } : read, where, after);
   if (read.lines) {
-    // the lines kept, then, when more follow, a row without a line; the last line kept carries the cursor's key
-    const rows = await tx.rows<{ n: number; line: string | null; key: (string | null)[] | null }>(statement.text, statement.values);
-    if (rows.some((row, i) => row.n !== i + 1)) rows.sort((a, b) => a.n - b.n);
-    const lines: string[] = [];
-    let key: (string | null)[] | null = null;
-    for (const row of rows) {
-      if (row.line !== null) lines.push(row.line);
-      if (row.key !== null) key = row.key;
+    // the lines kept, then, when more follow, a row without a line; the last line kept carries the cursor's key.
+    // Each line goes into the chunk's buffer as it is parsed; its row holds where it starts.
+    const text = read.lines.text?.reset() ?? new ChunkText();
+    const rows = await tx.rows<{ n: number; line: number | null; key: (string | null)[] | null }>(
+      statement.text,
+      statement.values,
+      text.parsers(pg.types.builtins.TEXT, pg.types),
+    );
+    let bytes = text.bytes();
+    const lines = rows.filter((row) => row.line !== null);
+    if (lines.some((row, i) => i > 0 && row.n < lines[i - 1]!.n)) {
+      // rows out of the page's order: the lines are laid out again in it
+      const parsed = lines.map((row, i) => ({
+        n: row.n,
+        line: bytes.toString('utf8', row.line!, (lines[i + 1]?.line ?? bytes.length) - 1),
+      }));
+      const laid = new ChunkText();
+      for (const [i, row] of parsed.sort((a, b) => a.n - b.n).entries()) lines[i] = { n: row.n, line: laid.append(row.line), key: null };
+      bytes = laid.bytes();
+      rows.sort((a, b) => a.n - b.n);
     }
+    let key: (string | null)[] | null = null;
+    for (const row of rows) if (row.key !== null) key = row.key;
     const last = rows[rows.length - 1];
     const followed = last !== undefined && last.line === null;
     // the row after a chunk ended at its frontier (`KeysetLines.spread`) is numbered past a full chunk's
     const atFrontier = last !== undefined && Number(last.n) === read.limit + 2;
-    return new KeysetChunk(lines, followed && key ? signCursor(read.secret, fingerprint, key) : null, atFrontier, inOrder);
+    const starts = lines.map((row) => row.line!);
+    return new KeysetChunk(bytes, starts, followed && key ? signCursor(read.secret, fingerprint, key) : null, atFrontier, inOrder);
   }
   const row = await tx.one<{ items: string; next_key: (string | null)[] | null; total_count?: string | number }>(
     statement.text,

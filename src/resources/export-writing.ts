@@ -1,6 +1,7 @@
 // How an export's answer is written (SPEC §24): the media type an `Accept` header asks for,
 // a chunk's text in pieces (NDJSON lines as PostgreSQL wrote them; CSV cells neutralised
 // against formulas, by a CSV library), and the waits and the cut end on its socket.
+import type { ServerResponse } from 'node:http';
 import type { Response } from 'express';
 import { stringify } from 'csv-stringify/sync';
 import type { KeysetChunk } from '../listing/list-page.ts';
@@ -34,34 +35,28 @@ function cellOf(value: unknown): string {
   return neutralised(String(value));
 }
 
-/** Characters written at once: small enough to stay out of the heap's large objects, large enough for few writes. */
-const PIECE = 32 * 1024;
+/** Bytes (NDJSON) or characters (CSV) written at once: a few of the socket's own writes, few enough calls. */
+const PIECE = 64 * 1024;
 
-/** A chunk's text (the CSV's header first, with the first chunk) in pieces of about PIECE characters. */
-export function* exportPieces(format: ExportFormat, fields: readonly string[], chunk: KeysetChunk, header: boolean): Generator<string> {
+/**
+ * A chunk's text (the CSV's header first, with the first chunk) in pieces of about PIECE:
+ * NDJSON as views of the chunk's own bytes (`KeysetChunk.text`), CSV written from its items.
+ */
+export function* exportPieces(
+  format: ExportFormat,
+  fields: readonly string[],
+  chunk: KeysetChunk,
+  header: boolean,
+): Generator<string | Buffer> {
   if (format === NDJSON) {
-    // each piece joined once from the lines as PostgreSQL wrote them: no copy of a line, no string built up
-    let lines: string[] = [];
-    let characters = 0;
-    for (const line of chunk.lines) {
-      lines.push(line);
-      characters += line.length + 1;
-      if (characters >= PIECE) {
-        lines.push('');
-        yield lines.join('\n');
-        lines = [];
-        characters = 0;
-      }
-    }
-    if (lines.length) {
-      lines.push('');
-      yield lines.join('\n');
-    }
+    // a piece may end inside a line: the client reads a stream of bytes
+    for (let at = 0; at < chunk.text.length; at += PIECE) yield chunk.text.subarray(at, Math.min(at + PIECE, chunk.text.length));
     return;
   }
   let rows: string[][] = header ? [[...fields]] : [];
   let characters = 0;
-  for (const line of chunk.lines) {
+  for (let i = 0; i < chunk.count; i++) {
+    const line = chunk.line(i);
     const item = JSON.parse(line) as Record<string, unknown>;
     rows.push(fields.map((field) => cellOf(item[field])));
     characters += line.length;
@@ -75,10 +70,26 @@ export function* exportPieces(format: ExportFormat, fields: readonly string[], c
 }
 
 /**
+ * Writes the last piece of a chunk and waits until the socket has taken it (and so every piece
+ * before it), or the answer closed: the buffer the pieces are views of may then be written again.
+ */
+export function written(res: ServerResponse, piece: string | Buffer): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('close', done);
+      resolve();
+    };
+    res.on('close', done);
+    res.write(piece, done);
+    if (res.destroyed) done();
+  });
+}
+
+/**
  * Waits until the socket has taken what it held, or the answer closed. Both listeners are
  * taken off at once: an export waits once a piece, and listeners left behind would pile up.
  */
-export function drained(res: Response): Promise<void> {
+export function drained(res: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       res.off('drain', done);

@@ -3,9 +3,11 @@
 // sorting and items, read by the list's own handler in keyset chunks (SPEC §23), each
 // chunk in a short transaction of its own, authenticated again; between chunks the
 // export holds no connection and no snapshot. PostgreSQL writes each chunk's items as
-// NDJSON lines, which an NDJSON export sends as they are. The next chunk is read while
-// the client takes the last one, and none after it until the client has taken that
-// one (the socket drained): at most one chunk waits in memory. A credential runs at
+// NDJSON lines, copied as they arrive into one of the export's two buffers
+// (src/listing/chunk-text.ts), which an NDJSON export sends as they are. The next chunk
+// is read into one buffer while the client takes the last one from the other, and none
+// after it until the client has taken that one (the socket drained): at most one chunk
+// waits in memory. A credential runs at
 // most 2 at once across the fleet (a lease in the database, rowgate_hidden.claim_export);
 // a server gives exports at most a quarter of its own pool, the resource that bound protects.
 import type { Request, Response } from 'express';
@@ -13,11 +15,12 @@ import { z } from 'zod';
 import { ApiError, toApiError } from '../core/errors.ts';
 import { METADATA_KEY } from '../core/fields.ts';
 import { keysetVariants } from '../core/versions.ts';
+import { ChunkText } from '../listing/chunk-text.ts';
 import { type KeysetChunk, listRequest } from '../listing/list-page.ts';
 import type { Tx } from '../db/pool.ts';
 import type { HandlerServer } from '../http/handler-server.ts';
 import type { ApiRoute, Route } from '../http/route-declaration.ts';
-import { CSV, drained, endWithoutLastChunk, exportFormat, exportPieces, NDJSON } from './export-writing.ts';
+import { CSV, drained, endWithoutLastChunk, exportFormat, exportPieces, NDJSON, written } from './export-writing.ts';
 
 /** The resources exported, by the operation of the list each one is (SPEC §24). */
 export const EXPORTED = {
@@ -44,6 +47,8 @@ const EXPORT_MAX_ROWS = 50_000;
 export const EXPORT_CHUNK_BYTES = 4 * 1024 * 1024;
 /** Exports one credential runs at once, across every server. */
 export const EXPORTS_PER_CREDENTIAL = 2;
+/** What a later chunk's buffer holds beyond the chunk's bytes: the line that passes them. */
+const LINE_BYTES = 256 * 1024;
 /** How long an export's slot outlives its last chunk, should its server die. */
 const LEASE_SECONDS = 60;
 
@@ -139,10 +144,20 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
     running.set(pool, (running.get(pool) ?? 1) - 1);
     await context.server.inNewTransaction((tx) => tx.one('select rowgate_hidden.end_export($1)', [lease!.id])).catch(() => {});
   };
+  // Later chunks' two buffers, taken in turns, made when first needed: a chunk is read into one while the
+  // one before is written from the other, and into a buffer only once every byte written from it has gone
+  // to the socket. The first chunk, small, has a small buffer of its own.
+  const buffers: ChunkText[] = [];
+  let reads = 0;
   const read = (tx: Tx, after: string | undefined, limit: number, spread: number, inOrder?: boolean) => {
     const query = { ...context.query, limit, ...(after ? { after } : {}) } as Record<string | symbol, unknown>;
     // the first chunk, small, looks its rows up as a page does; later ones carry the rows they scan
-    const lines = { bytes: EXPORT_CHUNK_BYTES, carry: after !== undefined, spread, inOrder };
+    let text: ChunkText | undefined;
+    if (after !== undefined) {
+      text = buffers[reads % 2] ??= new ChunkText(EXPORT_CHUNK_BYTES + LINE_BYTES);
+      reads++;
+    }
+    const lines = { bytes: EXPORT_CHUNK_BYTES, carry: after !== undefined, spread, inOrder, text };
     query[listRequest] = { secret: context.secret, countExact: false, lines };
     // the version is named: a spread copies the context's own fields, not its getters
     return list.handler({ ...context, version: context.version, tx, query } as never) as Promise<KeysetChunk>;
@@ -163,10 +178,13 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
    * that no more than a piece waits in the server's memory beside the chunk itself).
    */
   const write = async (chunk: KeysetChunk) => {
+    let last: string | Buffer | undefined;
     for (const piece of exportPieces(format, fields, chunk, false)) {
       if (res.destroyed) return;
-      if (!res.write(piece)) await drained(res);
+      if (last !== undefined && !res.write(last)) await drained(res);
+      last = piece;
     }
+    if (last !== undefined && !res.destroyed) await written(res, last);
   };
   // the first chunk (and the CSV's header) goes out at once, with the answer's head
   for (const piece of exportPieces(format, fields, first, true)) res.write(piece);
@@ -193,7 +211,7 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
         if (res.destroyed) return;
         // the next chunk is read while the client takes this one
         spread = nextSpread(spread, page, limit);
-        limit = nextLimit(limit, page.lines);
+        limit = nextLimit(limit, page);
         next = page.nextCursor === null ? null : chunk(page.nextCursor, limit, spread, page.inOrder);
         await write(page);
         if (res.destroyed) return;
@@ -218,14 +236,12 @@ async function streamExport(list: ApiRoute, fields: string[], context: ExportCon
 }
 
 /**
- * The rows the chunk after `lines` reads: twice the last chunk's limit, at most what
- * fills a chunk's bytes at the last chunk's characters a line (so few rows are read
+ * The rows the chunk after `chunk` reads: twice the last chunk's limit, at most what
+ * fills a chunk's bytes at the last chunk's bytes a line (so few rows are read
  * past the bytes only to be dropped), and within EXPORT_MAX_ROWS.
  */
-function nextLimit(limit: number, lines: readonly string[]): number {
-  let characters = 0;
-  for (const line of lines) characters += line.length + 1;
-  const fits = lines.length ? Math.ceil(EXPORT_CHUNK_BYTES / (characters / lines.length)) + 1 : EXPORT_MAX_ROWS;
+function nextLimit(limit: number, chunk: KeysetChunk): number {
+  const fits = chunk.count ? Math.ceil(EXPORT_CHUNK_BYTES / (chunk.text.length / chunk.count)) + 1 : EXPORT_MAX_ROWS;
   return Math.max(1, Math.min(2 * limit, fits, EXPORT_MAX_ROWS));
 }
 
@@ -235,6 +251,6 @@ function nextLimit(limit: number, lines: readonly string[]): number {
  * bunched in few organizations), half as wide, down to the first, when it filled up.
  */
 function nextSpread(spread: number, chunk: KeysetChunk, limit: number): number {
-  if (chunk.atFrontier && chunk.lines.length < limit / 2) return Math.min(spread * 4, MAX_SPREAD);
+  if (chunk.atFrontier && chunk.count < limit / 2) return Math.min(spread * 4, MAX_SPREAD);
   return chunk.atFrontier ? spread : Math.max(spread / 2, FIRST_SPREAD);
 }
