@@ -401,6 +401,7 @@ async function main() {
   const main = scales[scales.length - 1]!.name;
   const ratios: Record<string, number | null> = {
     rest_vs_sql: ratio(find(`${main}/rest_orders_small_user`), find(`${main}/sql_api_orders_small_user`)),
+    rest_vs_sql_paired: paired(find(`${main}/rest_orders_small_user`), find(`${main}/sql_api_orders_small_user`)),
     rest_vs_sql_big_user: ratio(find(`${main}/rest_orders_big_user`), find(`${main}/sql_api_orders_big_user`)),
     sql_vs_naive: ratio(find(`${main}/sql_api_orders_big_user`), find(`${main}/sql_naive_orders_big_user`)),
     sql_vs_naive_small_user: ratio(find(`${main}/sql_api_orders_small_user`), find(`${main}/sql_naive_orders_small_user`)),
@@ -750,7 +751,12 @@ async function benchReads(ctx: ScaleContext, server: ChildProcess, p50ByScale: R
     const list = toPgbench(page.text, page.values);
     const auth = authenticateForPgbench();
     const variables = { kind: 'web_session', hash, ...list.variables };
-    await pgbench(`${scale}/sql_api_orders_${who}_user`, authenticatorUrl, `begin;\n${auth};\n${list.text};\ncommit;\n`, variables);
+    const sqlApiRunner = pgbenchRunner(
+      `${scale}/sql_api_orders_${who}_user`,
+      authenticatorUrl,
+      `begin;\n${auth};\n${list.text};\ncommit;\n`,
+      variables,
+    );
     await pgbench(
       `${scale}/sql_naive_orders_${who}_user`,
       authenticatorUrl,
@@ -764,7 +770,8 @@ async function benchReads(ctx: ScaleContext, server: ChildProcess, p50ByScale: R
       url: `${base}/v1/orders/?limit=50`,
       headers: { cookie: `rowgate_session=${sessions[who]}` },
     });
-    // the small user's REST and GraphQL pages in turns: graphql_vs_rest compares the same minutes of this shared machine
+    // the REST page, its database ceiling and (the small user's) GraphQL page in turns: rest_vs_sql and
+    // graphql_vs_rest compare the same minutes of this shared machine
     const graphqlRunner =
       who === 'small' && graphql
         ? wrkRunner(`${scale}/graphql_orders_small_user`, {
@@ -774,7 +781,11 @@ async function benchReads(ctx: ScaleContext, server: ChildProcess, p50ByScale: R
             body: graphqlQuery,
           })
         : null;
-    const [rest] = await interleaved([{ runner: restRunner }, ...(graphqlRunner ? [{ runner: graphqlRunner }] : [])]);
+    const [, rest] = await interleaved([
+      { runner: sqlApiRunner },
+      { runner: restRunner },
+      ...(graphqlRunner ? [{ runner: graphqlRunner }] : []),
+    ]);
     if (who === 'small') p50ByScale[scale] = rest!.p50_ms!;
   }
   // GET /v1/users/me's own transaction: what the database alone does per request
