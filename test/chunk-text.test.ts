@@ -21,9 +21,26 @@ describe('ChunkText', () => {
     expect(text.bytes().toString('utf8')).toBe('😀\n');
   });
 
-  test('its parsers append the text column and leave the others to the given parsers', () => {
+  test('lines written out of their places in the page are laid out again in them', () => {
+    const text = new ChunkText(8);
+    const written = [
+      { n: 3, text: 'drei 😀' },
+      { n: 1, text: 'één' },
+      { n: 2, text: 'two' },
+    ];
+    const lines = written.map((line) => ({ n: line.n, start: text.append(line.text) }));
+    const { bytes, starts } = text.inPlaces(lines);
+    expect(bytes.toString('utf8')).toBe('één\ntwo\ndrei 😀\n');
+    expect(starts.map((start, i) => bytes.toString('utf8', start, (starts[i + 1] ?? bytes.length) - 1))).toEqual(['één', 'two', 'drei 😀']);
+    // in their places already: the buffer as it is
+    const inPlace = new ChunkText();
+    const kept = ['a', 'bé'].map((line, i) => ({ n: i + 1, start: inPlace.append(line) }));
+    expect(inPlace.inPlaces(kept)).toEqual({ bytes: inPlace.bytes(), starts: [0, 2] });
+  });
+
+  test("its parsers append the text column and leave the others to the process's parsers", () => {
     const text = new ChunkText();
-    const parsers = text.parsers(pg.types.builtins.TEXT, pg.types);
+    const parsers = text.parsers();
     expect(parsers.getTypeParser(pg.types.builtins.TEXT, 'text')('é')).toBe(0);
     expect(parsers.getTypeParser(pg.types.builtins.TEXT, 'text')('x')).toBe(3);
     expect(parsers.getTypeParser(pg.types.builtins.INT4, 'text')('42')).toBe(42);

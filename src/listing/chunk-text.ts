@@ -4,7 +4,7 @@
 // (a type parser for the statement's text column) and its string is dropped at
 // once, so no chunk lives in the heap as thousands of strings that outlast the
 // young generation and are copied into the old one.
-import type pg from 'pg';
+import pg from 'pg';
 
 /** Bytes a buffer starts with, unless told: a small chunk fits. */
 const INITIAL_BYTES = 64 * 1024;
@@ -42,14 +42,32 @@ export class ChunkText {
 
   /**
    * Type parsers for a statement whose one text column is the chunk's line: each line
-   * is appended as it is parsed and the row holds where it starts.
+   * is appended as it is parsed and the row holds where it starts; other columns as
+   * the process parses them.
    */
-  parsers(textOid: number, types: pg.CustomTypesConfig): pg.CustomTypesConfig {
+  parsers(): pg.CustomTypesConfig {
     const appendLine = (line: string) => this.append(line);
     return {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-        oid === textOid ? appendLine : types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+        oid === pg.types.builtins.TEXT ? appendLine : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
     };
+  }
+
+  /**
+   * The lines written, in their places in the page (`n`): `lines` as they were written, each with
+   * where it starts. Written in their places (the statement numbers its rows in the order it sends
+   * them), they are the buffer as it is; otherwise they are laid out again in a buffer of their own.
+   */
+  inPlaces(lines: readonly { n: number; start: number }[]): { bytes: Buffer; starts: number[] } {
+    const bytes = this.bytes();
+    if (lines.every((line, i) => i === 0 || line.n > lines[i - 1]!.n)) return { bytes, starts: lines.map((line) => line.start) };
+    const text = (i: number) => bytes.toString('utf8', lines[i]!.start, (lines[i + 1]?.start ?? bytes.length) - 1);
+    const laid = new ChunkText(Math.max(bytes.length, 1));
+    const starts = lines
+      .map((line, i) => ({ n: line.n, text: text(i) }))
+      .sort((a, b) => a.n - b.n)
+      .map((line) => laid.append(line.text));
+    return { bytes: laid.bytes(), starts };
   }
 
   private grow(needed: number) {

@@ -4,7 +4,6 @@
 // and `runList`, which answers the one its request's version asks for. The
 // filters are src/listing/list-filters.ts; what a list accepts and how its
 // answer is documented is src/listing/lists.ts.
-import pg from 'pg';
 import type { Tx } from '../db/pool.ts';
 import { ChunkText } from './chunk-text.ts';
 import { KeysetChunk, KeysetPage, ListPage, type ListRequest, listRequest } from './list-page.ts';
@@ -123,28 +122,18 @@ export async function readPage(tx: Tx, spec: ListSpec, read: KeysetRead, where: 
     const rows = await tx.rows<{ n: number; line: number | null; key: (string | null)[] | null }>(
       statement.text,
       statement.values,
-      text.parsers(pg.types.builtins.TEXT, pg.types),
+      text.parsers(),
     );
-    let bytes = text.bytes();
-    const lines = rows.filter((row) => row.line !== null);
-    if (lines.some((row, i) => i > 0 && row.n < lines[i - 1]!.n)) {
-      // rows out of the page's order: the lines are laid out again in it
-      const parsed = lines.map((row, i) => ({
-        n: row.n,
-        line: bytes.toString('utf8', row.line!, (lines[i + 1]?.line ?? bytes.length) - 1),
-      }));
-      const laid = new ChunkText();
-      for (const [i, row] of parsed.sort((a, b) => a.n - b.n).entries()) lines[i] = { n: row.n, line: laid.append(row.line), key: null };
-      bytes = laid.bytes();
-      rows.sort((a, b) => a.n - b.n);
-    }
-    let key: (string | null)[] | null = null;
-    for (const row of rows) if (row.key !== null) key = row.key;
-    const last = rows[rows.length - 1];
+    const { bytes, starts } = text.inPlaces(rows.flatMap((row) => (row.line === null ? [] : [{ n: row.n, start: row.line }])));
+    // the cursor's key is the last one in the page's order (a frontier's row comes after the last line's);
+    // the last row says whether more follow
+    const lastOf = (some: typeof rows) =>
+      some.reduce<(typeof rows)[number] | undefined>((latest, row) => (latest && latest.n > row.n ? latest : row), undefined);
+    const key = lastOf(rows.filter((row) => row.key !== null))?.key ?? null;
+    const last = lastOf(rows);
     const followed = last !== undefined && last.line === null;
     // the row after a chunk ended at its frontier (`KeysetLines.spread`) is numbered past a full chunk's
     const atFrontier = last !== undefined && Number(last.n) === read.limit + 2;
-    const starts = lines.map((row) => row.line!);
     return new KeysetChunk(bytes, starts, followed && key ? signCursor(read.secret, fingerprint, key) : null, atFrontier, inOrder);
   }
   const row = await tx.one<{ items: string; next_key: (string | null)[] | null; total_count?: string | number }>(

@@ -70,37 +70,32 @@ export function* exportPieces(
 }
 
 /**
- * Writes the last piece of a chunk and waits until the socket has taken it (and so every piece
- * before it), or the answer closed: the buffer the pieces are views of may then be written again.
+ * Resolves on the first of `event` and the answer's close (at once if it is closed), with every
+ * listener taken off then: an export waits once a piece, and listeners left behind would pile up.
+ * `start` runs once the listeners are on, and may settle the wait itself.
  */
-export function written(res: ServerResponse, piece: string | Buffer): Promise<void> {
+function settledOn(res: ServerResponse, event: 'drain' | undefined, start?: (done: () => void) => void): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
+      if (event) res.off(event, done);
       res.off('close', done);
       resolve();
     };
+    if (event) res.on(event, done);
     res.on('close', done);
-    res.write(piece, done);
+    start?.(done);
     if (res.destroyed) done();
   });
 }
 
 /**
- * Waits until the socket has taken what it held, or the answer closed. Both listeners are
- * taken off at once: an export waits once a piece, and listeners left behind would pile up.
+ * Writes the last piece of a chunk and waits until the socket has taken it (and so every piece
+ * before it), or the answer closed: the buffer the pieces are views of may then be written again.
  */
-export function drained(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-    if (res.destroyed) done();
-  });
-}
+export const written = (res: ServerResponse, piece: string | Buffer) => settledOn(res, undefined, (done) => res.write(piece, done));
+
+/** Waits until the socket has taken what it held, or the answer closed. */
+export const drained = (res: ServerResponse) => settledOn(res, 'drain');
 
 /**
  * Ends a chunked answer short: the socket sends what was written and closes, so the
