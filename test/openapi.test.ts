@@ -4,7 +4,7 @@ import http from 'node:http';
 import { authorizationSentence } from '../src/auth/authorize.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { z } from 'zod';
-import { type ApiRoute, effectOf } from '../src/http/route-declaration.ts';
+import type { ApiRoute } from '../src/http/route-declaration.ts';
 import { apiRoutes } from '../src/server/route-table.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 
@@ -404,9 +404,7 @@ describe('GET /v1/openapi.json', () => {
       if (route.status === 204) expect(responses['204'].content).toBeUndefined();
       // a write's answer names them (so the rule above has something to read); a read's, a POST's too, does not
       if (route.path.startsWith('/v1/') && route.access)
-        expect(Object.keys(responses[String(route.status)].headers ?? {}).includes('Rowgate-Consistency')).toBe(
-          effectOf(route) === 'writes',
-        );
+        expect(Object.keys(responses[String(route.status)].headers ?? {}).includes('Rowgate-Consistency')).toBe(route.effect === 'writes');
     });
 
     test('its request body, when it takes one, is required JSON', () => {

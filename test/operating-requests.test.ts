@@ -142,6 +142,7 @@ describe('X-Request-Id on every answer', () => {
   test('it is rowgate.request_id in the transaction, set with the other settings', async () => {
     const probe = route({
       method: 'get',
+      effect: 'reads',
       path: '/v1/probe',
       operationId: 'probe',
       summary: 'probe',

@@ -18,7 +18,7 @@ import { requestRecord } from '../core/request-record.ts';
 import { FIRST_VERSION } from '../core/versions.ts';
 import type { PipelineHooks, RequestState } from './pipeline.ts';
 import { Replay } from './respond.ts';
-import { type ApiRoute, effectOf, isAnonymous } from './route-declaration.ts';
+import { type ApiRoute, isAnonymous } from './route-declaration.ts';
 
 const HEADER = 'idempotency-key';
 /** 1 to 255 printable ASCII characters */
@@ -32,10 +32,7 @@ const claims = new WeakMap<Request, Claimed>();
 
 /** The routes that take keys: writes (a POST that only reads, a check, takes none) that answer JSON (or nothing) to a subject. */
 export const takesIdempotencyKeys = (route: ApiRoute) =>
-  (route.method === 'post' || route.method === 'patch') &&
-  effectOf(route) === 'writes' &&
-  !isAnonymous(route.access) &&
-  route.status !== 302;
+  (route.method === 'post' || route.method === 'patch') && route.effect === 'writes' && !isAnonymous(route.access) && route.status !== 302;
 
 export const IDEMPOTENCY_HEADER = HEADER;
 

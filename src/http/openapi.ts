@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { authorizationSentence } from '../auth/authorize.ts';
 import { credentialNames } from '../auth/credentials.ts';
 import { mediaTypes } from './input.ts';
-import { effectOf, isAnonymous, type Route } from './route-declaration.ts';
+import { isAnonymous, type Route } from './route-declaration.ts';
 import { doc } from '../core/fields.ts';
 import { addComponentExamples, type OpenApiDocument } from './openapi-examples.ts';
 import {
@@ -236,7 +236,7 @@ export function openApiDocument(routes: readonly Route[], apiVersion = FIRST_VER
       if (status === 429 || status === 503) fields['Retry-After'] = headers.retryAfter;
       if (status === route.status && api && takesIdempotencyKeys(route))
         fields['Idempotent-Replayed'] = headers.idempotentReplayed.optional();
-      if (status === route.status && api && effectOf(route) === 'writes') fields['Rowgate-Consistency'] = headers.consistency.optional();
+      if (status === route.status && api && route.effect === 'writes') fields['Rowgate-Consistency'] = headers.consistency.optional();
       return z.object(fields);
     };
     const responses: Record<string, unknown> = {

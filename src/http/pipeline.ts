@@ -59,7 +59,7 @@ import { type DenialFacts, keepDenial } from './denials.ts';
 import { type Input, namedOrganization, parseInput } from './input.ts';
 import { Replay, send, sendReplay } from './respond.ts';
 import { type HandlerServer, type HandlerServerOptions, handlerServer } from './handler-server.ts';
-import { type ApiRoute, effectOf, isAnonymous, type Subject } from './route-declaration.ts';
+import { type ApiRoute, isAnonymous, type Subject } from './route-declaration.ts';
 import { requestRecord } from '../core/request-record.ts';
 import { requestId } from '../operating/request-id.ts';
 import { requestOrigin } from '../core/client-address.ts';
@@ -121,7 +121,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
   const anonymous = isAnonymous(route.access);
   // a browser sends any POST cross-site, whatever it does: the rule for cookies follows the method
   const credentialRule = { kinds: route.access.credentials, changes: route.method !== 'get' };
-  const effect = effectOf(route);
+  const effect = route.effect;
   // one statement carrying the commit: what a GET answering JSON is written to send
   const startsEarly = route.method === 'get' && route.responseType === undefined;
   // the SQL that asks a policy itself (rowgate.delete_resource) is not asked twice

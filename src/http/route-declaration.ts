@@ -25,9 +25,6 @@ export interface Access {
   scopes: readonly Scope[];
 }
 
-/** What an operation does to the data: its declared effect, else a GET reads and any other method writes. */
-export const effectOf = (r: Pick<RouteBase, 'method' | 'effect'>): Effect => r.effect ?? (r.method === 'get' ? 'reads' : 'writes');
-
 /** Whether an endpoint takes no credential at all. */
 export const isAnonymous = (a: Access) => a.credentials.length === 0;
 
@@ -106,12 +103,12 @@ interface RouteBase {
   /** OpenAPI-style path: `/v1/products/{id}` */
   path: string;
   /**
-   * Whether the operation reads or writes (default: a GET reads, any other method
-   * writes). A read runs where src/db/placement.ts places reads (a standby that will
-   * do), claims no Idempotency-Key and carries no Rowgate-Consistency; a POST that
-   * only reads (a check) says `reads`.
+   * Whether the operation reads or writes, declared, never inferred from the method:
+   * a read runs where src/db/placement.ts places reads (a standby that will do),
+   * claims no Idempotency-Key and carries no Rowgate-Consistency; a POST that only
+   * reads (a check) says `reads`.
    */
-  effect?: Effect;
+  effect: Effect;
   operationId: string;
   summary: string;
   tag: string;
@@ -123,6 +120,8 @@ interface RouteBase {
    * itself (SPEC §24); default: `response`, as JSON
    */
   responseType?: 'text/html' | 'export';
+  /** a list exported whole as `GET /v1/exports/{exportedAs}` (SPEC §24): its access, filters and items, without pages */
+  exportedAs?: string;
   /** `page`: an HTML document's security headers (helmet's defaults) instead of an API answer's (src/http/security-headers.ts) */
   headers?: 'page';
   /** statuses documented beside the success one (401/403/422 are added from the access) */

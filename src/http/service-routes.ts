@@ -85,6 +85,7 @@ export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[], 
     ...healthRoutes(pool, reads),
     publicRoute({
       method: 'get',
+      effect: 'reads',
       path: '/v1/openapi.json',
       operationId: 'openapi',
       summary: 'The OpenAPI 3.1 document of this API',
@@ -99,6 +100,7 @@ export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[], 
     }),
     publicRoute({
       method: 'get',
+      effect: 'reads',
       path: '/v1/versions',
       operationId: 'versions:list',
       summary: 'The versions of this API',
@@ -116,6 +118,7 @@ export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[], 
     }),
     publicRoute({
       method: 'get',
+      effect: 'reads',
       path: '/docs',
       operationId: 'docs',
       summary: 'The API reference, rendered',
@@ -128,6 +131,7 @@ export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[], 
     }),
     publicRoute({
       method: 'get',
+      effect: 'reads',
       path: '/docs/{file}',
       operationId: 'docs:assets',
       summary: 'Files of the rendered reference',
@@ -163,6 +167,7 @@ function healthRoutes(pool: pg.Pool | null, reads?: ReadReplicas): Route[] {
   return [
     publicRoute({
       method: 'get',
+      effect: 'reads',
       path: '/healthz',
       operationId: 'health:live',
       summary: 'Liveness: the process answers',
@@ -174,6 +179,7 @@ function healthRoutes(pool: pg.Pool | null, reads?: ReadReplicas): Route[] {
     }),
     publicRoute({
       method: 'get',
+      effect: 'reads',
       path: '/readyz',
       operationId: 'health:ready',
       summary: 'Readiness: the database answers',

@@ -43,6 +43,7 @@ const clientList: ListSpec = {
 export const oauth2Routes = [
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/oauth2/register',
     operationId: 'oauth2:register',
     explanation: explain.none,
@@ -74,6 +75,7 @@ export const oauth2Routes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/oauth2/clients/',
     operationId: 'oauth2_clients:list',
     explanation: explain.none,
@@ -87,6 +89,7 @@ export const oauth2Routes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/oauth2/clients/{id}',
     operationId: 'oauth2_clients:get',
     explanation: explain.own('oauth2_clients'),
@@ -101,6 +104,7 @@ export const oauth2Routes = [
   }),
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/oauth2/clients/{id}',
     operationId: 'oauth2_clients:delete',
     explanation: explain.own('oauth2_clients'),
@@ -117,6 +121,7 @@ export const oauth2Routes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/oauth2/authorize',
     operationId: 'oauth2:authorize',
     explanation: explain.none,
@@ -157,6 +162,7 @@ export const oauth2Routes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/oauth2/consent',
     operationId: 'oauth2:consent',
     explanation: explain.none,
@@ -193,6 +199,7 @@ export const oauth2Routes = [
   ...tokenRoutes,
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/oauth2/userinfo',
     operationId: 'oauth2:userinfo',
     explanation: explain.none,
@@ -221,6 +228,7 @@ export const oauth2Routes = [
     tag: 'oauth2',
     errorFormat: 'oauth2',
     method: 'get',
+    effect: 'reads',
     path: '/.well-known/oauth-authorization-server',
     operationId: 'oauth2:metadata',
     summary: 'Authorization server metadata',

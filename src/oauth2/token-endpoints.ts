@@ -42,6 +42,7 @@ export const tokenRoutes = [
   anonymousRoute({
     ...oauth2Endpoint,
     method: 'post',
+    effect: 'writes',
     path: '/v1/oauth2/token',
     operationId: 'oauth2:token',
     summary: 'Exchange a code or a refresh token for tokens',
@@ -95,6 +96,7 @@ export const tokenRoutes = [
   anonymousRoute({
     ...oauth2Endpoint,
     method: 'post',
+    effect: 'writes',
     path: '/v1/oauth2/revoke',
     operationId: 'oauth2:revoke',
     summary: 'Revoke a token',
@@ -117,6 +119,7 @@ export const tokenRoutes = [
   anonymousRoute({
     ...oauth2Endpoint,
     method: 'post',
+    effect: 'writes',
     path: '/v1/oauth2/introspect',
     operationId: 'oauth2:introspect',
     summary: 'Introspect a token',

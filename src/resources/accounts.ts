@@ -35,6 +35,7 @@ const financeRead: Access = access.organization(...financeReadScopes);
 export const accountRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/organizations/{id}/account',
     operationId: 'organizations:get_account',
     summary: "Get an organization's account",
@@ -54,6 +55,7 @@ export const accountRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/accounts/',
     operationId: 'accounts:create',
     explanation: explain.target('organization:manage'),
@@ -69,6 +71,7 @@ export const accountRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/accounts/{id}',
     operationId: 'accounts:get',
     summary: 'Get an account',
@@ -82,6 +85,7 @@ export const accountRoutes = [
   }),
   route({
     method: 'patch',
+    effect: 'writes',
     path: '/v1/accounts/{id}',
     operationId: 'accounts:update',
     summary: 'Update an account',

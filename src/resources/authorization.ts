@@ -145,6 +145,7 @@ export function checkItems(table: readonly Route[], checks: z.infer<typeof Check
 export const authorizationRoutes = (routeTable: () => readonly Route[]) => [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/authorization/operations',
     operationId: 'authorization:operations',
     explanation: explain.none,
@@ -193,6 +194,7 @@ export const authorizationRoutes = (routeTable: () => readonly Route[]) => [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/organizations/{id}/permissions',
     operationId: 'organizations:permissions',
     explanation: explain.authorized('organization', 'read'),

@@ -67,6 +67,7 @@ async function readSeat(tx: Tx, customerId: string, memberId: string) {
 export const customerMemberRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/customers/{id}/members',
     operationId: 'customer_members:list',
     summary: "List a customer's member seats",
@@ -87,6 +88,7 @@ export const customerMemberRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/customers/{id}/members',
     operationId: 'customer_members:create',
     summary: 'Add a member seat',
@@ -108,6 +110,7 @@ export const customerMemberRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/customers/{id}/members/{member_id}',
     operationId: 'customer_members:get',
     explanation: explain.visible('customer_members', { id: 'customer_id', member_id: 'id' }),
@@ -121,6 +124,7 @@ export const customerMemberRoutes = [
   }),
   route({
     method: 'patch',
+    effect: 'writes',
     path: '/v1/customers/{id}/members/{member_id}',
     operationId: 'customer_members:update',
     explanation: explain.visible('customer_members', { id: 'customer_id', member_id: 'id' }, 'customers:write'),
@@ -147,6 +151,7 @@ export const customerMemberRoutes = [
   }),
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/customers/{id}/members/{member_id}',
     operationId: 'customer_members:delete',
     explanation: explain.visible('customer_members', { id: 'customer_id', member_id: 'id' }, 'customers:write'),
@@ -162,8 +167,10 @@ export const customerMemberRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/members/',
     operationId: 'customer_members:list_all',
+    exportedAs: 'members',
     explanation: explain.list,
     summary: 'List member seats',
     description: "The member seats of every customer of the subject's organizations.",

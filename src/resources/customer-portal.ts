@@ -37,6 +37,7 @@ const portalOrderList: ListSpec = { from: 'rowgate.orders', columns: orderColumn
 export const customerPortalRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/customer-portal/customers/me',
     operationId: 'customer_portal:me',
     explanation: explain.none,
@@ -49,6 +50,7 @@ export const customerPortalRoutes = [
   }),
   route({
     method: 'patch',
+    effect: 'writes',
     path: '/v1/customer-portal/customers/me',
     operationId: 'customer_portal:update_me',
     explanation: explain.none,
@@ -75,6 +77,7 @@ export const customerPortalRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/customer-portal/orders/',
     operationId: 'customer_portal:list_orders',
     explanation: explain.none,
@@ -90,6 +93,7 @@ export const customerPortalRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/customer-portal/orders/{id}',
     operationId: 'customer_portal:get_order',
     explanation: explain.own('orders'),

@@ -29,6 +29,7 @@ const CustomerSession = z
 export const customerSessionRoutes = [
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/customer-sessions/',
     operationId: 'customer_sessions:create',
     explanation: explain.target('customers:write'),

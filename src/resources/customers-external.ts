@@ -54,6 +54,7 @@ export const externalCustomerRoutes = [
   route({
     ...common,
     method: 'get',
+    effect: 'reads',
     path: '/v1/customers/external/{external_id}',
     operationId: 'customers:get_external',
     explanation: explain.visible('customers', { external_id: 'external_id' }),
@@ -68,6 +69,7 @@ export const externalCustomerRoutes = [
   route({
     ...common,
     method: 'patch',
+    effect: 'writes',
     path: '/v1/customers/external/{external_id}',
     operationId: 'customers:update_external',
     explanation: explain.visible('customers', { external_id: 'external_id' }, 'customers:write'),
@@ -83,6 +85,7 @@ export const externalCustomerRoutes = [
   route({
     ...common,
     method: 'delete',
+    effect: 'writes',
     path: '/v1/customers/external/{external_id}',
     operationId: 'customers:delete_external',
     explanation: explain.visible('customers', { external_id: 'external_id' }, 'customers:write'),

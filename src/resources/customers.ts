@@ -107,8 +107,10 @@ const customerList: ListSpec = {
 export const customerRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/customers/',
     operationId: 'customers:list',
+    exportedAs: 'customers',
     explanation: explain.list,
     summary: 'List customers',
     tag: 'customers',
@@ -141,6 +143,7 @@ export const customerRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/customers/{id}',
     operationId: 'customers:get',
     explanation: explain.visible('customers'),
@@ -154,6 +157,7 @@ export const customerRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/customers/',
     operationId: 'customers:create',
     explanation: explain.target('customers:write'),
@@ -183,6 +187,7 @@ export const customerRoutes = [
   }),
   route({
     method: 'patch',
+    effect: 'writes',
     path: '/v1/customers/{id}',
     operationId: 'customers:update',
     summary: 'Update a customer',
@@ -197,6 +202,7 @@ export const customerRoutes = [
   }),
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/customers/{id}',
     operationId: 'customers:delete',
     summary: 'Delete a customer',

@@ -44,6 +44,7 @@ const list: ListSpec = {
 export const denialRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/organizations/{id}/denials',
     operationId: 'denials:list',
     summary: 'List the refused requests of an organization',

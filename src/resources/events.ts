@@ -186,6 +186,7 @@ function feedStatement(query: { organization_id?: string | string[]; type?: stri
 export const eventRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/events/feed',
     operationId: 'events:feed',
     explanation: explain.list,
@@ -230,8 +231,10 @@ export const eventRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/events/',
     operationId: 'events:list',
+    exportedAs: 'events',
     explanation: explain.list,
     summary: 'List events',
     description:
@@ -274,6 +277,7 @@ export const eventRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/events/{id}',
     operationId: 'events:get',
     explanation: explain.visible('events'),

@@ -22,17 +22,6 @@ import type { HandlerServer } from '../http/handler-server.ts';
 import type { ApiRoute, Route } from '../http/route-declaration.ts';
 import { CSV, drained, endWithoutLastChunk, exportFormat, exportPieces, NDJSON, written } from './export-writing.ts';
 
-/** The resources exported, by the operation of the list each one is (SPEC §24). */
-export const EXPORTED = {
-  products: 'products:list',
-  customers: 'customers:list',
-  orders: 'orders:list',
-  members: 'customer_members:list_all',
-  transactions: 'transactions:list',
-  refunds: 'refunds:list',
-  events: 'events:list',
-} as const;
-
 /** Rows of the first chunk: small, so the first byte goes out soon. */
 export const EXPORT_FIRST_ROWS = 500;
 /** Rows of the second chunk; each later one reads up to twice the rows of the one before, within the bounds below. */
@@ -94,14 +83,15 @@ interface ExportContext {
   version: string;
 }
 
-/** The export routes, one a resource, each made from its list route. */
-export function exportRoutes(lists: readonly Route[]): Route[] {
-  return Object.entries(EXPORTED).map(([resource, operation]) => {
-    const list = lists.find((r): r is ApiRoute => r.operationId === operation && 'access' in r && r.access !== null);
-    if (!list) throw new Error(`exports: no list ${operation}`);
+/** The export routes: one for each list route that declares `exportedAs`, made from it. */
+export function exportRoutes(routes: readonly Route[]): Route[] {
+  const lists = routes.filter((r): r is ApiRoute => 'exportedAs' in r && r.exportedAs !== undefined && 'access' in r && r.access !== null);
+  return lists.map((list) => {
+    const resource = list.exportedAs!;
     const fields = itemFields(list);
     return {
       method: 'get',
+      effect: 'reads',
       path: `/v1/exports/${resource}`,
       operationId: `exports:${resource}`,
       summary: `Export ${resource}`,

@@ -21,6 +21,7 @@ const Impersonation = z
 export const impersonationRoutes = [
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/impersonations/',
     operationId: 'impersonations:create',
     explanation: { lookup: 'none', policy: 'platform_admin' },

@@ -90,6 +90,7 @@ async function mailInvitation(tx: Tx, mailer: Mailer, invitation: Record<string,
 export const invitationRoutes = [
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/organizations/{id}/invitations',
     operationId: 'invitations:create',
     summary: 'Invite someone to the organization',
@@ -116,6 +117,7 @@ export const invitationRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/organizations/{id}/invitations',
     operationId: 'invitations:list',
     summary: 'List the invitations of an organization',
@@ -131,6 +133,7 @@ export const invitationRoutes = [
   }),
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/organizations/{id}/invitations/{invitation_id}',
     operationId: 'invitations:revoke',
     summary: 'Revoke an invitation',
@@ -146,6 +149,7 @@ export const invitationRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/invitations/',
     operationId: 'invitations:mine',
     // an invitation is the invitee's by its address, which the SQL of accept and decline checks (a 404 otherwise)
@@ -165,6 +169,7 @@ export const invitationRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/invitations/{id}/accept',
     operationId: 'invitations:accept',
     explanation: { lookup: 'invitee', resource: 'invitations', match: { id: 'id' } },
@@ -194,6 +199,7 @@ export const invitationRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/invitations/{id}/decline',
     operationId: 'invitations:decline',
     explanation: { lookup: 'invitee', resource: 'invitations', match: { id: 'id' } },

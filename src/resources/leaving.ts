@@ -9,6 +9,7 @@ import { explain } from '../http/explanation.ts';
 export const leaveRoutes = [
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/organizations/{id}/members/me',
     operationId: 'members:leave',
     // leaving: the organization must be in reach; the last-admin rule depends on the data (a 422, not predicted)

@@ -59,6 +59,7 @@ const membershipList: ListSpec = { from, columns, id: 'm.id', sortable: { create
 export const memberRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/organizations/{id}/members',
     operationId: 'members:list',
     summary: 'List the members of an organization',
@@ -76,6 +77,7 @@ export const memberRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/organizations/{id}/members',
     operationId: 'members:add',
     summary: 'Add a member',
@@ -97,6 +99,7 @@ export const memberRoutes = [
   }),
   route({
     method: 'patch',
+    effect: 'writes',
     path: '/v1/organizations/{id}/members/{user_id}',
     operationId: 'members:update',
     // the membership is resolved (404) before the policy (403)
@@ -126,6 +129,7 @@ export const memberRoutes = [
   }),
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/organizations/{id}/members/{user_id}',
     operationId: 'members:remove',
     explanation: explain.visible('memberships', { id: 'organization_id', user_id: 'user_id' }, 'members_management'),

@@ -34,6 +34,7 @@ const params = z.object({ id: uuid('The organization id.') });
 export const oauth2GrantRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/organizations/{id}/oauth2-grants',
     operationId: 'oauth2_grants:list',
     summary: 'List the OAuth2 grants of an organization',
@@ -53,6 +54,7 @@ export const oauth2GrantRoutes = [
   }),
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/organizations/{id}/oauth2-grants/{grant_id}',
     operationId: 'oauth2_grants:delete',
     summary: 'Revoke an OAuth2 grant of an organization',

@@ -73,8 +73,10 @@ export const orderListSpec: ListSpec = {
 export const orderRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/orders/',
     operationId: 'orders:list',
+    exportedAs: 'orders',
     explanation: explain.list,
     summary: 'List orders',
     tag: 'orders',
@@ -111,6 +113,7 @@ export const orderRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/orders/{id}',
     operationId: 'orders:get',
     explanation: explain.visible('orders'),
@@ -124,6 +127,7 @@ export const orderRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/orders/',
     operationId: 'orders:create',
     explanation: explain.target('orders:write'),
@@ -149,6 +153,7 @@ export const orderRoutes = [
   }),
   route({
     method: 'patch',
+    effect: 'writes',
     path: '/v1/orders/{id}',
     operationId: 'orders:update',
     summary: 'Update an order',

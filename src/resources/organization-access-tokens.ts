@@ -56,6 +56,7 @@ const organizationAccessTokenList: ListSpec = {
 export const organizationAccessTokenRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/organization-access-tokens/',
     operationId: 'organization_access_tokens:list',
     explanation: explain.list,
@@ -80,6 +81,7 @@ export const organizationAccessTokenRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/organization-access-tokens/',
     operationId: 'organization_access_tokens:create',
     explanation: explain.target('access_token_management'),
@@ -103,6 +105,7 @@ export const organizationAccessTokenRoutes = [
   }),
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/organization-access-tokens/{id}',
     operationId: 'organization_access_tokens:delete',
     summary: 'Revoke an organization access token',

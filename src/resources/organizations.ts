@@ -52,6 +52,7 @@ const organizationList: ListSpec = {
 export const organizationRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/organizations/',
     operationId: 'organizations:list',
     explanation: explain.list,
@@ -70,6 +71,7 @@ export const organizationRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/organizations/{id}',
     operationId: 'organizations:get',
     explanation: explain.visible('organizations'),
@@ -87,6 +89,7 @@ export const organizationRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/organizations/',
     operationId: 'organizations:create',
     explanation: explain.none,
@@ -101,6 +104,7 @@ export const organizationRoutes = [
   }),
   route({
     method: 'patch',
+    effect: 'writes',
     path: '/v1/organizations/{id}',
     operationId: 'organizations:update',
     summary: 'Update an organization',
@@ -122,6 +126,7 @@ export const organizationRoutes = [
   }),
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/organizations/{id}',
     operationId: 'organizations:delete',
     summary: 'Delete an organization',

@@ -32,6 +32,7 @@ const payoutAccountList: ListSpec = { from: 'rowgate.payout_accounts', columns, 
 export const payoutAccountRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/payout-accounts/',
     operationId: 'payout_accounts:list',
     explanation: explain.list,
@@ -46,6 +47,7 @@ export const payoutAccountRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/payout-accounts/{id}',
     operationId: 'payout_accounts:get',
     summary: 'Get a payout account',
@@ -59,6 +61,7 @@ export const payoutAccountRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/payout-accounts/',
     operationId: 'payout_accounts:create',
     explanation: explain.target('finance_write'),
@@ -78,6 +81,7 @@ export const payoutAccountRoutes = [
   }),
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/payout-accounts/{id}',
     operationId: 'payout_accounts:delete',
     summary: 'Delete a payout account',

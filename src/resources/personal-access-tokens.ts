@@ -60,6 +60,7 @@ const personalAccessTokenList: ListSpec = {
 export const personalAccessTokenRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/personal-access-tokens/',
     operationId: 'personal_access_tokens:list',
     explanation: explain.none,
@@ -73,6 +74,7 @@ export const personalAccessTokenRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/personal-access-tokens/{id}',
     operationId: 'personal_access_tokens:get',
     explanation: explain.own('personal_access_tokens'),
@@ -88,6 +90,7 @@ export const personalAccessTokenRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/personal-access-tokens/',
     operationId: 'personal_access_tokens:create',
     explanation: explain.none,
@@ -118,6 +121,7 @@ export const personalAccessTokenRoutes = [
   }),
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/personal-access-tokens/{id}',
     operationId: 'personal_access_tokens:delete',
     explanation: explain.own('personal_access_tokens'),

@@ -64,8 +64,10 @@ const productList: ListSpec = {
 export const productRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/products/',
     operationId: 'products:list',
+    exportedAs: 'products',
     explanation: explain.list,
     summary: 'List products',
     tag: 'products',
@@ -102,6 +104,7 @@ export const productRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/products/{id}',
     operationId: 'products:get',
     explanation: explain.visible('products'),
@@ -115,6 +118,7 @@ export const productRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/products/',
     operationId: 'products:create',
     explanation: explain.target('products:write'),
@@ -143,6 +147,7 @@ export const productRoutes = [
   }),
   route({
     method: 'patch',
+    effect: 'writes',
     path: '/v1/products/{id}',
     operationId: 'products:update',
     summary: 'Update a product',
@@ -177,6 +182,7 @@ export const productRoutes = [
   }),
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/products/{id}',
     operationId: 'products:delete',
     summary: 'Delete a product',

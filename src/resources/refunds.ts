@@ -64,8 +64,10 @@ export const refundListSpec: ListSpec = {
 export const refundRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/refunds/',
     operationId: 'refunds:list',
+    exportedAs: 'refunds',
     explanation: explain.list,
     summary: 'List refunds',
     description: "The refunds of the subject's organizations: visible to whoever reads their orders (every member), with `refunds_read`.",
@@ -89,6 +91,7 @@ export const refundRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/refunds/{id}',
     operationId: 'refunds:get',
     explanation: explain.visible('refunds'),
@@ -102,6 +105,7 @@ export const refundRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/refunds/',
     operationId: 'refunds:create',
     explanation: explain.target('orders:write'),

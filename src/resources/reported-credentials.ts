@@ -57,6 +57,7 @@ interface Revoked {
 export const reportedCredentialRoutes = [
   anonymousRoute({
     method: 'post',
+    effect: 'writes',
     path: '/v1/credentials/revoke',
     operationId: 'credentials:revoke',
     summary: 'Revoke leaked tokens',

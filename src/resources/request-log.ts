@@ -62,6 +62,7 @@ const organizationParams = z.object({ id: uuid('The organization id.') });
 export const requestLogRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/organizations/{id}/requests',
     operationId: 'requests:list',
     summary: 'List the requests about an organization',
@@ -106,6 +107,7 @@ export const requestLogRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/organizations/{id}/requests/{request_id}',
     operationId: 'requests:get',
     summary: 'Get a request about an organization',

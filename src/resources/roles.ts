@@ -77,6 +77,7 @@ const returned = `id, organization_id, name, description, permissions, false as 
 export const roleRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/organizations/{id}/roles',
     operationId: 'roles:list',
     summary: 'List the roles of an organization',
@@ -105,6 +106,7 @@ export const roleRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/organizations/{id}/roles',
     operationId: 'roles:create',
     summary: 'Define a role',
@@ -127,6 +129,7 @@ export const roleRoutes = [
   }),
   route({
     method: 'patch',
+    effect: 'writes',
     path: '/v1/organizations/{id}/roles/{name}',
     operationId: 'roles:update',
     summary: 'Change a role',
@@ -154,6 +157,7 @@ export const roleRoutes = [
   }),
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/organizations/{id}/roles/{name}',
     operationId: 'roles:delete',
     summary: 'Delete a role',

@@ -69,6 +69,7 @@ const appList: ListSpec = {
 export const sessionRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/users/me/sessions',
     operationId: 'sessions:list',
     explanation: explain.none,
@@ -84,6 +85,7 @@ export const sessionRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/users/me/sessions/revoke-others',
     operationId: 'sessions:revoke_others',
     explanation: explain.none,
@@ -98,6 +100,7 @@ export const sessionRoutes = [
   }),
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/users/me/sessions/{id}',
     operationId: 'sessions:delete',
     explanation: explain.none,
@@ -119,6 +122,7 @@ export const sessionRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/users/me/authorized-apps',
     operationId: 'authorized_apps:list',
     explanation: explain.none,
@@ -134,6 +138,7 @@ export const sessionRoutes = [
   }),
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/users/me/authorized-apps/{client_id}',
     operationId: 'authorized_apps:delete',
     explanation: explain.none,

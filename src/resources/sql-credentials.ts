@@ -56,6 +56,7 @@ const manage = { resource: 'organization', policy: 'organization:manage' } as co
 export const sqlCredentialRoutes = [
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/organizations/{id}/sql-credentials',
     operationId: 'sql_credentials:create',
     summary: 'Create a SQL login for the organization',
@@ -79,6 +80,7 @@ export const sqlCredentialRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/organizations/{id}/sql-credentials',
     operationId: 'sql_credentials:list',
     summary: 'List the SQL logins of the organization',
@@ -98,6 +100,7 @@ export const sqlCredentialRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/organizations/{id}/sql-credentials/{credential_id}',
     operationId: 'sql_credentials:get',
     summary: 'Get a SQL login of the organization',
@@ -117,6 +120,7 @@ export const sqlCredentialRoutes = [
   }),
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/organizations/{id}/sql-credentials/{credential_id}',
     operationId: 'sql_credentials:delete',
     summary: 'Revoke a SQL login of the organization',

@@ -38,8 +38,10 @@ const transactionList: ListSpec = {
 export const transactionRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/transactions/',
     operationId: 'transactions:list',
+    exportedAs: 'transactions',
     explanation: explain.list,
     summary: 'List transactions',
     description: permissionFilter,
@@ -63,6 +65,7 @@ export const transactionRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/transactions/{id}',
     operationId: 'transactions:get',
     explanation: explain.visible('transactions'),

@@ -39,6 +39,7 @@ export const ME = `select ${columns} from rowgate.users where id = rowgate_hidde
 export const userRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/users/me',
     operationId: 'users:me',
     explanation: explain.none,
@@ -55,6 +56,7 @@ export const userRoutes = [
   }),
   route({
     method: 'patch',
+    effect: 'writes',
     path: '/v1/users/me',
     operationId: 'users:update_me',
     explanation: explain.none,
@@ -79,6 +81,7 @@ export const userRoutes = [
   }),
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/users/me',
     operationId: 'users:delete_me',
     explanation: explain.none,

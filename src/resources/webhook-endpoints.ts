@@ -130,6 +130,7 @@ const manageEndpoint = { resource: 'webhook_endpoint', policy: 'organization:man
 export const webhookEndpointRoutes = [
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/webhook-endpoints/',
     operationId: 'webhook_endpoints:list',
     explanation: explain.list,
@@ -144,6 +145,7 @@ export const webhookEndpointRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/webhook-endpoints/',
     operationId: 'webhook_endpoints:create',
     explanation: explain.target('organization:manage'),
@@ -173,6 +175,7 @@ export const webhookEndpointRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/webhook-endpoints/{id}',
     operationId: 'webhook_endpoints:get',
     summary: 'Get a webhook endpoint',
@@ -186,6 +189,7 @@ export const webhookEndpointRoutes = [
   }),
   route({
     method: 'patch',
+    effect: 'writes',
     path: '/v1/webhook-endpoints/{id}',
     operationId: 'webhook_endpoints:update',
     summary: 'Update a webhook endpoint',
@@ -219,6 +223,7 @@ export const webhookEndpointRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/webhook-endpoints/{id}/secret/rotate',
     operationId: 'webhook_endpoints:rotate_secret',
     explanation: explain.authorized('webhook_endpoint', 'organization:manage'),
@@ -243,6 +248,7 @@ export const webhookEndpointRoutes = [
   }),
   route({
     method: 'delete',
+    effect: 'writes',
     path: '/v1/webhook-endpoints/{id}',
     operationId: 'webhook_endpoints:delete',
     explanation: explain.authorized('webhook_endpoint', 'organization:manage'),
@@ -258,6 +264,7 @@ export const webhookEndpointRoutes = [
   }),
   route({
     method: 'get',
+    effect: 'reads',
     path: '/v1/webhook-endpoints/{id}/deliveries',
     operationId: 'webhook_deliveries:list',
     summary: "List an endpoint's delivery attempts",
@@ -285,6 +292,7 @@ export const webhookEndpointRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/webhook-endpoints/{id}/redeliver',
     operationId: 'webhook_endpoints:redeliver',
     explanation: explain.authorized('webhook_endpoint', 'organization:manage'),

@@ -37,7 +37,8 @@ import { userRoutes } from '../resources/users.ts';
 import { sessionRoutes } from '../resources/sessions.ts';
 import { oauth2GrantRoutes } from '../resources/oauth2-grants.ts';
 
-export const apiRoutes: readonly Route[] = [
+/** Every endpoint of the API but the exports, which are made from the lists that declare one. */
+const declaredRoutes: readonly Route[] = [
   ...userRoutes,
   ...sessionRoutes,
   ...personalAccessTokenRoutes,
@@ -69,16 +70,9 @@ export const apiRoutes: readonly Route[] = [
   ...authorizationRoutes(() => apiRoutes),
   ...denialRoutes,
   ...requestLogRoutes,
-  ...exportRoutes([
-    ...productRoutes,
-    ...customerRoutes,
-    ...orderRoutes,
-    ...customerMemberRoutes,
-    ...transactionRoutes,
-    ...refundRoutes,
-    ...eventRoutes,
-  ]),
 ];
+
+export const apiRoutes: readonly Route[] = [...declaredRoutes, ...exportRoutes(declaredRoutes)];
 
 export function allRoutes(pool: pg.Pool, reads?: ReadReplicas): Route[] {
   return [...serviceRoutes(pool, () => apiRoutes, reads), ...apiRoutes];

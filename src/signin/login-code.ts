@@ -90,6 +90,7 @@ const userColumns = ['id', 'email', 'name', 'avatar_url', 'is_admin', 'created_a
 export const loginCodeRoutes = [
   anonymousRoute({
     method: 'post',
+    effect: 'writes',
     path: '/v1/login-code/request',
     operationId: 'login_code:request',
     summary: 'Send a sign-in code by e-mail',
@@ -150,6 +151,7 @@ export const loginCodeRoutes = [
   }),
   anonymousRoute({
     method: 'post',
+    effect: 'writes',
     path: '/v1/login-code/authenticate',
     operationId: 'login_code:authenticate',
     summary: 'Sign in with an e-mail code',
@@ -189,6 +191,7 @@ export const loginCodeRoutes = [
   }),
   route({
     method: 'post',
+    effect: 'writes',
     path: '/v1/auth/logout',
     operationId: 'auth:logout',
     explanation: explain.none,
