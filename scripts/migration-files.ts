@@ -1,12 +1,10 @@
-// graphile-migrate's file forms, read and written by the project's own scripts
-// (scripts/commit-migration.ts, scripts/lint-migrations.ts) without its private
-// modules: a committed migration is `--! Key: value` header lines, a blank line
-// and the body; a folder of numbered parts is joined in number order, each part
-// after a `--! split: <file>` line; a migration that runs outside a transaction
-// opens its body with `--! no-transaction`. graphile-migrate checks the chained
-// hash of every committed migration before it runs one, so a file written wrong
-// here is refused by `migrate` (and by `npm test`), never run.
-import { createHash } from 'node:crypto';
+// graphile-migrate's file forms, as its README describes them, read by the
+// migration lint (scripts/lint-migrations.ts) without its private modules: a
+// committed migration is `--! Key: value` header lines, a blank line and the
+// body; a folder of numbered parts is joined in number order, each part after a
+// `--! split: <file>` line; a migration that runs outside a transaction opens its
+// body with `--! no-transaction`. Committing is graphile-migrate's own `commit`
+// (scripts/commit-migration.ts).
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -46,18 +44,3 @@ export function joinParts(folder: string): string {
 
 /** Whether a migration's body opens with `--! no-transaction` */
 export const runsOutsideTransaction = (body: string) => /^--!\s*no-transaction\b/.test(body.split('\n', 1)[0] ?? '');
-
-/** The chained hash: SHA-1 of the previous migration's hash, a newline and the body */
-export const hashOf = (body: string, previous: string | null) =>
-  `sha1:${createHash('sha1')
-    .update(`${`${previous ?? ''}\n${body.trim()}`.trim()}\n`)
-    .digest('hex')}`;
-
-/** The message as a file name: lower case, runs of other characters as one hyphen, at most 60 characters */
-export const slugOf = (message: string) =>
-  message
-    .toLowerCase()
-    .replace(/[^a-z0-9_]+/g, '-')
-    .replace(/--+/g, '-')
-    .replace(/(^-+|-+$)/g, '')
-    .substring(0, 60);
