@@ -13,6 +13,7 @@ import { createPool } from '../src/db/pool.ts';
 import { createGraphql, requestSettings } from '../src/graphql/server.ts';
 import { makeWithPgClient, ReadTransactions, STARTUP_STATEMENT_TIMEOUT_MS } from '../src/graphql/transport/pg-client.ts';
 import { LIMITS, makeParseAndValidate } from '../src/graphql/limits.ts';
+import { OPERATION_PLANS_KEPT } from '../src/graphql/preset.ts';
 import { buildSchema } from 'postgraphile/graphql';
 import { allRoutes } from '../src/server/route-table.ts';
 import { startTestApp, type RequestOptions, type TestApp } from './harness.ts';
@@ -120,6 +121,16 @@ afterAll(async () => {
 });
 
 describe('documents built to exhaust the server are refused or bounded, and REST is served meanwhile', () => {
+  test('the schema bounds the operation plans grafast keeps, so many distinct documents cannot fill the heap', async () => {
+    const graphql = await createGraphql({ pool: app.pool, secret: app.secret, development: false });
+    try {
+      const schema = await graphql.instance.getSchema();
+      expect(schema.extensions.grafast?.operationsCacheMaxLength).toBe(OPERATION_PLANS_KEPT);
+    } finally {
+      await graphql.release();
+    }
+  });
+
   test('anonymous: 1,600 node(id:) aliases (154 KB)', async () => {
     const id = Buffer.from(JSON.stringify(['orders', '00000000-0000-0000-0000-000000000000'])).toString('base64');
     const query = `{ ${Array.from({ length: 1600 }, (_, i) => `a${i}: node(id: "${id}") { id }`).join(' ')} }`;

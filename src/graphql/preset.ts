@@ -26,6 +26,32 @@ export const GRAPHIQL_STATIC_PATH = '/graphiql-static/';
 /** How long grafast may plan one request (synchronously) before it is refused */
 const PLANNING_TIMEOUT_MS = 1_000;
 
+/** How many operations' plans grafast keeps (a client sends the same few documents) */
+export const OPERATION_PLANS_KEPT = 50;
+
+/**
+ * grafast keeps the plans of the last operations it planned, 500 unless the schema's
+ * `extensions.grafast.operationsCacheMaxLength` says otherwise: a plan can take
+ * megabytes, and 500 distinct documents outgrow the heap npm start gives the server.
+ * The schema is built with the bound, through graphile-build's GraphQLSchema hook.
+ */
+const OperationPlansKeptPlugin: GraphileConfig.Plugin = {
+  name: 'RowgateOperationPlansKeptPlugin',
+  description: 'grafast keeps the plans of at most OPERATION_PLANS_KEPT operations',
+  version: '1.0.0',
+  schema: {
+    hooks: {
+      GraphQLSchema(config) {
+        const extensions = config.extensions ?? {};
+        return {
+          ...config,
+          extensions: { ...extensions, grafast: { ...extensions.grafast, operationsCacheMaxLength: OPERATION_PLANS_KEPT } },
+        };
+      },
+    },
+  },
+};
+
 export interface PresetParts {
   pool: pg.Pool;
   amber: typeof AmberPreset;
@@ -53,6 +79,7 @@ export function graphqlPreset(parts: PresetParts): GraphileConfig.Preset {
       DefaultPagePlugin,
       CountedTotalPlugin,
       OrganizationPagesPlugin,
+      OperationPlansKeptPlugin,
       ...parts.plugins,
       rowgateLimitsPlugin((code) => metrics?.graphqlRefusals.inc({ code })),
     ].filter((plugin) => !preset?.disablePlugins?.includes(plugin.name)),

@@ -25,9 +25,6 @@ import { makeWithPgClient } from './transport/pg-client.ts';
 
 export { requestSettings } from './requests.ts';
 
-/** How many operations' plans grafast keeps (a client sends the same few documents) */
-const OPERATION_PLANS_KEPT = 50;
-
 export interface GraphqlOptions {
   pool: pg.Pool;
   secret: string;
@@ -118,12 +115,7 @@ export async function createGraphql(options: GraphqlOptions): Promise<Graphql> {
     await pgService.release?.();
   };
   try {
-    const schema = await instance.getSchema();
-    // grafast keeps the plans of the last operations it planned, 500 by default:
-    // a plan can take megabytes, and 500 distinct documents outgrow the heap
-    // npm start gives the server
-    const grafastExtensions = ((schema.extensions as Record<string, unknown>).grafast ??= Object.create(null)) as Record<string, unknown>;
-    grafastExtensions.operationsCacheMaxLength = OPERATION_PLANS_KEPT;
+    await instance.getSchema();
   } catch (error) {
     await release();
     throw error;
