@@ -249,8 +249,8 @@ describe('pinning (SPEC §23): the version of a request without Rowgate-Version'
     expect(await versionOf({ token: pinned.token })).toBe(OLD);
     const listed = await app.get('/v1/personal-access-tokens/?limit=100', { session: user.session });
     expect(listed.body.items.find((t: { id: string }) => t.id === pinned.id).api_version).toBe(OLD);
-    // as a token stored before versions (or by a server of the previous release): no version on its row
-    expect(await versionOf({ token: await app.pat(user.id, ['products_read']) })).toBe(OLD);
+    // made without a version in its transaction (the operator CLI, an owner's SQL): the newest too
+    expect(await versionOf({ token: await app.pat(user.id, ['products_read']) })).toBe(NEW);
     const bad = await app.post(
       '/v1/personal-access-tokens/',
       { comment: 'x', scopes: ['products_read'], api_version: '2026-01-01' },
@@ -258,6 +258,22 @@ describe('pinning (SPEC §23): the version of a request without Rowgate-Version'
     );
     expect(bad.status).toBe(422);
     expect(bad.body.detail.map((i: { loc: string[] }) => i.loc)).toEqual([['body', 'api_version']]);
+  });
+
+  test("the database pins what is made without a version to the server's newest", async () => {
+    const defaults = await app.sql<{ column: string; fallback: string }>(
+      `select c.table_name || '.' || c.column_name as column, c.column_default as fallback from information_schema.columns c
+       where c.column_name = 'api_version' and c.table_schema in ('rowgate', 'rowgate_private') and c.column_default is not null
+       order by 1`,
+    );
+    expect(defaults.map((d) => d.column)).toEqual([
+      'oauth2_clients.api_version',
+      'organization_access_tokens.api_version',
+      'personal_access_tokens.api_version',
+      'sessions.api_version',
+      'webhook_endpoints.api_version',
+    ]);
+    for (const d of defaults) expect(d.fallback, d.column).toContain(`'${new ApiVersions(VERSIONS).newest}'::text`);
   });
 
   test('organization access tokens: api_version of the create body, else the newest', async () => {
@@ -274,7 +290,8 @@ describe('pinning (SPEC §23): the version of a request without Rowgate-Version'
     expect([newest.api_version, await versionOf({ token: newest.token })]).toEqual([NEW, NEW]);
     const pinned = await made({ api_version: OLD });
     expect([pinned.api_version, await versionOf({ token: pinned.token })]).toEqual([OLD, OLD]);
-    expect(await versionOf({ token: await app.oat(org, ['products_read']) })).toBe(OLD);
+    // made without a version in its transaction: the newest
+    expect(await versionOf({ token: await app.oat(org, ['products_read']) })).toBe(NEW);
   });
 
   test("OAuth2 tokens use their client's version (registration body, else the newest)", async () => {
