@@ -229,7 +229,13 @@ describe('GET /v1/openapi.json', () => {
       METHODS.filter((m) => item[m]).map((m) => `${m.toUpperCase()} ${path}`),
     );
     expect(documented.sort()).toEqual(
-      [...apiRoutes.map((r) => `${r.method.toUpperCase()} ${r.path}`), 'GET /healthz', 'GET /readyz'].sort(),
+      [
+        ...apiRoutes.map((r) => `${r.method.toUpperCase()} ${r.path}`),
+        'GET /healthz',
+        'GET /readyz',
+        'GET /v1/openapi.json',
+        'GET /v1/versions',
+      ].sort(),
     );
   });
 
@@ -289,7 +295,7 @@ describe('GET /v1/openapi.json', () => {
   // each error status shows the body it carries (an example that matches it, not one example for all)
   const errorNames: Record<string, string[]> = {
     400: [
-      'BadRequest',
+      'UnsupportedVersion',
       'invalid_request',
       'invalid_grant',
       'invalid_scope',

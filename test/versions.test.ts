@@ -131,6 +131,33 @@ describe('the OpenAPI document of each version', () => {
     expect([bad.status, bad.body.error]).toEqual([400, 'UnsupportedVersion']);
   });
 
+  test("the documents name the version header, its 400, and the keyset lists' count headers where they apply", async () => {
+    const newest = (await app.get('/v1/openapi.json', { version: null })).body;
+    const old = (await app.get(`/v1/openapi.json?version=${OLD}`, { version: null })).body;
+    const sent = (document: any, path: string, method = 'get') =>
+      document.paths[path][method].parameters.filter((p: { in: string }) => p.in === 'header').map((p: { name: string }) => p.name);
+    const answered = (document: any, path: string, status: string, method = 'get') =>
+      Object.keys(document.paths[path][method].responses[status].headers ?? {});
+    for (const document of [newest, old]) {
+      expect(sent(document, '/v1/products/{id}')).toEqual(['Rowgate-Version']);
+      expect(sent(document, '/v1/products/', 'post')).toEqual(['Rowgate-Version', 'idempotency-key']);
+      expect(sent(document, '/v1/versions')).toEqual(['Rowgate-Version']);
+      for (const status of ['200', '400', '401', '404'])
+        expect(answered(document, '/v1/products/{id}', status)).toContain('Rowgate-Version');
+      expect(document.paths['/v1/products/{id}'].get.responses['400'].content['application/json'].example.error).toBe('UnsupportedVersion');
+      // the OAuth2 protocol endpoints are not versioned
+      expect(document.paths['/v1/oauth2/token'].post.parameters ?? []).not.toContainEqual(
+        expect.objectContaining({ name: 'Rowgate-Version' }),
+      );
+      expect(answered(document, '/v1/oauth2/token', '200', 'post')).not.toContain('Rowgate-Version');
+    }
+    expect(sent(newest, '/v1/products/')).toEqual(['Rowgate-Version', 'Prefer']);
+    expect(answered(newest, '/v1/products/', '200')).toEqual(expect.arrayContaining(['Rowgate-Total-Count', 'Preference-Applied']));
+    expect(answered(newest, '/v1/products/{id}', '200')).not.toContain('Rowgate-Total-Count');
+    expect(sent(old, '/v1/products/')).toEqual(['Rowgate-Version']);
+    expect(answered(old, '/v1/products/', '200')).not.toContain('Rowgate-Total-Count');
+  });
+
   test('/docs offers each version', async () => {
     const init = await app.get('/docs/init.js');
     for (const version of [OLD, NEW]) {

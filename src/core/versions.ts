@@ -27,6 +27,14 @@ export interface VersionChange {
   response?(schema: ZodType): ZodType | undefined;
   /** webhook bodies and events read: an event's `data`, stored once, as this version renders its resource */
   eventData?(type: string, data: Record<string, unknown>): Record<string, unknown>;
+  /** the document: header fields of the routes whose query this change reshapes, sent (`request`) and answered on success */
+  headers?: VersionHeaders;
+}
+
+/** Header fields a version adds to a route, for its OpenAPI document. */
+export interface VersionHeaders {
+  request?: Record<string, ZodType>;
+  answer?: Record<string, ZodType>;
 }
 
 export interface ApiVersion {
@@ -49,6 +57,33 @@ export const keysetLists: VersionChange = {
     'Lists answer {items, next_cursor} and continue with after=<cursor> instead of page; Prefer: count=exact adds Rowgate-Total-Count.',
   query: (schema) => keysetVariants.get(schema),
   response: (schema) => keysetVariants.get(schema),
+  headers: {
+    request: {
+      Prefer: z.literal('count=exact').optional().meta({
+        description:
+          '`count=exact`: the answer counts every item the filters match, in `Rowgate-Total-Count`. Without it nothing is counted.',
+        example: 'count=exact',
+      }),
+    },
+    answer: {
+      'Rowgate-Total-Count': z
+        .string()
+        .optional()
+        .meta({
+          description: 'With `Prefer: count=exact`: how many items the filters match, over every page.',
+          example: '1234',
+          header: { id: 'Rowgate-Total-Count' },
+        }),
+      'Preference-Applied': z
+        .string()
+        .optional()
+        .meta({
+          description: 'With `Prefer: count=exact`: `count=exact`, the preference this answer applied (RFC 7240).',
+          example: 'count=exact',
+          header: { id: 'Preference-Applied' },
+        }),
+    },
+  },
 };
 
 /** The versions of the API, oldest first. */
@@ -99,6 +134,20 @@ export class ApiVersions {
     let shaped = schema;
     for (const change of this.changesUpTo(version)) shaped = change[kind]?.(shaped) ?? shaped;
     return shaped;
+  }
+
+  /** the header fields `version`'s changes add to a route whose query (the first version's) they reshape */
+  headers(version: string, query: ZodType | undefined): Required<VersionHeaders> {
+    const added: Required<VersionHeaders> = { request: {}, answer: {} };
+    let shaped = query;
+    for (const change of this.changesUpTo(version)) {
+      const next = shaped && change.query?.(shaped);
+      if (!next) continue;
+      shaped = next;
+      Object.assign(added.request, change.headers?.request);
+      Object.assign(added.answer, change.headers?.answer);
+    }
+    return added;
   }
 
   /**

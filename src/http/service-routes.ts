@@ -5,7 +5,7 @@ import type pg from 'pg';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import { ApiError } from '../core/errors.ts';
 import type { Request } from 'express';
-import { API_VERSIONS } from '../core/versions.ts';
+import { API_VERSIONS, type VersionHeaders } from '../core/versions.ts';
 import { requestRecord } from '../core/request-record.ts';
 import { routeIn } from './api-version.ts';
 import { openApiDocument } from './openapi.ts';
@@ -41,8 +41,16 @@ const Readiness = Health.extend({
  * API's routes as that version shapes them, and the health endpoints (load
  * balancers are clients too).
  */
-export const publishedDocument = (apiRoutes: readonly Route[], version = API_VERSIONS.newest) =>
-  openApiDocument([...healthRoutes(null), ...apiRoutes.map((r) => (r.access === null ? r : routeIn(r, API_VERSIONS, version)))], version);
+export function publishedDocument(apiRoutes: readonly Route[], version = API_VERSIONS.newest) {
+  const added = new Map<Route, VersionHeaders>();
+  const shaped = apiRoutes.map((route) => {
+    if (route.access === null) return route;
+    const inVersion = routeIn(route, API_VERSIONS, version);
+    added.set(inVersion, API_VERSIONS.headers(version, route.query));
+    return inVersion;
+  });
+  return openApiDocument([...healthRoutes(null), ...versionRoutes(null), ...shaped], version, (route) => added.get(route));
+}
 
 const VersionRead = z
   .object({
@@ -83,39 +91,7 @@ export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[], 
   const references = new Map<string, unknown>();
   return [
     ...healthRoutes(pool, reads),
-    publicRoute({
-      method: 'get',
-      effect: 'reads',
-      path: '/v1/openapi.json',
-      operationId: 'openapi',
-      summary: 'The OpenAPI 3.1 document of this API',
-      description: "The newest version's document; `?version=` or the Rowgate-Version header picks another.",
-      tag: 'documents',
-      status: 200,
-      handler: async ({ req, res }) => {
-        const version = documentVersion(req);
-        res.setHeader('Rowgate-Version', version);
-        return published(version);
-      },
-    }),
-    publicRoute({
-      method: 'get',
-      effect: 'reads',
-      path: '/v1/versions',
-      operationId: 'versions:list',
-      summary: 'The versions of this API',
-      description: 'Every supported version, newest first, with what each changes (SPEC §23). Takes no credential.',
-      tag: 'documents',
-      status: 200,
-      response: VersionList,
-      handler: async () => ({
-        items: [...API_VERSIONS.list].reverse().map((v) => ({
-          version: v.version,
-          released_at: v.released_at,
-          changes: v.changes.map((c) => c.changelog),
-        })),
-      }),
-    }),
+    ...versionRoutes(published),
     publicRoute({
       method: 'get',
       effect: 'reads',
@@ -158,6 +134,45 @@ export function serviceRoutes(pool: pg.Pool, apiRoutes: () => readonly Route[], 
           res.sendFile(path.join(swaggerDir, file), (error) => (error ? reject(error) : resolve())),
         );
       },
+    }),
+  ];
+}
+
+/** The versions and the document of each; `published` is null only for a document built without a server. */
+function versionRoutes(published: ((version: string) => unknown) | null): Route[] {
+  return [
+    publicRoute({
+      method: 'get',
+      effect: 'reads',
+      path: '/v1/openapi.json',
+      operationId: 'openapi',
+      summary: 'The OpenAPI 3.1 document of this API',
+      description: "The newest version's document; `?version=` or the Rowgate-Version header picks another.",
+      tag: 'documents',
+      status: 200,
+      handler: async ({ req, res }) => {
+        const version = documentVersion(req);
+        res.setHeader('Rowgate-Version', version);
+        return published!(version);
+      },
+    }),
+    publicRoute({
+      method: 'get',
+      effect: 'reads',
+      path: '/v1/versions',
+      operationId: 'versions:list',
+      summary: 'The versions of this API',
+      description: 'Every supported version, newest first, with what each changes (SPEC §23). Takes no credential.',
+      tag: 'documents',
+      status: 200,
+      response: VersionList,
+      handler: async () => ({
+        items: [...API_VERSIONS.list].reverse().map((v) => ({
+          version: v.version,
+          released_at: v.released_at,
+          changes: v.changes.map((c) => c.changelog),
+        })),
+      }),
     }),
   ];
 }
