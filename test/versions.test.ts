@@ -178,6 +178,8 @@ describe('CORS (SPEC §16) and the version headers', () => {
       },
     });
     expect(preflight.status).toBe(204);
+    // an answer on /v1 like any other: it names a version
+    expect(preflight.headers.get('rowgate-version')).toBe(NEW);
     const allowed = preflight.headers.get('access-control-allow-headers')!.toLowerCase().split(',');
     for (const header of ['rowgate-version', 'prefer', 'idempotency-key']) expect(allowed).toContain(header);
     const answer = await app.get('/v1/products/', { session: user.session, headers: { origin: 'https://app.example.com' } });

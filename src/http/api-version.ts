@@ -29,6 +29,18 @@ export function markVersion(res: Response, versions: ApiVersions, version: strin
 }
 
 /**
+ * Names the newest version on every /v1 answer from the start, so that one made
+ * before the header is read (a CORS preflight) names one too; readVersion and
+ * the pipeline name the request's own once they know it.
+ */
+export function nameNewestVersion(versions: ApiVersions): RequestHandler {
+  return (req: Request, res: Response, next) => {
+    if (req.path.startsWith('/v1/')) res.setHeader(VERSION_HEADER, versions.newest);
+    next();
+  };
+}
+
+/**
  * The middleware that reads the header on /v1, before the credential, the rate
  * limits and the route. A version it accepts is the request's; without one the
  * answer names the newest until the pipeline settles on the credential's pin.

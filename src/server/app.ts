@@ -14,7 +14,7 @@ import { Placement } from '../db/placement.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import { poolStatements } from '../db/pool.ts';
 import { corsMiddleware } from '../http/cors.ts';
-import { readVersion } from '../http/api-version.ts';
+import { nameNewestVersion, readVersion } from '../http/api-version.ts';
 import { API_VERSIONS, type ApiVersions } from '../core/versions.ts';
 import { takesIdempotencyKeys, withIdempotency } from '../http/idempotency.ts';
 import { apiPipeline, noHooks, type PipelineHooks } from '../http/pipeline.ts';
@@ -108,6 +108,7 @@ function installRequestMiddleware(app: express.Express, options: AppOptions) {
   operating.requestLog?.use(options.pool);
   app.use(logRequests(operating));
   app.use(apiSecurityHeaders);
+  app.use(nameNewestVersion(options.versions ?? API_VERSIONS));
   app.use(corsMiddleware(options.corsOrigins ?? []));
   // the version before anything that may refuse: a bad one is a 400 before authentication (SPEC §23)
   app.use(readVersion(options.versions ?? API_VERSIONS));
