@@ -671,6 +671,8 @@ describe('the OpenAPI document', () => {
       ...apiRoutes.map((r) => `${r.method} ${r.path} ${r.operationId}`),
       'get /healthz health:live',
       'get /readyz health:ready',
+      'get /v1/openapi.json openapi',
+      'get /v1/versions versions:list',
     ];
     expect(documented.sort()).toEqual(expected.sort());
     expect(expected.length).toBeGreaterThan(30);

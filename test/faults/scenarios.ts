@@ -237,7 +237,10 @@ export async function sigtermUnderLoad(server: ServerProcess, data: Seeded, opti
     '/v1/customers/?limit=100&query=customer',
   ];
   const workers = Array.from({ length: options.clients }, async (_, w) => {
-    for (let i = 0; running; i++) outcomes.push(await call(agent, server.url + paths[(i + w) % paths.length]!, { token: data.token }));
+    // numbered pages (a deep one among them), as the first version lists
+    const headers = { 'rowgate-version': '2026-11-20' };
+    for (let i = 0; running; i++)
+      outcomes.push(await call(agent, server.url + paths[(i + w) % paths.length]!, { token: data.token, headers }));
   });
   await new Promise((r) => setTimeout(r, options.loadMs));
 
