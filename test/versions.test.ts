@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ApiVersions, VERSIONS } from '../src/core/versions.ts';
 import { createApp } from '../src/server/app.ts';
@@ -408,4 +409,71 @@ describe('keyset pages under concurrent inserts (SPEC §23)', () => {
       expect([...counts.values()].every((n) => n === 1)).toBe(true);
     },
   );
+});
+
+describe('a version known before authentication', () => {
+  /** A pg client that notes when the authentication and a products list are sent, and when answered. */
+  class TimelineClient extends pg.Client {
+    static events: string[] | null = null;
+    override query(...args: unknown[]): any {
+      const q = args[0];
+      const text = typeof q === 'string' ? q : String((q as { text?: string })?.text);
+      const label = text.includes("set_config('role'") ? 'authentication' : text.includes('from rowgate.products') ? 'list' : null;
+      const answer = (pg.Client.prototype.query as (...a: unknown[]) => unknown).apply(this, args);
+      const events = TimelineClient.events;
+      if (label && events) {
+        events.push(`${label} sent`);
+        (answer as Promise<unknown>).then(
+          () => events.push(`${label} answered`),
+          () => {},
+        );
+      }
+      return answer;
+    }
+  }
+
+  let pool: pg.Pool;
+  let server: Server;
+  let base: string;
+  beforeAll(async () => {
+    pool = new pg.Pool({ connectionString: app.authenticatorUrl, max: 2, Client: TimelineClient });
+    server = createApp({ pool, secret: app.secret, routes: allRoutes(pool), mailer: outboxMailer(() => {}) }).listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server?.closeAllConnections();
+    await new Promise((resolve) => server?.close(resolve));
+    await pool?.end();
+  });
+
+  async function timeline(headers: Record<string, string>) {
+    const events: string[] = [];
+    TimelineClient.events = events;
+    try {
+      const res = await fetch(`${base}/v1/products/?organization_id=${org}`, { headers });
+      expect(res.status).toBe(200);
+      return { version: res.headers.get('rowgate-version'), events };
+    } finally {
+      TimelineClient.events = null;
+    }
+  }
+
+  test("a web session's list is sent with its authentication: the database pins web sessions to none", async () => {
+    const [row] = await app.sql<{ pinned: string | null }>(
+      `select rowgate_private.credential_api_version('web_session', gen_random_uuid()) as pinned`,
+    );
+    expect(row!.pinned).toBeNull();
+    const { version, events } = await timeline({ cookie: `rowgate_session=${user.session}` });
+    expect(version).toBe(NEW);
+    expect(events.indexOf('list sent')).toBeGreaterThan(-1);
+    expect(events.indexOf('list sent')).toBeLessThan(events.indexOf('authentication answered'));
+  });
+
+  test("a token's list waits for its pin, read with its authentication", async () => {
+    const token = await app.pat(user.id, ['products_read']);
+    const { version, events } = await timeline({ authorization: `Bearer ${token}` });
+    expect(version).toBe(NEW);
+    expect(events.indexOf('list sent')).toBeGreaterThan(events.indexOf('authentication answered'));
+  });
 });

@@ -6,6 +6,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { ApiError } from '../core/errors.ts';
 import { requestRecord } from '../core/request-record.ts';
+import type { CredentialKind } from '../auth/tokens.ts';
 import type { ApiVersions } from '../core/versions.ts';
 import type { ApiRoute } from './route-declaration.ts';
 
@@ -27,6 +28,12 @@ export function markVersion(res: Response, versions: ApiVersions, version: strin
     res.setHeader('Sunset', retirement.sunset.toUTCString());
   }
 }
+
+/**
+ * Credential kinds the database pins to no version (rowgate_private.credential_api_version
+ * answers null): their requests are answered in the newest, known before they authenticate.
+ */
+export const UNPINNED_KINDS: readonly CredentialKind[] = ['web_session'];
 
 /**
  * Names the newest version on every /v1 answer from the start, so that one made

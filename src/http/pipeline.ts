@@ -65,7 +65,7 @@ import { requestId } from '../operating/request-id.ts';
 import { requestOrigin } from '../core/client-address.ts';
 import { listRequest } from '../listing/list-page.ts';
 import type { ApiVersions } from '../core/versions.ts';
-import { prefersExactCount, routeIn, settleVersion } from './api-version.ts';
+import { prefersExactCount, routeIn, settleVersion, UNPINNED_KINDS } from './api-version.ts';
 
 /** What the hooks see of a request, filled in as the pipeline goes. */
 export interface RequestState {
@@ -133,9 +133,6 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     const state: RequestState = { route, req, res, credential: null, subject: null };
     const record = requestRecord(req);
     record.route = route.path;
-    // the header's version; else the credential's pin (SPEC §23), known once it authenticates: shapes that differ wait
-    const named = record.apiVersion;
-    let shaped = named !== undefined ? shapes.get(named) : anonymous ? shapes.get(versions.newest) : uniform ? route : undefined;
     if (hooks.received.length) await run(hooks.received, state);
     try {
       state.credential = anonymous
@@ -146,6 +143,9 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     }
     if (hooks.accepted.length) await run(hooks.accepted, state);
     const credential = state.credential;
+    // the header's version; else the credential's pin (SPEC §23): the newest for a kind pinned to none, else known once it authenticates
+    const named = record.apiVersion ?? (credential && UNPINNED_KINDS.includes(credential.kind) ? versions.newest : undefined);
+    let shaped = named !== undefined ? shapes.get(named) : anonymous ? shapes.get(versions.newest) : uniform ? route : undefined;
     const place = options.placement.place(
       effect,
       () => (credential ? credentialKey(credential) : undefined),
