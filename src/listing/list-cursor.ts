@@ -3,7 +3,7 @@
 // It is opaque to clients: they may only send it back with the same sorting and
 // the same filters (as a set, in any order), and anything else, a forged or
 // altered cursor included, is refused at `query.after`.
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject, timingSafeEqual } from 'node:crypto';
 import { validationError } from '../core/errors.ts';
 
 /** A page's last row as the next page starts after it: its sort values, then its id, as PostgreSQL writes them as text. */
@@ -11,10 +11,26 @@ export type CursorKey = readonly (string | null)[];
 
 const encode = (bytes: Buffer | string) => Buffer.from(bytes).toString('base64url');
 
-/** The key cursors are signed with: derived from the server secret, so it signs nothing else. */
+/** The keys cursors are signed with, by server secret (a server has one; a test process a few). */
+const cursorKeys = new Map<string, KeyObject>();
+
+/**
+ * The key cursors are signed with: derived from the server secret, so it signs
+ * nothing else. Derived once, as a KeyObject: a key given as bytes is checked
+ * and copied again by every HMAC made with it.
+ */
+function cursorKey(secret: string): KeyObject {
+  let key = cursorKeys.get(secret);
+  if (!key) {
+    if (cursorKeys.size >= 16) cursorKeys.clear();
+    key = createSecretKey(createHmac('sha256', secret).update('rowgate list cursor').digest());
+    cursorKeys.set(secret, key);
+  }
+  return key;
+}
+
 function signature(secret: string, fingerprint: string, payload: string): Buffer {
-  const key = createHmac('sha256', secret).update('rowgate list cursor').digest();
-  return createHmac('sha256', key).update(fingerprint).update('\n').update(payload).digest();
+  return createHmac('sha256', cursorKey(secret)).update(fingerprint).update('\n').update(payload).digest();
 }
 
 /** The cursor a client sends back to continue after `key`. */
