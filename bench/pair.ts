@@ -52,9 +52,11 @@ const document = JSON.stringify({
 });
 writeFileSync(lua, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(document)}\n`);
 
-const startArgs = JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8'))
-  .scripts.start.split(/\s+/)
-  .slice(1) as string[];
+/** A tree's `npm start` node arguments (its V8 memory settings included): each tree runs as its own npm start would. */
+const startArgs = (tree: string) =>
+  JSON.parse(readFileSync(path.join(path.resolve(tree), 'package.json'), 'utf8'))
+    .scripts.start.split(/\s+/)
+    .slice(1) as string[];
 const envOf = (list: string) =>
   Object.fromEntries(
     list
@@ -64,7 +66,7 @@ const envOf = (list: string) =>
   );
 
 async function start(tree: string, port: number, extra: string) {
-  const child = spawn(process.execPath, startArgs, {
+  const child = spawn(process.execPath, startArgs(tree), {
     cwd: path.resolve(tree),
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {
