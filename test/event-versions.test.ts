@@ -142,6 +142,25 @@ describe('event data in the reader’s version (SPEC §23)', () => {
     expect(rendered.text).toContain('"title":"Versioned"');
   });
 
+  test("without Rowgate-Version, a web session's reads start with its authentication and render in the newest", async () => {
+    // a web session is pinned to none: its version is known before it authenticates, and a handler
+    // that renders event data may read it before the authentication has answered
+    const [created] = JSON.parse((await get(`/v1/events/?type=product.created&resource_id=${productId}`, RENAMED)).text).items as Event[];
+    const paths = [
+      `/v1/events/?type=product.created&resource_id=${productId}`,
+      `/v1/events/${created!.id}`,
+      `/v1/events/feed?type=product.created&organization_id=${org}`,
+    ];
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        fetch(base + paths[i % paths.length]!, { headers: { cookie: `rowgate_session=${user.session}` } }),
+      ),
+    );
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+    expect(new Set(answers.map((a) => a.headers.get('rowgate-version')))).toEqual(new Set([RENAMED]));
+    for (const answer of answers) expect(await answer.text()).toContain('"title":"Versioned"');
+  });
+
   test('without Rowgate-Version, a token pinned to the version renders in it: the get and the feed wait for the version', async () => {
     const token = await app.oat(org, ['events_read']);
     await app.sql(`update rowgate.organization_access_tokens set api_version = $2 where organization_id = $1`, [org, RENAMED]);

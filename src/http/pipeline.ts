@@ -144,7 +144,7 @@ export function apiPipeline(route: ApiRoute, options: PipelineOptions): RequestH
     if (hooks.accepted.length) await run(hooks.accepted, state);
     const credential = state.credential;
     // the header's version; else the credential's pin (SPEC §23): the newest for a kind pinned to none, else known once it authenticates
-    const named = record.apiVersion ?? (credential && UNPINNED_KINDS.includes(credential.kind) ? versions.newest : undefined);
+    const named = (record.apiVersion ??= credential && UNPINNED_KINDS.includes(credential.kind) ? versions.newest : undefined);
     let shaped = named !== undefined ? shapes.get(named) : anonymous ? shapes.get(versions.newest) : uniform ? route : undefined;
     const place = options.placement.place(
       effect,
