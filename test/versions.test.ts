@@ -143,6 +143,7 @@ describe('the OpenAPI document of each version', () => {
       expect(sent(document, '/v1/products/{id}')).toEqual(['Rowgate-Version']);
       expect(sent(document, '/v1/products/', 'post')).toEqual(['Rowgate-Version', 'idempotency-key']);
       expect(sent(document, '/v1/versions')).toEqual(['Rowgate-Version']);
+      expect(document.paths['/v1/versions'].get.responses['400'].content['application/json'].example.error).toBe('UnsupportedVersion');
       for (const status of ['200', '400', '401', '404'])
         expect(answered(document, '/v1/products/{id}', status)).toContain('Rowgate-Version');
       expect(document.paths['/v1/products/{id}'].get.responses['400'].content['application/json'].example.error).toBe('UnsupportedVersion');

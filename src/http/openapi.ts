@@ -72,7 +72,7 @@ export function openApiDocument(
     const limited = route.path.startsWith('/v1/');
     if (api) for (const s of [oauth2 || registration ? 400 : 422, 503, 504]) statuses.add(s);
     if (api && limited) statuses.add(429);
-    if (api && versioned) statuses.add(400);
+    if (versioned) statuses.add(400);
     if (credentialed && (route.params || route.method !== 'get')) statuses.add(404);
     if (api && takesIdempotencyKeys(route)) statuses.add(409);
     if (api && route.body) for (const s of [413, 415]) statuses.add(s);
