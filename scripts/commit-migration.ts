@@ -12,7 +12,7 @@
 // migrations/current/ itself empties it. Work kept on a branch while main moves on
 // is committed again on top of main's last migration with the same command. Then
 // `npm run db:schema` rewrites data/schema.sql.
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -57,38 +57,48 @@ if (!source || !message) {
 const isFolder = statSync(source).isDirectory();
 const SHADOW = 'rowgate_shadow';
 
-// graphile-migrate's layout, as .gmrc describes it: migrations/{committed,current}, db/ beside it
+const committedFolder = path.join(projectRoot, 'migrations', 'committed');
+const before = new Set(readdirSync(committedFolder));
 const work = mkdtempSync(path.join(tmpdir(), 'rowgate-commit-'));
-const migrationsFolder = path.join(work, 'migrations');
-mkdirSync(migrationsFolder);
-symlinkSync(path.join(projectRoot, 'migrations', 'committed'), path.join(migrationsFolder, 'committed'));
-symlinkSync(path.join(projectRoot, 'db'), path.join(work, 'db'));
-if (isFolder) cpSync(source, path.join(migrationsFolder, 'current'), { recursive: true });
-else cpSync(source, path.join(migrationsFolder, 'current.sql'));
-
 const home = mkdtempSync(path.join(tmpdir(), 'rowgate-commit-db-'));
-const db = await openEmbeddedDatabase({ home, exclusive: false, log: () => {} });
+let db: Awaited<ReturnType<typeof openEmbeddedDatabase>> | undefined;
+// an interrupted commit (Ctrl-C) waits for its child, then cleans up below like a failed one
+const interrupted = () => {};
+process.on('SIGINT', interrupted).on('SIGTERM', interrupted);
+let committed = false;
 try {
+  // graphile-migrate's layout, as .gmrc describes it: migrations/{committed,current}, db/ beside it
+  const migrationsFolder = path.join(work, 'migrations');
+  mkdirSync(migrationsFolder);
+  symlinkSync(committedFolder, path.join(migrationsFolder, 'committed'));
+  symlinkSync(path.join(projectRoot, 'db'), path.join(work, 'db'));
+  if (isFolder) cpSync(source, path.join(migrationsFolder, 'current'), { recursive: true });
+  else cpSync(source, path.join(migrationsFolder, 'current.sql'));
+  db = await openEmbeddedDatabase({ home, exclusive: false, log: () => {} });
   const root = embeddedUrl(db.state, 'superuser', 'postgres');
   await ensureRoles(root, { owner: db.state.ownerPassword, authenticator: db.state.authenticatorPassword });
   await ensureDatabase(root, DATABASE_NAME);
   await hardenDatabase(root, DATABASE_NAME);
   const urls = { owner: embeddedUrl(db.state, 'owner'), shadow: embeddedUrl(db.state, 'owner', SHADOW), root, migrationsFolder };
-  const child = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', fileURLToPath(import.meta.url), source, message], {
+  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', fileURLToPath(import.meta.url), source, message], {
     env: { ...process.env, [CHILD]: JSON.stringify(urls) },
     stdio: 'inherit',
   });
-  if (child.status !== 0) process.exitCode = 1;
+  committed = await new Promise<boolean>((resolve) => {
+    child.on('error', () => resolve(false));
+    child.on('exit', (code) => resolve(code === 0));
+  });
 } finally {
-  await db.stop();
+  // a commit that did not finish keeps no file of its own
+  if (!committed)
+    for (const file of readdirSync(committedFolder)) if (!before.has(file)) rmSync(path.join(committedFolder, file), { force: true });
+  await db?.stop();
   rmSync(home, { recursive: true, force: true });
   rmSync(work, { recursive: true, force: true });
 }
-if (process.exitCode) process.exit();
-const last = readdirSync(path.join(projectRoot, 'migrations', 'committed'))
-  .sort()
-  .at(-1);
-console.log(`migrations/committed/${last}`);
+if (!committed) process.exit(1);
+const added = readdirSync(committedFolder).filter((file) => !before.has(file));
+console.log(added.map((file) => `migrations/committed/${file}`).join('\n'));
 if (isFolder && path.resolve(source) === path.join(projectRoot, 'migrations', 'current')) {
   for (const part of readdirSync(source).filter((f) => f.endsWith('.sql'))) rmSync(path.join(source, part));
 }
