@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { IDEMPOTENCY_HEADER } from './idempotency.ts';
 
 /** The header fields answers carry (SPEC §14, §17, §19), each described once in components.headers. */
-export const header = (id: string, description: string, example: string) => z.string().meta({ description, example, header: { id } });
+const header = (id: string, description: string, example: string) => z.string().meta({ description, example, header: { id } });
 export const headers = {
   requestId: header(
     'X-Request-Id',
